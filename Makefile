@@ -1,0 +1,44 @@
+# Two commands do all the set-up from a fresh clone:
+#   make demo   - runs graphpe's main job on bundled data (no download)
+#   make test   - runs the test suite (ruff + pytest)
+# Both create .venv. Where no torch is installed, the CPU build is installed first
+# (TORCH_SPEC, TORCH_PIP_ARGS override it, e.g. TORCH_PIP_ARGS="--index-url
+# https://download.pytorch.org/whl/cpu" on a machine whose pip would pick a CUDA build).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TORCH_SPEC ?= torch==2.13.0
+TORCH_PIP_ARGS ?=
+STAMP := $(VENV)/.graphpe-installed
+
+.PHONY: demo test test-slow bench lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	@$(BIN)/python -c "import torch" 2>/dev/null || \
+		$(BIN)/python -m pip install -q $(TORCH_SPEC) $(TORCH_PIP_ARGS)
+	$(BIN)/python -m pip install -q -e ".[test,bench]"
+	@touch $@
+
+demo: $(STAMP)
+	$(BIN)/graphpe demo
+
+test: $(STAMP)
+	$(BIN)/ruff check graphpe tests benchmarks examples
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/precompute.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check graphpe tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache results

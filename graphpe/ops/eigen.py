@@ -1,0 +1,258 @@
+"""Laplacian eigenpairs for a whole batch of graphs.
+
+Small graphs (the common case: molecules, TU graphs) are grouped by node count into size
+buckets; each bucket is one padded dense ``[B, n, n]`` Laplacian and one batched ``eigh``.
+Padded rows get a diagonal entry above the spectrum, so their eigenpairs sort after every real
+one and are never selected. Graphs above ``dense_max_nodes`` go to a sparse solver and are never
+densified.
+
+Conventions (``../DESIGN.md`` §3-4):
+- the graph is the undirected simple graph underlying the input (``ops.graph.undirected_simple``);
+- the trivial eigenpairs are the eigenvalue-0 ones, one per connected component (isolated nodes
+  count as components); by default they are dropped and the next ``k`` are kept;
+- a graph with fewer than ``k`` remaining eigenpairs is zero-padded and ``mask`` marks the
+  valid columns; padded eigenvalues are ``pad_value``;
+- signs are canonical by default (see :func:`canonical_signs`), or random from a generator.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import torch
+from torch import Tensor
+
+from graphpe.ops.graph import (
+    NORMALIZATIONS,
+    bucket_node_index,
+    components_per_graph,
+    connected_components,
+    dense_adjacency,
+    inv_sqrt_degree,
+    laplacian_entries,
+    node_range_subgraph,
+    single_graph_ptr,
+    size_buckets,
+    undirected_simple,
+    validate_graph,
+)
+
+SIGN_MODES = ("canonical", "random", "none")
+
+
+class Eigenpairs(NamedTuple):
+    """``eigvals`` ``[G, k]`` per graph, ``eigvecs`` ``[N, k]`` per node, ``mask`` ``[G, k]``
+    (True where the column holds a real eigenpair)."""
+
+    eigvals: Tensor
+    eigvecs: Tensor
+    mask: Tensor
+
+
+def laplacian_eigenpairs(
+    edge_index: Tensor,
+    num_nodes: int,
+    k: int,
+    *,
+    ptr: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    normalization: str = "sym",
+    keep_trivial: bool = False,
+    sign: str = "canonical",
+    generator: torch.Generator | None = None,
+    pad_value: float = 0.0,
+    dense_max_nodes: int = 2048,
+    bucket_granularity: int = 1,
+    compute_dtype: torch.dtype | None = None,
+    dtype: torch.dtype = torch.float32,
+    sparse_tol: float = 1e-8,
+) -> Eigenpairs:
+    """The ``k`` smallest (non-trivial) Laplacian eigenpairs of every graph in a batch.
+
+    Args:
+        edge_index: ``[2, E]`` edges of all graphs (node ids global to the batch).
+        num_nodes: total number of nodes.
+        k: eigenpairs kept per graph.
+        ptr: ``[G + 1]`` node offsets of the graphs (PyG's ``Batch.ptr``); one graph if None.
+        edge_weight: ``[E]`` finite non-negative weights, or None.
+        normalization: ``sym`` (``I - D^-1/2 A D^-1/2``), ``rw`` (``I - D^-1 A``; eigenvectors
+            ``D^-1/2 u`` rescaled to unit norm) or ``none`` (``D - A``).
+        keep_trivial: keep the eigenvalue-0 pairs (one per component) instead of dropping them.
+        sign: ``canonical`` (deterministic, see :func:`canonical_signs`), ``random`` (a random
+            flip per graph and column, from ``generator``) or ``none`` (as the solver returns).
+        pad_value: eigenvalue written into padded columns.
+        dense_max_nodes: graphs up to this size use the batched dense path; larger ones the
+            sparse solver (``scipy.sparse.linalg.eigsh`` on the CPU).
+        bucket_granularity: size buckets round node counts up to a multiple of this.
+        compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
+        dtype: dtype of the returned tensors.
+        sparse_tol: convergence tolerance of the sparse solver.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    if sign not in SIGN_MODES:
+        raise ValueError(f"sign must be one of {SIGN_MODES}, got {sign!r}")
+    device = edge_index.device
+    if ptr is None:
+        ptr = single_graph_ptr(num_nodes, device)
+    validate_graph(edge_index, num_nodes, edge_weight, ptr)
+    ptr = ptr.to(device=device, dtype=torch.long)
+    if compute_dtype is None:
+        compute_dtype = torch.float64 if device.type == "cpu" else torch.float32
+    num_graphs = ptr.numel() - 1
+
+    trivial = components_per_graph(connected_components(edge_index, num_nodes), ptr)
+    skip = torch.zeros_like(trivial) if keep_trivial else trivial
+    flips = None
+    if sign == "random":
+        flips = random_signs(num_graphs, k, generator, compute_dtype, device)
+
+    eigvals = torch.full((num_graphs, k), pad_value, dtype=compute_dtype, device=device)
+    eigvecs = torch.zeros(num_nodes, k, dtype=compute_dtype, device=device)
+    mask = torch.zeros(num_graphs, k, dtype=torch.bool, device=device)
+    sizes = ptr[1:] - ptr[:-1]
+    cols = torch.arange(k, device=device)
+
+    # Dense path: one batched eigh per size bucket.
+    buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
+    adjacency = dense_adjacency(edge_index, ptr, buckets, edge_weight, compute_dtype)
+    for bucket, adj in zip(buckets, adjacency, strict=True):
+        g = bucket.graphs.to(device)
+        node, inside = bucket_node_index(ptr, bucket)
+        lap, scale = _dense_laplacian(adj, inside, normalization)
+        vals, vecs = torch.linalg.eigh(lap)
+        pick = skip[g].unsqueeze(1) + cols.unsqueeze(0)  # [B, k] column of each kept pair
+        valid = pick < sizes[g].unsqueeze(1)
+        pick = pick.clamp(max=bucket.size - 1)
+        sel_vals = torch.gather(vals, 1, pick)
+        sel_vecs = torch.gather(vecs, 2, pick.unsqueeze(1).expand(-1, bucket.size, -1))
+        sel_vecs = _finish(sel_vecs, valid, scale, sign, None if flips is None else flips[g])
+        eigvals[g] = torch.where(valid, sel_vals, torch.full_like(sel_vals, pad_value))
+        mask[g] = valid
+        eigvecs[node[inside]] = sel_vecs[inside]
+
+    # Sparse path: graphs too large to densify (few per batch, hence the loop).
+    for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
+        start, end = int(ptr[g]), int(ptr[g + 1])
+        n_skip = int(skip[g])
+        sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
+        graph = undirected_simple(sub_ei, end - start, sub_w)
+        ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
+        vals, vecs = _sparse_smallest(ei, off, diag, n_skip + k, sparse_tol)
+        vals = torch.from_numpy(vals[n_skip:]).to(eigvals)
+        vecs = torch.from_numpy(vecs[:, n_skip:]).to(eigvecs)
+        m = vals.numel()
+        valid = (cols < m).unsqueeze(0)
+        vecs = torch.cat([vecs, vecs.new_zeros(vecs.size(0), k - m)], dim=1).unsqueeze(0)
+        scale = inv_sqrt_degree(deg).unsqueeze(0) if normalization == "rw" else None
+        vecs = _finish(vecs, valid, scale, sign, None if flips is None else flips[g : g + 1])
+        eigvals[g, :m] = vals
+        mask[g, :m] = True
+        eigvecs[start:end] = vecs[0]
+    return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
+
+
+def _dense_laplacian(
+    adj: Tensor, inside: Tensor, normalization: str
+) -> tuple[Tensor, Tensor | None]:
+    """Padded dense Laplacians ``[B, n, n]`` from adjacency blocks; padded diagonal entries sit
+    above the spectrum so padded eigenpairs sort last. Also returns ``D^-1/2`` for ``rw``."""
+    deg = adj.sum(-1)
+    if normalization == "none":
+        lap = -adj
+        # Eigenvalues of D - A are at most 2 * max degree.
+        pad = 2.0 * deg.amax(dim=1, keepdim=True) + 1.0
+        diag = torch.where(inside, deg, pad)
+        lap.diagonal(dim1=-2, dim2=-1).copy_(diag)
+        return lap, None
+    dis = inv_sqrt_degree(deg)
+    lap = adj.mul_(dis.unsqueeze(1)).mul_(dis.unsqueeze(2)).neg_()
+    # Chung's convention: 0 on an isolated node's diagonal; 3 > 2 >= every eigenvalue on padding.
+    diag = torch.where(inside, (deg > 0).to(adj.dtype), torch.full_like(deg, 3.0))
+    lap.diagonal(dim1=-2, dim2=-1).copy_(diag)
+    return lap, dis if normalization == "rw" else None
+
+
+def _finish(
+    vecs: Tensor,
+    valid: Tensor,
+    rw_scale: Tensor | None,
+    sign: str,
+    flips: Tensor | None,
+) -> Tensor:
+    """Zero padded columns, map ``L_sym`` vectors to ``L_rw`` ones, and fix signs: ``vecs`` is
+    ``[B, n, k]`` with zero padded rows, ``valid`` ``[B, k]``."""
+    vecs = vecs * valid.unsqueeze(1)
+    if rw_scale is not None:
+        vecs = vecs * rw_scale.unsqueeze(2)
+        vecs = vecs / vecs.norm(dim=1, keepdim=True).clamp(min=1e-30)
+    if sign == "canonical":
+        vecs = vecs * canonical_signs(vecs, valid)
+    elif sign == "random":
+        vecs = vecs * flips.unsqueeze(1)
+    return vecs
+
+
+def canonical_signs(vecs: Tensor, mask: Tensor | None = None, tol: float = 1e-6) -> Tensor:
+    """Signs that make eigenvectors canonical: ``vecs`` is ``[..., n, k]`` (padded rows zero),
+    the result ``[..., 1, k]`` in ``{-1, +1}`` to multiply it by.
+
+    The sign makes ``sum_i v_i^3`` positive, a rule that does not depend on node order. Where
+    that sum is within ``tol`` (relative) of zero, e.g. for a vector that is antisymmetric under
+    an automorphism, whose sign no permutation-invariant rule can fix, the entry of largest
+    magnitude is made positive, ties (within ``tol``) going to the lowest index. Columns where
+    ``mask`` (``[..., k]``) is False get +1.
+    """
+    third = vecs.pow(3).sum(dim=-2, keepdim=True)
+    mag = vecs.abs()
+    max_mag = mag.amax(dim=-2, keepdim=True)
+    near = mag >= max_mag - tol
+    first = torch.argmax(near.to(torch.uint8), dim=-2, keepdim=True)
+    at_max = torch.gather(vecs, -2, first)
+    scale = max_mag.pow(3).clamp(min=1e-30)
+    sign = torch.where(third.abs() > tol * scale, third.sign(), at_max.sign())
+    invalid = sign == 0
+    if mask is not None:
+        invalid = invalid | ~mask.unsqueeze(-2)
+    return torch.where(invalid, torch.ones_like(sign), sign)
+
+
+def random_signs(
+    num_graphs: int,
+    k: int,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: torch.device | str = "cpu",
+) -> Tensor:
+    """Independent random signs ``[G, k]`` (drawn on the generator's device, then moved)."""
+    gen_device = generator.device if generator is not None else "cpu"
+    bits = torch.randint(0, 2, (num_graphs, k), generator=generator, device=gen_device)
+    return (bits * 2 - 1).to(device=device, dtype=dtype)
+
+
+def _sparse_smallest(
+    edge_index: Tensor,
+    off: Tensor,
+    diag: Tensor,
+    num: int,
+    tol: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``num`` smallest eigenpairs of one large graph's symmetric Laplacian (CPU, scipy)."""
+    n = diag.numel()
+    r, c = edge_index.cpu().numpy()
+    v = off.detach().cpu().numpy().astype(np.float64)
+    lap = sp.coo_matrix((v, (r, c)), shape=(n, n)).tocsr()
+    lap = lap + sp.diags(diag.detach().cpu().numpy().astype(np.float64))
+    num = min(num, n)
+    if num >= n - 1:
+        # eigsh needs k < n - 1; asking for (almost) the whole spectrum means n is small.
+        vals, vecs = np.linalg.eigh(lap.toarray())
+        return vals[:num], vecs[:, :num]
+    vals, vecs = spla.eigsh(lap, k=num, which="SA", tol=tol)
+    order = np.argsort(vals)
+    return vals[order], vecs[:, order]

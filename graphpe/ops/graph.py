@@ -1,0 +1,374 @@
+"""Graph structure kernels: validation, symmetrization, degrees, normalized operators,
+connected components and size buckets.
+
+Every function here takes plain tensors (``edge_index``, ``num_nodes``, optional ``ptr`` and
+``edge_weight``) and works on any device. A batch of graphs is one graph with ``ptr`` marking
+where each graph's nodes start (PyG's ``Batch.ptr``); kernels never loop over graphs in Python.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from scipy.sparse.csgraph import connected_components as _scipy_components
+from torch import Tensor
+
+NORMALIZATIONS = ("sym", "rw", "none")
+
+
+class UndirectedGraph(NamedTuple):
+    """A simple undirected graph: both directions stored, sorted by (row, col), no self loops,
+    no duplicates. ``edge_weight`` is ``None`` for an unweighted graph."""
+
+    edge_index: Tensor
+    edge_weight: Tensor | None
+    num_nodes: int
+
+
+def validate_graph(
+    edge_index: Tensor,
+    num_nodes: int,
+    edge_weight: Tensor | None = None,
+    ptr: Tensor | None = None,
+) -> None:
+    """Raise ``ValueError`` naming the problem if the inputs do not describe a valid graph.
+
+    Checks: ``edge_index`` is an integer tensor of shape ``[2, E]`` with every index in
+    ``[0, num_nodes)``; ``edge_weight`` (if given) is a floating tensor of shape ``[E]`` whose
+    entries are finite and non-negative; ``ptr`` (if given) is a non-decreasing integer vector
+    from 0 to ``num_nodes`` and no edge crosses from one graph into another.
+    """
+    if not isinstance(edge_index, Tensor):
+        raise ValueError(f"edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
+    if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
+        raise ValueError(f"edge_index must have an integer dtype, got {edge_index.dtype}")
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"edge_index must have shape [2, num_edges], got {list(edge_index.shape)}")
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)):
+        raise ValueError(f"num_nodes must be an int, got {type(num_nodes).__name__}")
+    if num_nodes < 0:
+        raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
+    num_edges = edge_index.size(1)
+    if num_edges > 0:
+        lo, hi = int(edge_index.min()), int(edge_index.max())
+        if lo < 0 or hi >= num_nodes:
+            bad = lo if lo < 0 else hi
+            raise ValueError(
+                f"edge_index contains node index {bad}, out of range for num_nodes={num_nodes}"
+            )
+    if edge_weight is not None:
+        if not isinstance(edge_weight, Tensor):
+            raise ValueError(
+                f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}"
+            )
+        if edge_weight.dim() != 1 or edge_weight.numel() != num_edges:
+            raise ValueError(
+                f"edge_weight must have shape [{num_edges}] (one weight per edge), "
+                f"got {list(edge_weight.shape)}"
+            )
+        if not edge_weight.dtype.is_floating_point:
+            raise ValueError(f"edge_weight must have a floating dtype, got {edge_weight.dtype}")
+        if num_edges > 0:
+            if not bool(torch.isfinite(edge_weight).all()):
+                raise ValueError("edge_weight contains NaN or infinite values")
+            if bool((edge_weight < 0).any()):
+                raise ValueError("edge_weight contains negative values")
+    if ptr is not None:
+        if not isinstance(ptr, Tensor) or ptr.dim() != 1 or ptr.numel() < 1:
+            raise ValueError("ptr must be a 1-D tensor [num_graphs + 1] of node offsets")
+        if int(ptr[0]) != 0 or int(ptr[-1]) != num_nodes:
+            raise ValueError(
+                f"ptr must start at 0 and end at num_nodes={num_nodes}, "
+                f"got {int(ptr[0])}..{int(ptr[-1])}"
+            )
+        if ptr.numel() > 1 and bool((ptr[1:] < ptr[:-1]).any()):
+            raise ValueError("ptr must be non-decreasing")
+        if num_edges > 0:
+            graph = batch_from_ptr(ptr, num_nodes)
+            if bool((graph[edge_index[0]] != graph[edge_index[1]]).any()):
+                raise ValueError("edge_index contains edges between different graphs of the batch")
+
+
+def undirected_simple(
+    edge_index: Tensor,
+    num_nodes: int,
+    edge_weight: Tensor | None = None,
+) -> UndirectedGraph:
+    """Symmetrize, drop self loops and merge duplicate edges.
+
+    The undirected weight of ``{i, j}`` is the largest weight of any input edge between ``i``
+    and ``j``, in either direction (1 for unweighted graphs). So an undirected graph given with
+    both directions is unchanged, a directed graph becomes its underlying undirected graph, and
+    a multigraph becomes a simple graph. The result stores both directions, sorted by
+    ``(row, col)``.
+    """
+    row, col = edge_index[0].long(), edge_index[1].long()
+    keep = row != col
+    row, col = row[keep], col[keep]
+    row, col = torch.cat([row, col]), torch.cat([col, row])
+    key = row * max(num_nodes, 1) + col
+    if edge_weight is None:
+        key = torch.unique(key)
+        weight = None
+    else:
+        w = edge_weight[keep]
+        w = torch.cat([w, w])
+        key, inverse = torch.unique(key, return_inverse=True)
+        weight = torch.zeros(key.numel(), dtype=w.dtype, device=w.device)
+        weight = weight.scatter_reduce(0, inverse, w, reduce="amax", include_self=False)
+    n = max(num_nodes, 1)
+    return UndirectedGraph(torch.stack([key // n, key % n]), weight, num_nodes)
+
+
+def batch_from_ptr(ptr: Tensor, num_nodes: int | None = None) -> Tensor:
+    """Graph id of every node, from node offsets ``ptr`` (the inverse of PyG's ``Batch.ptr``)."""
+    sizes = ptr[1:] - ptr[:-1]
+    graph_ids = torch.arange(sizes.numel(), device=ptr.device)
+    return torch.repeat_interleave(graph_ids, sizes, output_size=num_nodes)
+
+
+def single_graph_ptr(num_nodes: int, device: torch.device | str | None = None) -> Tensor:
+    return torch.tensor([0, num_nodes], dtype=torch.long, device=device)
+
+
+def degree(
+    edge_index: Tensor,
+    num_nodes: int,
+    edge_weight: Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """(Weighted) out-degree of every node: ``sum_j A_ij`` over the stored edges."""
+    row = edge_index[0]
+    w = torch.ones(row.numel(), dtype=dtype, device=row.device) if edge_weight is None \
+        else edge_weight.to(dtype)
+    return torch.zeros(num_nodes, dtype=dtype, device=row.device).index_add_(0, row, w)
+
+
+def edge_values(graph: UndirectedGraph, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Edge weights of ``graph`` as a dense vector (ones for an unweighted graph)."""
+    if graph.edge_weight is None:
+        return torch.ones(graph.edge_index.size(1), dtype=dtype, device=graph.edge_index.device)
+    return graph.edge_weight.to(dtype)
+
+
+def inv_sqrt_degree(deg: Tensor) -> Tensor:
+    """``deg^{-1/2}`` with 0 for isolated nodes (Chung's convention: no division by zero)."""
+    out = deg.pow(-0.5)
+    return out.masked_fill_(deg <= 0, 0.0)
+
+
+def laplacian_entries(
+    graph: UndirectedGraph,
+    normalization: str = "sym",
+    dtype: torch.dtype = torch.float32,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Entries of the graph Laplacian, split into off-diagonal and diagonal parts.
+
+    Returns ``(edge_index, off_diag_values, diag_values, deg)``.
+
+    - ``sym``: ``L = I - D^{-1/2} A D^{-1/2}``, with ``L_ii = 0`` for an isolated node
+      (Chung's convention), so that the multiplicity of eigenvalue 0 is the number of connected
+      components, isolated nodes included.
+    - ``rw``: the same symmetric matrix; ``L_rw = I - D^{-1} A`` is similar to it and its
+      eigenvectors are ``D^{-1/2}`` times those of ``L_sym`` (see ``ops.eigen``).
+    - ``none``: ``L = D - A``.
+    """
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    w = edge_values(graph, dtype)
+    deg = degree(graph.edge_index, graph.num_nodes, w, dtype)
+    row, col = graph.edge_index
+    if normalization == "none":
+        return graph.edge_index, -w, deg, deg
+    dis = inv_sqrt_degree(deg)
+    off = -dis[row] * w * dis[col]
+    diag = (deg > 0).to(dtype)
+    return graph.edge_index, off, diag, deg
+
+
+def sparse_operator(
+    edge_index: Tensor,
+    values: Tensor,
+    num_nodes: int,
+    diag: Tensor | None = None,
+) -> Tensor:
+    """A sparse CSR matrix from off-diagonal entries plus an optional diagonal."""
+    if diag is not None:
+        loop = torch.arange(num_nodes, device=edge_index.device)
+        edge_index = torch.cat([edge_index, torch.stack([loop, loop])], dim=1)
+        values = torch.cat([values, diag.to(values.dtype)])
+    coo = torch.sparse_coo_tensor(
+        edge_index, values, (num_nodes, num_nodes), check_invariants=False
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        return coo.coalesce().to_sparse_csr()
+
+
+def laplacian(
+    edge_index: Tensor,
+    num_nodes: int,
+    edge_weight: Tensor | None = None,
+    normalization: str = "sym",
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """The (normalized) Laplacian of the undirected simple graph underlying the input, as a
+    sparse CSR tensor. See :func:`laplacian_entries` for the conventions."""
+    validate_graph(edge_index, num_nodes, edge_weight)
+    graph = undirected_simple(edge_index, num_nodes, edge_weight)
+    ei, off, diag, _ = laplacian_entries(graph, normalization, dtype)
+    if normalization == "rw":
+        # The non-symmetric random-walk Laplacian itself: I - D^{-1} A.
+        w = edge_values(graph, dtype)
+        deg = degree(ei, num_nodes, w, dtype)
+        inv = torch.where(deg > 0, 1.0 / deg.clamp(min=torch.finfo(dtype).tiny), 0.0)
+        off = -inv[ei[0]] * w
+    return sparse_operator(ei, off, num_nodes, diag)
+
+
+def connected_components(
+    edge_index: Tensor,
+    num_nodes: int,
+) -> Tensor:
+    """Component label of every node: the smallest node index in its component.
+
+    Runs scipy's union-find on the CPU (the structure is small next to any PE computed from it)
+    and returns the labels on ``edge_index``'s device.
+    """
+    ei = edge_index.detach().cpu().numpy()
+    adj = sp.coo_matrix(
+        (np.ones(ei.shape[1], dtype=np.int8), (ei[0], ei[1])), shape=(num_nodes, num_nodes)
+    )
+    _, labels = _scipy_components(adj, directed=True, connection="weak")
+    labels = torch.from_numpy(labels.astype(np.int64))
+    # Relabel each component by its smallest node, so labels do not depend on scipy's order.
+    first = torch.full((int(labels.max()) + 1 if num_nodes else 0,), num_nodes, dtype=torch.long)
+    first = first.scatter_reduce(0, labels, torch.arange(num_nodes), reduce="amin")
+    return first[labels].to(edge_index.device)
+
+
+def components_per_graph(labels: Tensor, ptr: Tensor) -> Tensor:
+    """Number of connected components of every graph of the batch, from node labels."""
+    num_nodes = labels.numel()
+    is_root = labels == torch.arange(num_nodes, device=labels.device)
+    graph = batch_from_ptr(ptr, num_nodes)
+    counts = torch.zeros(ptr.numel() - 1, dtype=torch.long, device=labels.device)
+    return counts.index_add_(0, graph[is_root], torch.ones_like(graph[is_root]))
+
+
+class SizeBucket(NamedTuple):
+    """Graphs whose node counts round up to the same padded size ``size``."""
+
+    size: int
+    graphs: Tensor  # graph ids in the batch, ascending
+
+
+def size_buckets(sizes: Tensor, granularity: int = 1, max_size: int | None = None) -> list[
+    SizeBucket
+]:
+    """Group graphs by node count rounded up to a multiple of ``granularity``.
+
+    Graphs with 0 nodes are left out, and so are graphs larger than ``max_size`` (the caller
+    sends those down its sparse path).
+    """
+    if granularity < 1:
+        raise ValueError(f"granularity must be >= 1, got {granularity}")
+    sizes = sizes.detach().cpu()
+    padded = (sizes + granularity - 1) // granularity * granularity
+    keep = sizes > 0
+    if max_size is not None:
+        keep &= sizes <= max_size
+    ids = torch.nonzero(keep).flatten()
+    if ids.numel() == 0:
+        return []
+    order = torch.argsort(padded[ids], stable=True)
+    ids, padded_sorted = ids[order], padded[ids][order]
+    values, counts = torch.unique_consecutive(padded_sorted, return_counts=True)
+    return [
+        SizeBucket(int(v), g)
+        for v, g in zip(values.tolist(), torch.split(ids, counts.tolist()), strict=True)
+    ]
+
+
+def dense_adjacency(
+    edge_index: Tensor,
+    ptr: Tensor,
+    buckets: list[SizeBucket],
+    edge_weight: Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> list[Tensor]:
+    """Padded dense adjacency matrices ``[B, n, n]``, one per size bucket, from raw edges.
+
+    The matrices are those of the undirected simple graph (:func:`undirected_simple`): both
+    directions are written, self loops are dropped and duplicates keep their largest weight.
+    All buckets live in one flat buffer filled by a single scatter, so no sort of the edges is
+    needed; edges of graphs outside every bucket are skipped. Padded rows and columns are 0.
+    """
+    device = edge_index.device
+    num_graphs = ptr.numel() - 1
+    num_nodes = int(ptr[-1])
+    if not buckets:
+        return []
+    sizes = torch.tensor([b.size for b in buckets], dtype=torch.long)
+    counts = torch.tensor([b.graphs.numel() for b in buckets], dtype=torch.long)
+    bucket_offsets = torch.cat([torch.zeros(1, dtype=torch.long), (counts * sizes**2).cumsum(0)])
+    base = torch.full((num_graphs,), -1, dtype=torch.long)
+    width = torch.zeros(num_graphs, dtype=torch.long)
+    for b, bucket in enumerate(buckets):  # a handful of buckets, not graphs
+        slots = torch.arange(bucket.graphs.numel())
+        base[bucket.graphs] = bucket_offsets[b] + slots * bucket.size**2
+        width[bucket.graphs] = bucket.size
+    base, width = base.to(device), width.to(device)
+
+    graph_of_node = batch_from_ptr(ptr, num_nodes)
+    local = torch.arange(num_nodes, device=device) - ptr[graph_of_node]
+    row, col = edge_index[0].long(), edge_index[1].long()
+    g = graph_of_node[row]
+    w = width[g]
+    b0 = base[g]
+    if edge_weight is None:
+        value = (row != col).to(dtype)
+    else:
+        value = edge_weight.to(dtype) * (row != col)
+    keep = b0 >= 0
+    if not bool(keep.all()):
+        row, col, w, b0, value = row[keep], col[keep], w[keep], b0[keep], value[keep]
+    lr, lc = local[row], local[col]
+    index = torch.cat([b0 + lr * w + lc, b0 + lc * w + lr])
+    flat = torch.zeros(int(bucket_offsets[-1]), dtype=dtype, device=device)
+    value = torch.cat([value, value])
+    if edge_weight is None:
+        # Every write to one position carries the same value (1 off the diagonal, 0 for a
+        # self loop on it), so a plain put is deterministic and needs no reduction.
+        flat.index_put_((index,), value)
+    else:
+        flat.scatter_reduce_(0, index, value, reduce="amax", include_self=True)
+    return [
+        flat[int(bucket_offsets[b]) : int(bucket_offsets[b + 1])].view(-1, bk.size, bk.size)
+        for b, bk in enumerate(buckets)
+    ]
+
+
+def node_range_subgraph(
+    edge_index: Tensor, edge_weight: Tensor | None, start: int, end: int
+) -> tuple[Tensor, Tensor | None]:
+    """Edges among nodes ``start..end-1`` (one graph of a batch), relabelled from 0."""
+    inside = (edge_index[0] >= start) & (edge_index[0] < end)
+    sub = edge_index[:, inside] - start
+    return sub, None if edge_weight is None else edge_weight[inside]
+
+
+def bucket_node_index(ptr: Tensor, bucket: SizeBucket) -> tuple[Tensor, Tensor]:
+    """For a bucket's padded ``[B, n]`` node grid: the global node id of every slot (0 where
+    padded) and a mask of the slots that hold a real node."""
+    device = ptr.device
+    g = bucket.graphs.to(device)
+    start, size = ptr[g], ptr[g + 1] - ptr[g]
+    idx = torch.arange(bucket.size, device=device)
+    inside = idx.unsqueeze(0) < size.unsqueeze(1)
+    node = torch.where(inside, start.unsqueeze(1) + idx.unsqueeze(0), torch.zeros_like(idx))
+    return node, inside

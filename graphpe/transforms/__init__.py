@@ -1,0 +1,8 @@
+"""PyG transforms that add positional and structural encodings to ``Data`` and ``Batch``."""
+
+from graphpe.transforms.base import PETransform
+from graphpe.transforms.laplacian import LaplacianPE
+from graphpe.transforms.precompute import precompute
+from graphpe.transforms.rwse import RWSE
+
+__all__ = ["LaplacianPE", "PETransform", "RWSE", "precompute"]

@@ -1,0 +1,67 @@
+"""The common shape of graphpe's transforms.
+
+A :class:`PETransform` is a PyG ``BaseTransform`` whose work is done by :meth:`compute`, which
+takes the structure of a whole batch (``edge_index``, ``num_nodes``, ``ptr``, ``edge_weight``)
+and returns node-level tensors. ``forward`` calls it on a ``Data`` (one graph) or a ``Batch``
+(all graphs at once); :func:`graphpe.transforms.precompute` calls it on chunks of a dataset
+without building ``Batch`` objects at all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
+
+from graphpe.ops.graph import single_graph_ptr
+
+
+def graph_structure(data: Data) -> tuple[Tensor, int, Tensor, Tensor | None]:
+    """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``."""
+    num_nodes = data.num_nodes
+    if num_nodes is None:
+        raise ValueError("data has no nodes: set data.num_nodes or data.x")
+    edge_index = data.edge_index
+    if edge_index is None:
+        device = data.x.device if getattr(data, "x", None) is not None else "cpu"
+        edge_index = torch.zeros(2, 0, dtype=torch.long, device=device)
+    ptr = getattr(data, "ptr", None)
+    if ptr is None:
+        batch = getattr(data, "batch", None)
+        if batch is not None and batch.numel() == num_nodes and num_nodes > 0:
+            counts = torch.bincount(batch, minlength=int(batch.max()) + 1)
+            ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+        else:
+            ptr = single_graph_ptr(num_nodes, edge_index.device)
+    return edge_index, int(num_nodes), ptr.to(edge_index.device), data.get("edge_weight")
+
+
+class PETransform(BaseTransform):
+    """Base class: subclasses implement :meth:`compute` and :meth:`settings`."""
+
+    def compute(
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        ptr: Tensor,
+        edge_weight: Tensor | None = None,
+    ) -> dict[str, Tensor]:
+        """Node-level outputs ``{attribute name: [num_nodes, ...]}`` for a batch of graphs."""
+        raise NotImplementedError
+
+    def settings(self) -> dict[str, Any]:
+        """Every argument that changes the output; shown by ``repr`` and hashed into cache keys."""
+        raise NotImplementedError
+
+    def forward(self, data: Data) -> Data:
+        edge_index, num_nodes, ptr, edge_weight = graph_structure(data)
+        for name, value in self.compute(edge_index, num_nodes, ptr, edge_weight).items():
+            data[name] = value
+        return data
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        return f"{type(self).__name__}({args})"

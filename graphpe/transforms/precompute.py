@@ -1,0 +1,279 @@
+"""Dataset-level precompute: every graph of a dataset through the batched kernels, with an
+optional on-disk cache."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data, InMemoryDataset
+from torch_geometric.transforms import BaseTransform, Compose
+from tqdm.auto import tqdm
+
+from graphpe.transforms.base import PETransform
+
+CACHE_FORMAT = 1
+_MAGIC = b"GRAPHPE1"
+
+
+class _Structure:
+    """The concatenated structure of a whole dataset: node offsets ``ptr`` ``[G + 1]``, edge
+    offsets ``eptr`` ``[G + 1]``, ``edge_index`` with global node ids, optional weights."""
+
+    def __init__(self, ptr: Tensor, eptr: Tensor, edge_index: Tensor, edge_weight: Tensor | None):
+        self.ptr, self.eptr, self.edge_index, self.edge_weight = ptr, eptr, edge_index, edge_weight
+
+    @property
+    def num_graphs(self) -> int:
+        return self.ptr.numel() - 1
+
+    def chunk(self, lo: int, hi: int, device: torch.device | str | None):
+        n0, n1 = int(self.ptr[lo]), int(self.ptr[hi])
+        e0, e1 = int(self.eptr[lo]), int(self.eptr[hi])
+        ei = (self.edge_index[:, e0:e1] - n0).to(device)
+        ew = None if self.edge_weight is None else self.edge_weight[e0:e1].to(device)
+        return ei, n1 - n0, (self.ptr[lo : hi + 1] - n0).to(device), ew
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for t in (self.ptr, self.eptr, self.edge_index, self.edge_weight):
+            if t is not None:
+                h.update(str(t.dtype).encode())
+                h.update(t.contiguous().numpy().tobytes())
+        return h.hexdigest()
+
+
+def _structure_of_in_memory(dataset: InMemoryDataset) -> _Structure | None:
+    """Read the structure straight from an ``InMemoryDataset``'s collated storage (no per-graph
+    ``Data`` objects); None where the storage does not allow it."""
+    if dataset.transform is not None or getattr(dataset, "_indices", None) is not None:
+        return None
+    data, slices = dataset._data, dataset.slices
+    if slices is None or "edge_index" not in slices or "x" not in slices:
+        return None
+    if data.x.size(0) != int(slices["x"][-1]):
+        return None
+    ptr = slices["x"].long()
+    eptr = slices["edge_index"].long()
+    local = data.edge_index.long()
+    edge_graph = torch.repeat_interleave(torch.arange(ptr.numel() - 1), eptr[1:] - eptr[:-1])
+    edge_index = local + ptr[edge_graph].unsqueeze(0)
+    weight = data.edge_weight if "edge_weight" in slices else None
+    return _Structure(ptr, eptr, edge_index, weight)
+
+
+def _structure_of_list(graphs: Sequence[Data]) -> _Structure:
+    # Building the structure reads every graph once; this is I/O-side work, not a kernel.
+    sizes, esizes, edges, weights = [], [], [], []
+    offset = 0
+    for data in graphs:
+        n = int(data.num_nodes)
+        ei = data.edge_index if data.edge_index is not None else torch.zeros(2, 0, dtype=torch.long)
+        edges.append(ei.long().cpu() + offset)
+        weights.append(data.get("edge_weight"))
+        sizes.append(n)
+        esizes.append(ei.size(1))
+        offset += n
+    ptr = torch.tensor([0] + sizes).cumsum(0)
+    eptr = torch.tensor([0] + esizes).cumsum(0)
+    edge_index = torch.cat(edges, dim=1) if edges else torch.zeros(2, 0, dtype=torch.long)
+    has_weight = [w is not None for w in weights]
+    if any(has_weight) and not all(has_weight):
+        raise ValueError("some graphs have edge_weight and others do not")
+    weight = torch.cat([w.cpu() for w in weights]) if weights and all(has_weight) else None
+    return _Structure(ptr, eptr, edge_index, weight)
+
+
+def _as_list(transforms: BaseTransform | Sequence[BaseTransform]) -> list[BaseTransform]:
+    if isinstance(transforms, Compose):
+        return list(transforms.transforms)
+    if isinstance(transforms, BaseTransform):
+        return [transforms]
+    out = list(transforms)
+    for t in out:
+        if not callable(t):
+            raise ValueError(f"not a transform: {t!r}")
+    return out
+
+
+def cache_key(transforms: Sequence[BaseTransform], fingerprint: str) -> str:
+    """The cache key: the transforms' settings (their ``repr``) and the data's fingerprint."""
+    payload = json.dumps([CACHE_FORMAT, [repr(t) for t in transforms], fingerprint])
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _save_atomic(path: Path, obj: dict[str, Any]) -> None:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    payload = buf.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load_verified(path: Path, key: str) -> dict[str, Any] | None:
+    """The cached outputs, or None if the file is absent, damaged or for another key."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    head = len(_MAGIC) + 32
+    if len(raw) < head or raw[: len(_MAGIC)] != _MAGIC:
+        warnings.warn(f"cache file {path} is damaged (bad header); recomputing", stacklevel=3)
+        return None
+    payload = raw[head:]
+    if hashlib.sha256(payload).digest() != raw[len(_MAGIC) : head]:
+        warnings.warn(f"cache file {path} is damaged (checksum mismatch); recomputing",
+                      stacklevel=3)
+        return None
+    obj = torch.load(io.BytesIO(payload), weights_only=True)
+    if obj.get("key") != key or obj.get("format") != CACHE_FORMAT:
+        return None
+    return obj
+
+
+def precompute(
+    dataset: InMemoryDataset | Sequence[Data],
+    transforms: BaseTransform | Sequence[BaseTransform],
+    batch_size: int = 2048,
+    cache_dir: str | os.PathLike | None = None,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+) -> InMemoryDataset | list[Data]:
+    """Encode every graph of ``dataset`` with ``transforms`` through the batched kernels.
+
+    Graphs are processed ``batch_size`` at a time: each chunk's structure goes through every
+    transform's batched :meth:`~PETransform.compute` in one call, on ``device`` (default: where
+    the data is). Other (non-graphpe) transforms are applied graph by graph, in order.
+
+    Returns a copy of an ``InMemoryDataset`` with the new node attributes added to its storage
+    (the original is untouched), or a list of shallow-copied ``Data`` for any other sequence.
+
+    With ``cache_dir``, the outputs are stored in ``cache_dir/<key>.pt`` where the key hashes the
+    transforms' settings and the graphs' structure, so a different setting or different data
+    never reuses a cache. Files are written atomically and checksummed; a damaged file is
+    detected, reported and recomputed.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    tlist = _as_list(transforms)
+    pe = [t for t in tlist if isinstance(t, PETransform)]
+    others = [t for t in tlist if not isinstance(t, PETransform)]
+    if others and tlist[: len(pe)] != pe:
+        raise ValueError(
+            "graphpe transforms must come before other transforms in precompute; "
+            f"got order {[type(t).__name__ for t in tlist]}"
+        )
+    if others and cache_dir is not None:
+        raise ValueError(
+            "cache_dir caches graphpe transforms only; apply "
+            f"{[type(t).__name__ for t in others]} separately"
+        )
+
+    structure = None
+    if isinstance(dataset, InMemoryDataset):
+        structure = _structure_of_in_memory(dataset)
+    graphs: list[Data] | None = None
+    if structure is None:
+        graphs = [dataset[i] for i in range(len(dataset))]
+        structure = _structure_of_list(graphs)
+
+    outputs = None
+    path = None
+    if cache_dir is not None:
+        key = cache_key(pe, structure.fingerprint())
+        path = Path(cache_dir) / f"{key}.pt"
+        cached = _load_verified(path, key)
+        if cached is not None:
+            outputs = cached["outputs"]
+    if outputs is None:
+        outputs = _run(structure, pe, batch_size, device, progress)
+        if path is not None:
+            _save_atomic(path, {"format": CACHE_FORMAT, "key": key, "outputs": outputs})
+
+    if graphs is None:
+        return _attach_to_storage(dataset, structure, outputs, others)
+    return _attach_to_list(graphs, structure, outputs, others)
+
+
+def _run(
+    structure: _Structure,
+    transforms: list[PETransform],
+    batch_size: int,
+    device: torch.device | str | None,
+    progress: bool,
+) -> dict[str, Tensor]:
+    for t in transforms:
+        if hasattr(t, "reset_generator"):
+            t.reset_generator()  # the same seed gives the same result on every run
+    parts: dict[str, list[Tensor]] = {}
+    total = structure.num_graphs
+    with tqdm(total=total, desc="precompute", unit="graph", disable=not progress) as bar:
+        for lo in range(0, total, batch_size):
+            hi = min(lo + batch_size, total)
+            ei, n, ptr, ew = structure.chunk(lo, hi, device)
+            for t in transforms:
+                for name, value in t.compute(ei, n, ptr, ew).items():
+                    parts.setdefault(name, []).append(value.cpu())
+            bar.update(hi - lo)
+    return {name: torch.cat(values) for name, values in parts.items()}
+
+
+def _attach_to_storage(
+    dataset: InMemoryDataset,
+    structure: _Structure,
+    outputs: dict[str, Tensor],
+    others: list[BaseTransform],
+) -> InMemoryDataset:
+    out = copy.copy(dataset)
+    data = copy.copy(dataset._data)
+    slices = dict(dataset.slices)
+    for name, value in outputs.items():
+        data[name] = value
+        slices[name] = structure.ptr.clone()
+    out._data, out.slices = data, slices
+    out._data_list = None
+    if others:
+        out.transform = Compose([*(out.transform and [out.transform] or []), *others])
+        warnings.warn(
+            "non-graphpe transforms were attached as the dataset's transform (applied on access)",
+            stacklevel=3,
+        )
+    return out
+
+
+def _attach_to_list(
+    graphs: list[Data],
+    structure: _Structure,
+    outputs: dict[str, Tensor],
+    others: list[BaseTransform],
+) -> list[Data]:
+    sizes = (structure.ptr[1:] - structure.ptr[:-1]).tolist()
+    split = {name: torch.split(value, sizes) for name, value in outputs.items()}
+    result = []
+    for i, data in enumerate(graphs):
+        data = copy.copy(data)
+        for name, pieces in split.items():
+            data[name] = pieces[i]
+        for t in others:
+            data = t(data)
+        result.append(data)
+    return result

@@ -1,0 +1,57 @@
+"""Random-walk structural encodings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from graphpe.ops.propagate import random_walk_landing_probs
+from graphpe.transforms.base import PETransform
+
+
+class RWSE(PETransform):
+    r"""Random-walk structural encoding (Dwivedi et al., "Graph Neural Networks with Learnable
+    Structural and Positional Representations", ICLR 2022): the probability that a random walk
+    started at a node is back there after :math:`t` steps,
+
+    .. math:: \mathrm{rwse}_{i,t} = \big((D^{-1} A)^t\big)_{ii}, \qquad t = 1, \dots, T,
+
+    on the undirected simple graph underlying ``edge_index``. Equal to PyG's
+    ``AddRandomWalkPE(walk_length)`` on undirected graphs, computed for a whole batch at once.
+    Writes ``rwse`` ``[N, walk_length]`` (name configurable); isolated nodes get zeros.
+
+    Args:
+        walk_length: number of steps ``T``.
+        attr_name: attribute written.
+        dense_max_nodes: larger graphs use sparse products and are never densified.
+    """
+
+    def __init__(
+        self, walk_length: int, attr_name: str = "rwse", dense_max_nodes: int = 512
+    ) -> None:
+        if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
+            raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
+        self.walk_length = walk_length
+        self.attr_name = attr_name
+        self.dense_max_nodes = dense_max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"walk_length": self.walk_length, "attr_name": self.attr_name}
+
+    def compute(
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        ptr: Tensor,
+        edge_weight: Tensor | None = None,
+    ) -> dict[str, Tensor]:
+        rwse = random_walk_landing_probs(
+            edge_index,
+            num_nodes,
+            self.walk_length,
+            ptr=ptr,
+            edge_weight=edge_weight,
+            dense_max_nodes=self.dense_max_nodes,
+        )
+        return {self.attr_name: rwse}

@@ -1,0 +1,70 @@
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+from torch_geometric.transforms import AddRandomWalkPE
+
+from graphpe.ops import random_walk_landing_probs
+
+
+def pyg_rwse(data: Data, steps: int) -> torch.Tensor:
+    return AddRandomWalkPE(steps)(data.clone()).random_walk_pe
+
+
+@pytest.mark.parametrize("steps", [1, 2, 7, 16, 21])
+def test_equals_pyg_per_graph(families, steps):
+    for name, data in families.items():
+        ours = random_walk_landing_probs(data.edge_index, data.num_nodes, steps)
+        ref = pyg_rwse(data, steps)
+        assert ours.shape == (data.num_nodes, steps)
+        assert torch.allclose(ours, ref, atol=1e-6), name
+
+
+@pytest.mark.parametrize("dense_max_nodes", [512, 6, 0])
+def test_batch_equals_per_graph_dense_and_sparse(families, dense_max_nodes):
+    graphs = list(families.values())
+    batch = Batch.from_data_list(graphs)
+    ours = random_walk_landing_probs(
+        batch.edge_index, batch.num_nodes, 16, ptr=batch.ptr, dense_max_nodes=dense_max_nodes
+    )
+    ref = torch.cat([pyg_rwse(g, 16) for g in graphs])
+    assert torch.allclose(ours, ref, atol=1e-6)
+
+
+def test_weighted_graph_matches_dense_reference():
+    torch.manual_seed(0)
+    n = 9
+    a = torch.rand(n, n, dtype=torch.float64) * (torch.rand(n, n) < 0.4)
+    a = torch.triu(a, 1)
+    a = a + a.T
+    ei = a.nonzero().T
+    w = a[ei[0], ei[1]]
+    deg = a.sum(1)
+    p = a / torch.where(deg > 0, deg, 1.0)[:, None]
+    ref, m = [], torch.eye(n, dtype=torch.float64)
+    for _ in range(6):
+        m = m @ p
+        ref.append(m.diagonal())
+    ref = torch.stack(ref, 1)
+    for dmax in (512, 0):
+        ours = random_walk_landing_probs(ei, n, 6, edge_weight=w.float(), dense_max_nodes=dmax)
+        assert torch.allclose(ours.double(), ref, atol=1e-6)
+
+
+def test_directed_input_is_symmetrized():
+    directed = torch.tensor([[0, 1, 2], [1, 2, 3]])
+    undirected = torch.cat([directed, directed.flip(0)], 1)
+    a = random_walk_landing_probs(directed, 4, 5)
+    b = random_walk_landing_probs(undirected, 4, 5)
+    assert torch.equal(a, b)
+
+
+def test_empty_and_isolated():
+    out = random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 0, 4)
+    assert out.shape == (0, 4)
+    out = random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 4)
+    assert torch.equal(out, torch.zeros(3, 4))
+
+
+def test_bad_walk_length():
+    with pytest.raises(ValueError, match="walk_length must be a positive int"):
+        random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 0)

@@ -1,0 +1,9 @@
+import runpy
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_laplacian_pe_example_runs(capsys):
+    runpy.run_path(str(EXAMPLES / "laplacian_pe.py"), run_name="__main__")
+    assert "eigenvalues of the first graph" in capsys.readouterr().out

@@ -1,0 +1,111 @@
+import warnings
+
+import pytest
+import torch
+from torch_geometric.data import Batch, Data, InMemoryDataset
+from torch_geometric.transforms import Constant
+
+from graphpe.transforms import RWSE, LaplacianPE, precompute
+from graphpe.transforms.base import PETransform
+
+
+class TinyDataset(InMemoryDataset):
+    def __init__(self, graphs):
+        super().__init__(root=None)
+        self.data, self.slices = self.collate(graphs)
+
+
+def with_x(graphs):
+    return [Data(x=torch.ones(g.num_nodes, 1), edge_index=g.edge_index, num_nodes=g.num_nodes)
+            for g in graphs]
+
+
+def test_list_equals_per_graph(families):
+    graphs = list(families.values())
+    out = precompute(graphs, [LaplacianPE(4), RWSE(5)], batch_size=5, progress=False)
+    assert len(out) == len(graphs)
+    for g, o in zip(graphs, out, strict=True):
+        ref = RWSE(5)(LaplacianPE(4)(g))
+        assert torch.allclose(o.rwse, ref.rwse)
+        assert torch.allclose(o.lap_eigvals, ref.lap_eigvals, atol=1e-6)
+        assert torch.equal(o.lap_mask, ref.lap_mask)
+        assert "rwse" not in g
+
+
+def test_in_memory_dataset_fast_path(families):
+    graphs = with_x([g for g in families.values() if g.num_nodes > 0])
+    ds = TinyDataset(graphs)
+    out = precompute(ds, RWSE(6), batch_size=4, progress=False)
+    assert isinstance(out, TinyDataset) and len(out) == len(ds)
+    assert "rwse" not in ds[0]
+    for i, g in enumerate(graphs):
+        assert torch.allclose(out[i].rwse, RWSE(6)(g).rwse)
+    batch = Batch.from_data_list([out[i] for i in range(3)])
+    assert batch.rwse.shape == (sum(g.num_nodes for g in graphs[:3]), 6)
+
+
+def test_other_transforms_applied_after(families):
+    graphs = list(families.values())[:4]
+    out = precompute(graphs, [RWSE(3), Constant(2.0)], progress=False)
+    assert all(torch.all(o.x == 2.0) for o in out)
+    with pytest.raises(ValueError, match="must come before other transforms"):
+        precompute(graphs, [Constant(), RWSE(3)], progress=False)
+    with pytest.raises(ValueError, match="cache_dir caches graphpe transforms only"):
+        precompute(graphs, [RWSE(3), Constant()], cache_dir="unused", progress=False)
+
+
+class CountingRWSE(RWSE):
+    calls = 0
+
+    def compute(self, *args, **kwargs):
+        CountingRWSE.calls += 1
+        return super().compute(*args, **kwargs)
+
+
+def test_cache_hit_miss_and_damage(families, tmp_path):
+    graphs = list(families.values())
+    CountingRWSE.calls = 0
+    a = precompute(graphs, CountingRWSE(4), cache_dir=tmp_path, progress=False)
+    assert CountingRWSE.calls == 1
+    files = list(tmp_path.iterdir())
+    assert len(files) == 1 and files[0].suffix == ".pt"
+    b = precompute(graphs, CountingRWSE(4), cache_dir=tmp_path, progress=False)
+    assert CountingRWSE.calls == 1  # served from the cache
+    assert all(torch.equal(x.rwse, y.rwse) for x, y in zip(a, b, strict=True))
+
+    precompute(graphs, CountingRWSE(5), cache_dir=tmp_path, progress=False)  # new setting
+    assert CountingRWSE.calls == 2 and len(list(tmp_path.iterdir())) == 2
+    precompute(graphs[:-1], CountingRWSE(4), cache_dir=tmp_path, progress=False)  # new data
+    assert CountingRWSE.calls == 3 and len(list(tmp_path.iterdir())) == 3
+
+    raw = bytearray(files[0].read_bytes())
+    raw[-10] ^= 0xFF
+    files[0].write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match="checksum mismatch"):
+        c = precompute(graphs, CountingRWSE(4), cache_dir=tmp_path, progress=False)
+    assert CountingRWSE.calls == 4
+    assert all(torch.equal(x.rwse, y.rwse) for x, y in zip(a, c, strict=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the rewritten file is whole again
+        precompute(graphs, CountingRWSE(4), cache_dir=tmp_path, progress=False)
+    assert CountingRWSE.calls == 4
+    files[0].write_bytes(b"garbage")
+    with pytest.warns(UserWarning, match="bad header"):
+        precompute(graphs, CountingRWSE(4), cache_dir=tmp_path, progress=False)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_random_sign_precompute_is_reproducible(families):
+    graphs = list(families.values())
+    t = LaplacianPE(4, sign="random", seed=11)
+    a = precompute(graphs, t, progress=False)
+    b = precompute(graphs, t, progress=False)
+    assert all(torch.equal(x.lap_pe, y.lap_pe) for x, y in zip(a, b, strict=True))
+
+
+def test_bad_arguments(families):
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        precompute(list(families.values()), RWSE(2), batch_size=0)
+    with pytest.raises(ValueError, match="not a transform"):
+        precompute(list(families.values()), [3])
+    assert issubclass(RWSE, PETransform)
