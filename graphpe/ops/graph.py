@@ -326,31 +326,27 @@ def dense_adjacency(
 
     graph_of_node = batch_from_ptr(ptr, num_nodes)
     local = torch.arange(num_nodes, device=device) - ptr[graph_of_node]
-    row, col = edge_index[0].long(), edge_index[1].long()
-    g = graph_of_node[row]
-    w = width[g]
-    b0 = base[g]
-    if edge_weight is None:
-        value = (row != col).to(dtype)
-    else:
-        value = edge_weight.to(dtype) * (row != col)
-    keep = b0 >= 0
-    if not bool(keep.all()):
-        row, col, w, b0, value = row[keep], col[keep], w[keep], b0[keep], value[keep]
-    lr, lc = local[row], local[col]
-    index = torch.cat([b0 + lr * w + lc, b0 + lc * w + lr])
+    # Flat position of row `node` in its graph's block: edge (u, v) lands at row_base[u] + local[v].
+    row_base = base[graph_of_node] + local * width[graph_of_node]
+    row, col = edge_index[0], edge_index[1]
+    if not bool((base >= 0).all()):
+        keep = row_base[row] >= 0
+        row, col = row[keep], col[keep]
+        edge_weight = None if edge_weight is None else edge_weight[keep]
+    index = torch.cat([row_base[row] + local[col], row_base[col] + local[row]])
     flat = torch.zeros(int(bucket_offsets[-1]), dtype=dtype, device=device)
-    value = torch.cat([value, value])
     if edge_weight is None:
-        # Every write to one position carries the same value (1 off the diagonal, 0 for a
-        # self loop on it), so a plain put is deterministic and needs no reduction.
-        flat.index_put_((index,), value)
+        flat[index] = 1.0
     else:
-        flat.scatter_reduce_(0, index, value, reduce="amax", include_self=True)
-    return [
+        value = edge_weight.to(dtype)
+        flat.scatter_reduce_(0, index, torch.cat([value, value]), reduce="amax", include_self=True)
+    blocks = [
         flat[int(bucket_offsets[b]) : int(bucket_offsets[b + 1])].view(-1, bk.size, bk.size)
         for b, bk in enumerate(buckets)
     ]
+    for block in blocks:
+        block.diagonal(dim1=-2, dim2=-1).zero_()  # self loops were written there; drop them
+    return blocks
 
 
 def node_range_subgraph(
@@ -372,3 +368,13 @@ def bucket_node_index(ptr: Tensor, bucket: SizeBucket) -> tuple[Tensor, Tensor]:
     inside = idx.unsqueeze(0) < size.unsqueeze(1)
     node = torch.where(inside, start.unsqueeze(1) + idx.unsqueeze(0), torch.zeros_like(idx))
     return node, inside
+
+
+def scatter_bucket_rows(out: Tensor, values: Tensor, ptr: Tensor, bucket: SizeBucket) -> None:
+    """``out[node] = values[slot, local]`` for every real node of a bucket's ``[B, n, ...]``
+    grid (padded slots are skipped)."""
+    node, inside = bucket_node_index(ptr, bucket)
+    if bool(inside.all()):  # exact-size bucket: no padding to mask out
+        out[node.flatten()] = values.flatten(0, 1).to(out.dtype)
+    else:
+        out[node[inside]] = values[inside].to(out.dtype)

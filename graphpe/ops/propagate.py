@@ -11,12 +11,12 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.graph import (
-    bucket_node_index,
     degree,
     dense_adjacency,
     edge_values,
     inv_sqrt_degree,
     node_range_subgraph,
+    scatter_bucket_rows,
     single_graph_ptr,
     size_buckets,
     sparse_operator,
@@ -56,9 +56,9 @@ def random_walk_landing_probs(
     """Landing probabilities ``diag(P^t)`` for ``t = 1..walk_length``, as ``[N, walk_length]``.
 
     Graphs up to ``dense_max_nodes`` nodes are grouped into size buckets, each a padded dense
-    ``[B, n, n]`` stack of random-walk matrices. Only ``ceil(T/2)`` batched matrix products are
-    needed: the powers ``P^1..P^h`` give their own diagonals, and for ``t = h + s`` the diagonal
-    of ``P^h P^s`` is a row-wise dot product, ``sum_j (P^h)_ij (P^s)_ji``.
+    ``[B, n, n]`` stack. ``P`` is similar to the symmetric ``S = D^-1/2 A D^-1/2``
+    (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``: ``T - 1`` batched products of
+    ``S``, processed in cache-sized chunks.
 
     Larger graphs are never densified: ``P`` stays sparse and is applied to blocks of columns
     of the identity, ``T`` sparse products per block, reading the diagonal entries off.
@@ -83,24 +83,23 @@ def random_walk_landing_probs(
         ptr = single_graph_ptr(num_nodes, device)
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     ptr = ptr.to(device=device, dtype=torch.long)
-    out = torch.zeros(num_nodes, walk_length, dtype=compute_dtype, device=device)
+    # Every node is written below: by its bucket, or by the sparse path of its large graph.
+    out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
     sizes = ptr[1:] - ptr[:-1]
-    half = (walk_length + 1) // 2
     itemsize = torch.finfo(compute_dtype).bits // 8
 
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
     adjacency = dense_adjacency(edge_index, ptr, buckets, edge_weight, compute_dtype)
     for bucket, adj in zip(buckets, adjacency, strict=True):
-        node, inside = bucket_node_index(ptr, bucket)
         dis = inv_sqrt_degree(adj.sum(-1))
         # S = D^-1/2 A D^-1/2 is similar to P (P^t = D^-1/2 S^t D^1/2), so diag(P^t) = diag(S^t).
         sym = adj.mul_(dis.unsqueeze(1)).mul_(dis.unsqueeze(2))
         n = bucket.size
-        chunk = max(1, max_block_bytes // (itemsize * n * n * (half + 1)))
-        for lo in range(0, sym.size(0), chunk):
-            diag = _dense_landing(sym[lo : lo + chunk], walk_length)  # [b, n, T]
-            sel = inside[lo : lo + chunk]
-            out[node[lo : lo + chunk][sel]] = diag[sel]
+        chunk = max(1, max_block_bytes // (itemsize * n * n * 2))
+        landing = torch.empty(walk_length, sym.size(0), n, dtype=compute_dtype, device=device)
+        for lo in range(0, sym.size(0), chunk):  # chunks small enough to stay in cache
+            _dense_landing(sym[lo : lo + chunk], landing[:, lo : lo + chunk])
+        scatter_bucket_rows(out, landing.permute(1, 2, 0), ptr, bucket)
 
     for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
         # Few per batch: each is a graph too large to densify.
@@ -116,22 +115,18 @@ def random_walk_landing_probs(
     return out.to(dtype)
 
 
-def _dense_landing(sym: Tensor, walk_length: int) -> Tensor:
-    """``[b, n, T]`` diagonals of ``S^1..S^T`` for a stack of symmetric matrices ``[b, n, n]``.
+def _dense_landing(sym: Tensor, out: Tensor) -> None:
+    """Write the diagonals of ``S^1..S^T`` for a stack ``[b, n, n]`` into ``out`` ``[T, b, n]``.
 
-    With ``S`` symmetric, ``(S^{a+b})_ii = <row_i(S^a), row_i(S^b)>``, so the powers
-    ``S^1..S^h`` (``h = ceil(T/2)``, ``h - 1`` batched products) give every diagonal up to
-    ``2h`` as contiguous row-wise dot products.
+    ``T - 1`` batched products. (Row-wise dot products of lower powers need fewer flops, since
+    ``(S^{a+b})_ii = <row_i(S^a), row_i(S^b)>`` for symmetric ``S``, but at molecule sizes a
+    batched dot of length n costs as much as a whole batched n x n product: the products win.)
     """
-    half = (walk_length + 1) // 2
-    powers = [sym]
-    for _ in range(half - 1):
-        powers.append(torch.bmm(powers[-1], sym))
-    diags = [sym.diagonal(dim1=-2, dim2=-1)]
-    for t in range(2, walk_length + 1):
-        a = t // 2
-        diags.append((powers[a - 1] * powers[t - a - 1]).sum(-1))
-    return torch.stack(diags, dim=-1)
+    power = sym
+    out[0] = sym.diagonal(dim1=-2, dim2=-1)
+    for t in range(1, out.size(0)):
+        power = torch.bmm(power, sym)
+        out[t] = power.diagonal(dim1=-2, dim2=-1)
 
 
 def _sparse_landing(op: Tensor, lo: int, hi: int, walk_length: int,

@@ -153,7 +153,7 @@ def _load_verified(path: Path, key: str) -> dict[str, Any] | None:
 def precompute(
     dataset: InMemoryDataset | Sequence[Data],
     transforms: BaseTransform | Sequence[BaseTransform],
-    batch_size: int = 2048,
+    batch_size: int = 4096,
     cache_dir: str | os.PathLike | None = None,
     device: torch.device | str | None = None,
     progress: bool = True,
