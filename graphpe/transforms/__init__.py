@@ -2,7 +2,8 @@
 
 from graphpe.transforms.base import PETransform
 from graphpe.transforms.laplacian import LaplacianPE
+from graphpe.transforms.lcp import LCP
 from graphpe.transforms.precompute import precompute
 from graphpe.transforms.rwse import RWSE
 
-__all__ = ["LaplacianPE", "PETransform", "RWSE", "precompute"]
+__all__ = ["LCP", "LaplacianPE", "PETransform", "RWSE", "precompute"]

@@ -49,8 +49,14 @@ class PETransform(BaseTransform):
         ptr: Tensor,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
-        """Node-level outputs ``{attribute name: [num_nodes, ...]}`` for a batch of graphs."""
+        """Outputs ``{attribute name: [num_nodes, ...]}`` for a batch of graphs (or
+        ``[num_edges, ...]`` for the names in :meth:`edge_attributes`)."""
         raise NotImplementedError
+
+    def edge_attributes(self) -> set[str]:
+        """Names among :meth:`compute`'s outputs that are per edge (aligned with
+        ``edge_index``) rather than per node."""
+        return set()
 
     def settings(self) -> dict[str, Any]:
         """Every argument that changes the output; shown by ``repr`` and hashed into cache keys."""

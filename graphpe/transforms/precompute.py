@@ -204,14 +204,15 @@ def precompute(
         cached = _load_verified(path, key)
         if cached is not None:
             outputs = cached["outputs"]
+    edge_level = set().union(*(t.edge_attributes() for t in pe))
     if outputs is None:
         outputs = _run(structure, pe, batch_size, device, progress)
         if path is not None:
             _save_atomic(path, {"format": CACHE_FORMAT, "key": key, "outputs": outputs})
 
     if graphs is None:
-        return _attach_to_storage(dataset, structure, outputs, others)
-    return _attach_to_list(graphs, structure, outputs, others)
+        return _attach_to_storage(dataset, structure, outputs, edge_level, others)
+    return _attach_to_list(graphs, structure, outputs, edge_level, others)
 
 
 def _run(
@@ -241,6 +242,7 @@ def _attach_to_storage(
     dataset: InMemoryDataset,
     structure: _Structure,
     outputs: dict[str, Tensor],
+    edge_level: set[str],
     others: list[BaseTransform],
 ) -> InMemoryDataset:
     out = copy.copy(dataset)
@@ -248,7 +250,7 @@ def _attach_to_storage(
     slices = dict(dataset.slices)
     for name, value in outputs.items():
         data[name] = value
-        slices[name] = structure.ptr.clone()
+        slices[name] = (structure.eptr if name in edge_level else structure.ptr).clone()
     out._data, out.slices = data, slices
     out._data_list = None
     if others:
@@ -264,10 +266,15 @@ def _attach_to_list(
     graphs: list[Data],
     structure: _Structure,
     outputs: dict[str, Tensor],
+    edge_level: set[str],
     others: list[BaseTransform],
 ) -> list[Data]:
     sizes = (structure.ptr[1:] - structure.ptr[:-1]).tolist()
-    split = {name: torch.split(value, sizes) for name, value in outputs.items()}
+    esizes = (structure.eptr[1:] - structure.eptr[:-1]).tolist()
+    split = {
+        name: torch.split(value, esizes if name in edge_level else sizes)
+        for name, value in outputs.items()
+    }
     result = []
     for i, data in enumerate(graphs):
         data = copy.copy(data)

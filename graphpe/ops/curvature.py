@@ -1,0 +1,458 @@
+"""Discrete Ricci curvature of edges, and per-node profiles of it.
+
+All curvatures are those of the unweighted undirected simple graph underlying ``edge_index``
+(``ops.graph.undirected_simple``; edge weights play no part). Every function returns one value
+per *input* edge, in input order, so results line up with ``edge_index`` whatever its
+direction or duplicates; a self loop gets 0.
+
+Ollivier-Ricci curvature (Ollivier 2009), with the lazy random-walk measures
+``m_x = alpha * delta_x + (1 - alpha) / d_x * sum_{u ~ x} delta_u``, is
+``kappa(x, y) = 1 - W1(m_x, m_y)`` for an edge ``x ~ y``. The exact kernel uses that every
+transport cost between ``supp(m_x)`` and ``supp(m_y)`` is 0, 1, 2 or 3 (same node, adjacent,
+common neighbour, else 3, since ``u ~ x ~ y ~ v``), read from the adjacency lists: no
+all-pairs shortest paths. Each edge is then a transport problem of size
+``(d_x + 1) x (d_y + 1)``, solved exactly by successive shortest paths in a compiled (numba)
+loop over edges.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numba
+import numpy as np
+import torch
+from torch import Tensor
+
+from graphpe.ops.graph import (
+    UndirectedGraph,
+    degree,
+    undirected_simple,
+    validate_graph,
+)
+
+PROFILE_STATS = ("min", "max", "mean", "std", "median")
+
+
+# ----------------------------------------------------------------------------- exact ORC
+
+
+@numba.njit(cache=True, nogil=True)
+def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
+    """Exact min-cost transport of supplies ``a[:m]`` to demands ``b[:n]`` (equal totals) with
+    costs ``cost[:m, :n]``, by successive shortest paths (Bellman-Ford on the residual graph,
+    which stays free of negative cycles). ``a`` and ``b`` are consumed."""
+    eps = 1e-13
+    inf = 1e30
+    dist_s = np.empty(m)
+    dist_t = np.empty(n)
+    pred_s = np.empty(m, dtype=np.int64)
+    pred_t = np.empty(n, dtype=np.int64)
+    for i in range(m):
+        for j in range(n):
+            flow[i, j] = 0.0
+    remaining = 0.0
+    for i in range(m):
+        remaining += a[i]
+    total = 0.0
+    while remaining > eps:
+        for i in range(m):
+            dist_s[i] = 0.0 if a[i] > eps else inf
+            pred_s[i] = -1
+        for j in range(n):
+            dist_t[j] = inf
+            pred_t[j] = -1
+        changed = True
+        while changed:
+            changed = False
+            for i in range(m):
+                di = dist_s[i]
+                if di >= inf:
+                    continue
+                for j in range(n):
+                    nd = di + cost[i, j]
+                    if nd < dist_t[j] - 1e-12:
+                        dist_t[j] = nd
+                        pred_t[j] = i
+                        changed = True
+            for j in range(n):
+                dj = dist_t[j]
+                if dj >= inf:
+                    continue
+                for i in range(m):
+                    if flow[i, j] > eps:
+                        nd = dj - cost[i, j]
+                        if nd < dist_s[i] - 1e-12:
+                            dist_s[i] = nd
+                            pred_s[i] = j
+                            changed = True
+        best = -1
+        for j in range(n):
+            if b[j] > eps and dist_t[j] < inf and (best < 0 or dist_t[j] < dist_t[best]):
+                best = j
+        if best < 0:
+            break
+        delta = b[best]
+        j = best
+        while True:
+            i = pred_t[j]
+            if pred_s[i] < 0:
+                delta = min(delta, a[i])
+                break
+            j = pred_s[i]
+            delta = min(delta, flow[i, j])
+        j = best
+        b[best] -= delta
+        while True:
+            i = pred_t[j]
+            flow[i, j] += delta
+            total += delta * cost[i, j]
+            if pred_s[i] < 0:
+                a[i] -= delta
+                break
+            j = pred_s[i]
+            flow[i, j] -= delta
+            total -= delta * cost[i, j]
+        remaining -= delta
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact(nodes, mass, count):  # pragma: no cover - compiled
+    """Drop entries with (numerically) no mass; returns the new count."""
+    k = 0
+    for i in range(count):
+        if mass[i] > 1e-15:
+            nodes[k] = nodes[i]
+            mass[k] = mass[i]
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compiled
+    num_nodes = indptr.shape[0] - 1
+    num_edges = src.shape[0]
+    out = np.empty(num_edges)
+    max_deg = 0
+    for v in range(num_nodes):
+        max_deg = max(max_deg, indptr[v + 1] - indptr[v])
+    size = max_deg + 1
+    sx = np.empty(size, dtype=np.int64)
+    sy = np.empty(size, dtype=np.int64)
+    a = np.empty(size)
+    b = np.empty(size)
+    cost = np.empty((size, size))
+    flow = np.empty((size, size))
+    mark = np.full(num_nodes, -1, dtype=np.int64)
+    where = np.zeros(num_nodes, dtype=np.int64)
+    stamp = 0
+    for e in range(num_edges):
+        x, y = src[e], dst[e]
+        dx = indptr[x + 1] - indptr[x]
+        dy = indptr[y + 1] - indptr[y]
+        # supports with positive mass: the node itself (alpha) and its neighbours
+        m = 0
+        if alpha > 0.0:
+            sx[m] = x
+            a[m] = alpha
+            m += 1
+        for p in range(indptr[x], indptr[x + 1]):
+            sx[m] = indices[p]
+            a[m] = (1.0 - alpha) / dx
+            m += 1
+        n = 0
+        if alpha > 0.0:
+            sy[n] = y
+            b[n] = alpha
+            n += 1
+        for p in range(indptr[y], indptr[y + 1]):
+            sy[n] = indices[p]
+            b[n] = (1.0 - alpha) / dy
+            n += 1
+        # W1 depends only on m_x - m_y (Kantorovich-Rubinstein), so mass on a node in both
+        # supports stays where it is: cancel it, and drop the entries left empty.
+        stamp += 1
+        for j in range(n):
+            mark[sy[j]] = stamp
+            where[sy[j]] = j
+        for i in range(m):
+            if mark[sx[i]] == stamp:
+                j = where[sx[i]]
+                common = min(a[i], b[j])
+                a[i] -= common
+                b[j] -= common
+        m = _compact(sx, a, m)
+        n = _compact(sy, b, n)
+        # costs 1/2/3 (no node is in both supports now): mark N(u), then test v and N(v)
+        for i in range(m):
+            u = sx[i]
+            stamp += 1
+            for p in range(indptr[u], indptr[u + 1]):
+                mark[indices[p]] = stamp
+            for j in range(n):
+                v = sy[j]
+                if mark[v] == stamp:
+                    c = 1.0
+                else:
+                    c = 3.0
+                    for p in range(indptr[v], indptr[v + 1]):
+                        if mark[indices[p]] == stamp:
+                            c = 2.0
+                            break
+                cost[i, j] = c
+        out[e] = 1.0 - _transport_cost(a, b, cost, flow, m, n)
+    return out
+
+
+def _csr(graph: UndirectedGraph) -> tuple[np.ndarray, np.ndarray]:
+    row, col = graph.edge_index.cpu().numpy()
+    counts = np.bincount(row, minlength=graph.num_nodes)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    return indptr, col.astype(np.int64)
+
+
+def per_input_edge(
+    edge_index: Tensor, graph: UndirectedGraph, values: Tensor
+) -> Tensor:
+    """Map values on the simple graph's directed edges back to the input edges (0 on loops)."""
+    n = max(graph.num_nodes, 1)
+    simple_keys = graph.edge_index[0] * n + graph.edge_index[1]
+    row, col = edge_index[0].long(), edge_index[1].long()
+    keys = row * n + col
+    pos = torch.searchsorted(simple_keys, keys).clamp(max=max(simple_keys.numel() - 1, 0))
+    out = values.new_zeros((keys.numel(),) + values.shape[1:])
+    if simple_keys.numel():
+        hit = (simple_keys[pos] == keys) & (row != col)
+        out[hit] = values[pos[hit]]
+    return out
+
+
+def orc_simple(graph: UndirectedGraph, alpha: float = 0.0) -> Tensor:
+    """Exact ORC of every directed edge of a simple graph (float64, on the graph's device)."""
+    indptr, indices = _csr(graph)
+    row, col = graph.edge_index.cpu().numpy()
+    upper = row < col  # curvature is symmetric: solve each undirected edge once
+    kappa_upper = _orc_kernel(indptr, indices, row[upper], col[upper], float(alpha))
+    kappa = np.empty(row.shape[0])
+    kappa[upper] = kappa_upper
+    if (~upper).any():
+        # the edges are sorted by (row, col): find each lower edge's reverse among the upper ones
+        n = max(graph.num_nodes, 1)
+        upper_keys = row[upper] * n + col[upper]
+        lower_keys = col[~upper] * n + row[~upper]
+        kappa[~upper] = kappa_upper[np.searchsorted(upper_keys, lower_keys)]
+    return torch.from_numpy(kappa).to(graph.edge_index.device)
+
+
+def ollivier_ricci(
+    edge_index: Tensor,
+    num_nodes: int,
+    alpha: float = 0.0,
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """Exact Ollivier-Ricci curvature ``1 - W1(m_x, m_y)`` of every input edge.
+
+    Args:
+        edge_index: ``[2, E]`` edges (of one graph or a whole batch: graphs never interact).
+        num_nodes: total number of nodes.
+        alpha: laziness, the mass a walk keeps at its node, in ``[0, 1)``. The LCP paper uses
+            0; GraphRicciCurvature's default is 0.5.
+        dtype: dtype of the result (the solve runs in float64).
+
+    Returns ``[E]`` on ``edge_index``'s device. Equal to GraphRicciCurvature's ``OllivierRicci``
+    (method ``OTD``, same alpha) on unweighted undirected graphs.
+    """
+    _check_alpha(alpha)
+    validate_graph(edge_index, num_nodes)
+    graph = undirected_simple(edge_index, num_nodes)
+    return per_input_edge(edge_index, graph, orc_simple(graph, alpha).to(dtype))
+
+
+def _check_alpha(alpha: float) -> None:
+    if not 0.0 <= float(alpha) < 1.0:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha}")
+
+
+# ----------------------------------------------------------------------------- fast tier
+
+
+def edge_triangles(graph: UndirectedGraph) -> Tensor:
+    """Number of common neighbours (triangles) of every directed edge of ``graph``:
+    ``(A^2)_xy`` read at the edges, from one sparse product (any device)."""
+    n = graph.num_nodes
+    ei = graph.edge_index
+    if ei.size(1) == 0:
+        return torch.zeros(0, device=ei.device)
+    ones = torch.ones(ei.size(1), device=ei.device)
+    adj = torch.sparse_coo_tensor(ei, ones, (n, n), check_invariants=False).coalesce()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        sq = torch.sparse.mm(adj, adj).coalesce()
+    sq_keys = sq.indices()[0] * n + sq.indices()[1]
+    keys = ei[0] * n + ei[1]
+    pos = torch.searchsorted(sq_keys, keys).clamp(max=max(sq_keys.numel() - 1, 0))
+    hit = sq_keys[pos] == keys
+    return torch.where(hit, sq.values()[pos], torch.zeros_like(ones))
+
+
+def bounds_simple(graph: UndirectedGraph, alpha: float = 0.0) -> tuple[Tensor, Tensor]:
+    """:func:`curvature_bounds` on every directed edge of a simple graph (float64)."""
+    deg = degree(graph.edge_index, graph.num_nodes, dtype=torch.float64)
+    dx, dy = deg[graph.edge_index[0]], deg[graph.edge_index[1]]
+    t = edge_triangles(graph).to(torch.float64)
+    dmin, dmax = torch.minimum(dx, dy), torch.maximum(dx, dy)
+    base = 1.0 - 1.0 / dx - 1.0 / dy
+    jost_liu = -(base - t / dmin).clamp(min=0) - (base - t / dmax).clamp(min=0) + t / dmax
+    lower = (1.0 - alpha) * jost_liu
+    upper = (1.0 - alpha) * (2.0 + t) / dmax
+    if alpha == 0.0:
+        upper = torch.minimum(upper, t / dmax)
+    return lower, upper
+
+
+def curvature_bounds(
+    edge_index: Tensor,
+    num_nodes: int,
+    alpha: float = 0.0,
+    dtype: torch.dtype = torch.float32,
+) -> tuple[Tensor, Tensor]:
+    """Lower and upper bounds ``[E]`` on the Ollivier-Ricci curvature of every input edge.
+
+    With ``t`` the common neighbours of ``x ~ y``, ``dmin``/``dmax`` the smaller/larger degree:
+
+    - lower: Jost-Liu (2014), ``-(1 - 1/dx - 1/dy - t/dmin)_+ - (1 - 1/dx - 1/dy - t/dmax)_+
+      + t/dmax`` for the non-lazy walk, times ``1 - alpha`` (``alpha -> kappa_alpha`` is concave
+      with ``kappa_1 = 0``, Bourne et al. 2018, so ``kappa_alpha >= (1 - alpha) kappa_0``);
+    - upper: ``t / dmax`` for ``alpha = 0`` (Jost-Liu); for every alpha,
+      ``(1 - alpha) (2 + t) / dmax``, from the 1-Lipschitz test function ``d(., y)`` (and
+      ``d(., x)``) in Kantorovich duality. The smaller applicable value is returned.
+
+    Vectorized in torch on any device.
+    """
+    _check_alpha(alpha)
+    validate_graph(edge_index, num_nodes)
+    graph = undirected_simple(edge_index, num_nodes)
+    lower, upper = bounds_simple(graph, alpha)
+    return (
+        per_input_edge(edge_index, graph, lower.to(dtype)),
+        per_input_edge(edge_index, graph, upper.to(dtype)),
+    )
+
+
+def forman_simple(graph: UndirectedGraph, augmented: bool = False) -> Tensor:
+    """:func:`forman_curvature` on every directed edge of a simple graph (float64)."""
+    deg = degree(graph.edge_index, graph.num_nodes, dtype=torch.float64)
+    value = 4.0 - deg[graph.edge_index[0]] - deg[graph.edge_index[1]]
+    if augmented:
+        value = value + 3.0 * edge_triangles(graph).to(torch.float64)
+    return value
+
+
+def forman_curvature(
+    edge_index: Tensor,
+    num_nodes: int,
+    augmented: bool = False,
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """Forman-Ricci curvature ``4 - dx - dy`` of every input edge, or with ``augmented`` the
+    triangle-augmented ``4 - dx - dy + 3t`` (Samal et al. 2018), with undirected degrees."""
+    validate_graph(edge_index, num_nodes)
+    graph = undirected_simple(edge_index, num_nodes)
+    return per_input_edge(edge_index, graph, forman_simple(graph, augmented).to(dtype))
+
+
+# ----------------------------------------------------------------------------- profiles
+
+
+def profile_simple(
+    graph: UndirectedGraph, values: Tensor, stats: tuple[str, ...] = PROFILE_STATS
+) -> Tensor:
+    """Per-node statistics of ``values`` given on every directed edge of a simple graph
+    (whose edges are sorted by source node). See :func:`node_profile`."""
+    _check_stats(stats)
+    num_nodes = graph.num_nodes
+    device, dtype = values.device, values.dtype
+    seg = graph.edge_index[0]
+    counts = torch.bincount(seg, minlength=num_nodes)
+    has = counts > 0
+    safe = counts.clamp(min=1).to(dtype)
+    zeros = torch.zeros(num_nodes, dtype=dtype, device=device)
+    mean = zeros.index_add(0, seg, values) / safe
+    sorted_vals = None
+    out = []
+    for s in stats:
+        if s == "min":
+            v = zeros.scatter_reduce(0, seg, values, reduce="amin", include_self=False)
+        elif s == "max":
+            v = zeros.scatter_reduce(0, seg, values, reduce="amax", include_self=False)
+        elif s == "mean":
+            v = mean
+        elif s == "std":
+            v = (zeros.index_add(0, seg, (values - mean[seg]) ** 2) / safe).sqrt()
+        else:  # median: sort within each node's segment (edges are grouped by node already)
+            if sorted_vals is None:
+                order = torch.argsort(values, stable=True)
+                order = order[torch.argsort(seg[order], stable=True)]
+                sorted_vals = torch.cat([values[order], values.new_zeros(1)])
+            start = torch.cumsum(counts, 0) - counts
+            lo = sorted_vals[start + ((counts - 1) // 2).clamp(min=0)]
+            hi = sorted_vals[start + counts // 2]
+            v = (lo + hi) / 2
+        out.append(torch.where(has, v, zeros))
+    if not out:
+        return torch.zeros(num_nodes, 0, dtype=dtype, device=device)
+    return torch.stack(out, dim=1)
+
+
+def _check_stats(stats: tuple[str, ...]) -> None:
+    for s in stats:
+        if s not in PROFILE_STATS:
+            raise ValueError(f"unknown statistic {s!r}; choose from {PROFILE_STATS}")
+
+
+def node_profile(
+    edge_index: Tensor,
+    num_nodes: int,
+    edge_values: Tensor,
+    stats: tuple[str, ...] = PROFILE_STATS,
+) -> Tensor:
+    """Statistics of the values on each node's incident edges, ``[num_nodes, len(stats)]``.
+
+    ``edge_values`` holds one value per input edge; each undirected edge of the simple graph
+    counts once for each endpoint (duplicates and the reverse direction are merged, the last
+    given value winning; self loops are ignored). ``std`` uses ``ddof=0``; ``median`` averages
+    the two middle values of an even count. A node without edges gets zeros.
+    """
+    _check_stats(stats)
+    if edge_values.shape != (edge_index.size(1),):
+        raise ValueError(
+            f"edge_values must have shape [{edge_index.size(1)}], got {list(edge_values.shape)}"
+        )
+    validate_graph(edge_index, num_nodes)
+    graph = undirected_simple(edge_index, num_nodes)
+    row, col = edge_index[0].long(), edge_index[1].long()
+    n = max(num_nodes, 1)
+    keep = row != col
+    keys = torch.cat([row[keep] * n + col[keep], col[keep] * n + row[keep]])
+    vals = torch.cat([edge_values[keep], edge_values[keep]])
+    simple_keys = graph.edge_index[0] * n + graph.edge_index[1]
+    values = torch.zeros(simple_keys.numel(), dtype=edge_values.dtype, device=edge_values.device)
+    if keys.numel():
+        values[torch.searchsorted(simple_keys, keys)] = vals
+    return profile_simple(graph, values, stats)
+
+
+__all__ = [
+    "PROFILE_STATS",
+    "bounds_simple",
+    "curvature_bounds",
+    "edge_triangles",
+    "forman_curvature",
+    "forman_simple",
+    "node_profile",
+    "ollivier_ricci",
+    "orc_simple",
+    "per_input_edge",
+    "profile_simple",
+]
