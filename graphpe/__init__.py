@@ -1,7 +1,7 @@
 """graphpe: positional and structural encodings for graph neural networks."""
 
-from graphpe import ops, transforms
+from graphpe import nn, ops, transforms
 
 __version__ = "0.1.0"
 
-__all__ = ["ops", "transforms", "__version__"]
+__all__ = ["nn", "ops", "transforms", "__version__"]

@@ -1,8 +1,9 @@
-"""Propagation kernels: random-walk landing probabilities (RWSE).
+"""Propagation kernels: random-walk landing probabilities (RWSE) and Random Feature
+Propagation (RFP).
 
-The random-walk matrix is ``P = D^{-1} A`` on the undirected simple graph underlying the input
-(``ops.graph.undirected_simple``); rows of isolated nodes are zero, so their landing
-probabilities are 0 (as in PyG's ``AddRandomWalkPE``).
+All operators are built on the undirected simple graph underlying the input
+(``ops.graph.undirected_simple``). The random-walk matrix is ``P = D^{-1} A``; rows of isolated
+nodes are zero, so their landing probabilities are 0 (as in PyG's ``AddRandomWalkPE``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.graph import (
+    batch_from_ptr,
+    bucket_node_index,
     degree,
     dense_adjacency,
     edge_values,
@@ -144,4 +147,261 @@ def _sparse_landing(op: Tensor, lo: int, hi: int, walk_length: int,
     return torch.stack(out, dim=-1)
 
 
-__all__ = ["random_walk_landing_probs", "random_walk_matrix_entries"]
+
+
+# ----------------------------------------------------------------------------- RFP
+
+OPERATORS = ("adj", "gcn", "rw", "lap_shift")
+PROPAGATION_NORMS = ("qr", "l2")
+
+
+def propagation_operator(
+    edge_index: Tensor,
+    num_nodes: int,
+    kind: str = "gcn",
+    edge_weight: Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """The sparse propagation operator ``S`` ``[N, N]`` (CSR) of the undirected simple graph.
+
+    - ``adj``: ``D^-1/2 A D^-1/2`` (rows of isolated nodes are zero);
+    - ``gcn``: ``D~^-1/2 (A + I) D~^-1/2`` with ``D~ = D + I`` (Kipf & Welling);
+    - ``rw``: ``D^-1 A``;
+    - ``lap_shift``: ``2I - L_sym = I + D^-1/2 A D^-1/2`` (2 on an isolated node), whose dominant
+      eigenvectors are the smallest ones of ``L_sym``, so subspace iteration on it approaches
+      LapPE.
+    """
+    if kind not in OPERATORS:
+        raise ValueError(f"operator must be one of {OPERATORS}, got {kind!r}")
+    validate_graph(edge_index, num_nodes, edge_weight)
+    graph = undirected_simple(edge_index, num_nodes, edge_weight)
+    ei = graph.edge_index
+    w = edge_values(graph, dtype)
+    deg = degree(ei, num_nodes, w, dtype)
+    diag = None
+    if kind == "gcn":
+        dis = (deg + 1.0).pow(-0.5)
+        values = dis[ei[0]] * w * dis[ei[1]]
+        diag = dis * dis
+    elif kind == "rw":
+        inv = torch.where(deg > 0, 1.0 / deg.clamp(min=torch.finfo(dtype).tiny), 0.0)
+        values = inv[ei[0]] * w
+    else:
+        dis = inv_sqrt_degree(deg)
+        values = dis[ei[0]] * w * dis[ei[1]]
+        if kind == "lap_shift":
+            diag = torch.where(deg > 0, torch.ones_like(deg), torch.full_like(deg, 2.0))
+    return sparse_operator(ei, values, num_nodes, diag)
+
+
+def orthonormalize(x: Tensor, out: Tensor | None = None) -> Tensor:
+    """Orthonormal basis ``Q`` of the columns of each ``[..., n, d]`` block, with
+    ``X = Q R`` and ``diag(R) >= 0`` (so ``Q`` is unique for full-rank blocks and continuous in
+    ``X``). Blocks with ``n < d`` get ``n`` columns followed by zero columns, and columns
+    beyond a block's numerical rank are zero.
+
+    Cholesky-QR, done twice for accuracy (Fukaya et al. 2014): two Gram products and small
+    triangular inverses; blocks whose Gram matrix is not safely positive definite
+    (rank-deficient, or ``n < d``) go through Householder QR instead. For one tall ``[n, d]``
+    block the first-pass ``Q`` is only formed in cache-sized row chunks (to get the second
+    Gram matrix) and the result is one product ``X (R_1^-1 R_2^-1)`` written into ``out``.
+    """
+    n, d = x.shape[-2], x.shape[-1]
+    if n < d or n == 0:
+        return _into(_householder(x), out)
+    r1, ok1 = _cholesky_r_inv(_gram(x))
+    if ok1 is None:
+        return _into(_householder(x), out)
+    if x.dim() == 2:
+        chunk = max(1, (1 << 16) // max(d, 1))
+        gram2 = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+        for lo in range(0, n, chunk):
+            q = x[lo : lo + chunk] @ r1.to(x.dtype)
+            gram2 += _gram(q)
+        r2, ok2 = _cholesky_r_inv(gram2)
+        if ok2 is None or not bool(ok1 & ok2):
+            return _into(_householder(x), out)
+        combined = (r1 @ r2).to(x.dtype)
+        return x @ combined if out is None else torch.matmul(x, combined, out=out)
+    q1 = x @ r1.to(x.dtype)
+    r2, ok2 = _cholesky_r_inv(_gram(q1))
+    if ok2 is None:
+        return _into(_householder(x), out)
+    good = ok1 & ok2
+    q2 = q1 @ r2.to(x.dtype)
+    if not bool(good.all()):
+        q2 = torch.where(good.reshape(good.shape + (1, 1)), q2, _householder(x))
+    return _into(q2, out)
+
+
+def _into(value: Tensor, out: Tensor | None) -> Tensor:
+    return value if out is None else out.copy_(value)
+
+
+def _gram(x: Tensor) -> Tensor:
+    return (x.transpose(-2, -1) @ x).double()
+
+
+def _cholesky_r_inv(gram: Tensor) -> tuple[Tensor, Tensor | None]:
+    """``R^-1`` (float32/64 as the caller's data, from a float64 Gram) of Cholesky-QR, and which
+    blocks succeeded; None where none did."""
+    chol, info = torch.linalg.cholesky_ex(gram)  # lower: gram = L L^T, R = L^T
+    diag = chol.diagonal(dim1=-2, dim2=-1)
+    # reject near-singular blocks: Cholesky-QR loses accuracy as cond(X)^2 grows
+    scale = gram.diagonal(dim1=-2, dim2=-1).amax(-1, keepdim=True).clamp(min=1e-300).sqrt()
+    ok = (info == 0) & (diag > 1e-5 * scale).all(-1)
+    if not bool(ok.any()):
+        return gram, None
+    eye = torch.eye(chol.size(-1), dtype=chol.dtype, device=chol.device)
+    safe = torch.where(ok.reshape(ok.shape + (1, 1)), chol, eye)
+    l_inv = torch.linalg.solve_triangular(safe, eye.expand_as(safe), upper=False)
+    return l_inv.transpose(-2, -1), ok  # R^-1 = (L^T)^-1 = (L^-1)^T
+
+
+def _householder(x: Tensor) -> Tensor:
+    n, d = x.shape[-2], x.shape[-1]
+    if n == 0:
+        return x
+    q, r = torch.linalg.qr(x)
+    diag = r.diagonal(dim1=-2, dim2=-1)
+    # diag(R) >= 0 fixes the basis; columns beyond the numerical rank would be an arbitrary
+    # completion (not permutation-equivariant), so they are set to zero instead.
+    tol = 1e-6 * diag.abs().amax(-1, keepdim=True)
+    sign = torch.where(diag.abs() > tol, torch.sign(diag), torch.zeros_like(diag))
+    q = q * sign.unsqueeze(-2)
+    if q.size(-1) < d:
+        q = torch.cat([q, q.new_zeros(q.shape[:-1] + (d - q.size(-1),))], dim=-1)
+    return q
+
+
+def normalize_per_graph(
+    x: Tensor,
+    ptr: Tensor,
+    mode: str = "qr",
+    block: int | None = None,
+    out: Tensor | None = None,
+) -> Tensor:
+    """Normalize node features ``x`` ``[N, C]`` graph by graph.
+
+    - ``l2``: every column scaled to unit norm over each graph's nodes (zero columns stay 0);
+    - ``qr``: each graph's ``[n_g, block]`` column blocks replaced by their orthonormal basis
+      (:func:`orthonormalize`), graphs grouped by size into buckets so that each bucket is one
+      batched call. ``block`` (default ``C``) splits the columns into independent draws.
+
+    Never per batch and never per row: row normalization is not power iteration. ``out`` (which
+    may be ``x`` itself) receives the result; a single large graph is then normalized without
+    allocating another ``[N, C]`` tensor.
+    """
+    if mode not in PROPAGATION_NORMS:
+        raise ValueError(f"normalization must be one of {PROPAGATION_NORMS}, got {mode!r}")
+    num_nodes, channels = x.shape
+    num_graphs = ptr.numel() - 1
+    block = channels if block is None else block
+    if channels % block:
+        raise ValueError(f"block={block} does not divide the {channels} columns")
+    draws = channels // block
+    if mode == "l2":
+        if num_graphs == 1:
+            # column norms from the Gram diagonal: a GEMM reads x once, fast and allocation-free
+            norm = (x.transpose(0, 1) @ x).diagonal().clamp(min=0).sqrt()
+            inv = torch.where(norm > 0, 1.0 / norm.clamp(min=1e-30), torch.zeros_like(norm))
+            return x.mul(inv) if out is None else torch.mul(x, inv, out=out)
+        graph = batch_from_ptr(ptr, num_nodes)
+        sq = torch.zeros(num_graphs, channels, dtype=x.dtype, device=x.device)
+        norm = sq.index_add_(0, graph, x * x).sqrt()
+        inv = torch.where(norm > 0, 1.0 / norm.clamp(min=1e-30), torch.zeros_like(norm))
+        return x * inv[graph] if out is None else torch.mul(x, inv[graph], out=out)
+    if num_graphs == 1 and draws == 1:
+        return orthonormalize(x, out=out)
+    result = torch.empty_like(x) if out is None or out is x else out
+    sizes = ptr[1:] - ptr[:-1]
+    for bucket in size_buckets(sizes):
+        node, _ = bucket_node_index(ptr, bucket)  # exact-size buckets: no padding
+        b, n = node.shape
+        blocks = x[node].reshape(b, n, draws, block).transpose(1, 2)  # [b, draws, n, block]
+        q = orthonormalize(blocks).transpose(1, 2).reshape(b * n, channels)
+        result[node.flatten()] = q
+    return result if out is None or result is out else out.copy_(result)
+
+
+def propagate(
+    operator: Tensor | tuple[Tensor, Tensor],
+    x0: Tensor,
+    steps: int,
+    normalization: str = "qr",
+    ptr: Tensor | None = None,
+    normalize_initial: bool = True,
+) -> Tensor:
+    """Random Feature Propagation (Eliasof et al., ICML 2023): the normalized trajectory
+    ``[X_0, X_1, ..., X_L]`` with ``X_l = normalize(S X_{l-1})``, per graph.
+
+    Args:
+        operator: ``S`` as a sparse ``[N, N]`` tensor (see :func:`propagation_operator`), or as
+            ``(edge_index, values)`` meaning ``S_ij = values[e]`` for edge ``e = (i, j)``; the
+            edge form is differentiable in ``values`` (a learned operator).
+        x0: ``[N, d]`` or ``[N, draws, d]`` initial features (e.g. Gaussian draws).
+        steps: number of propagation steps ``L``.
+        normalization: ``qr`` (per-graph orthonormal basis: subspace iteration) or ``l2``
+            (per-graph unit columns: power iteration per column).
+        ptr: ``[G + 1]`` node offsets of the graphs; one graph if None.
+        normalize_initial: normalize ``X_0`` too, so every block has the same scale.
+
+    Returns ``[L + 1, N, d]`` (or ``[L + 1, N, draws, d]``). With ``qr`` and enough steps, the
+    span of ``X_L`` approaches the dominant ``d``-dimensional invariant subspace of ``S``.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if normalization not in PROPAGATION_NORMS:
+        raise ValueError(
+            f"normalization must be one of {PROPAGATION_NORMS}, got {normalization!r}"
+        )
+    if x0.dim() not in (2, 3):
+        raise ValueError(f"x0 must be [N, d] or [N, draws, d], got {list(x0.shape)}")
+    num_nodes = x0.size(0)
+    shape = x0.shape
+    block = shape[-1]
+    x = x0.reshape(num_nodes, -1)
+    if ptr is None:
+        ptr = single_graph_ptr(num_nodes, x0.device)
+    ptr = ptr.to(device=x0.device, dtype=torch.long)
+    if int(ptr[-1]) != num_nodes:
+        raise ValueError(f"ptr ends at {int(ptr[-1])} but x0 has {num_nodes} rows")
+    differentiable = x.requires_grad
+    if isinstance(operator, tuple):
+        edge_index, values = operator
+        differentiable = differentiable or values.requires_grad
+
+        def apply(h: Tensor, buf: Tensor | None) -> Tensor:
+            msg = values.unsqueeze(-1) * h[edge_index[1]]
+            return torch.zeros_like(h).index_add(0, edge_index[0], msg)
+    else:
+        if operator.shape != (num_nodes, num_nodes):
+            raise ValueError(
+                f"operator must be [{num_nodes}, {num_nodes}], got {list(operator.shape)}"
+            )
+        differentiable = differentiable or operator.requires_grad
+
+        def apply(h: Tensor, buf: Tensor | None) -> Tensor:
+            if buf is None or operator.layout != torch.sparse_csr:
+                return torch.sparse.mm(operator, h)
+            return torch.mm(operator, h, out=buf)
+
+    if differentiable:  # autograd: no in-place writes
+        x = normalize_per_graph(x, ptr, normalization, block) if normalize_initial else x
+        out = [x]
+        for _ in range(steps):
+            x = normalize_per_graph(apply(x, None), ptr, normalization, block)
+            out.append(x)
+        return torch.stack(out).reshape((steps + 1,) + tuple(shape))
+    # Inference: write every step straight into the trajectory and reuse one product buffer;
+    # fresh [N, C] allocations cost page faults comparable to the normalization itself.
+    traj = torch.empty((steps + 1,) + tuple(x.shape), dtype=x.dtype, device=x.device)
+    if normalize_initial:
+        normalize_per_graph(x, ptr, normalization, block, out=traj[0])
+    else:
+        traj[0].copy_(x)
+    buf = torch.empty_like(x)
+    for step in range(1, steps + 1):
+        product = apply(traj[step - 1], buf)
+        normalize_per_graph(product, ptr, normalization, block, out=traj[step])
+    return traj.reshape((steps + 1,) + tuple(shape))

@@ -1,0 +1,176 @@
+"""Modules for Random Feature Propagation: an encoder for RFP trajectories, and RFP with a
+learned propagation operator computed inside ``forward``."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+from torch_geometric.utils import add_remaining_self_loops, softmax
+
+from graphpe.ops.graph import single_graph_ptr
+from graphpe.ops.propagate import PROPAGATION_NORMS, propagate
+
+POOLINGS = ("sum", "mean")
+RESAMPLE = ("forward", "epoch", "fixed")
+
+
+def _mlp(sizes: list[int], dropout: float = 0.0) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+            if dropout:
+                layers.append(nn.Dropout(dropout))
+    return nn.Sequential(*layers)
+
+
+class RFPEncoder(nn.Module):
+    r"""Maps RFP trajectories ``[N, draws, F]`` to node embeddings ``[N, channels]``.
+
+    A DeepSets network over the draws (Zaheer et al., 2017):
+    :math:`\rho\big(\sum_b \phi(r_b)\big)` (or the mean), so the output does not depend on the
+    order of the draws. With ``sign_invariant``, :math:`\phi(r) + \phi(-r)` replaces
+    :math:`\phi(r)`, making the output invariant to flipping the sign of a draw.
+
+    Args:
+        in_dim: ``F = dim * (steps + 1)``, the trajectory length per draw.
+        channels: output channels.
+        hidden: hidden width of ``phi`` and ``rho`` (default ``channels``).
+        pooling: ``sum`` or ``mean`` over draws.
+        sign_invariant: see above.
+        attr_name: attribute read when ``forward`` is given a ``Data``/``Batch``.
+        dropout: dropout inside the MLPs.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        channels: int,
+        hidden: int | None = None,
+        pooling: str = "sum",
+        sign_invariant: bool = False,
+        attr_name: str = "rfp",
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if in_dim < 1 or channels < 1:
+            raise ValueError(f"in_dim and channels must be positive, got {in_dim}, {channels}")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        hidden = hidden or channels
+        self.in_dim, self.channels = in_dim, channels
+        self.pooling, self.sign_invariant, self.attr_name = pooling, sign_invariant, attr_name
+        self.phi = _mlp([in_dim, hidden, hidden], dropout)
+        self.rho = _mlp([hidden, hidden, channels], dropout)
+
+    def forward(self, batch_or_rfp) -> Tensor:
+        rfp = batch_or_rfp if isinstance(batch_or_rfp, Tensor) else batch_or_rfp[self.attr_name]
+        if rfp.dim() == 2:
+            rfp = rfp.unsqueeze(1)
+        if rfp.dim() != 3 or rfp.size(-1) != self.in_dim:
+            raise ValueError(
+                f"expected RFP features [N, draws, {self.in_dim}], got {list(rfp.shape)}"
+            )
+        h = self.phi(rfp)
+        if self.sign_invariant:
+            h = h + self.phi(-rfp)
+        h = h.sum(1) if self.pooling == "sum" else h.mean(1)
+        return self.rho(h)
+
+    def extra_repr(self) -> str:
+        return (f"in_dim={self.in_dim}, channels={self.channels}, pooling={self.pooling!r}, "
+                f"sign_invariant={self.sign_invariant}")
+
+
+class LearnedRFP(nn.Module):
+    r"""RFP with a learned propagation operator, drawn and propagated inside ``forward``.
+
+    The operator is attention over edges (Velickovic et al., 2018), recomputed every call from
+    the node features ``h``: with self loops added,
+
+    .. math:: S_{ij} = \operatorname{softmax}_{j \in N(i) \cup \{i\}}
+        \mathrm{LeakyReLU}\big(a_s^\top W h_i + a_d^\top W h_j\big),
+
+    and random features are propagated with it as in :func:`graphpe.ops.propagate`
+    (per-graph normalization), differentiably in ``W``, ``a_s``, ``a_d``. Returns the trajectory
+    ``[N, num_draws, dim * (steps + 1)]``, to be encoded by :class:`RFPEncoder`.
+
+    Args:
+        in_channels: width of ``h``.
+        dim, steps, num_draws: as in :class:`graphpe.transforms.RFP`.
+        normalization: ``l2`` (default) or ``qr`` (Householder/Cholesky-QR gradients are
+            unstable for graphs with fewer nodes than ``dim``).
+        resample: ``forward``: fresh draws at every call; ``epoch``: draws seeded by
+            ``(seed, epoch)``, advanced by :meth:`next_epoch`; ``fixed``: draws seeded by
+            ``seed`` at every call. Seeded draws depend on the node order of the batch.
+        seed: base seed for ``epoch`` and ``fixed``.
+        attention_dim: width of ``W h``.
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        dim: int = 16,
+        steps: int = 8,
+        num_draws: int = 1,
+        normalization: str = "l2",
+        resample: str = "forward",
+        seed: int = 0,
+        attention_dim: int = 32,
+    ) -> None:
+        super().__init__()
+        if normalization not in PROPAGATION_NORMS:
+            raise ValueError(
+                f"normalization must be one of {PROPAGATION_NORMS}, got {normalization!r}"
+            )
+        if resample not in RESAMPLE:
+            raise ValueError(f"resample must be one of {RESAMPLE}, got {resample!r}")
+        for name, value, low in (("dim", dim, 1), ("steps", steps, 0), ("num_draws", num_draws, 1),
+                                 ("in_channels", in_channels, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        self.dim, self.steps, self.num_draws = dim, steps, num_draws
+        self.normalization, self.resample, self.seed = normalization, resample, seed
+        self.epoch = 0
+        self.lin = nn.Linear(in_channels, attention_dim, bias=False)
+        self.att_src = nn.Parameter(torch.empty(attention_dim))
+        self.att_dst = nn.Parameter(torch.empty(attention_dim))
+        nn.init.normal_(self.att_src, std=attention_dim**-0.5)
+        nn.init.normal_(self.att_dst, std=attention_dim**-0.5)
+
+    @property
+    def out_dim(self) -> int:
+        """Trajectory length per draw, the ``in_dim`` of an :class:`RFPEncoder`."""
+        return self.dim * (self.steps + 1)
+
+    def next_epoch(self) -> None:
+        self.epoch += 1
+
+    def operator(self, h: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor]:
+        """``(edge_index, values)`` of the row-softmax attention operator, self loops added."""
+        edge_index, _ = add_remaining_self_loops(edge_index, num_nodes=h.size(0))
+        wh = self.lin(h)
+        score = (wh * self.att_src).sum(-1)[edge_index[0]] + (wh * self.att_dst).sum(-1)[
+            edge_index[1]
+        ]
+        values = softmax(nn.functional.leaky_relu(score, 0.2), edge_index[0], num_nodes=h.size(0))
+        return edge_index, values
+
+    def draw(self, num_nodes: int, device: torch.device, dtype: torch.dtype) -> Tensor:
+        shape = (num_nodes, self.num_draws, self.dim)
+        if self.resample == "forward":
+            return torch.randn(shape, device=device, dtype=dtype)
+        gen = torch.Generator().manual_seed(
+            self.seed if self.resample == "fixed" else self.seed * 1_000_003 + self.epoch
+        )
+        return torch.randn(shape, generator=gen).to(device=device, dtype=dtype)
+
+    def forward(self, h: Tensor, edge_index: Tensor, ptr: Tensor | None = None) -> Tensor:
+        num_nodes = h.size(0)
+        if ptr is None:
+            ptr = single_graph_ptr(num_nodes, h.device)
+        op = self.operator(h, edge_index)
+        x0 = self.draw(num_nodes, h.device, h.dtype)
+        traj = propagate(op, x0, self.steps, self.normalization, ptr=ptr)
+        return traj.permute(1, 2, 0, 3).reshape(num_nodes, self.num_draws, -1)

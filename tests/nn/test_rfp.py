@@ -1,0 +1,51 @@
+import pytest
+import torch
+from torch_geometric.data import Batch
+
+from graphpe.nn import LearnedRFP, RFPEncoder
+from graphpe.transforms import RFP
+
+
+def test_encoder_invariant_to_draw_order_and_sign(families):
+    batch = RFP(dim=4, steps=2, num_draws=5, seed=0)(Batch.from_data_list(list(families.values())))
+    enc = RFPEncoder(12, 8, sign_invariant=True)
+    out = enc(batch)
+    assert out.shape == (batch.num_nodes, 8)
+    perm = torch.randperm(5)
+    assert torch.allclose(enc(batch.rfp[:, perm]), out, atol=1e-5)
+    flipped = batch.rfp.clone()
+    flipped[:, 2] *= -1
+    assert torch.allclose(enc(flipped), out, atol=1e-5)
+    plain = RFPEncoder(12, 8, pooling="mean")
+    assert torch.allclose(plain(batch.rfp[:, perm]), plain(batch.rfp), atol=1e-5)
+    with pytest.raises(ValueError, match="expected RFP features"):
+        enc(torch.randn(3, 2, 7))
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        RFPEncoder(12, 8, pooling="max")
+
+
+def test_learned_rfp_gradients_and_policies(families):
+    batch = Batch.from_data_list(list(families.values()))
+    h = torch.randn(batch.num_nodes, 6)
+    model = LearnedRFP(6, dim=4, steps=3, num_draws=2, resample="fixed")
+    enc = RFPEncoder(model.out_dim, 5)
+    out = enc(model(h, batch.edge_index, batch.ptr))
+    assert out.shape == (batch.num_nodes, 5)
+    out.pow(2).sum().backward()
+    for name, p in list(model.named_parameters()) + list(enc.named_parameters()):
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+    with torch.no_grad():
+        a = model(h, batch.edge_index, batch.ptr)
+        b = model(h, batch.edge_index, batch.ptr)
+    assert torch.equal(a, b)  # fixed draws
+    epoch = LearnedRFP(6, dim=4, steps=2, resample="epoch")
+    with torch.no_grad():
+        e0 = epoch(h, batch.edge_index, batch.ptr)
+        assert torch.equal(e0, epoch(h, batch.edge_index, batch.ptr))
+        epoch.next_epoch()
+        assert not torch.equal(e0, epoch(h, batch.edge_index, batch.ptr))
+    fresh = LearnedRFP(6, dim=4, steps=2)
+    with torch.no_grad():
+        assert not torch.equal(fresh(h, batch.edge_index), fresh(h, batch.edge_index))
+    with pytest.raises(ValueError, match="resample must be one of"):
+        LearnedRFP(6, resample="batch")
