@@ -16,3 +16,22 @@ def test_precompute_benchmark_runs(tmp_path, monkeypatch, capsys):
     rows = json.loads(out.read_text())["rows"]
     assert {r["encoding"] for r in rows} == {"LapPE k=8", "RWSE T=16"}
     assert all(r["max_error"] < 1e-4 for r in rows)
+
+
+def test_curvature_benchmark_runs(tmp_path, monkeypatch):
+    out = tmp_path / "c.json"
+    monkeypatch.setattr(sys, "argv", ["curvature.py", "--quick", "--skip-zinc", "--large-nodes",
+                                      "200", "--json", str(out)])
+    runpy.run_path(str(BENCH / "curvature.py"), run_name="__main__")
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["method"] for r in rows} == {"graphpe", "GraphRicciCurvature"}
+
+
+def test_rfp_benchmark_runs(tmp_path, monkeypatch):
+    out = tmp_path / "r.json"
+    monkeypatch.setattr(sys, "argv", ["rfp.py", "--quick", "--parts", "large", "--large-nodes",
+                                      "3000", "--json", str(out)])
+    runpy.run_path(str(BENCH / "rfp.py"), run_name="__main__")
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["method"] for r in rows] == ["bare SpMM trajectory", "propagate (qr)",
+                                           "propagate (l2)"]
