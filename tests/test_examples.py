@@ -7,3 +7,8 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 def test_laplacian_pe_example_runs(capsys):
     runpy.run_path(str(EXAMPLES / "laplacian_pe.py"), run_name="__main__")
     assert "eigenvalues of the first graph" in capsys.readouterr().out
+
+
+def test_custom_gnn_example_runs(capsys):
+    runpy.run_path(str(EXAMPLES / "custom_gnn.py"), run_name="__main__")
+    assert "epoch 10: train MAE" in capsys.readouterr().out

@@ -1,5 +1,33 @@
-"""``torch.nn`` modules: PE encoders and models."""
+"""``torch.nn`` modules: PE encoders, the GPS layer, GINE/GPS models and a builder.
 
+Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transforms` to
+``[N, channels]``, so it can be added to the node embedding of any GNN.
+"""
+
+from graphpe.nn.encoders import (
+    LapPEEncoder,
+    LCPEncoder,
+    LinearSEEncoder,
+    RWSEEncoder,
+    SignNetEncoder,
+    SPEEncoder,
+)
+from graphpe.nn.models import GINE, GPS, GPSLayer, LinearAttention, PEGraphModel, build_model
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 
-__all__ = ["LearnedRFP", "RFPEncoder"]
+__all__ = [
+    "GINE",
+    "GPS",
+    "GPSLayer",
+    "LCPEncoder",
+    "LapPEEncoder",
+    "LearnedRFP",
+    "LinearAttention",
+    "LinearSEEncoder",
+    "PEGraphModel",
+    "RFPEncoder",
+    "RWSEEncoder",
+    "SPEEncoder",
+    "SignNetEncoder",
+    "build_model",
+]

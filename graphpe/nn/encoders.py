@@ -1,0 +1,269 @@
+"""Positional-encoding encoders. One interface: ``forward(batch) -> Tensor[N, channels]``, where
+``batch`` is a PyG ``Data``/``Batch`` carrying the attributes written by
+:mod:`graphpe.transforms` (names configurable)."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from graphpe.nn.rfp import _mlp
+
+POOLINGS = ("sum", "mean")
+
+
+def _graph_index(batch) -> Tensor:
+    b = batch.get("batch") if hasattr(batch, "get") else None
+    if b is None:
+        return torch.zeros(batch.num_nodes, dtype=torch.long, device=batch.edge_index.device)
+    return b
+
+
+def _positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+class LapPEEncoder(nn.Module):
+    r"""Laplacian eigenvectors with their eigenvalues through DeepSets (GraphGPS's LapPE
+    encoder, Rampasek et al., 2022): for node :math:`i` and eigenpair :math:`j`,
+
+    .. math:: h_i = \rho\Big(\sum_{j : \mathrm{mask}_{ij}} \phi([v_{ij}, \lambda_j])\Big),
+
+    with :math:`\phi: \mathbb{R}^2 \to \mathbb{R}^h` and :math:`\rho` MLPs; padded columns are
+    masked out. In training, each graph's eigenvectors get random sign flips (per column).
+
+    Args:
+        k: eigenpairs per node (the ``k`` of :class:`~graphpe.transforms.LaplacianPE`).
+        channels: output channels.
+        hidden: width of ``phi`` and ``rho`` (default ``channels``).
+        pooling: ``sum`` or ``mean`` over the valid columns.
+        random_sign_flip: flip signs at random while training.
+        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
+    """
+
+    def __init__(
+        self,
+        k: int,
+        channels: int,
+        hidden: int | None = None,
+        pooling: str = "sum",
+        random_sign_flip: bool = True,
+        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
+    ) -> None:
+        super().__init__()
+        _positive("k", k)
+        _positive("channels", channels)
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        hidden = hidden or channels
+        self.k, self.channels, self.pooling = k, channels, pooling
+        self.random_sign_flip, self.attr_names = random_sign_flip, tuple(attr_names)
+        self.phi = _mlp([2, hidden, hidden])
+        self.rho = _mlp([hidden, hidden, channels])
+
+    def forward(self, batch) -> Tensor:
+        vec_name, val_name, mask_name = self.attr_names
+        vecs, vals = batch[vec_name], batch[val_name]
+        mask = batch.get(mask_name) if hasattr(batch, "get") else None
+        if vecs.dim() != 2 or vecs.size(1) != self.k:
+            raise ValueError(f"expected {vec_name} [N, {self.k}], got {list(vecs.shape)}")
+        if mask is None:
+            mask = torch.ones_like(vecs, dtype=torch.bool)
+        if self.training and self.random_sign_flip:
+            graph = _graph_index(batch)
+            num_graphs = int(graph.max()) + 1 if graph.numel() else 0
+            signs = torch.randint(0, 2, (num_graphs, self.k), device=vecs.device) * 2 - 1
+            vecs = vecs * signs[graph].to(vecs.dtype)
+        h = self.phi(torch.stack([vecs, vals], dim=-1)) * mask.unsqueeze(-1)
+        h = h.sum(1)
+        if self.pooling == "mean":
+            h = h / mask.sum(1, keepdim=True).clamp(min=1)
+        return self.rho(h)
+
+
+class _ChannelGIN(nn.Module):
+    """GIN layers on node signals with extra axes, ``[N, ..., C]``: every index of the middle
+    axes is an independent signal on the graph (weights shared across them)."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        super().__init__()
+        self.mlps = nn.ModuleList(_mlp([a, b, b]) for a, b in zip(sizes[:-1], sizes[1:],
+                                                                  strict=True))
+        self.eps = nn.Parameter(torch.zeros(len(self.mlps)))
+
+    def forward(self, h: Tensor, edge_index: Tensor, keep: Tensor | None = None) -> Tensor:
+        src, dst = edge_index
+        for layer, mlp in enumerate(self.mlps):
+            agg = torch.zeros_like(h).index_add_(0, dst, h[src])
+            h = mlp((1 + self.eps[layer]) * h + agg)
+            if layer < len(self.mlps) - 1:
+                h = torch.relu(h)
+            if keep is not None:
+                h = h * keep
+        return h
+
+
+class SignNetEncoder(nn.Module):
+    r"""SignNet (Lim et al., "Sign and Basis Invariant Networks for Spectral Graph
+    Representation Learning", ICLR 2023): every eigenvector column is a 1-channel signal on the
+    graph, processed by a GIN :math:`\phi` (weights shared across columns, columns batched along
+    a channel axis), made sign-invariant as :math:`\phi(v) + \phi(-v)`, then concatenated with
+    the eigenvalues' embedding over the ``k`` columns and mapped by an MLP :math:`\rho`.
+
+    Args:
+        k: eigenvectors per node.
+        channels: output channels.
+        hidden: width of ``phi`` (default 16) and ``rho`` (default ``channels``).
+        phi_layers: GIN layers of ``phi``.
+        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
+    """
+
+    def __init__(
+        self,
+        k: int,
+        channels: int,
+        hidden: int = 16,
+        phi_layers: int = 3,
+        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
+    ) -> None:
+        super().__init__()
+        for name, value in (("k", k), ("channels", channels), ("hidden", hidden),
+                            ("phi_layers", phi_layers)):
+            _positive(name, value)
+        self.k, self.channels, self.attr_names = k, channels, tuple(attr_names)
+        self.phi = _ChannelGIN([2] + [hidden] * phi_layers)
+        self.rho = _mlp([k * hidden, channels, channels])
+
+    def forward(self, batch) -> Tensor:
+        vec_name, val_name, mask_name = self.attr_names
+        vecs, vals = batch[vec_name], batch[val_name]
+        if vecs.dim() != 2 or vecs.size(1) != self.k:
+            raise ValueError(f"expected {vec_name} [N, {self.k}], got {list(vecs.shape)}")
+        mask = batch.get(mask_name) if hasattr(batch, "get") else None
+        keep = (torch.ones_like(vecs) if mask is None else mask.to(vecs.dtype)).unsqueeze(-1)
+        # each column: the eigenvector entry and its eigenvalue, [N, k, 2]
+        pos = torch.stack([vecs, vals], dim=-1)
+        neg = torch.stack([-vecs, vals], dim=-1)
+        h = self.phi(pos, batch.edge_index, keep) + self.phi(neg, batch.edge_index, keep)
+        return self.rho(h.flatten(1))
+
+
+class SPEEncoder(nn.Module):
+    r"""Stable and Expressive Positional Encoding (Huang et al., ICLR 2024).
+
+    From eigenpairs :math:`(V, \lambda)` of each graph: ``m`` elementwise MLPs
+    :math:`\phi_\ell` on the eigenvalues give
+    :math:`W_\ell = V \operatorname{diag}(\phi_\ell(\lambda)) V^\top` (``n x n x m`` per graph);
+    :math:`\rho`, a GIN over the graph, takes the rows of ``W`` as node features (``m``
+    channels, the ``n`` columns acting as a batch axis) and sums over columns:
+
+    .. math:: \mathrm{SPE}(V, \lambda)_i = \sum_j \rho(W)_{ij} \in \mathbb{R}^{d}.
+
+    Invariant to eigenvector signs and to any basis of an eigenspace kept whole (``phi`` gives
+    equal eigenvalues equal weights), and stable under perturbations (Huang et al.). Batched
+    with padding to the batch's largest graph; memory ``O(N * n_max * hidden)``, meant for
+    molecule-scale graphs. Feed it eigenpairs with ``keep_trivial=True`` as in the paper.
+
+    Paper's ZINC setting: ``k=37, m=16, phi_hidden=16, phi_layers=3, rho_layers=8,
+    rho_hidden=128``; the defaults here are smaller and scaled by the arguments.
+
+    Args:
+        k: eigenpairs per node.
+        channels: output channels.
+        m: number of ``phi`` outputs (channels of ``W``).
+        phi_hidden, phi_layers: the eigenvalue MLP.
+        rho_hidden, rho_layers: the GIN ``rho``.
+        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
+    """
+
+    def __init__(
+        self,
+        k: int,
+        channels: int,
+        m: int = 16,
+        phi_hidden: int = 16,
+        phi_layers: int = 3,
+        rho_hidden: int = 64,
+        rho_layers: int = 4,
+        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
+    ) -> None:
+        super().__init__()
+        for name, value in (("k", k), ("channels", channels), ("m", m),
+                            ("phi_hidden", phi_hidden), ("phi_layers", phi_layers),
+                            ("rho_hidden", rho_hidden), ("rho_layers", rho_layers)):
+            _positive(name, value)
+        self.k, self.channels, self.m, self.attr_names = k, channels, m, tuple(attr_names)
+        self.phi = _mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
+        self.rho = _ChannelGIN([m] + [rho_hidden] * rho_layers)
+        self.out = nn.Linear(rho_hidden, channels)
+
+    def forward(self, batch) -> Tensor:
+        vec_name, val_name, mask_name = self.attr_names
+        vecs, vals = batch[vec_name], batch[val_name]
+        if vecs.dim() != 2 or vecs.size(1) != self.k:
+            raise ValueError(f"expected {vec_name} [N, {self.k}], got {list(vecs.shape)}")
+        mask = batch.get(mask_name) if hasattr(batch, "get") else None
+        num_nodes = vecs.size(0)
+        graph = _graph_index(batch)
+        num_graphs = int(graph.max()) + 1 if num_nodes else 0
+        counts = torch.bincount(graph, minlength=num_graphs)
+        start = torch.cumsum(counts, 0) - counts
+        local = torch.arange(num_nodes, device=vecs.device) - start[graph]
+        n_max = int(counts.max()) if num_nodes else 0
+
+        # per-graph eigenvalues (every node carries its graph's) -> phi: [G, k, m]
+        first = start.clamp(max=max(num_nodes - 1, 0))
+        lam = vals[first]
+        weights = self.phi(lam.unsqueeze(-1))
+        if mask is not None:
+            weights = weights * mask[first].unsqueeze(-1).to(weights.dtype)
+        # padded eigenvector matrices [G, n_max, k]
+        dense = vecs.new_zeros(num_graphs, n_max, self.k)
+        dense[graph, local] = vecs
+        # W rows of every node: W[g, i, j, :] = sum_k V[g,i,k] phi[g,k,:] V[g,j,k]
+        rows = torch.bmm(dense[graph], vecs.unsqueeze(-1) * weights[graph])  # [N, n_max, m]
+        keep = (torch.arange(n_max, device=vecs.device).unsqueeze(0) < counts[graph].unsqueeze(1))
+        keep = keep.unsqueeze(-1).to(rows.dtype)  # [N, n_max, 1]: real columns of each graph
+        h = self.rho(rows * keep, batch.edge_index, keep)
+        return self.out(h.sum(1))
+
+
+class LinearSEEncoder(nn.Module):
+    """A structural encoding (RWSE, LCP, ...) through BatchNorm and a linear map:
+    ``[N, in_dim] -> [N, channels]``.
+
+    Args:
+        in_dim: width of the encoding (e.g. the walk length, or the number of LCP statistics).
+        channels: output channels.
+        attr_name: attribute read.
+        batch_norm: normalize the raw encoding first (its scale varies a lot across steps).
+    """
+
+    def __init__(self, in_dim: int, channels: int, attr_name: str, batch_norm: bool = True):
+        super().__init__()
+        _positive("in_dim", in_dim)
+        _positive("channels", channels)
+        self.in_dim, self.channels, self.attr_name = in_dim, channels, attr_name
+        self.norm = nn.BatchNorm1d(in_dim) if batch_norm else nn.Identity()
+        self.lin = nn.Linear(in_dim, channels)
+
+    def forward(self, batch) -> Tensor:
+        x = batch[self.attr_name] if not isinstance(batch, Tensor) else batch
+        if x.dim() != 2 or x.size(1) != self.in_dim:
+            raise ValueError(f"expected {self.attr_name} [N, {self.in_dim}], got {list(x.shape)}")
+        return self.lin(self.norm(x.float()))
+
+
+class RWSEEncoder(LinearSEEncoder):
+    """RWSE ``[N, walk_length]`` -> ``[N, channels]`` (BatchNorm + Linear, as in GraphGPS)."""
+
+    def __init__(self, walk_length: int, channels: int, attr_name: str = "rwse", **kwargs):
+        super().__init__(walk_length, channels, attr_name, **kwargs)
+
+
+class LCPEncoder(LinearSEEncoder):
+    """LCP ``[N, num_stats]`` -> ``[N, channels]`` (BatchNorm + Linear)."""
+
+    def __init__(self, channels: int, num_stats: int = 5, attr_name: str = "lcp", **kwargs):
+        super().__init__(num_stats, channels, attr_name, **kwargs)

@@ -1,0 +1,379 @@
+"""Layers and models: the GPS layer, GINE and GPS networks, and a builder from a small config."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn import GINConv, GINEConv, global_add_pool, global_max_pool, global_mean_pool
+from torch_geometric.nn.resolver import normalization_resolver
+from torch_geometric.utils import to_dense_batch
+
+from graphpe.nn.encoders import LapPEEncoder, LCPEncoder, RWSEEncoder, SignNetEncoder, SPEEncoder
+from graphpe.nn.rfp import RFPEncoder, _mlp
+
+MPNNS = ("gine", "gin", None)
+ATTENTIONS = ("multihead", "linear", None)
+POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
+TASKS = ("graph_regression", "graph_classification", "node_classification")
+PE_COMBINE = ("sum", "concat")
+
+
+class LinearAttention(nn.Module):
+    r"""Linear-time multi-head attention within each graph (Katharopoulos et al., 2020):
+    with the feature map :math:`\varphi(x) = \mathrm{elu}(x) + 1`,
+
+    .. math:: o_i = \frac{\varphi(q_i)^\top \sum_{j \in G(i)} \varphi(k_j) v_j^\top}
+                         {\varphi(q_i)^\top \sum_{j \in G(i)} \varphi(k_j)},
+
+    sums over the nodes of node ``i``'s graph, ``O(N d^2 / heads)`` time and memory.
+    """
+
+    def __init__(self, channels: int, heads: int = 1) -> None:
+        super().__init__()
+        if channels % heads:
+            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        self.heads, self.head_dim = heads, channels // heads
+        self.qkv = nn.Linear(channels, 3 * channels)
+        self.out = nn.Linear(channels, channels)
+
+    def forward(self, x: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
+        n = x.size(0)
+        q, k, v = self.qkv(x).view(n, 3, self.heads, self.head_dim).unbind(1)
+        q, k = F.elu(q) + 1, F.elu(k) + 1
+        kv = torch.einsum("nhd,nhe->nhde", k, v)
+        kv_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, self.head_dim)
+        kv_sum = kv_sum.index_add(0, batch, kv)
+        k_sum = x.new_zeros(num_graphs, self.heads, self.head_dim).index_add(0, batch, k)
+        num = torch.einsum("nhd,nhde->nhe", q, kv_sum[batch])
+        den = (q * k_sum[batch]).sum(-1, keepdim=True).clamp(min=1e-6)
+        return self.out((num / den).reshape(n, -1))
+
+
+class GPSLayer(nn.Module):
+    r"""One layer of GPS (Rampasek et al., "Recipe for a General, Powerful, Scalable Graph
+    Transformer", NeurIPS 2022):
+
+    .. math::
+        h^M &= \mathrm{norm}_1(x + \mathrm{MPNN}(x)), \quad
+        h^A = \mathrm{norm}_2(x + \mathrm{Attn}(x)), \\
+        \mathrm{out} &= \mathrm{norm}_3(h + \mathrm{FFN}(h)), \quad h = h^M + h^A,
+
+    with dropout after each branch and the attention over each graph's nodes only (padding
+    masks). The same maths and submodule names as PyG's ``GPSConv`` (so its weights load
+    directly), with the MPNN and attention each optional and a ``linear`` attention for large
+    graphs.
+
+    Args:
+        channels: width.
+        mpnn: ``gine`` (needs ``edge_attr`` of width ``channels``), ``gin`` or None.
+        attention: ``multihead``, ``linear`` or None.
+        heads: attention heads.
+        dropout: dropout after each branch and inside the FFN.
+        attn_dropout: dropout on the attention weights (``multihead``).
+        norm: ``batch_norm``, ``layer_norm`` or None (PyG's resolver names).
+    """
+
+    def __init__(
+        self,
+        channels: int,
+        mpnn: str | None = "gine",
+        attention: str | None = "multihead",
+        heads: int = 4,
+        dropout: float = 0.0,
+        attn_dropout: float = 0.0,
+        norm: str | None = "batch_norm",
+    ) -> None:
+        super().__init__()
+        if mpnn not in MPNNS:
+            raise ValueError(f"mpnn must be one of {MPNNS}, got {mpnn!r}")
+        if attention not in ATTENTIONS:
+            raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
+        if mpnn is None and attention is None:
+            raise ValueError("a GPS layer needs an MPNN, an attention, or both")
+        if channels % heads:
+            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        self.channels, self.dropout, self.mpnn, self.attention = channels, dropout, mpnn, attention
+        inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
+                              nn.Linear(channels, channels))
+        if mpnn == "gine":
+            self.conv = GINEConv(inner)
+        elif mpnn == "gin":
+            self.conv = GINConv(inner)
+        else:
+            self.conv = None
+        if attention == "multihead":
+            self.attn = nn.MultiheadAttention(channels, heads, dropout=attn_dropout,
+                                              batch_first=True)
+        elif attention == "linear":
+            self.attn = LinearAttention(channels, heads)
+        else:
+            self.attn = None
+        self.mlp = nn.Sequential(
+            nn.Linear(channels, 2 * channels), nn.ReLU(), nn.Dropout(dropout),
+            nn.Linear(2 * channels, channels), nn.Dropout(dropout),
+        )
+        self.norm1 = normalization_resolver(norm, channels)
+        self.norm2 = normalization_resolver(norm, channels)
+        self.norm3 = normalization_resolver(norm, channels)
+
+    def _norm(self, norm: nn.Module | None, h: Tensor) -> Tensor:
+        return h if norm is None else norm(h)
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        batch: Tensor | None = None,
+        edge_attr: Tensor | None = None,
+    ) -> Tensor:
+        if batch is None:
+            batch = x.new_zeros(x.size(0), dtype=torch.long)
+        hs = []
+        if self.conv is not None:
+            if self.mpnn == "gine":
+                if edge_attr is None:
+                    raise ValueError("mpnn='gine' needs edge_attr of width channels")
+                h = self.conv(x, edge_index, edge_attr)
+            else:
+                h = self.conv(x, edge_index)
+            h = F.dropout(h, p=self.dropout, training=self.training)
+            hs.append(self._norm(self.norm1, h + x))
+        if self.attn is not None:
+            if self.attention == "multihead":
+                dense, mask = to_dense_batch(x, batch)
+                h, _ = self.attn(dense, dense, dense, key_padding_mask=~mask, need_weights=False)
+                h = h[mask]
+            else:
+                num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+                h = self.attn(x, batch, num_graphs)
+            h = F.dropout(h, p=self.dropout, training=self.training)
+            hs.append(self._norm(self.norm2, h + x))
+        out = sum(hs)
+        return self._norm(self.norm3, out + self.mlp(out))
+
+
+class _Input(nn.Module):
+    """Node (and edge) feature embeddings: ``nn.Embedding`` over a vocabulary for categorical
+    features (e.g. ZINC atom types), a linear map for continuous ones."""
+
+    def __init__(self, vocab: int | None, dim: int | None, channels: int, what: str):
+        super().__init__()
+        if (vocab is None) == (dim is None):
+            raise ValueError(f"give exactly one of {what}_vocab (categorical) or {what}_dim")
+        self.categorical = vocab is not None
+        self.layer = nn.Embedding(vocab, channels) if vocab else nn.Linear(dim, channels)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.categorical:
+            x = x.long()
+            return self.layer(x).sum(1) if x.dim() == 2 else self.layer(x)
+        return self.layer(x.float() if x.dim() == 2 else x.float().unsqueeze(-1))
+
+
+class PEGraphModel(nn.Module):
+    """Shared body of :class:`GINE` and :class:`GPS`: input embeddings, PE encoders combined
+    with the node embedding, a stack of layers, a head.
+
+    Args:
+        channels: width.
+        num_layers: layers.
+        out_dim: outputs (classes, or regression targets).
+        task: ``graph_regression``, ``graph_classification`` or ``node_classification``.
+        node_vocab / node_dim: categorical node features (vocabulary size) or continuous (width).
+        edge_vocab / edge_dim: the same for edges (None for neither: no edge features).
+        pe_encoders: encoders, each ``batch -> [N, pe_channels]``.
+        pe_combine: ``sum`` (each encoder's output must have ``channels``) or ``concat``
+            (node embedding and encoders concatenated, then projected to ``channels``).
+        reinject_pe: add a per-layer projection of the PE embedding before every layer.
+        pool: ``sum``, ``mean`` or ``max`` for graph-level tasks.
+        dropout: dropout in layers and head.
+    """
+
+    def __init__(
+        self,
+        channels: int,
+        num_layers: int,
+        out_dim: int,
+        task: str = "graph_regression",
+        node_vocab: int | None = None,
+        node_dim: int | None = None,
+        edge_vocab: int | None = None,
+        edge_dim: int | None = None,
+        pe_encoders: Sequence[nn.Module] = (),
+        pe_combine: str = "sum",
+        reinject_pe: bool = False,
+        pool: str = "sum",
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+        if pool not in POOLS:
+            raise ValueError(f"pool must be one of {tuple(POOLS)}, got {pool!r}")
+        if pe_combine not in PE_COMBINE:
+            raise ValueError(f"pe_combine must be one of {PE_COMBINE}, got {pe_combine!r}")
+        for name, value in (("channels", channels), ("num_layers", num_layers),
+                            ("out_dim", out_dim)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if reinject_pe and not pe_encoders:
+            raise ValueError("reinject_pe needs at least one PE encoder")
+        self.channels, self.task, self.pool, self.pe_combine = channels, task, pool, pe_combine
+        self.node_input = _Input(node_vocab, node_dim, channels, "node")
+        self.edge_input = None
+        if edge_vocab is not None or edge_dim is not None:
+            self.edge_input = _Input(edge_vocab, edge_dim, channels, "edge")
+        self.pe_encoders = nn.ModuleList(pe_encoders)
+        pe_width = sum(getattr(e, "channels", channels) for e in pe_encoders)
+        if pe_combine == "sum":
+            for e in pe_encoders:
+                if getattr(e, "channels", channels) != channels:
+                    raise ValueError(
+                        f"pe_combine='sum' needs encoders with {channels} channels; "
+                        f"{type(e).__name__} has {e.channels}"
+                    )
+            self.combine = None
+        else:
+            self.combine = nn.Linear(channels + pe_width, channels)
+        self.reinject = nn.ModuleList(
+            nn.Linear(pe_width if pe_combine == "concat" else channels, channels)
+            for _ in range(num_layers)
+        ) if reinject_pe else None
+        self.dropout = dropout
+        self.head = _mlp([channels, channels, out_dim], dropout)
+
+    def layers_forward(self, h: Tensor, batch, edge_attr: Tensor | None,
+                       pe: Tensor | None) -> Tensor:
+        raise NotImplementedError
+
+    def encode_pe(self, batch) -> Tensor | None:
+        if not self.pe_encoders:
+            return None
+        outs = [enc(batch) for enc in self.pe_encoders]
+        return torch.cat(outs, -1) if self.pe_combine == "concat" else sum(outs)
+
+    def forward(self, batch) -> Tensor:
+        if batch.get("x") is None:
+            raise ValueError("the model needs node features batch.x")
+        h = self.node_input(batch.x)
+        pe = self.encode_pe(batch)
+        if pe is not None:
+            h = self.combine(torch.cat([h, pe], -1)) if self.combine is not None else h + pe
+        edge_attr = None
+        if self.edge_input is not None:
+            if batch.get("edge_attr") is None:
+                raise ValueError("the model was built with edge features but batch.edge_attr "
+                                 "is missing")
+            edge_attr = self.edge_input(batch.edge_attr)
+        h = self.layers_forward(h, batch, edge_attr, pe)
+        if self.task == "node_classification":
+            return self.head(h)
+        graph = batch.get("batch")
+        if graph is None:
+            graph = h.new_zeros(h.size(0), dtype=torch.long)
+        return self.head(POOLS[self.pool](h, graph))
+
+
+class GINE(PEGraphModel):
+    """A GINE network (Hu et al., 2020; GIN when there are no edge features): layers
+    ``h = h + ReLU(BN(GINE(h)))``, then pooling and an MLP head. See :class:`PEGraphModel`
+    for the arguments."""
+
+    def __init__(self, channels: int, num_layers: int, out_dim: int, **kwargs: Any) -> None:
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+        has_edges = self.edge_input is not None
+
+        def conv():
+            inner = nn.Sequential(nn.Linear(channels, channels), nn.BatchNorm1d(channels),
+                                  nn.ReLU(), nn.Linear(channels, channels))
+            return GINEConv(inner, train_eps=True) if has_edges else GINConv(inner,
+                                                                              train_eps=True)
+
+        self.convs = nn.ModuleList(conv() for _ in range(num_layers))
+        self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in range(num_layers))
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        for i, (conv, norm) in enumerate(zip(self.convs, self.norms, strict=True)):
+            if self.reinject is not None:
+                h = h + self.reinject[i](pe)
+            out = conv(h, batch.edge_index, edge_attr) if edge_attr is not None \
+                else conv(h, batch.edge_index)
+            h = h + F.dropout(F.relu(norm(out)), self.dropout, self.training)
+        return h
+
+
+class GPS(PEGraphModel):
+    """A GPS network: :class:`GPSLayer` stack, then pooling and an MLP head. Extra arguments:
+    ``mpnn`` (default ``gine`` with edge features, else ``gin``), ``attention``, ``heads``,
+    ``attn_dropout``, ``norm``; the rest as :class:`PEGraphModel`."""
+
+    def __init__(
+        self,
+        channels: int,
+        num_layers: int,
+        out_dim: int,
+        mpnn: str | None = "auto",
+        attention: str | None = "multihead",
+        heads: int = 4,
+        attn_dropout: float = 0.0,
+        norm: str | None = "batch_norm",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+        if mpnn == "auto":
+            mpnn = "gine" if self.edge_input is not None else "gin"
+        if mpnn == "gine" and self.edge_input is None:
+            raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
+        self.layers = nn.ModuleList(
+            GPSLayer(channels, mpnn, attention, heads, self.dropout, attn_dropout, norm)
+            for _ in range(num_layers)
+        )
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        graph = batch.get("batch")
+        for i, layer in enumerate(self.layers):
+            if self.reinject is not None:
+                h = h + self.reinject[i](pe)
+            h = layer(h, batch.edge_index, graph, edge_attr)
+        return h
+
+
+PE_ENCODERS = {
+    "lap": lambda cfg, ch: LapPEEncoder(cfg.get("k", 8), ch),
+    "signnet": lambda cfg, ch: SignNetEncoder(cfg.get("k", 8), ch),
+    "spe": lambda cfg, ch: SPEEncoder(cfg.get("k", 8), ch, m=cfg.get("m", 16)),
+    "rwse": lambda cfg, ch: RWSEEncoder(cfg.get("walk_length", 16), ch),
+    "lcp": lambda cfg, ch: LCPEncoder(ch, cfg.get("num_stats", 5)),
+    "rfp": lambda cfg, ch: RFPEncoder(cfg.get("dim", 16) * (cfg.get("steps", 8) + 1), ch),
+}
+
+
+def build_model(config: dict[str, Any]) -> PEGraphModel:
+    """Build a model from a small config, e.g.::
+
+        build_model({"model": "gps", "channels": 64, "layers": 4, "out_dim": 1,
+                     "task": "graph_regression", "node_vocab": 28, "edge_vocab": 4,
+                     "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
+
+    ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``) to
+    their settings (which must match the transforms that produced the attributes). Every other
+    key is passed to :class:`GINE` / :class:`GPS`.
+    """
+    config = dict(config)
+    kind = config.pop("model", "gine")
+    if kind not in ("gine", "gps"):
+        raise ValueError(f"model must be 'gine' or 'gps', got {kind!r}")
+    channels = config.pop("channels", 64)
+    layers = config.pop("layers", 4)
+    out_dim = config.pop("out_dim", 1)
+    pe = config.pop("pe", {}) or {}
+    unknown = set(pe) - set(PE_ENCODERS)
+    if unknown:
+        raise ValueError(f"unknown PE {sorted(unknown)}; choose from {sorted(PE_ENCODERS)}")
+    encoders = [PE_ENCODERS[name](settings or {}, channels) for name, settings in pe.items()]
+    cls = GPS if kind == "gps" else GINE
+    return cls(channels, layers, out_dim, pe_encoders=encoders, **config)

@@ -1,0 +1,105 @@
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+from graphpe.nn import LapPEEncoder, LCPEncoder, RWSEEncoder, SignNetEncoder, SPEEncoder
+from graphpe.transforms import LCP, RWSE, LaplacianPE
+from tests.conftest import nx_to_data
+
+
+def lap_batch(graphs, k, keep_trivial=True):
+    t = LaplacianPE(k, keep_trivial=keep_trivial)
+    return Batch.from_data_list([t(g) for g in graphs])
+
+
+def test_shapes_and_gradients(families):
+    graphs = [g for g in families.values() if g.num_nodes > 0]
+    batch = LCP()(RWSE(8)(lap_batch(graphs, 6)))
+    for enc in (LapPEEncoder(6, 16), SignNetEncoder(6, 16), SPEEncoder(6, 16),
+                RWSEEncoder(8, 16), LCPEncoder(16)):
+        enc.train()
+        out = enc(batch)
+        assert out.shape == (batch.num_nodes, 16), type(enc).__name__
+        assert torch.isfinite(out).all()
+        out.pow(2).sum().backward()
+        for name, p in enc.named_parameters():
+            assert p.grad is not None and p.grad.abs().sum() > 0, (type(enc).__name__, name)
+
+
+def flip_columns(batch, signs):
+    flipped = batch.clone()
+    flipped.lap_pe = batch.lap_pe * signs
+    return flipped
+
+
+def test_signnet_and_spe_sign_invariance(families):
+    batch = lap_batch([families["er23"], families["petersen"], families["tree"]], 6)
+    signs = torch.tensor([1.0, -1.0, -1.0, 1.0, -1.0, 1.0])
+    for enc in (SignNetEncoder(6, 8), SPEEncoder(6, 8)):
+        enc.eval()
+        assert torch.allclose(enc(flip_columns(batch, signs)), enc(batch), atol=1e-5)
+
+
+def test_spe_basis_invariance_in_repeated_eigenspaces():
+    # C8: eigenvalues 0, (a, a), (b, b), (c, c), 2 -- k = 5 keeps the first two pairs whole
+    data = LaplacianPE(5, keep_trivial=True)(nx_to_data(nx.cycle_graph(8)))
+    vals = data.lap_eigvals[0]
+    assert abs(vals[1] - vals[2]) < 1e-6 and abs(vals[3] - vals[4]) < 1e-6
+    rotated = data.clone()
+    theta, phi = 0.7, -1.9
+    rot = torch.eye(5)
+    rot[1:3, 1:3] = torch.tensor([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+    rot[3:5, 3:5] = torch.tensor([[np.cos(phi), np.sin(phi)], [-np.sin(phi), np.cos(phi)]])
+    rotated.lap_pe = data.lap_pe @ rot
+    enc = SPEEncoder(5, 8).eval()
+    assert torch.allclose(enc(rotated), enc(data), atol=1e-5)
+    # raw LapPE is not invariant to that rotation
+    assert (rotated.lap_pe - data.lap_pe).abs().max() > 0.1
+
+
+def test_spe_is_stable_where_lappe_is_not():
+    # a weighted 8-cycle whose second and third eigenvalues are nearly equal (split ~1e-3);
+    # a 1e-3 change of one weight rotates their eigenvectors by O(1)
+    g = nx.cycle_graph(8)
+    ei = nx_to_data(g).edge_index
+    base = torch.ones(ei.size(1))
+    base[(ei[0] == 0) & (ei[1] == 1) | (ei[0] == 1) & (ei[1] == 0)] = 1.002
+    perturbed = base.clone()
+    perturbed[(ei[0] == 4) & (ei[1] == 5) | (ei[0] == 5) & (ei[1] == 4)] = 1.003
+    t = LaplacianPE(5, keep_trivial=True)
+    a = t(Data(edge_index=ei, edge_weight=base, num_nodes=8))
+    b = t(Data(edge_index=ei, edge_weight=perturbed, num_nodes=8))
+    assert 0 < float(a.lap_eigvals[0, 2] - a.lap_eigvals[0, 1]) < 5e-3
+    torch.manual_seed(0)
+    enc = SPEEncoder(5, 8).eval()
+    with torch.no_grad():
+        spe_a, spe_b = enc(a), enc(b)
+    lap_change = float((a.lap_pe - b.lap_pe).norm() / a.lap_pe.norm())
+    spe_change = float((spe_a - spe_b).norm() / spe_a.norm())
+    assert lap_change > 0.1
+    assert lap_change / spe_change > 20, (lap_change, spe_change)
+
+
+def test_lappe_random_flips_only_in_training(families):
+    batch = lap_batch([families["er23"]], 4, keep_trivial=False)
+    enc = LapPEEncoder(4, 8)
+    enc.eval()
+    assert torch.equal(enc(batch), enc(batch))
+
+
+def test_bad_configurations():
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        LapPEEncoder(0, 8)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        LapPEEncoder(4, 8, pooling="max")
+    with pytest.raises(ValueError, match="m must be a positive int"):
+        SPEEncoder(4, 8, m=0)
+    with pytest.raises(ValueError, match="channels must be a positive int"):
+        SignNetEncoder(4, 0)
+    with pytest.raises(ValueError, match="expected lap_pe"):
+        LapPEEncoder(4, 8)(Data(lap_pe=torch.zeros(3, 5), lap_eigvals=torch.zeros(3, 5),
+                                num_nodes=3))
+    with pytest.raises(ValueError, match="expected rwse"):
+        RWSEEncoder(8, 4)(Data(rwse=torch.zeros(3, 4), num_nodes=3))

@@ -1,0 +1,152 @@
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch_geometric.data import Batch, Data
+from torch_geometric.nn import GINEConv, GPSConv
+from torch_geometric.transforms import Compose
+
+from graphpe.nn import GINE, GPS, GPSLayer, LinearAttention, RWSEEncoder, build_model
+from graphpe.synthetic import molecule_like_graphs
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE
+
+ALL_PE = {"lap": {"k": 6}, "signnet": {"k": 6}, "spe": {"k": 6}, "rwse": {"walk_length": 8},
+          "lcp": {}, "rfp": {"dim": 4, "steps": 2}}
+
+
+def make_batch(num_graphs=5, seed=0, transforms=None):
+    graphs = molecule_like_graphs(num_graphs, min_nodes=6, max_nodes=14, seed=seed)
+    gen = torch.Generator().manual_seed(seed)
+    for g in graphs:
+        g.x = torch.randint(0, 5, (g.num_nodes, 1), generator=gen)
+        g.edge_attr = torch.randint(0, 3, (g.edge_index.size(1),), generator=gen)
+        g.edge_attr = torch.maximum(g.edge_attr, g.edge_attr[_reverse(g.edge_index)])
+    t = transforms or Compose([LaplacianPE(6, keep_trivial=True), RWSE(8), LCP(),
+                               RFP(dim=4, steps=2, seed=0)])
+    return Batch.from_data_list([t(g) for g in graphs])
+
+
+def _reverse(edge_index):
+    """Position of each edge's reverse (the graphs store both directions)."""
+    n = int(edge_index.max()) + 1
+    keys = edge_index[0] * n + edge_index[1]
+    rev = edge_index[1] * n + edge_index[0]
+    order = torch.argsort(keys)
+    return order[torch.searchsorted(keys[order], rev)]
+
+
+def permute_batch(batch, perm_per_graph):
+    """Permute the nodes inside each graph; node attributes move with their nodes."""
+    graphs = []
+    for g, perm in zip(batch.to_data_list(), perm_per_graph, strict=True):
+        inv = torch.argsort(perm)  # old node i -> new position inv[i]
+        new = Data(edge_index=inv[g.edge_index], edge_attr=g.edge_attr, num_nodes=g.num_nodes)
+        for key in ("x", "lap_pe", "lap_eigvals", "lap_mask", "rwse", "lcp", "rfp"):
+            new[key] = g[key][perm]
+        graphs.append(new)
+    return Batch.from_data_list(graphs)
+
+
+@pytest.mark.parametrize("kind", ["gine", "gps"])
+def test_permutation_invariance_and_equivariance(kind):
+    batch = make_batch()
+    rng = np.random.default_rng(0)
+    perms = [torch.from_numpy(rng.permutation(int(n))) for n in batch.ptr.diff()]
+    permuted = permute_batch(batch, perms)
+    # deterministic PEs whose values move with the nodes: RWSE, LCP, SPE (basis invariant),
+    # SignNet, and the fixed RFP draws permuted along with the nodes
+    pe = {k: v for k, v in ALL_PE.items() if k != "lap"}
+    torch.manual_seed(0)
+    graph_model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 3,
+                               "node_vocab": 5, "edge_vocab": 3, "pe": pe}).eval()
+    with torch.no_grad():
+        assert torch.allclose(graph_model(permuted), graph_model(batch), atol=1e-4)
+    torch.manual_seed(0)
+    node_model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 3,
+                              "task": "node_classification", "node_vocab": 5, "edge_vocab": 3,
+                              "pe": pe}).eval()
+    with torch.no_grad():
+        out, out_perm = node_model(batch), node_model(permuted)
+    offset = 0
+    for perm in perms:
+        n = perm.numel()
+        assert torch.allclose(out_perm[offset : offset + n], out[offset : offset + n][perm],
+                              atol=1e-4)
+        offset += n
+
+
+@pytest.mark.parametrize("kind", ["gine", "gps"])
+@pytest.mark.parametrize("combine", ["sum", "concat"])
+def test_every_parameter_gets_a_gradient(kind, combine):
+    batch = make_batch()
+    model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 1,
+                         "node_vocab": 5, "edge_vocab": 3, "pe": ALL_PE,
+                         "pe_combine": combine, "reinject_pe": True})
+    model.train()
+    model(batch).pow(2).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
+    assert not missing
+
+
+def test_gps_layer_reproduces_pyg_gpsconv():
+    torch.manual_seed(0)
+    channels, heads = 16, 4
+    batch = make_batch()
+    x = torch.randn(batch.num_nodes, channels)
+    edge_attr = torch.randn(batch.edge_index.size(1), channels)
+    inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(), nn.Linear(channels, channels))
+    ref = GPSConv(channels, GINEConv(inner), heads=heads, norm="batch_norm")
+    ours = GPSLayer(channels, "gine", "multihead", heads=heads, norm="batch_norm")
+    ours.load_state_dict(ref.state_dict())
+    for mode in ("train", "eval"):
+        getattr(ref, mode)()
+        getattr(ours, mode)()
+        expected = ref(x, batch.edge_index, batch.batch, edge_attr=edge_attr)
+        got = ours(x, batch.edge_index, batch.batch, edge_attr)
+        assert torch.allclose(got, expected, atol=1e-6), mode
+
+
+def test_linear_attention_stays_within_graphs():
+    torch.manual_seed(0)
+    attn = LinearAttention(8, heads=2)
+    x = torch.randn(7, 8)
+    batch = torch.tensor([0, 0, 0, 1, 1, 1, 1])
+    out = attn(x, batch, 2)
+    x2 = x.clone()
+    x2[3:] = torch.randn(4, 8)  # change graph 1 only
+    assert torch.allclose(attn(x2, batch, 2)[:3], out[:3])
+    layer = GPSLayer(8, "gin", "linear", heads=2)
+    assert layer(x, torch.tensor([[0, 1], [1, 0]]), batch).shape == (7, 8)
+
+
+def test_models_without_pe_and_without_edge_features():
+    batch = make_batch()
+    gin = GINE(16, 2, 1, node_vocab=5)
+    assert gin(batch).shape == (5, 1)
+    gps = GPS(16, 2, 4, node_vocab=5, task="graph_classification", pool="mean")
+    assert gps(batch).shape == (5, 4)
+
+
+def test_bad_configurations():
+    with pytest.raises(ValueError, match="task must be one of"):
+        GINE(16, 2, 1, node_vocab=5, task="regression")
+    with pytest.raises(ValueError, match="exactly one of node_vocab"):
+        GINE(16, 2, 1)
+    with pytest.raises(ValueError, match="pool must be one of"):
+        GINE(16, 2, 1, node_vocab=5, pool="attention")
+    with pytest.raises(ValueError, match="needs edge features"):
+        GPS(16, 2, 1, node_vocab=5, mpnn="gine")
+    with pytest.raises(ValueError, match="divisible by heads"):
+        GPSLayer(10, "gin", "multihead", heads=4)
+    with pytest.raises(ValueError, match="needs an MPNN, an attention, or both"):
+        GPSLayer(16, None, None)
+    with pytest.raises(ValueError, match="pe_combine='sum' needs encoders with 16 channels"):
+        GINE(16, 2, 1, node_vocab=5, pe_encoders=[RWSEEncoder(8, 4)])
+    with pytest.raises(ValueError, match="reinject_pe needs at least one PE encoder"):
+        GINE(16, 2, 1, node_vocab=5, reinject_pe=True)
+    with pytest.raises(ValueError, match="unknown PE"):
+        build_model({"pe": {"magic": {}}, "node_vocab": 5})
+    with pytest.raises(ValueError, match="model must be 'gine' or 'gps'"):
+        build_model({"model": "gat", "node_vocab": 5})
+    with pytest.raises(ValueError, match="num_layers must be a positive int"):
+        GINE(16, 0, 1, node_vocab=5)
