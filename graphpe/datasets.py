@@ -1,15 +1,24 @@
-"""Loaders for benchmark datasets that PyG does not ship a loader for.
+"""Benchmark datasets: the standard PyG/OGB loaders behind one call, plus EXP.
 
-The files are read from a local root; nothing is downloaded. A missing file raises an error that
-names it and says where it goes.
+:func:`load_dataset` returns the train/val/test splits and what a model needs to know about the
+data (task, metric, output width, feature vocabularies). It reads from ``root``: when the files
+are there nothing is downloaded; when they are missing and the machine is offline, the error
+names the files and where they go (see the offline copies' README).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import torch
 from torch_geometric.data import Data, InMemoryDataset
+
+TASKS = {"graph_regression", "graph_classification", "graph_multilabel"}
 
 
 def read_exp(path: str | Path) -> list[Data]:
@@ -71,3 +80,176 @@ class EXP(InMemoryDataset):
         if self.pre_transform is not None:
             graphs = [self.pre_transform(g) for g in graphs]
         self.save(graphs, self.processed_paths[0])
+
+
+@dataclass
+class DatasetBundle:
+    """Splits of a dataset and what a model needs to know about it."""
+
+    name: str
+    train: Any
+    val: Any
+    test: Any
+    task: str  # graph_regression | graph_classification | graph_multilabel
+    metric: str  # mae | rmse | rocauc | accuracy
+    out_dim: int
+    node_vocab: int | list[int] | None = None
+    node_dim: int | None = None
+    edge_vocab: int | list[int] | None = None
+    edge_dim: int | None = None
+    evaluator: Any = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric in ("rocauc", "accuracy")
+
+    def model_kwargs(self) -> dict[str, Any]:
+        """Arguments of :func:`graphpe.nn.build_model` fixed by the data."""
+        task = "graph_classification" if self.task != "graph_regression" else self.task
+        return {"out_dim": self.out_dim, "task": task, "node_vocab": self.node_vocab,
+                "node_dim": self.node_dim, "edge_vocab": self.edge_vocab,
+                "edge_dim": self.edge_dim}
+
+
+def _require(name: str, paths: list[Path], expected: str, download: bool) -> None:
+    """Raise unless the files are there (or ``download`` allows the loader to fetch them)."""
+    if download or any(p.exists() for p in paths):
+        return
+    raise FileNotFoundError(
+        f"{name}: files not found under the given root. Place {expected}, or pass "
+        "download=True on a machine with internet (the offline copies and their layout are "
+        "listed in ../shared/data/README.md on the project machines)."
+    )
+
+
+def stratified_split(labels: torch.Tensor, fractions=(0.8, 0.1, 0.1), seed: int = 0,
+                     fold: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Train/val/test indices, stratified by label; ``fold`` rotates which part of each class
+    goes to test (a k-fold with ``k = round(1 / fractions[2])``)."""
+    rng = np.random.default_rng(seed)
+    labels = labels.view(-1).numpy()
+    parts: list[list[int]] = [[], [], []]
+    folds = max(1, round(1 / fractions[2]))
+    for c in np.unique(labels):
+        idx = rng.permutation(np.nonzero(labels == c)[0])
+        chunks = np.array_split(idx, folds)
+        test = chunks[fold % folds]
+        rest = np.concatenate([chunks[i] for i in range(folds) if i != fold % folds])
+        n_val = int(round(len(idx) * fractions[1]))
+        parts[2] += test.tolist()
+        parts[1] += rest[:n_val].tolist()
+        parts[0] += rest[n_val:].tolist()
+    return tuple(torch.tensor(sorted(p), dtype=torch.long) for p in parts)
+
+
+def _zinc(root: Path, pre_transform, download: bool = False, **_) -> DatasetBundle:
+    from torch_geometric.datasets import ZINC
+
+    folder = root / "ZINC"
+    _require("ZINC", [folder / "raw" / "train.pickle", folder / "subset" / "processed"],
+             f"{folder}/raw/{{train,val,test}}.{{pickle,index}}", download)
+    splits = [ZINC(str(folder), subset=True, split=s, pre_transform=pre_transform)
+              for s in ("train", "val", "test")]
+    return DatasetBundle("ZINC", *splits, task="graph_regression", metric="mae", out_dim=1,
+                         node_vocab=28, edge_vocab=4)
+
+
+def _ogb(name: str, root: Path, pre_transform, download: bool = False, **_) -> DatasetBundle:
+    os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # ogb 1.3.6 on torch >= 2.6
+    from ogb.graphproppred import Evaluator, PygGraphPropPredDataset
+    from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
+
+    folder = root / name.replace("-", "_")
+    # without RELEASE_v1.txt OGB asks on stdin whether to download again
+    _require(name, [folder / "RELEASE_v1.txt"],
+             f"{folder}/ (raw/, split/, mapping/ and RELEASE_v1.txt)", download)
+    ds = PygGraphPropPredDataset(name, root=str(root), pre_transform=pre_transform)
+    split = ds.get_idx_split()
+    evaluator = Evaluator(name)
+    regression = ds.task_type == "regression"
+    task = "graph_regression" if regression else "graph_multilabel"
+    metric = "rmse" if evaluator.eval_metric == "rmse" else evaluator.eval_metric
+    return DatasetBundle(name, ds[split["train"]], ds[split["valid"]], ds[split["test"]],
+                         task=task, metric=metric, out_dim=ds.num_tasks,
+                         node_vocab=list(get_atom_feature_dims()),
+                         edge_vocab=list(get_bond_feature_dims()), evaluator=evaluator)
+
+
+def _tu(name: str, root: Path, pre_transform, seed: int = 0, fold: int = 0,
+        download: bool = False) -> DatasetBundle:
+    from torch_geometric.datasets import TUDataset
+
+    folder = root / name
+    _require(name, [folder / "raw" / f"{name}_A.txt", folder / "processed"],
+             f"{folder}/raw/{name}_*.txt", download)
+    ds = TUDataset(str(root), name, pre_transform=pre_transform)
+    train, val, test = stratified_split(ds._data.y, seed=seed, fold=fold)
+    categorical = ds._data.x.dtype == torch.long
+    return DatasetBundle(name, ds[train], ds[val], ds[test], task="graph_classification",
+                         metric="accuracy", out_dim=ds.num_classes,
+                         node_dim=None if categorical else ds.num_node_features,
+                         node_vocab=int(ds._data.x.max()) + 1 if categorical else None)
+
+
+def _csl(root: Path, pre_transform, fold: int = 0, download: bool = False,
+         **_) -> DatasetBundle:
+    from torch_geometric.datasets import GNNBenchmarkDataset
+
+    folder = root / "CSL"
+    _require("CSL", [folder / "raw" / "graphs_Kary_Deterministic_Graphs.pkl",
+                     folder / "processed"],
+             f"{folder}/raw/graphs_Kary_Deterministic_Graphs.pkl and y_Kary_*.pt", download)
+    ds = GNNBenchmarkDataset(str(root), "CSL", pre_transform=pre_transform)
+    # 5 stratified folds of 30 graphs (3 per class): 90 train, 30 val, 30 test
+    train, val, test = stratified_split(ds._data.y, fractions=(0.6, 0.2, 0.2), seed=0, fold=fold)
+    return DatasetBundle("CSL", ds[train], ds[val], ds[test], task="graph_classification",
+                         metric="accuracy", out_dim=10, node_vocab=1)
+
+
+def _exp(root: Path, pre_transform, seed: int = 0, fold: int = 0) -> DatasetBundle:
+    ds = EXP(root / "EXP", pre_transform=pre_transform)
+    train, val, test = stratified_split(ds._data.y, seed=seed, fold=fold)
+    return DatasetBundle("EXP", ds[train], ds[val], ds[test], task="graph_classification",
+                         metric="accuracy", out_dim=2, node_dim=2)
+
+
+OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
+TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
+DATASETS = ("ZINC", "CSL", "EXP", *OGB_NAMES, *TU_NAMES)
+
+
+def load_dataset(
+    name: str,
+    root: str | Path,
+    pre_transform: Callable | None = None,
+    seed: int = 0,
+    fold: int = 0,
+    download: bool = False,
+) -> DatasetBundle:
+    """Load ``name`` (one of :data:`DATASETS`) from ``root`` with its standard splits (ZINC,
+    OGB) or a seeded stratified split (CSL, EXP, TU: 80/10/10, ``fold`` choosing the test
+    part). Graphs without node features (CSL, IMDB-BINARY) get a constant categorical ``x``
+    through ``pre_transform``. ``download`` lets the standard loaders fetch missing files."""
+    root = Path(root)
+    if name not in DATASETS:
+        raise ValueError(f"unknown dataset {name!r}; choose from {DATASETS}")
+    if name == "ZINC":
+        return _zinc(root, pre_transform, download=download)
+    if name in OGB_NAMES:
+        return _ogb(name, root, pre_transform, download=download)
+    if name == "EXP":
+        return _exp(root, pre_transform, seed=seed, fold=fold)
+    constant = _with_constant_x(pre_transform)
+    if name == "CSL":
+        return _csl(root, constant, fold=fold, download=download)
+    return _tu(name, root, constant, seed=seed, fold=fold, download=download)
+
+
+def _with_constant_x(pre_transform: Callable | None) -> Callable:
+    def apply(data: Data) -> Data:
+        if data.get("x") is None:
+            data.x = torch.zeros(data.num_nodes, 1, dtype=torch.long)
+        return pre_transform(data) if pre_transform is not None else data
+
+    return apply

@@ -48,3 +48,27 @@ def molecule_like_graphs(
                  num_nodes=n)
         )
     return graphs
+
+
+CSL_SKIPS = (2, 3, 4, 5, 6, 9, 11, 12, 13, 16)
+
+
+def csl_graphs(num_nodes: int = 41, per_class: int = 15, seed: int = 0) -> list[Data]:
+    """Circular Skip Link graphs (Murphy et al., 2019), generated in code: a cycle of
+    ``num_nodes`` nodes plus chords ``i ~ i + s (mod n)`` for a skip ``s`` in
+    ``(2, 3, 4, 5, 6, 9, 11, 12, 13, 16)``; the class is the skip. All graphs are 4-regular, so
+    1-WL (and a plain MPNN) cannot tell the classes apart. Each graph's nodes are randomly
+    relabelled. ``x`` is a constant categorical feature, ``y`` the class index."""
+    rng = np.random.default_rng(seed)
+    graphs = []
+    for label, skip in enumerate(CSL_SKIPS):
+        base = np.arange(num_nodes)
+        rows = np.concatenate([base, base])
+        cols = np.concatenate([(base + 1) % num_nodes, (base + skip) % num_nodes])
+        for _ in range(per_class):
+            perm = rng.permutation(num_nodes)
+            r, c = perm[rows], perm[cols]
+            ei = torch.from_numpy(np.stack([np.concatenate([r, c]), np.concatenate([c, r])]))
+            graphs.append(Data(x=torch.zeros(num_nodes, 1, dtype=torch.long), edge_index=ei,
+                               y=torch.tensor([label]), num_nodes=num_nodes))
+    return graphs

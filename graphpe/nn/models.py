@@ -157,20 +157,33 @@ class GPSLayer(nn.Module):
 
 
 class _Input(nn.Module):
-    """Node (and edge) feature embeddings: ``nn.Embedding`` over a vocabulary for categorical
-    features (e.g. ZINC atom types), a linear map for continuous ones."""
+    """Node (and edge) feature embeddings: for categorical features an embedding per column
+    (``vocab`` an int shared by all columns, or one size per column, as OGB's atom features),
+    summed over columns; for continuous ones a linear map of width ``dim``."""
 
-    def __init__(self, vocab: int | None, dim: int | None, channels: int, what: str):
+    def __init__(self, vocab: int | Sequence[int] | None, dim: int | None, channels: int,
+                 what: str):
         super().__init__()
         if (vocab is None) == (dim is None):
             raise ValueError(f"give exactly one of {what}_vocab (categorical) or {what}_dim")
         self.categorical = vocab is not None
-        self.layer = nn.Embedding(vocab, channels) if vocab else nn.Linear(dim, channels)
+        if self.categorical:
+            sizes = [int(vocab)] if isinstance(vocab, int) else [int(v) for v in vocab]
+            self.shared = isinstance(vocab, int)
+            offsets = torch.tensor([0] + sizes[:-1]).cumsum(0)
+            self.register_buffer("offsets", offsets, persistent=False)
+            self.layer = nn.Embedding(sum(sizes), channels)
+        else:
+            self.layer = nn.Linear(dim, channels)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.categorical:
             x = x.long()
-            return self.layer(x).sum(1) if x.dim() == 2 else self.layer(x)
+            if x.dim() == 1:
+                x = x.unsqueeze(-1)
+            if not self.shared:
+                x = x + self.offsets[: x.size(-1)]
+            return self.layer(x).sum(1)
         return self.layer(x.float() if x.dim() == 2 else x.float().unsqueeze(-1))
 
 
@@ -183,7 +196,8 @@ class PEGraphModel(nn.Module):
         num_layers: layers.
         out_dim: outputs (classes, or regression targets).
         task: ``graph_regression``, ``graph_classification`` or ``node_classification``.
-        node_vocab / node_dim: categorical node features (vocabulary size) or continuous (width).
+        node_vocab / node_dim: categorical node features (vocabulary size, or one per column)
+            or continuous ones (width).
         edge_vocab / edge_dim: the same for edges (None for neither: no edge features).
         pe_encoders: encoders, each ``batch -> [N, pe_channels]``.
         pe_combine: ``sum`` (each encoder's output must have ``channels``) or ``concat``
@@ -199,9 +213,9 @@ class PEGraphModel(nn.Module):
         num_layers: int,
         out_dim: int,
         task: str = "graph_regression",
-        node_vocab: int | None = None,
+        node_vocab: int | Sequence[int] | None = None,
         node_dim: int | None = None,
-        edge_vocab: int | None = None,
+        edge_vocab: int | Sequence[int] | None = None,
         edge_dim: int | None = None,
         pe_encoders: Sequence[nn.Module] = (),
         pe_combine: str = "sum",
@@ -342,10 +356,17 @@ class GPS(PEGraphModel):
         return h
 
 
+_SPECTRAL = ("lap_pe", "lap_eigvals", "lap_mask")
+
 PE_ENCODERS = {
-    "lap": lambda cfg, ch: LapPEEncoder(cfg.get("k", 8), ch),
-    "signnet": lambda cfg, ch: SignNetEncoder(cfg.get("k", 8), ch),
-    "spe": lambda cfg, ch: SPEEncoder(cfg.get("k", 8), ch, m=cfg.get("m", 16)),
+    "lap": lambda cfg, ch: LapPEEncoder(cfg.get("k", 8), ch,
+                                        attr_names=cfg.get("attr_names", _SPECTRAL)),
+    "signnet": lambda cfg, ch: SignNetEncoder(cfg.get("k", 8), ch,
+                                              attr_names=cfg.get("attr_names", _SPECTRAL)),
+    "spe": lambda cfg, ch: SPEEncoder(cfg.get("k", 8), ch, m=cfg.get("m", 16),
+                                      rho_hidden=cfg.get("rho_hidden", 64),
+                                      rho_layers=cfg.get("rho_layers", 4),
+                                      attr_names=cfg.get("attr_names", _SPECTRAL)),
     "rwse": lambda cfg, ch: RWSEEncoder(cfg.get("walk_length", 16), ch),
     "lcp": lambda cfg, ch: LCPEncoder(ch, cfg.get("num_stats", 5)),
     "rfp": lambda cfg, ch: RFPEncoder(cfg.get("dim", 16) * (cfg.get("steps", 8) + 1), ch),

@@ -1,0 +1,236 @@
+"""The training and evaluation loop used by the command line and the benchmark scripts.
+
+One readable loop for graph regression and classification (single- and multi-label): seeds,
+AdamW with linear warm-up and cosine decay, early stopping on the validation metric, the
+official metrics (OGB's ``Evaluator`` for ogbg-*, MAE for ZINC, accuracy for CSL/EXP/TU),
+progress bars, a JSON record and the best checkpoint.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.loader import DataLoader
+from torch_geometric.transforms import Compose
+from tqdm.auto import tqdm
+
+from graphpe.datasets import DatasetBundle
+from graphpe.nn import build_model
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, PETransform
+
+# name -> (transform, encoder settings for graphpe.nn.build_model). Spectral PEs write their own
+# attributes so that several of them can be used together.
+PE_PRESETS: dict[str, tuple[PETransform, dict[str, Any]]] = {
+    "lap": (LaplacianPE(8), {"k": 8}),
+    "signnet": (LaplacianPE(8, attr_names=("sn_pe", "sn_eigvals", "sn_mask")),
+                {"k": 8, "attr_names": ("sn_pe", "sn_eigvals", "sn_mask")}),
+    "spe": (LaplacianPE(8, keep_trivial=True, attr_names=("spe_pe", "spe_eigvals", "spe_mask")),
+            {"k": 8, "m": 8, "rho_hidden": 32, "rho_layers": 2,
+             "attr_names": ("spe_pe", "spe_eigvals", "spe_mask")}),
+    "rwse": (RWSE(16), {"walk_length": 16}),
+    "rfp": (RFP(dim=16, steps=8, num_draws=4, seed=0), {"dim": 16, "steps": 8}),
+    "lcp": (LCP(), {}),
+}
+
+
+def pe_transforms(names: list[str]) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
+    """The transforms and the ``pe`` config of :func:`graphpe.nn.build_model` for PE names."""
+    unknown = [n for n in names if n not in PE_PRESETS]
+    if unknown:
+        raise ValueError(f"unknown PE {unknown}; choose from {sorted(PE_PRESETS)}")
+    return [PE_PRESETS[n][0] for n in names], {n: dict(PE_PRESETS[n][1]) for n in names}
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 100
+    batch_size: int = 64
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    warmup_epochs: int = 5
+    patience: int = 30  # epochs without validation improvement before stopping
+    seed: int = 0
+    device: str = "cpu"
+    progress: bool = True
+    checkpoint: str | None = None  # path of the best model's state_dict
+    results: str | None = None  # path of the JSON record
+    resample_pe: bool = True  # fresh random PE draws (RFP, random signs) for train every epoch
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def lr_lambda(warmup: int, total: int):
+    """Linear warm-up over ``warmup`` epochs, then cosine decay to 0 at ``total``."""
+
+    def factor(epoch: int) -> float:
+        if epoch < warmup:
+            return (epoch + 1) / warmup
+        progress = (epoch - warmup) / max(1, total - warmup)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    return factor
+
+
+def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    if task == "graph_regression":
+        return F.l1_loss(out.view(-1), y.view(-1).float()) if out.size(-1) == 1 \
+            else F.l1_loss(out, y.float())
+    if task == "graph_multilabel":
+        y = y.view(out.shape).float()
+        labelled = ~torch.isnan(y)  # OGB marks missing labels with NaN
+        return F.binary_cross_entropy_with_logits(out[labelled], y[labelled])
+    return F.cross_entropy(out, y.view(-1).long())
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str) -> float:
+    model.eval()
+    preds, targets = [], []
+    for batch in loader:
+        batch = batch.to(device)
+        preds.append(model(batch).cpu())
+        targets.append(batch.y.cpu())
+    pred, y = torch.cat(preds), torch.cat(targets)
+    if bundle.evaluator is not None:
+        y = y.view(pred.shape)
+        result = bundle.evaluator.eval({"y_true": y.numpy(), "y_pred": pred.numpy()})
+        return float(result[bundle.evaluator.eval_metric])
+    if bundle.metric == "mae":
+        return float((pred.view(-1) - y.view(-1).float()).abs().mean())
+    if bundle.metric == "accuracy":
+        return float((pred.argmax(-1) == y.view(-1)).float().mean())
+    raise ValueError(f"no evaluation for metric {bundle.metric!r}")
+
+
+def fit(
+    model: nn.Module,
+    bundle: DatasetBundle,
+    config: TrainConfig,
+    train_split: Callable[[int], Any] | None = None,
+) -> dict[str, Any]:
+    """Train ``model`` on ``bundle.train``, select on ``bundle.val``, report ``bundle.test``.
+
+    ``train_split(epoch)``, if given, supplies the training graphs of each epoch (used to draw
+    fresh random PEs every epoch)."""
+    seed_everything(config.seed)
+    device = config.device
+    model = model.to(device)
+    train_loader = DataLoader(bundle.train, batch_size=config.batch_size, shuffle=True)
+    val_loader = DataLoader(bundle.val, batch_size=max(config.batch_size, 256))
+    test_loader = DataLoader(bundle.test, batch_size=max(config.batch_size, 256))
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
+    better = (lambda a, b: a > b) if bundle.higher_is_better else (lambda a, b: a < b)
+    best = {"epoch": -1, "val": -math.inf if bundle.higher_is_better else math.inf}
+    best_state, history, waited = None, [], 0
+    start = time.perf_counter()
+    bar = tqdm(range(config.epochs), desc=f"{bundle.name}", disable=not config.progress)
+    for epoch in bar:
+        if train_split is not None and epoch > 0:
+            train_loader = DataLoader(train_split(epoch), batch_size=config.batch_size,
+                                      shuffle=True)
+        model.train()
+        total, count = 0.0, 0
+        for batch in train_loader:
+            batch = batch.to(device)
+            opt.zero_grad()
+            loss = loss_fn(bundle.task, model(batch), batch.y)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+            opt.step()
+            total += loss.item() * batch.num_graphs
+            count += batch.num_graphs
+        sched.step()
+        val = evaluate(model, val_loader, bundle, device)
+        history.append({"epoch": epoch, "train_loss": total / max(count, 1), "val": val})
+        if better(val, best["val"]):
+            best = {"epoch": epoch, "val": val}
+            best_state = copy.deepcopy(model.state_dict())
+            waited = 0
+        else:
+            waited += 1
+        bar.set_postfix(loss=f"{total / max(count, 1):.4f}", val=f"{val:.4f}",
+                        best=f"{best['val']:.4f}")
+        if waited >= config.patience:
+            break
+    train_seconds = time.perf_counter() - start
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    test = evaluate(model, test_loader, bundle, device)
+    record = {
+        "dataset": bundle.name, "metric": bundle.metric, "best_epoch": best["epoch"],
+        "val": best["val"], "test": test, "epochs_run": len(history),
+        "train_seconds": train_seconds, "seconds_per_epoch": train_seconds / max(len(history), 1),
+        "params": sum(p.numel() for p in model.parameters()),
+        "config": asdict(config), "history": history,
+    }
+    if config.checkpoint:
+        Path(config.checkpoint).parent.mkdir(parents=True, exist_ok=True)
+        torch.save(model.state_dict(), config.checkpoint)
+    if config.results:
+        Path(config.results).parent.mkdir(parents=True, exist_ok=True)
+        Path(config.results).write_text(json.dumps(record, indent=2))
+    return record
+
+
+def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
+                  progress: bool = False) -> tuple[DatasetBundle, float]:
+    """Precompute PEs on every split (batched); returns the new bundle and the seconds spent."""
+    from graphpe.transforms import precompute
+
+    if not transforms:
+        return bundle, 0.0
+    start = time.perf_counter()
+    pipeline = Compose(transforms)
+    splits = [precompute(split, pipeline, progress=progress)
+              for split in (bundle.train, bundle.val, bundle.test)]
+    seconds = time.perf_counter() - start
+    out = copy.copy(bundle)
+    out.train, out.val, out.test = splits
+    return out, seconds
+
+
+def run(bundle: DatasetBundle, pe: list[str], model: str = "gine", channels: int = 64,
+        layers: int = 4, config: TrainConfig | None = None, **model_kwargs: Any) -> dict:
+    """Encode ``bundle`` with the PEs named in ``pe``, build a model and fit it."""
+    config = config or TrainConfig()
+    transforms, pe_config = pe_transforms(pe)
+    encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress)
+    seed_everything(config.seed)
+    net = build_model({"model": model, "channels": channels, "layers": layers, "pe": pe_config,
+                       **bundle.model_kwargs(), **model_kwargs})
+    random_pe = [t for t in transforms if _is_random(t)]
+    train_split = None
+    if config.resample_pe and random_pe:
+        def train_split(epoch: int):
+            # the random PEs of the training graphs drawn anew (seeded by epoch); the others
+            # (and val/test) keep their precomputed values
+            from graphpe.transforms import precompute
+
+            fresh = [copy.copy(t) for t in random_pe]
+            for t in fresh:
+                t.seed = config.seed * 100_003 + epoch
+            return precompute(encoded.train, fresh, progress=False)
+    record = fit(net, encoded, config, train_split)
+    record.update({"pe": pe, "model": model, "pe_seconds": pe_seconds})
+    return record
+
+
+def _is_random(t: PETransform) -> bool:
+    return isinstance(t, RFP) or (isinstance(t, LaplacianPE) and t.sign == "random")
