@@ -16,7 +16,6 @@ import argparse
 import json
 import os
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +28,8 @@ from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkP
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import RWSE, LaplacianPE, precompute
 
-DEFAULT_SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEFAULT_SHARED, place  # noqa: E402
 
 
 class GraphList(InMemoryDataset):
@@ -39,18 +39,12 @@ class GraphList(InMemoryDataset):
 
 
 def load_zinc(shared: Path, cache: Path):
-    archive = shared / "zinc12k-subset-raw.tar.xz"
-    if not archive.exists():
-        print(f"[skip] ZINC-12k: {archive} not found", file=sys.stderr)
+    """ZINC-12k train from the offline copy, placed under ``cache`` (None if there is none)."""
+    if not place("ZINC", cache, shared):
         return None
     from torch_geometric.datasets import ZINC
 
-    root = cache / "zinc"
-    if not (root / "raw" / "train.pickle").exists():
-        (root / "raw").mkdir(parents=True, exist_ok=True)
-        with tarfile.open(archive) as tar:
-            tar.extractall(root / "raw", filter="data")
-    return ZINC(str(root), subset=True, split="train")
+    return ZINC(str(cache / "ZINC"), subset=True, split="train")
 
 
 def lap_error(ours, refs, k):

@@ -35,3 +35,21 @@ def test_rfp_benchmark_runs(tmp_path, monkeypatch):
     rows = json.loads(out.read_text())["rows"]
     assert [r["method"] for r in rows] == ["bare SpMM trajectory", "propagate (qr)",
                                            "propagate (l2)"]
+
+
+def _run_script(name, argv, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [f"{name}.py", *argv])
+    runpy.run_path(str(BENCH / f"{name}.py"), run_name="__main__")
+
+
+def test_training_benchmarks_run(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    _run_script("expressivity", ["--root", str(root), "--datasets", "CSL", "--pes", "none,rwse",
+                                 "--epochs", "1", "--json", str(tmp_path / "e.json")], monkeypatch)
+    _run_script("zinc", ["--root", str(root), "--models", "gine", "--pes", "rwse", "--epochs",
+                         "1", "--limit", "200", "--json", str(tmp_path / "z.json")], monkeypatch)
+    _run_script("ogbg_mol", ["--root", str(root), "--datasets", "ogbg-molesol", "--pes", "none",
+                             "--epochs", "1", "--json", str(tmp_path / "o.json")], monkeypatch)
+    for name in ("e", "z", "o"):
+        rows = json.loads((tmp_path / f"{name}.json").read_text())
+        assert isinstance(rows, list)

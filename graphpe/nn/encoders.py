@@ -19,6 +19,16 @@ def _graph_index(batch) -> Tensor:
     return b
 
 
+def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int):
+    """``(eigenvectors [N, k], eigenvalues [N, k], mask [N, k] or None)`` of a batch."""
+    vec_name, val_name, mask_name = attr_names
+    vecs, vals = batch[vec_name], batch[val_name]
+    if vecs.dim() != 2 or vecs.size(1) != k:
+        raise ValueError(f"expected {vec_name} [N, {k}], got {list(vecs.shape)}")
+    mask = batch.get(mask_name) if hasattr(batch, "get") else None
+    return vecs, vals, mask
+
+
 def _positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -63,11 +73,7 @@ class LapPEEncoder(nn.Module):
         self.rho = _mlp([hidden, hidden, channels])
 
     def forward(self, batch) -> Tensor:
-        vec_name, val_name, mask_name = self.attr_names
-        vecs, vals = batch[vec_name], batch[val_name]
-        mask = batch.get(mask_name) if hasattr(batch, "get") else None
-        if vecs.dim() != 2 or vecs.size(1) != self.k:
-            raise ValueError(f"expected {vec_name} [N, {self.k}], got {list(vecs.shape)}")
+        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
         if mask is None:
             mask = torch.ones_like(vecs, dtype=torch.bool)
         if self.training and self.random_sign_flip:
@@ -136,11 +142,7 @@ class SignNetEncoder(nn.Module):
         self.rho = _mlp([k * hidden, channels, channels])
 
     def forward(self, batch) -> Tensor:
-        vec_name, val_name, mask_name = self.attr_names
-        vecs, vals = batch[vec_name], batch[val_name]
-        if vecs.dim() != 2 or vecs.size(1) != self.k:
-            raise ValueError(f"expected {vec_name} [N, {self.k}], got {list(vecs.shape)}")
-        mask = batch.get(mask_name) if hasattr(batch, "get") else None
+        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
         keep = (torch.ones_like(vecs) if mask is None else mask.to(vecs.dtype)).unsqueeze(-1)
         # each column: the eigenvector entry and its eigenvalue, [N, k, 2]
         pos = torch.stack([vecs, vals], dim=-1)
@@ -199,11 +201,7 @@ class SPEEncoder(nn.Module):
         self.out = nn.Linear(rho_hidden, channels)
 
     def forward(self, batch) -> Tensor:
-        vec_name, val_name, mask_name = self.attr_names
-        vecs, vals = batch[vec_name], batch[val_name]
-        if vecs.dim() != 2 or vecs.size(1) != self.k:
-            raise ValueError(f"expected {vec_name} [N, {self.k}], got {list(vecs.shape)}")
-        mask = batch.get(mask_name) if hasattr(batch, "get") else None
+        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
         num_nodes = vecs.size(0)
         graph = _graph_index(batch)
         num_graphs = int(graph.max()) + 1 if num_nodes else 0

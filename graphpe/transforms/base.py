@@ -40,7 +40,22 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor, Tensor | None]:
 
 
 class PETransform(BaseTransform):
-    """Base class: subclasses implement :meth:`compute` and :meth:`settings`."""
+    """Base class: subclasses implement :meth:`compute` and :meth:`settings`.
+
+    Transforms that draw random numbers keep a ``seed`` and one CPU generator: successive calls
+    draw successive numbers, :meth:`reset_generator` restarts the stream (precompute does, so a
+    dataset precompute is reproducible), and a draw never depends on the device.
+    """
+
+    seed: int | None = None
+
+    def reset_generator(self) -> None:
+        """Restart the stream of random draws from ``seed`` (a fresh random one if None)."""
+        self._generator = torch.Generator()
+        if self.seed is not None:
+            self._generator.manual_seed(self.seed)
+        else:
+            self._generator.seed()
 
     def compute(
         self,

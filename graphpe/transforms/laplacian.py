@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import Tensor
 
 from graphpe.ops.eigen import SIGN_MODES, laplacian_eigenpairs
@@ -71,13 +70,6 @@ class LaplacianPE(PETransform):
         self.dense_max_nodes = dense_max_nodes
         self.reset_generator()
 
-    def reset_generator(self) -> None:
-        """Restart the random-sign stream from ``seed``."""
-        self._generator = torch.Generator()
-        if self.seed is not None:
-            self._generator.manual_seed(self.seed)
-        else:
-            self._generator.seed()
 
     def settings(self) -> dict[str, Any]:
         return {

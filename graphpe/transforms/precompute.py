@@ -223,7 +223,7 @@ def _run(
     progress: bool,
 ) -> dict[str, Tensor]:
     for t in transforms:
-        if hasattr(t, "reset_generator"):
+        if getattr(t, "_generator", None) is not None:
             t.reset_generator()  # the same seed gives the same result on every run
     parts: dict[str, list[Tensor]] = {}
     total = structure.num_graphs

@@ -69,13 +69,6 @@ class RFP(PETransform):
         self.attr_name = attr_name
         self.reset_generator()
 
-    def reset_generator(self) -> None:
-        """Restart the stream of random draws from ``seed``."""
-        self._generator = torch.Generator()
-        if self.seed is not None:
-            self._generator.manual_seed(self.seed)
-        else:
-            self._generator.seed()
 
     def settings(self) -> dict[str, Any]:
         return {

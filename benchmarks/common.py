@@ -1,0 +1,88 @@
+"""Shared pieces of the training benchmarks: placing the offline datasets in a cache root,
+and writing the table, the JSON and the plot."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+DEFAULT_SHARED = Path(os.environ.get(
+    "GRAPHPE_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DEFAULT_ROOT = Path(tempfile.gettempdir()) / "graphpe-data"
+
+# dataset -> where its offline copy is, relative to the shared folder, and where it goes
+OFFLINE = {
+    "ZINC": ("zinc12k-subset-raw.tar.xz", "ZINC/raw"),
+    "CSL": ("csl/CSL", "CSL"),
+    "EXP": ("exp/EXP", "EXP"),
+    "MUTAG": ("tu/MUTAG", "MUTAG"),
+    "PROTEINS": ("tu/PROTEINS", "PROTEINS"),
+    "NCI1": ("tu/NCI1", "NCI1"),
+    "IMDB-BINARY": ("tu/IMDB-BINARY", "IMDB-BINARY"),
+    **{f"ogbg-{n}": (f"ogb/ogbg_{n}", f"ogbg_{n}")
+       for n in ("molhiv", "molesol", "molfreesolv", "molbace", "molbbbp")},
+}
+
+
+def place(name: str, root: Path, shared: Path = DEFAULT_SHARED) -> bool:
+    """Copy the offline copy of ``name`` into ``root`` (once); False if there is none."""
+    src_rel, dest_rel = OFFLINE[name]
+    src, dest = shared / src_rel, root / dest_rel
+    if dest.exists():
+        return True
+    if not src.exists():
+        print(f"[skip] {name}: {src} not found", file=sys.stderr)
+        return False
+    if src.suffix == ".xz":
+        dest.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(src) as tar:
+            tar.extractall(dest, filter="data")
+    else:
+        shutil.copytree(src, dest)
+    return True
+
+
+def report(rows: list[dict], columns: list[tuple[str, str, str]], title: str, json_path: Path,
+           plot_key: str | None = None, plot_label: str = "") -> None:
+    """Print ``rows`` as a table (``columns``: key, header, format), write JSON, and a bar plot
+    of ``plot_key`` next to the JSON when matplotlib is available."""
+    print(f"\n{title}")
+    header = "  ".join(f"{h:>{max(len(h), 10)}}" for _, h, _ in columns)
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        cells = []
+        for key, head, fmt in columns:
+            value = r.get(key)
+            text = "-" if value is None else format(value, fmt)
+            cells.append(text.rjust(max(len(head), 10)))
+        print("  ".join(cells))
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(rows, indent=2))
+    print(f"\nwrote {json_path}")
+    if plot_key is None:
+        return
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no plot)")
+        return
+    labels = [f"{r.get('dataset', '')} {r.get('model', '')} {r.get('pe_label', '')}".strip()
+              for r in rows]
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(rows)), 4))
+    ax.bar(range(len(rows)), [r.get(plot_key) or 0 for r in rows])
+    ax.set_xticks(range(len(rows)), labels, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel(plot_label or plot_key)
+    ax.set_title(title)
+    fig.tight_layout()
+    png = json_path.with_suffix(".png")
+    fig.savefig(png, dpi=120)
+    print(f"wrote {png}")
