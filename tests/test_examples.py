@@ -12,3 +12,8 @@ def test_laplacian_pe_example_runs(capsys):
 def test_custom_gnn_example_runs(capsys):
     runpy.run_path(str(EXAMPLES / "custom_gnn.py"), run_name="__main__")
     assert "epoch 10: train MAE" in capsys.readouterr().out
+
+
+def test_quickstart_example_runs(capsys):
+    runpy.run_path(str(EXAMPLES / "quickstart.py"), run_name="__main__")
+    assert "epoch 5: train MAE" in capsys.readouterr().out
