@@ -55,9 +55,12 @@ def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]
 
 
 def _run_benchmark(name: str, extra: list[str]) -> None:
+    if not BENCHMARKS.is_dir():
+        raise SystemExit(f"{BENCHMARKS} not found: `graphpe bench` runs the scripts of a source "
+                         "checkout (pip install -e .)")
     script = BENCHMARKS / f"{name}.py"
     if not script.exists():
-        available = sorted(p.stem for p in BENCHMARKS.glob("*.py"))
+        available = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem != "common")
         raise SystemExit(f"no benchmark {name!r}; available: {', '.join(available)}")
     sys.argv = [str(script), *extra]
     runpy.run_path(str(script), run_name="__main__")

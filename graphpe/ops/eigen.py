@@ -17,6 +17,7 @@ Conventions (``../DESIGN.md`` §3-4):
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -121,11 +122,14 @@ def laplacian_eigenpairs(
     # Dense path: one batched eigh per size bucket.
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
     adjacency = dense_adjacency(edge_index, ptr, buckets, edge_weight, compute_dtype)
-    for bucket, adj in zip(buckets, adjacency, strict=True):
+    laplacians = [
+        _dense_laplacian(adj, bucket_node_index(ptr, bucket)[1], normalization)
+        for bucket, adj in zip(buckets, adjacency, strict=True)
+    ]
+    solved = _batched_eigh([lap for lap, _ in laplacians])
+    for bucket, (_, scale), (vals, vecs) in zip(buckets, laplacians, solved, strict=True):
         g = bucket.graphs.to(device)
         node, inside = bucket_node_index(ptr, bucket)
-        lap, scale = _dense_laplacian(adj, inside, normalization)
-        vals, vecs = torch.linalg.eigh(lap)
         pick = skip[g].unsqueeze(1) + cols.unsqueeze(0)  # [B, k] column of each kept pair
         valid = pick < sizes[g].unsqueeze(1)
         pick = pick.clamp(max=bucket.size - 1)
@@ -155,6 +159,21 @@ def laplacian_eigenpairs(
         mask[g, :m] = True
         eigvecs[start:end] = vecs[0]
     return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
+
+
+def _batched_eigh(matrices: list[Tensor]) -> list[tuple[Tensor, Tensor]]:
+    """``torch.linalg.eigh`` of every bucket. On the CPU, LAPACK solves the matrices of a batch
+    one after another on one core, so with several torch threads the buckets are spread over a
+    thread pool (eigh releases the GIL); with one thread this is a plain loop."""
+    threads = torch.get_num_threads()
+    if threads <= 1 or len(matrices) <= 1 or matrices[0].device.type != "cpu":
+        return [torch.linalg.eigh(m) for m in matrices]
+    # the largest buckets first, so the pool ends evenly
+    order = sorted(range(len(matrices)), key=lambda i: -matrices[i].numel())
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        results = dict(zip(order, pool.map(torch.linalg.eigh, [matrices[i] for i in order]),
+                           strict=True))
+    return [results[i] for i in range(len(matrices))]
 
 
 def _dense_laplacian(
