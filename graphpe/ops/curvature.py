@@ -40,14 +40,22 @@ PROFILE_STATS = ("min", "max", "mean", "std", "median")
 @numba.njit(cache=True, nogil=True)
 def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
     """Exact min-cost transport of supplies ``a[:m]`` to demands ``b[:n]`` (equal totals) with
-    costs ``cost[:m, :n]``, by successive shortest paths (Bellman-Ford on the residual graph,
-    which stays free of negative cycles). ``a`` and ``b`` are consumed."""
+    integer costs ``cost[:m, :n]``, by the primal-dual method: Bellman-Ford distances on the
+    residual graph (free of negative cycles) give potentials, then augmenting paths are found by
+    depth-first search among the arcs on shortest paths (reduced cost 0) until none is left,
+    and the distances are recomputed. Costs between two walk measures of an edge lie in 1..3,
+    so shortest-path lengths take at most three values: few phases, each a cheap search.
+    ``a`` and ``b`` are consumed."""
     eps = 1e-13
     inf = 1e30
+    tie = 1e-9
     dist_s = np.empty(m)
     dist_t = np.empty(n)
-    pred_s = np.empty(m, dtype=np.int64)
-    pred_t = np.empty(n, dtype=np.int64)
+    pred_s = np.empty(m, dtype=np.int64)  # sink we came from on the DFS path (-1: start)
+    pred_t = np.empty(n, dtype=np.int64)  # source we came from
+    seen_s = np.zeros(m, dtype=np.bool_)
+    seen_t = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(m + n, dtype=np.int64)  # entries: i >= 0 a source, -(j + 1) a sink
     for i in range(m):
         for j in range(n):
             flow[i, j] = 0.0
@@ -56,12 +64,11 @@ def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
         remaining += a[i]
     total = 0.0
     while remaining > eps:
+        # potentials: shortest distances from the sources that still have supply
         for i in range(m):
             dist_s[i] = 0.0 if a[i] > eps else inf
-            pred_s[i] = -1
         for j in range(n):
             dist_t[j] = inf
-            pred_t[j] = -1
         changed = True
         while changed:
             changed = False
@@ -71,9 +78,8 @@ def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
                     continue
                 for j in range(n):
                     nd = di + cost[i, j]
-                    if nd < dist_t[j] - 1e-12:
+                    if nd < dist_t[j] - tie:
                         dist_t[j] = nd
-                        pred_t[j] = i
                         changed = True
             for j in range(n):
                 dj = dist_t[j]
@@ -82,38 +88,76 @@ def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
                 for i in range(m):
                     if flow[i, j] > eps:
                         nd = dj - cost[i, j]
-                        if nd < dist_s[i] - 1e-12:
+                        if nd < dist_s[i] - tie:
                             dist_s[i] = nd
-                            pred_s[i] = j
                             changed = True
-        best = -1
+        target = inf
         for j in range(n):
-            if b[j] > eps and dist_t[j] < inf and (best < 0 or dist_t[j] < dist_t[best]):
-                best = j
-        if best < 0:
+            if b[j] > eps and dist_t[j] < target:
+                target = dist_t[j]
+        if target >= inf:
             break
-        delta = b[best]
-        j = best
-        while True:
-            i = pred_t[j]
-            if pred_s[i] < 0:
-                delta = min(delta, a[i])
-                break
-            j = pred_s[i]
-            delta = min(delta, flow[i, j])
-        j = best
-        b[best] -= delta
-        while True:
-            i = pred_t[j]
-            flow[i, j] += delta
-            total += delta * cost[i, j]
-            if pred_s[i] < 0:
-                a[i] -= delta
-                break
-            j = pred_s[i]
-            flow[i, j] -= delta
-            total -= delta * cost[i, j]
-        remaining -= delta
+        # augment along shortest paths only, until the admissible graph has none left
+        while remaining > eps:
+            for i in range(m):
+                seen_s[i] = False
+            for j in range(n):
+                seen_t[j] = False
+            top = 0
+            for i in range(m):
+                if a[i] > eps and abs(dist_s[i]) <= tie:
+                    stack[top] = i
+                    top += 1
+                    seen_s[i] = True
+                    pred_s[i] = -1
+            found = -1
+            while top > 0 and found < 0:
+                top -= 1
+                node = stack[top]
+                if node >= 0:
+                    i = node
+                    for j in range(n):
+                        if not seen_t[j] and abs(dist_s[i] + cost[i, j] - dist_t[j]) <= tie:
+                            seen_t[j] = True
+                            pred_t[j] = i
+                            if b[j] > eps and abs(dist_t[j] - target) <= tie:
+                                found = j
+                                break
+                            stack[top] = -(j + 1)
+                            top += 1
+                else:
+                    j = -node - 1
+                    for i in range(m):
+                        if (not seen_s[i] and flow[i, j] > eps
+                                and abs(dist_t[j] - cost[i, j] - dist_s[i]) <= tie):
+                            seen_s[i] = True
+                            pred_s[i] = j
+                            stack[top] = i
+                            top += 1
+            if found < 0:
+                break  # no admissible path at this distance: recompute the potentials
+            delta = b[found]
+            j = found
+            while True:
+                i = pred_t[j]
+                if pred_s[i] < 0:
+                    delta = min(delta, a[i])
+                    break
+                j = pred_s[i]
+                delta = min(delta, flow[i, j])
+            j = found
+            b[found] -= delta
+            while True:
+                i = pred_t[j]
+                flow[i, j] += delta
+                total += delta * cost[i, j]
+                if pred_s[i] < 0:
+                    a[i] -= delta
+                    break
+                j = pred_s[i]
+                flow[i, j] -= delta
+                total -= delta * cost[i, j]
+            remaining -= delta
     return total
 
 
