@@ -36,7 +36,9 @@ def main(argv=None):
     parser.add_argument("--json", type=Path, default=Path("results/zinc.json"))
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    title = f"ZINC-12k, {args.epochs} epochs"
     if not place("ZINC", args.root, args.shared_data):
+        report([], [], f"{title}: skipped, no offline copy", args.json)
         return
     bundle = load_dataset("ZINC", args.root)
     if args.limit:
@@ -58,7 +60,7 @@ def main(argv=None):
     report(rows, [("model", "model", ""), ("pe_label", "PE", ""), ("test_mae", "test MAE", ".4f"),
                   ("val_mae", "val MAE", ".4f"), ("params", "params", ",d"),
                   ("pe_seconds", "PE s", ".2f"), ("seconds_per_epoch", "s/epoch", ".1f")],
-           f"ZINC-12k, {args.epochs} epochs", args.json, "test_mae", "test MAE")
+           title, args.json, "test_mae", "test MAE")
 
 
 if __name__ == "__main__":

@@ -156,14 +156,16 @@ def _zinc(root: Path, pre_transform, download: bool = False, **_) -> DatasetBund
 
 
 def _ogb(name: str, root: Path, pre_transform, download: bool = False, **_) -> DatasetBundle:
-    os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # ogb 1.3.6 on torch >= 2.6
-    from ogb.graphproppred import Evaluator, PygGraphPropPredDataset
-    from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
-
     folder = root / name.replace("-", "_")
     # without RELEASE_v1.txt OGB asks on stdin whether to download again
     _require(name, [folder / "RELEASE_v1.txt"],
              f"{folder}/ (raw/, split/, mapping/ and RELEASE_v1.txt)", download)
+    os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # ogb 1.3.6 on torch >= 2.6
+    try:
+        from ogb.graphproppred import Evaluator, PygGraphPropPredDataset
+        from ogb.utils.features import get_atom_feature_dims, get_bond_feature_dims
+    except ImportError as err:
+        raise ImportError(f"{name} needs the ogb package: pip install 'graphpe[ogb]'") from err
     ds = PygGraphPropPredDataset(name, root=str(root), pre_transform=pre_transform)
     split = ds.get_idx_split()
     evaluator = Evaluator(name)
