@@ -90,7 +90,7 @@ class DatasetBundle:
     train: Any
     val: Any
     test: Any
-    task: str  # graph_regression | graph_classification | graph_multilabel
+    task: str  # graph_regression | graph_classification | graph_multilabel | node_classification
     metric: str  # mae | rmse | rocauc | accuracy
     out_dim: int
     node_vocab: int | list[int] | None = None
@@ -106,7 +106,7 @@ class DatasetBundle:
 
     def model_kwargs(self) -> dict[str, Any]:
         """Arguments of :func:`graphpe.nn.build_model` fixed by the data."""
-        task = "graph_classification" if self.task != "graph_regression" else self.task
+        task = "graph_classification" if self.task == "graph_multilabel" else self.task
         return {"out_dim": self.out_dim, "task": task, "node_vocab": self.node_vocab,
                 "node_dim": self.node_dim, "edge_vocab": self.edge_vocab,
                 "edge_dim": self.edge_dim}
@@ -216,9 +216,23 @@ def _exp(root: Path, pre_transform, seed: int = 0, fold: int = 0) -> DatasetBund
                          metric="accuracy", out_dim=2, node_dim=2)
 
 
+def _planetoid(name: str, root: Path, pre_transform, download: bool = False,
+               **_) -> DatasetBundle:
+    from torch_geometric.datasets import Planetoid
+
+    folder = root / name
+    _require(name, [folder / "raw" / f"ind.{name.lower()}.x", folder / "processed"],
+             f"{folder}/raw/ind.{name.lower()}.*", download)
+    ds = Planetoid(str(root), name, pre_transform=pre_transform)
+    # one graph; the standard public split lives in its train/val/test masks
+    return DatasetBundle(name, ds, ds, ds, task="node_classification", metric="accuracy",
+                         out_dim=ds.num_classes, node_dim=ds.num_node_features)
+
+
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
 TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
-DATASETS = ("ZINC", "CSL", "EXP", *OGB_NAMES, *TU_NAMES)
+PLANETOID_NAMES = ("Cora", "CiteSeer")
+DATASETS = ("ZINC", "CSL", "EXP", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES)
 
 
 def load_dataset(
@@ -230,9 +244,10 @@ def load_dataset(
     download: bool = False,
 ) -> DatasetBundle:
     """Load ``name`` (one of :data:`DATASETS`) from ``root`` with its standard splits (ZINC,
-    OGB) or a seeded stratified split (CSL, EXP, TU: 80/10/10, ``fold`` choosing the test
-    part). Graphs without node features (CSL, IMDB-BINARY) get a constant categorical ``x``
-    through ``pre_transform``. ``download`` lets the standard loaders fetch missing files."""
+    OGB, the public Planetoid masks for node classification) or a seeded stratified split (CSL,
+    EXP, TU: 80/10/10, ``fold`` choosing the test part). Graphs without node features (CSL,
+    IMDB-BINARY) get a constant categorical ``x`` through ``pre_transform``. ``download``
+    lets the standard loaders fetch missing files."""
     root = Path(root)
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose from {DATASETS}")
@@ -242,6 +257,8 @@ def load_dataset(
         return _ogb(name, root, pre_transform, download=download)
     if name == "EXP":
         return _exp(root, pre_transform, seed=seed, fold=fold)
+    if name in PLANETOID_NAMES:
+        return _planetoid(name, root, pre_transform, download=download)
     constant = _with_constant_x(pre_transform)
     if name == "CSL":
         return _csl(root, constant, fold=fold, download=download)

@@ -1,6 +1,7 @@
 """The training and evaluation loop used by the command line and the benchmark scripts.
 
-One readable loop for graph regression and classification (single- and multi-label): seeds,
+One readable loop for graph regression and classification (single- and multi-label) and node
+classification (one graph, split by node masks): seeds,
 AdamW with linear warm-up and cosine decay, early stopping on the validation metric, the
 official metrics (OGB's ``Evaluator`` for ogbg-*, MAE for ZINC, accuracy for CSL/EXP/TU),
 progress bars, a JSON record and the best checkpoint.
@@ -98,14 +99,26 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(out, y.view(-1).long())
 
 
+def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | None:
+    """For node classification: the nodes of ``split`` (the graph is shared by all splits)."""
+    if bundle.task != "node_classification":
+        return None
+    return batch[f"{split}_mask"]
+
+
 @torch.no_grad()
-def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str) -> float:
+def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str,
+             split: str = "val") -> float:
     model.eval()
     preds, targets = [], []
     for batch in loader:
         batch = batch.to(device)
-        preds.append(model(batch).cpu())
-        targets.append(batch.y.cpu())
+        out, y = model(batch), batch.y
+        mask = _node_mask(batch, bundle, split)
+        if mask is not None:
+            out, y = out[mask], y[mask]
+        preds.append(out.cpu())
+        targets.append(y.cpu())
     pred, y = torch.cat(preds), torch.cat(targets)
     if bundle.evaluator is not None:
         y = y.view(pred.shape)
@@ -150,14 +163,18 @@ def fit(
         for batch in train_loader:
             batch = batch.to(device)
             opt.zero_grad()
-            loss = loss_fn(bundle.task, model(batch), batch.y)
+            out, y = model(batch), batch.y
+            mask = _node_mask(batch, bundle, "train")
+            if mask is not None:
+                out, y = out[mask], y[mask]
+            loss = loss_fn(bundle.task, out, y)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
             total += loss.item() * batch.num_graphs
             count += batch.num_graphs
         sched.step()
-        val = evaluate(model, val_loader, bundle, device)
+        val = evaluate(model, val_loader, bundle, device, "val")
         history.append({"epoch": epoch, "train_loss": total / max(count, 1), "val": val})
         if better(val, best["val"]):
             best = {"epoch": epoch, "val": val}
@@ -172,7 +189,7 @@ def fit(
     train_seconds = time.perf_counter() - start
     if best_state is not None:
         model.load_state_dict(best_state)
-    test = evaluate(model, test_loader, bundle, device)
+    test = evaluate(model, test_loader, bundle, device, "test")
     record = {
         "dataset": bundle.name, "metric": bundle.metric, "best_epoch": best["epoch"],
         "val": best["val"], "test": test, "epochs_run": len(history),

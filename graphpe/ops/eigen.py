@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 import torch
+from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
 from graphpe.ops.graph import (
@@ -143,13 +144,13 @@ def laplacian_eigenpairs(
     # Sparse path: graphs too large to densify (few per batch, hence the loop).
     for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
         start, end = int(ptr[g]), int(ptr[g + 1])
-        n_skip = int(skip[g])
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
         graph = undirected_simple(sub_ei, end - start, sub_w)
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
-        vals, vecs = _sparse_smallest(ei, off, diag, n_skip + k, sparse_tol)
-        vals = torch.from_numpy(vals[n_skip:]).to(eigvals)
-        vecs = torch.from_numpy(vecs[:, n_skip:]).to(eigvecs)
+        vals, vecs = _sparse_smallest(ei, off, diag, deg, k, keep_trivial, normalization,
+                                      dense_max_nodes, sparse_tol)
+        vals = torch.from_numpy(vals).to(eigvals)
+        vecs = torch.from_numpy(vecs).to(eigvecs)
         m = vals.numel()
         valid = (cols < m).unsqueeze(0)
         vecs = torch.cat([vecs, vecs.new_zeros(vecs.size(0), k - m)], dim=1).unsqueeze(0)
@@ -258,20 +259,61 @@ def _sparse_smallest(
     edge_index: Tensor,
     off: Tensor,
     diag: Tensor,
-    num: int,
+    deg: Tensor,
+    k: int,
+    keep_trivial: bool,
+    normalization: str,
+    dense_max_nodes: int,
     tol: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``num`` smallest eigenpairs of one large graph's symmetric Laplacian (CPU, scipy)."""
+    """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian.
+
+    The spectrum of a disconnected graph is the union of its components' spectra, so each
+    component is solved on its own: small ones densely, large ones with ARPACK in shift-invert
+    mode around a point just below 0 (fast and reliable for the smallest eigenvalues, unlike
+    ``which='SA'``); then the ``k`` smallest are kept. Each component contributes exactly one
+    trivial pair, set to its normalized ``D^1/2 1`` (``1`` for ``none``) when kept.
+    """
     n = diag.numel()
     r, c = edge_index.cpu().numpy()
     v = off.detach().cpu().numpy().astype(np.float64)
-    lap = sp.coo_matrix((v, (r, c)), shape=(n, n)).tocsr()
-    lap = lap + sp.diags(diag.detach().cpu().numpy().astype(np.float64))
-    num = min(num, n)
-    if num >= n - 1:
-        # eigsh needs k < n - 1; asking for (almost) the whole spectrum means n is small.
-        vals, vecs = np.linalg.eigh(lap.toarray())
-        return vals[:num], vecs[:, :num]
-    vals, vecs = spla.eigsh(lap, k=num, which="SA", tol=tol)
-    order = np.argsort(vals)
-    return vals[order], vecs[:, order]
+    lap = (sp.coo_matrix((v, (r, c)), shape=(n, n))
+           + sp.diags(diag.detach().cpu().numpy().astype(np.float64))).tocsr()
+    num_comp, labels = scipy_components(lap, directed=False)
+    weight = deg.detach().cpu().numpy().astype(np.float64)
+    values: list[float] = []
+    columns: list[tuple[np.ndarray, np.ndarray]] = []  # (node ids, vector on them)
+    order = np.argsort(labels, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=num_comp))])
+    for comp in range(num_comp):
+        nodes = order[bounds[comp] : bounds[comp + 1]]
+        size = nodes.size
+        if keep_trivial:
+            trivial = np.ones(size) if normalization == "none" else np.sqrt(weight[nodes])
+            if not trivial.any():
+                trivial = np.ones(size)  # an isolated node
+            values.append(0.0)
+            columns.append((nodes, trivial / np.linalg.norm(trivial)))
+        want = min(k, size - 1)
+        if want <= 0:
+            continue
+        sub = lap[nodes][:, nodes]
+        if size <= max(dense_max_nodes, want + 2):
+            w, u = np.linalg.eigh(sub.toarray())
+        else:
+            try:
+                w, u = spla.eigsh(sub.tocsc(), k=want + 1, sigma=-1e-3, which="LM", tol=tol)
+            except (RuntimeError, spla.ArpackNoConvergence):
+                w, u = spla.eigsh(sub, k=want + 1, which="SA", tol=tol, maxiter=100 * size)
+            idx = np.argsort(w)
+            w, u = w[idx], u[:, idx]
+        for j in range(1, want + 1):  # column 0 is the component's trivial pair
+            values.append(float(w[j]))
+            columns.append((nodes, u[:, j]))
+    pick = np.argsort(np.asarray(values), kind="stable")[:k]
+    vals = np.asarray(values)[pick]
+    vecs = np.zeros((n, pick.size))
+    for col, idx in enumerate(pick):
+        nodes, vec = columns[idx]
+        vecs[nodes, col] = vec
+    return vals, vecs

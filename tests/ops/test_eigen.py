@@ -203,3 +203,24 @@ def test_canonical_signs_do_not_depend_on_node_order(seed, n):
         decisive = abs(float(v.pow(3).sum())) > 1e-3 * float(v.abs().max()) ** 3
         if simple and decisive:
             assert torch.allclose(permuted.eigvecs[inv, j], v, atol=1e-6)
+
+
+@pytest.mark.parametrize("keep_trivial", [False, True])
+def test_sparse_path_many_components(keep_trivial):
+    from tests.conftest import nx_to_data
+
+    g = nx.connected_watts_strogatz_graph(150, 4, 0.2, seed=3)
+    for i in range(12):
+        g = nx.disjoint_union(g, nx.path_graph(2 + i % 4))
+    g = nx.disjoint_union(g, nx.empty_graph(3))
+    data = nx_to_data(g)
+    k = 20
+    pairs = laplacian_eigenpairs(data.edge_index, data.num_nodes, k, dense_max_nodes=100,
+                                 keep_trivial=keep_trivial)
+    w, _, comps, _ = dense_reference(data)
+    skip = 0 if keep_trivial else comps
+    assert np.allclose(pairs.eigvals[0].numpy(), w[skip : skip + k], atol=1e-5)
+    if not keep_trivial:
+        assert_matches_reference(data, pairs, k)
+    vecs = pairs.eigvecs.double()
+    assert torch.allclose(vecs.T @ vecs, torch.eye(k, dtype=torch.float64), atol=1e-5)
