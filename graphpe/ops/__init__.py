@@ -1,5 +1,11 @@
 """Pure tensor kernels. No Data objects, no modules, no I/O; device- and dtype-agnostic."""
 
+from graphpe.ops.curvature import (
+    curvature_bounds,
+    forman_curvature,
+    node_profile,
+    ollivier_ricci,
+)
 from graphpe.ops.eigen import (
     Eigenpairs,
     canonical_signs,
@@ -15,13 +21,27 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
-from graphpe.ops.propagate import random_walk_landing_probs
+from graphpe.ops.propagate import (
+    normalize_per_graph,
+    orthonormalize,
+    propagate,
+    propagation_operator,
+    random_walk_landing_probs,
+)
 
 __all__ = [
     "Eigenpairs",
     "batch_from_ptr",
     "canonical_signs",
     "connected_components",
+    "curvature_bounds",
+    "forman_curvature",
+    "node_profile",
+    "normalize_per_graph",
+    "ollivier_ricci",
+    "orthonormalize",
+    "propagate",
+    "propagation_operator",
     "degree",
     "laplacian",
     "laplacian_eigenpairs",

@@ -58,3 +58,17 @@ def test_bad_arguments_and_repr():
         "LCP(curvature='orc', alpha=0.0, stats=('min', 'max', 'mean', 'std', 'median'), "
         "attr_name='lcp', edge_attr_name=None)"
     )
+
+
+def test_precompute_in_memory_dataset_with_edge_attribute(families):
+    from tests.transforms.test_precompute import TinyDataset, with_x
+
+    graphs = with_x([g for g in families.values() if g.num_nodes > 0])
+    ds = TinyDataset(graphs)
+    out = precompute(ds, LCP(curvature="afrc", edge_attr_name="curv"), batch_size=5,
+                     progress=False)
+    for i, g in enumerate(graphs):
+        ref = LCP(curvature="afrc", edge_attr_name="curv")(g)
+        assert torch.equal(out[i].curv, ref.curv) and torch.allclose(out[i].lcp, ref.lcp)
+    batch = Batch.from_data_list([out[i] for i in range(len(out))])
+    assert batch.curv.shape == (batch.edge_index.size(1),)
