@@ -70,7 +70,6 @@ class LaplacianPE(PETransform):
         self.dense_max_nodes = dense_max_nodes
         self.reset_generator()
 
-
     def settings(self) -> dict[str, Any]:
         return {
             "k": self.k,

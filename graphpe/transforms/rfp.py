@@ -69,7 +69,6 @@ class RFP(PETransform):
         self.attr_name = attr_name
         self.reset_generator()
 
-
     def settings(self) -> dict[str, Any]:
         return {
             "dim": self.dim,
