@@ -269,10 +269,11 @@ def _sparse_smallest(
     """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian.
 
     The spectrum of a disconnected graph is the union of its components' spectra, so each
-    component is solved on its own: small ones densely, large ones with ARPACK in shift-invert
-    mode around a point just below 0 (fast and reliable for the smallest eigenvalues, unlike
-    ``which='SA'``); then the ``k`` smallest are kept. Each component contributes exactly one
-    trivial pair, set to its normalized ``D^1/2 1`` (``1`` for ``none``) when kept.
+    component is solved on its own (one trivial pair each, so ARPACK never has to resolve a
+    many-fold eigenvalue 0): small ones densely, large ones with ARPACK's Lanczos
+    (``which='SA'``), falling back to shift-invert around a point just below 0 where Lanczos
+    does not converge (tiny gaps); then the ``k`` smallest are kept. Each component contributes
+    exactly one trivial pair, set to its normalized ``D^1/2 1`` (``1`` for ``none``) when kept.
     """
     n = diag.numel()
     r, c = edge_index.cpu().numpy()
@@ -302,9 +303,12 @@ def _sparse_smallest(
             w, u = np.linalg.eigh(sub.toarray())
         else:
             try:
+                w, u = spla.eigsh(sub, k=want + 1, which="SA", tol=tol, maxiter=1000)
+            except spla.ArpackNoConvergence:
+                # tiny spectral gaps (long paths, meshes): shift-invert converges where plain
+                # Lanczos stalls, and such sparse, low-dimensional graphs factorize cheaply
                 w, u = spla.eigsh(sub.tocsc(), k=want + 1, sigma=-1e-3, which="LM", tol=tol)
-            except (RuntimeError, spla.ArpackNoConvergence):
-                w, u = spla.eigsh(sub, k=want + 1, which="SA", tol=tol, maxiter=100 * size)
+        if size > max(dense_max_nodes, want + 2):
             idx = np.argsort(w)
             w, u = w[idx], u[:, idx]
         for j in range(1, want + 1):  # column 0 is the component's trivial pair

@@ -224,3 +224,12 @@ def test_sparse_path_many_components(keep_trivial):
         assert_matches_reference(data, pairs, k)
     vecs = pairs.eigvecs.double()
     assert torch.allclose(vecs.T @ vecs, torch.eye(k, dtype=torch.float64), atol=1e-5)
+
+
+def test_sparse_path_small_spectral_gaps():
+    # a long path: the smallest eigenvalues crowd near 0, where plain Lanczos stalls
+    from tests.conftest import nx_to_data
+
+    data = nx_to_data(nx.path_graph(400))
+    pairs = laplacian_eigenpairs(data.edge_index, 400, 4, dense_max_nodes=50)
+    assert_matches_reference(data, pairs, 4)
