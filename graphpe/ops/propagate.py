@@ -19,7 +19,6 @@ from graphpe.ops.graph import (
     edge_values,
     inv_sqrt_degree,
     node_range_subgraph,
-    scatter_bucket_rows,
     single_graph_ptr,
     size_buckets,
     sparse_operator,
@@ -93,16 +92,30 @@ def random_walk_landing_probs(
 
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
     adjacency = dense_adjacency(edge_index, ptr, buckets, edge_weight, compute_dtype)
-    for bucket, adj in zip(buckets, adjacency, strict=True):
+    # every bucket writes its [T, B, n] results into one buffer; one scatter at the end
+    slots = [bucket.graphs.numel() * bucket.size for bucket in buckets]
+    landing = torch.empty(walk_length, sum(slots), dtype=compute_dtype, device=device)
+    nodes, keep, offset = [], [], 0
+    for bucket, adj, width in zip(buckets, adjacency, slots, strict=True):
         dis = inv_sqrt_degree(adj.sum(-1))
         # S = D^-1/2 A D^-1/2 is similar to P (P^t = D^-1/2 S^t D^1/2), so diag(P^t) = diag(S^t).
         sym = adj.mul_(dis.unsqueeze(1)).mul_(dis.unsqueeze(2))
         n = bucket.size
+        view = landing[:, offset : offset + width].view(walk_length, -1, n)
         chunk = max(1, max_block_bytes // (itemsize * n * n * 2))
-        landing = torch.empty(walk_length, sym.size(0), n, dtype=compute_dtype, device=device)
         for lo in range(0, sym.size(0), chunk):  # chunks small enough to stay in cache
-            _dense_landing(sym[lo : lo + chunk], landing[:, lo : lo + chunk])
-        scatter_bucket_rows(out, landing.permute(1, 2, 0), ptr, bucket)
+            _dense_landing(sym[lo : lo + chunk], view[:, lo : lo + chunk])
+        node, inside = bucket_node_index(ptr, bucket)
+        nodes.append(node.flatten())
+        keep.append(inside.flatten())
+        offset += width
+    if buckets:
+        order, keep_all = torch.cat(nodes), torch.cat(keep)
+        rows = landing.T.contiguous()
+        if bool(keep_all.all()):  # exact-size buckets: no padded slots
+            out.index_copy_(0, order, rows)
+        else:
+            out.index_copy_(0, order[keep_all], rows[keep_all])
 
     for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
         # Few per batch: each is a graph too large to densify.
