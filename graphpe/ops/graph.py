@@ -369,12 +369,3 @@ def bucket_node_index(ptr: Tensor, bucket: SizeBucket) -> tuple[Tensor, Tensor]:
     node = torch.where(inside, start.unsqueeze(1) + idx.unsqueeze(0), torch.zeros_like(idx))
     return node, inside
 
-
-def scatter_bucket_rows(out: Tensor, values: Tensor, ptr: Tensor, bucket: SizeBucket) -> None:
-    """``out[node] = values[slot, local]`` for every real node of a bucket's ``[B, n, ...]``
-    grid (padded slots are skipped)."""
-    node, inside = bucket_node_index(ptr, bucket)
-    if bool(inside.all()):  # exact-size bucket: no padding to mask out
-        out[node.flatten()] = values.flatten(0, 1).to(out.dtype)
-    else:
-        out[node[inside]] = values[inside].to(out.dtype)
