@@ -233,3 +233,22 @@ def test_sparse_path_small_spectral_gaps():
     data = nx_to_data(nx.path_graph(400))
     pairs = laplacian_eigenpairs(data.edge_index, 400, 4, dense_max_nodes=50)
     assert_matches_reference(data, pairs, 4)
+
+
+@pytest.mark.parametrize("normalization", ["rw", "none"])
+def test_sparse_path_other_normalizations(normalization):
+    from tests.conftest import nx_to_data
+
+    g = nx.disjoint_union(nx.connected_watts_strogatz_graph(120, 4, 0.3, seed=5),
+                          nx.path_graph(7))
+    data = nx_to_data(g)
+    kw = dict(normalization=normalization, compute_dtype=torch.float64, dtype=torch.float64)
+    dense = laplacian_eigenpairs(data.edge_index, data.num_nodes, 6, **kw)
+    sparse = laplacian_eigenpairs(data.edge_index, data.num_nodes, 6, dense_max_nodes=50, **kw)
+    assert torch.allclose(sparse.eigvals, dense.eigvals, atol=1e-8)
+    # same eigenspaces: every sparse vector is an eigenvector for its eigenvalue
+    a = torch.from_numpy(nx.to_numpy_array(g, nodelist=range(g.number_of_nodes())))
+    deg = a.sum(1)
+    op = torch.diag(deg) - a if normalization == "none" else torch.eye(len(deg)) - a / deg[:, None]
+    resid = op @ sparse.eigvecs - sparse.eigvecs * sparse.eigvals[0]
+    assert resid.abs().max() < 1e-7
