@@ -328,12 +328,19 @@ def normalize_per_graph(
         return orthonormalize(x, out=out)
     result = torch.empty_like(x) if out is None or out is x else out
     sizes = ptr[1:] - ptr[:-1]
-    for bucket in size_buckets(sizes):
-        node, _ = bucket_node_index(ptr, bucket)  # exact-size buckets: no padding
+    # Zero rows change neither the Gram matrix nor the Householder reflectors of the real rows,
+    # so graphs padded to a common size get exactly their own basis (zero on the padding). A
+    # training-size batch uses a few coarse buckets (few calls, some padding); a dataset chunk
+    # has enough graphs of every size for exact-size buckets to pay.
+    n_max = int(sizes.max()) if sizes.numel() else 0
+    granularity = 1 if num_graphs >= 1024 else max(1, -(-n_max // 4))
+    for bucket in size_buckets(sizes, granularity=granularity):
+        node, inside = bucket_node_index(ptr, bucket)
         b, n = node.shape
-        blocks = x[node].reshape(b, n, draws, block).transpose(1, 2)  # [b, draws, n, block]
-        q = orthonormalize(blocks).transpose(1, 2).reshape(b * n, channels)
-        result[node.flatten()] = q
+        blocks = x[node] * inside.unsqueeze(-1).to(x.dtype)
+        blocks = blocks.reshape(b, n, draws, block).transpose(1, 2)  # [b, draws, n, block]
+        q = orthonormalize(blocks).transpose(1, 2).reshape(b, n, channels)
+        result[node[inside]] = q[inside]
     return result if out is None or result is out else out.copy_(result)
 
 

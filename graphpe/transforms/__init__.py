@@ -3,8 +3,9 @@
 from graphpe.transforms.base import PETransform
 from graphpe.transforms.laplacian import LaplacianPE
 from graphpe.transforms.lcp import LCP
+from graphpe.transforms.on_the_fly import OnTheFlyPE
 from graphpe.transforms.precompute import precompute
 from graphpe.transforms.rfp import RFP
 from graphpe.transforms.rwse import RWSE
 
-__all__ = ["LCP", "LaplacianPE", "PETransform", "RFP", "RWSE", "precompute"]
+__all__ = ["LCP", "LaplacianPE", "OnTheFlyPE", "PETransform", "RFP", "RWSE", "precompute"]

@@ -1,0 +1,43 @@
+"""Positional encodings computed inside the training step."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+from torch_geometric.data import Data
+
+from graphpe.transforms.base import PETransform, graph_structure
+
+
+class OnTheFlyPE(nn.Module):
+    """Computes the given PEs for every ``Batch`` inside ``forward``, on the batch's device, so
+    training needs no precompute pass; random encodings (RFP draws, random LapPE signs) are
+    drawn anew at every call. Put it in front of a model::
+
+        model = torch.nn.Sequential(OnTheFlyPE([RWSE(16), RFP(16, 8)]), gps)
+
+    The encodings are inputs, not learned: they are computed without gradient. Returns the
+    batch (a shallow copy) with the attributes added.
+    """
+
+    def __init__(self, transforms: Sequence[PETransform]) -> None:
+        super().__init__()
+        self.transforms = list(transforms)
+        for t in self.transforms:
+            if not isinstance(t, PETransform):
+                raise ValueError(f"OnTheFlyPE takes graphpe transforms, got {type(t).__name__}")
+
+    @torch.no_grad()
+    def forward(self, batch: Data) -> Data:
+        batch = copy.copy(batch)  # the caller's batch keeps its attributes
+        edge_index, num_nodes, ptr, edge_weight = graph_structure(batch)
+        for t in self.transforms:
+            for name, value in t.compute(edge_index, num_nodes, ptr, edge_weight).items():
+                batch[name] = value
+        return batch
+
+    def extra_repr(self) -> str:
+        return ", ".join(repr(t) for t in self.transforms)
