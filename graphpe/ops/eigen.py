@@ -29,6 +29,8 @@ from torch import Tensor
 
 from graphpe.ops.graph import (
     NORMALIZATIONS,
+    SizeBucket,
+    bucket_groups,
     bucket_node_index,
     components_per_graph,
     connected_components,
@@ -66,11 +68,12 @@ def laplacian_eigenpairs(
     sign: str = "canonical",
     generator: torch.Generator | None = None,
     pad_value: float = 0.0,
-    dense_max_nodes: int = 2048,
+    dense_max_nodes: int = 384,
     bucket_granularity: int = 1,
     compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
     sparse_tol: float = 1e-8,
+    max_dense_bytes: int = 256 * 2**20,
 ) -> Eigenpairs:
     """The ``k`` smallest (non-trivial) Laplacian eigenpairs of every graph in a batch.
 
@@ -92,6 +95,8 @@ def laplacian_eigenpairs(
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
         sparse_tol: convergence tolerance of the sparse solver.
+        max_dense_bytes: memory for the padded dense matrices densified at once; a batch of
+            mid-sized graphs is solved a group of buckets at a time.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
@@ -120,26 +125,12 @@ def laplacian_eigenpairs(
     sizes = ptr[1:] - ptr[:-1]
     cols = torch.arange(k, device=device)
 
-    # Dense path: one batched eigh per size bucket.
+    # Dense path: one batched eigh per size bucket, a memory-bounded group of buckets at a time.
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
-    adjacency = dense_adjacency(edge_index, ptr, buckets, edge_weight, compute_dtype)
-    laplacians = [
-        _dense_laplacian(adj, bucket_node_index(ptr, bucket)[1], normalization)
-        for bucket, adj in zip(buckets, adjacency, strict=True)
-    ]
-    solved = _batched_eigh([lap for lap, _ in laplacians])
-    for bucket, (_, scale), (vals, vecs) in zip(buckets, laplacians, solved, strict=True):
-        g = bucket.graphs.to(device)
-        node, inside = bucket_node_index(ptr, bucket)
-        pick = skip[g].unsqueeze(1) + cols.unsqueeze(0)  # [B, k] column of each kept pair
-        valid = pick < sizes[g].unsqueeze(1)
-        pick = pick.clamp(max=bucket.size - 1)
-        sel_vals = torch.gather(vals, 1, pick)
-        sel_vecs = torch.gather(vecs, 2, pick.unsqueeze(1).expand(-1, bucket.size, -1))
-        sel_vecs = _finish(sel_vecs, valid, scale, sign, None if flips is None else flips[g])
-        eigvals[g] = torch.where(valid, sel_vals, torch.full_like(sel_vals, pad_value))
-        mask[g] = valid
-        eigvecs[node[inside]] = sel_vecs[inside]
+    itemsize = torch.finfo(compute_dtype).bits // 8
+    for group in bucket_groups(buckets, itemsize, max_dense_bytes):
+        _dense_group(group, edge_index, edge_weight, ptr, sizes, skip, cols, normalization,
+                     sign, flips, pad_value, compute_dtype, eigvals, eigvecs, mask)
 
     # Sparse path: graphs too large to densify (few per batch, hence the loop).
     for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
@@ -160,6 +151,45 @@ def laplacian_eigenpairs(
         mask[g, :m] = True
         eigvecs[start:end] = vecs[0]
     return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
+
+
+def _dense_group(
+    group: list[SizeBucket],
+    edge_index: Tensor,
+    edge_weight: Tensor | None,
+    ptr: Tensor,
+    sizes: Tensor,
+    skip: Tensor,
+    cols: Tensor,
+    normalization: str,
+    sign: str,
+    flips: Tensor | None,
+    pad_value: float,
+    compute_dtype: torch.dtype,
+    eigvals: Tensor,
+    eigvecs: Tensor,
+    mask: Tensor,
+) -> None:
+    """Solve one group of size buckets densely and write the kept pairs into the outputs."""
+    device = edge_index.device
+    adjacency = dense_adjacency(edge_index, ptr, group, edge_weight, compute_dtype)
+    laplacians = [
+        _dense_laplacian(adj, bucket_node_index(ptr, bucket)[1], normalization)
+        for bucket, adj in zip(group, adjacency, strict=True)
+    ]
+    solved = _batched_eigh([lap for lap, _ in laplacians])
+    for bucket, (_, scale), (vals, vecs) in zip(group, laplacians, solved, strict=True):
+        g = bucket.graphs.to(device)
+        node, inside = bucket_node_index(ptr, bucket)
+        pick = skip[g].unsqueeze(1) + cols.unsqueeze(0)  # [B, k] column of each kept pair
+        valid = pick < sizes[g].unsqueeze(1)
+        pick = pick.clamp(max=bucket.size - 1)
+        sel_vals = torch.gather(vals, 1, pick)
+        sel_vecs = torch.gather(vecs, 2, pick.unsqueeze(1).expand(-1, bucket.size, -1))
+        sel_vecs = _finish(sel_vecs, valid, scale, sign, None if flips is None else flips[g])
+        eigvals[g] = torch.where(valid, sel_vals, torch.full_like(sel_vals, pad_value))
+        mask[g] = valid
+        eigvecs[node[inside]] = sel_vecs[inside]
 
 
 def _batched_eigh(matrices: list[Tensor]) -> list[tuple[Tensor, Tensor]]:

@@ -294,6 +294,33 @@ def size_buckets(sizes: Tensor, granularity: int = 1, max_size: int | None = Non
     ]
 
 
+def bucket_groups(
+    buckets: list[SizeBucket], itemsize: int, budget_bytes: int
+) -> list[list[SizeBucket]]:
+    """Split buckets into groups whose padded ``[B, n, n]`` blocks take at most
+    ``budget_bytes`` together (a bucket too large for one group is cut into slices of its
+    graphs), so that a batch of mid-sized graphs is densified a group at a time."""
+    groups: list[list[SizeBucket]] = [[]]
+    used = 0
+    for bucket in buckets:
+        per_graph = itemsize * bucket.size * bucket.size
+        graphs = bucket.graphs
+        while graphs.numel():
+            room = max(0, budget_bytes - used) // per_graph
+            if room == 0:
+                if used == 0:
+                    room = 1  # one graph above the budget goes alone
+                else:
+                    groups.append([])
+                    used = 0
+                    continue
+            take = graphs[:room]
+            groups[-1].append(SizeBucket(bucket.size, take))
+            used += per_graph * take.numel()
+            graphs = graphs[room:]
+    return [g for g in groups if g]
+
+
 def dense_adjacency(
     edge_index: Tensor,
     ptr: Tensor,

@@ -12,7 +12,9 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.graph import (
+    SizeBucket,
     batch_from_ptr,
+    bucket_groups,
     bucket_node_index,
     degree,
     dense_adjacency,
@@ -54,6 +56,7 @@ def random_walk_landing_probs(
     dtype: torch.dtype = torch.float32,
     max_block_bytes: int = 4 * 2**20,
     sparse_block_bytes: int = 256 * 2**20,
+    max_dense_bytes: int = 256 * 2**20,
 ) -> Tensor:
     """Landing probabilities ``diag(P^t)`` for ``t = 1..walk_length``, as ``[N, walk_length]``.
 
@@ -77,6 +80,7 @@ def random_walk_landing_probs(
         dtype: dtype of the result.
         max_block_bytes: memory of one dense chunk of powers (small enough to stay in cache).
         sparse_block_bytes: memory of one block of identity columns on the sparse path.
+        max_dense_bytes: memory of the dense matrices built at once (groups of buckets).
     """
     if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
         raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
@@ -91,31 +95,9 @@ def random_walk_landing_probs(
     itemsize = torch.finfo(compute_dtype).bits // 8
 
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
-    adjacency = dense_adjacency(edge_index, ptr, buckets, edge_weight, compute_dtype)
-    # every bucket writes its [T, B, n] results into one buffer; one scatter at the end
-    slots = [bucket.graphs.numel() * bucket.size for bucket in buckets]
-    landing = torch.empty(walk_length, sum(slots), dtype=compute_dtype, device=device)
-    nodes, keep, offset = [], [], 0
-    for bucket, adj, width in zip(buckets, adjacency, slots, strict=True):
-        dis = inv_sqrt_degree(adj.sum(-1))
-        # S = D^-1/2 A D^-1/2 is similar to P (P^t = D^-1/2 S^t D^1/2), so diag(P^t) = diag(S^t).
-        sym = adj.mul_(dis.unsqueeze(1)).mul_(dis.unsqueeze(2))
-        n = bucket.size
-        view = landing[:, offset : offset + width].view(walk_length, -1, n)
-        chunk = max(1, max_block_bytes // (itemsize * n * n * 2))
-        for lo in range(0, sym.size(0), chunk):  # chunks small enough to stay in cache
-            _dense_landing(sym[lo : lo + chunk], view[:, lo : lo + chunk])
-        node, inside = bucket_node_index(ptr, bucket)
-        nodes.append(node.flatten())
-        keep.append(inside.flatten())
-        offset += width
-    if buckets:
-        order, keep_all = torch.cat(nodes), torch.cat(keep)
-        rows = landing.T.contiguous()
-        if bool(keep_all.all()):  # exact-size buckets: no padded slots
-            out.index_copy_(0, order, rows)
-        else:
-            out.index_copy_(0, order[keep_all], rows[keep_all])
+    for group in bucket_groups(buckets, itemsize, max_dense_bytes):
+        _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length, compute_dtype,
+                             max_block_bytes, out)
 
     for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
         # Few per batch: each is a graph too large to densify.
@@ -129,6 +111,45 @@ def random_walk_landing_probs(
             hi = min(lo + width, n)
             out[start + lo : start + hi] = _sparse_landing(op, lo, hi, walk_length, compute_dtype)
     return out.to(dtype)
+
+
+def _dense_landing_group(
+    group: list[SizeBucket],
+    edge_index: Tensor,
+    edge_weight: Tensor | None,
+    ptr: Tensor,
+    walk_length: int,
+    compute_dtype: torch.dtype,
+    max_block_bytes: int,
+    out: Tensor,
+) -> None:
+    """Landing probabilities of one group of size buckets, written into ``out``: every bucket
+    writes its ``[T, B, n]`` results into one buffer, scattered once at the end."""
+    device = edge_index.device
+    itemsize = torch.finfo(compute_dtype).bits // 8
+    adjacency = dense_adjacency(edge_index, ptr, group, edge_weight, compute_dtype)
+    slots = [bucket.graphs.numel() * bucket.size for bucket in group]
+    landing = torch.empty(walk_length, sum(slots), dtype=compute_dtype, device=device)
+    nodes, keep, offset = [], [], 0
+    for bucket, adj, width in zip(group, adjacency, slots, strict=True):
+        dis = inv_sqrt_degree(adj.sum(-1))
+        # S = D^-1/2 A D^-1/2 is similar to P (P^t = D^-1/2 S^t D^1/2), so diag(P^t) = diag(S^t).
+        sym = adj.mul_(dis.unsqueeze(1)).mul_(dis.unsqueeze(2))
+        n = bucket.size
+        view = landing[:, offset : offset + width].view(walk_length, -1, n)
+        chunk = max(1, max_block_bytes // (itemsize * n * n * 2))
+        for lo in range(0, sym.size(0), chunk):  # chunks small enough to stay in cache
+            _dense_landing(sym[lo : lo + chunk], view[:, lo : lo + chunk])
+        node, inside = bucket_node_index(ptr, bucket)
+        nodes.append(node.flatten())
+        keep.append(inside.flatten())
+        offset += width
+    order, keep_all = torch.cat(nodes), torch.cat(keep)
+    rows = landing.T.contiguous()
+    if bool(keep_all.all()):  # exact-size buckets: no padded slots
+        out.index_copy_(0, order, rows)
+    else:
+        out.index_copy_(0, order[keep_all], rows[keep_all])
 
 
 def _dense_landing(sym: Tensor, out: Tensor) -> None:

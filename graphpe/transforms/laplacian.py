@@ -48,7 +48,7 @@ class LaplacianPE(PETransform):
         seed: int | None = None,
         pad_value: float = 0.0,
         attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
-        dense_max_nodes: int = 2048,
+        dense_max_nodes: int = 384,
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")

@@ -252,3 +252,13 @@ def test_sparse_path_other_normalizations(normalization):
     op = torch.diag(deg) - a if normalization == "none" else torch.eye(len(deg)) - a / deg[:, None]
     resid = op @ sparse.eigvecs - sparse.eigvecs * sparse.eigvals[0]
     assert resid.abs().max() < 1e-7
+
+
+def test_memory_bounded_groups_give_the_same_result(families):
+    graphs = list(families.values())
+    batch = Batch.from_data_list(graphs)
+    full = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 5, ptr=batch.ptr)
+    small = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 5, ptr=batch.ptr,
+                                 max_dense_bytes=4000)
+    assert torch.equal(full.eigvals, small.eigvals) and torch.equal(full.mask, small.mask)
+    assert torch.allclose(full.eigvecs, small.eigvecs, atol=1e-6)

@@ -122,3 +122,16 @@ def test_dense_adjacency_matches_simple_graph():
 
 def test_batch_from_ptr():
     assert batch_from_ptr(torch.tensor([0, 2, 2, 5])).tolist() == [0, 0, 2, 2, 2]
+
+
+def test_bucket_groups_respect_the_memory_budget():
+    from graphpe.ops.graph import bucket_groups
+
+    sizes = torch.tensor([4, 4, 4, 10, 10, 3])
+    buckets = size_buckets(sizes)
+    groups = bucket_groups(buckets, itemsize=8, budget_bytes=8 * 130)
+    flat = sorted(int(g) for group in groups for b in group for g in b.graphs)
+    assert flat == list(range(6))  # every graph exactly once
+    for group in groups:
+        used = sum(8 * b.size**2 * b.graphs.numel() for b in group)
+        assert used <= 8 * 130 or sum(b.graphs.numel() for b in group) == 1

@@ -68,3 +68,12 @@ def test_empty_and_isolated():
 def test_bad_walk_length():
     with pytest.raises(ValueError, match="walk_length must be a positive int"):
         random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 0)
+
+
+def test_memory_bounded_groups_give_the_same_result(families):
+    graphs = list(families.values())
+    batch = Batch.from_data_list(graphs)
+    full = random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)
+    small = random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr,
+                                      max_dense_bytes=2000)
+    assert torch.equal(full, small)
