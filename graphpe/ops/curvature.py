@@ -162,6 +162,23 @@ def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _walk_measure(node, alpha, indptr, indices, nodes, mass):  # pragma: no cover - compiled
+    """Support and masses of the lazy walk measure of ``node`` (alpha on itself when positive,
+    the rest spread over its neighbours); returns the support size."""
+    count = 0
+    if alpha > 0.0:
+        nodes[0] = node
+        mass[0] = alpha
+        count = 1
+    share = (1.0 - alpha) / (indptr[node + 1] - indptr[node])
+    for p in range(indptr[node], indptr[node + 1]):
+        nodes[count] = indices[p]
+        mass[count] = share
+        count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
 def _compact(nodes, mass, count):  # pragma: no cover - compiled
     """Drop entries with (numerically) no mass; returns the new count."""
     k = 0
@@ -192,28 +209,8 @@ def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compile
     where = np.zeros(num_nodes, dtype=np.int64)
     stamp = 0
     for e in range(num_edges):
-        x, y = src[e], dst[e]
-        dx = indptr[x + 1] - indptr[x]
-        dy = indptr[y + 1] - indptr[y]
-        # supports with positive mass: the node itself (alpha) and its neighbours
-        m = 0
-        if alpha > 0.0:
-            sx[m] = x
-            a[m] = alpha
-            m += 1
-        for p in range(indptr[x], indptr[x + 1]):
-            sx[m] = indices[p]
-            a[m] = (1.0 - alpha) / dx
-            m += 1
-        n = 0
-        if alpha > 0.0:
-            sy[n] = y
-            b[n] = alpha
-            n += 1
-        for p in range(indptr[y], indptr[y + 1]):
-            sy[n] = indices[p]
-            b[n] = (1.0 - alpha) / dy
-            n += 1
+        m = _walk_measure(src[e], alpha, indptr, indices, sx, a)
+        n = _walk_measure(dst[e], alpha, indptr, indices, sy, b)
         # W1 depends only on m_x - m_y (Kantorovich-Rubinstein), so mass on a node in both
         # supports stays where it is: cancel it, and drop the entries left empty.
         stamp += 1
