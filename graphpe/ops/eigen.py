@@ -17,6 +17,7 @@ Conventions (``../DESIGN.md`` §3-4):
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -40,11 +41,14 @@ from graphpe.ops.graph import (
     node_range_subgraph,
     single_graph_ptr,
     size_buckets,
+    sparse_operator,
     undirected_simple,
     validate_graph,
 )
+from graphpe.ops.sparse_eigen import chebyshev_eigenpairs, component_basis
 
 SIGN_MODES = ("canonical", "random", "none")
+SPARSE_SOLVERS = ("auto", "chebyshev", "arpack")
 
 
 class Eigenpairs(NamedTuple):
@@ -72,7 +76,9 @@ def laplacian_eigenpairs(
     bucket_granularity: int = 1,
     compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
-    sparse_tol: float = 1e-8,
+    sparse_solver: str = "auto",
+    sparse_tol: float | None = None,
+    sparse_max_iter: int = 200,
     max_dense_bytes: int = 256 * 2**20,
 ) -> Eigenpairs:
     """The ``k`` smallest (non-trivial) Laplacian eigenpairs of every graph in a batch.
@@ -90,11 +96,20 @@ def laplacian_eigenpairs(
             flip per graph and column, from ``generator``) or ``none`` (as the solver returns).
         pad_value: eigenvalue written into padded columns.
         dense_max_nodes: graphs up to this size use the batched dense path; larger ones the
-            sparse solver (``scipy.sparse.linalg.eigsh`` on the CPU).
+            sparse solver.
         bucket_granularity: size buckets round node counts up to a multiple of this.
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
-        sparse_tol: convergence tolerance of the sparse solver.
+        sparse_solver: ``chebyshev`` (:func:`~graphpe.ops.sparse_eigen.chebyshev_eigenpairs`:
+            Chebyshev-filtered subspace iteration on the graph's device, SpMM in
+            ``compute_dtype``, component vectors deflated), ``arpack`` (scipy's ``eigsh`` per
+            connected component, on the CPU) or ``auto`` (``chebyshev``, then ``arpack`` with a
+            warning for a graph where it does not converge in ``sparse_max_iter`` filters, such
+            as a very long path).
+        sparse_tol: residual tolerance of the sparse solver: ``||L v - lambda v||`` for
+            ``chebyshev`` (default ``1e-8`` in float64, ``1e-5`` in float32), relative to
+            ``|lambda|`` for ``arpack`` (default ``1e-8``).
+        sparse_max_iter: filter iterations of ``chebyshev``.
         max_dense_bytes: memory for the padded dense matrices densified at once; a batch of
             mid-sized graphs is solved a group of buckets at a time.
     """
@@ -104,6 +119,8 @@ def laplacian_eigenpairs(
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
     if sign not in SIGN_MODES:
         raise ValueError(f"sign must be one of {SIGN_MODES}, got {sign!r}")
+    if sparse_solver not in SPARSE_SOLVERS:
+        raise ValueError(f"sparse_solver must be one of {SPARSE_SOLVERS}, got {sparse_solver!r}")
     device = edge_index.device
     if ptr is None:
         ptr = single_graph_ptr(num_nodes, device)
@@ -113,7 +130,8 @@ def laplacian_eigenpairs(
         compute_dtype = torch.float64 if device.type == "cpu" else torch.float32
     num_graphs = ptr.numel() - 1
 
-    trivial = components_per_graph(connected_components(edge_index, num_nodes), ptr)
+    labels = connected_components(edge_index, num_nodes)
+    trivial = components_per_graph(labels, ptr)
     skip = torch.zeros_like(trivial) if keep_trivial else trivial
     flips = None
     if sign == "random":
@@ -138,10 +156,24 @@ def laplacian_eigenpairs(
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
         graph = undirected_simple(sub_ei, end - start, sub_w)
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
-        vals, vecs = _sparse_smallest(ei, off, diag, deg, k, keep_trivial, normalization,
-                                      dense_max_nodes, sparse_tol)
-        vals = torch.from_numpy(vals).to(eigvals)
-        vecs = torch.from_numpy(vecs).to(eigvecs)
+        vals = vecs = None
+        if sparse_solver != "arpack":
+            vals, vecs = _chebyshev_smallest(
+                ei, off, diag, deg, labels[start:end], k, keep_trivial, normalization,
+                sparse_tol, sparse_max_iter, warn=sparse_solver == "chebyshev")
+            if vals is None:
+                warnings.warn(
+                    f"graph {g} ({end - start} nodes): Chebyshev subspace iteration did not "
+                    f"converge in {sparse_max_iter} filters; solving it with ARPACK on the CPU",
+                    RuntimeWarning, stacklevel=2)
+        if vals is None:
+            vals, vecs = _sparse_smallest(
+                ei, off, diag, deg, k, keep_trivial, normalization, dense_max_nodes,
+                1e-8 if sparse_tol is None else sparse_tol)
+            vals = torch.from_numpy(vals)
+            vecs = torch.from_numpy(vecs)
+        vals = vals.to(eigvals)
+        vecs = vecs.to(eigvecs)
         m = vals.numel()
         valid = (cols < m).unsqueeze(0)
         vecs = torch.cat([vecs, vecs.new_zeros(vecs.size(0), k - m)], dim=1).unsqueeze(0)
@@ -350,4 +382,52 @@ def _sparse_smallest(
     for col, idx in enumerate(pick):
         nodes, vec = columns[idx]
         vecs[nodes, col] = vec
+    return vals, vecs
+
+
+def _chebyshev_smallest(
+    edge_index: Tensor,
+    off: Tensor,
+    diag: Tensor,
+    deg: Tensor,
+    labels: Tensor,
+    k: int,
+    keep_trivial: bool,
+    normalization: str,
+    tol: float | None,
+    max_iter: int,
+    warn: bool,
+) -> tuple[Tensor, Tensor] | tuple[None, None]:
+    """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian by
+    Chebyshev-filtered subspace iteration, on the graph's device; ``(None, None)`` when the
+    solver does not converge and ``warn`` is False (the caller falls back to ARPACK).
+
+    The null space is known exactly, one vector per component (``D^1/2 1`` normalized on it;
+    ``1`` for ``D - A``, the indicator for an isolated node), so it is deflated rather than
+    computed; kept trivial pairs come first, in component order."""
+    n = diag.numel()
+    dtype = off.dtype
+    operator = sparse_operator(edge_index, off, n, diag)
+    weight = torch.ones_like(deg) if normalization == "none" else deg.clamp(min=0).sqrt()
+    basis = component_basis(labels, weight)
+    if normalization == "none":
+        upper = 2.0 * float(deg.max()) * (1 + 1e-6) if n else 1.0
+    else:
+        upper = 2.0
+    trivial_count = min(k, basis.count) if keep_trivial else 0
+    want = min(k - trivial_count, n - basis.count)
+    vals = torch.zeros(trivial_count, dtype=torch.float64, device=deg.device)
+    vecs = basis.dense(torch.float64)[:, :trivial_count] if trivial_count else None
+    if want > 0:
+        if tol is None:
+            tol = 1e-8 if dtype == torch.float64 else 1e-5
+        solved = chebyshev_eigenpairs(
+            operator, want, upper=upper, deflate=basis, tol=tol, max_iter=max_iter,
+            generator=torch.Generator().manual_seed(0), warn=warn)
+        if not solved.converged and not warn:
+            return None, None
+        vals = torch.cat([vals, solved.eigvals])
+        vecs = solved.eigvecs if vecs is None else torch.cat([vecs, solved.eigvecs], dim=1)
+    if vecs is None:
+        vecs = deg.new_zeros(n, 0, dtype=torch.float64)
     return vals, vecs

@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor
 
-from graphpe.ops.eigen import SIGN_MODES, laplacian_eigenpairs
+from graphpe.ops.eigen import SIGN_MODES, SPARSE_SOLVERS, laplacian_eigenpairs
 from graphpe.ops.graph import NORMALIZATIONS, batch_from_ptr
 from graphpe.transforms.base import PETransform
 
@@ -37,6 +37,9 @@ class LaplacianPE(PETransform):
         pad_value: eigenvalue written into padded columns.
         attr_names: names of the three attributes written.
         dense_max_nodes: larger graphs use a sparse eigensolver and are never densified.
+        sparse_solver: ``"auto"`` (Chebyshev-filtered subspace iteration on the data's device,
+            ARPACK where it does not converge), ``"chebyshev"`` or ``"arpack"``; see
+            :func:`graphpe.ops.laplacian_eigenpairs`.
     """
 
     def __init__(
@@ -49,6 +52,7 @@ class LaplacianPE(PETransform):
         pad_value: float = 0.0,
         attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
         dense_max_nodes: int = 384,
+        sparse_solver: str = "auto",
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
@@ -58,6 +62,10 @@ class LaplacianPE(PETransform):
             )
         if sign not in SIGN_MODES:
             raise ValueError(f"sign must be one of {SIGN_MODES}, got {sign!r}")
+        if sparse_solver not in SPARSE_SOLVERS:
+            raise ValueError(
+                f"sparse_solver must be one of {SPARSE_SOLVERS}, got {sparse_solver!r}"
+            )
         if len(attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
         self.k = k
@@ -68,6 +76,7 @@ class LaplacianPE(PETransform):
         self.pad_value = pad_value
         self.attr_names = tuple(attr_names)
         self.dense_max_nodes = dense_max_nodes
+        self.sparse_solver = sparse_solver
         self.reset_generator()
 
     def settings(self) -> dict[str, Any]:
@@ -100,6 +109,7 @@ class LaplacianPE(PETransform):
             generator=self._generator,
             pad_value=self.pad_value,
             dense_max_nodes=self.dense_max_nodes,
+            sparse_solver=self.sparse_solver,
         )
         graph = batch_from_ptr(ptr, num_nodes)
         vec_name, val_name, mask_name = self.attr_names

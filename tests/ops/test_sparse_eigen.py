@@ -1,0 +1,203 @@
+"""Chebyshev-filtered subspace iteration against dense and ARPACK references."""
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphpe.ops import laplacian_eigenpairs
+from graphpe.ops.graph import (
+    connected_components,
+    laplacian_entries,
+    sparse_operator,
+    undirected_simple,
+)
+from graphpe.ops.sparse_eigen import ComponentBasis, chebyshev_eigenpairs, component_basis
+from tests.conftest import nx_to_data
+from tests.ops.test_eigen import assert_matches_reference, clusters
+
+
+def large_families() -> dict[str, nx.Graph]:
+    """Sparse-path graphs: small spectral gaps (grid, long cycle), hubs (power law), repeated
+    eigenvalues (disjoint copies), many components and isolated nodes."""
+    return {
+        "grid30x31": nx.grid_2d_graph(30, 31),
+        "cycle600": nx.cycle_graph(600),
+        "ba1500": nx.barabasi_albert_graph(1500, 2, seed=0),
+        "er2000": nx.gnp_random_graph(2000, 2.0 / 2000, seed=1),  # ~270 components
+        "ws1000": nx.connected_watts_strogatz_graph(1000, 4, 0.1, seed=2),
+        "copies": nx.disjoint_union_all([nx.petersen_graph()] * 50),
+    }
+
+
+def operator_of(g: nx.Graph, normalization="sym", dtype=torch.float64):
+    data = nx_to_data(g)
+    n = data.num_nodes
+    graph = undirected_simple(data.edge_index, n)
+    ei, off, diag, deg = laplacian_entries(graph, normalization, torch.float64)
+    weight = torch.ones_like(deg) if normalization == "none" else deg.sqrt()
+    basis = component_basis(connected_components(graph.edge_index, n), weight)
+    dense = (sp.coo_matrix((off.numpy(), ei.numpy()), shape=(n, n)) + sp.diags(diag.numpy()))
+    return sparse_operator(ei, off.to(dtype), n, diag.to(dtype)), basis, dense.toarray(), deg
+
+
+@pytest.mark.parametrize("name", list(large_families()))
+def test_matches_dense_eigh_in_float64(name):
+    op, basis, dense, _ = operator_of(large_families()[name])
+    k = 8
+    res = chebyshev_eigenpairs(op, k, upper=2.0, deflate=basis, tol=1e-9,
+                               generator=torch.Generator().manual_seed(0), max_iter=2000)
+    assert res.converged and res.residuals.max() <= 1e-9
+    w, v = np.linalg.eigh(dense)
+    c = basis.count
+    assert np.allclose(res.eigvals.numpy(), w[c : c + k], atol=1e-9)
+    # eigenvectors: projector of every eigenvalue cluster the selection does not cut
+    vecs = res.eigvecs.numpy()
+    for lo, hi in clusters(w[c:], tol=1e-7):
+        if hi > k:
+            break
+        ref = v[:, c + lo : c + hi]
+        ours = vecs[:, lo:hi]
+        assert np.abs(ref @ ref.T - ours @ ours.T).max() < 1e-5, (name, lo, hi)
+    # orthonormal and orthogonal to the deflated null space
+    assert np.allclose(vecs.T @ vecs, np.eye(k), atol=1e-10)
+    assert np.abs(basis.dense().numpy().T @ vecs).max() < 1e-10
+
+
+@pytest.mark.parametrize("name", ["grid30x31", "ba1500", "er2000"])
+def test_float32_spmm_reaches_its_tolerance(name):
+    op, basis, dense, _ = operator_of(large_families()[name], dtype=torch.float32)
+    res = chebyshev_eigenpairs(op, 6, upper=2.0, deflate=basis, tol=1e-5,
+                               generator=torch.Generator().manual_seed(1))
+    assert res.converged and res.residuals.max() <= 1e-5
+    w = np.linalg.eigvalsh(dense)[basis.count : basis.count + 6]
+    # eigenvalue error is second order in the residual
+    assert np.allclose(res.eigvals.numpy(), w, atol=1e-7)
+    # the residual norms are true ones (recomputed in float64 here)
+    vecs = res.eigvecs.numpy()
+    true = np.linalg.norm(dense @ vecs - vecs * res.eigvals.numpy(), axis=0)
+    assert true.max() <= 2e-5
+
+
+def test_combinatorial_laplacian_with_gershgorin_bound():
+    op, basis, dense, deg = operator_of(large_families()["ba1500"], "none")
+    res = chebyshev_eigenpairs(op, 5, upper=2.0 * float(deg.max()), deflate=basis, tol=1e-8)
+    w = np.linalg.eigvalsh(dense)
+    assert np.allclose(res.eigvals.numpy(), w[1:6], atol=1e-7)
+
+
+def test_without_deflation_finds_the_null_space_too():
+    g = nx.disjoint_union(nx.cycle_graph(50), nx.path_graph(40))
+    op, _, dense, _ = operator_of(g)
+    res = chebyshev_eigenpairs(op, 4, upper=2.0, tol=1e-9)
+    assert np.allclose(res.eigvals.numpy(), np.linalg.eigvalsh(dense)[:4], atol=1e-9)
+
+
+def test_block_spanning_the_whole_space_is_exact():
+    op, basis, dense, _ = operator_of(nx.petersen_graph())
+    res = chebyshev_eigenpairs(op, 9, upper=2.0, deflate=basis, tol=1e-10)
+    assert res.iterations <= 1 and res.converged
+    assert np.allclose(res.eigvals.numpy(), np.linalg.eigvalsh(dense)[1:], atol=1e-10)
+
+
+def test_not_converging_warns_and_returns_the_best_pairs():
+    op, basis, _, _ = operator_of(nx.path_graph(3000))
+    with pytest.warns(RuntimeWarning, match=r"chebyshev_eigenpairs: 2 iterations, largest "
+                                            r"residual .* > tol 1\.0e-10"):
+        res = chebyshev_eigenpairs(op, 4, upper=2.0, deflate=basis, tol=1e-10, max_iter=2)
+    assert not res.converged and res.iterations == 2 and res.eigvecs.shape == (3000, 4)
+
+
+def test_bad_arguments_raise():
+    op, basis, _, _ = operator_of(nx.cycle_graph(20))
+    with pytest.raises(ValueError, match=r"^k must be a positive int, got 0$"):
+        chebyshev_eigenpairs(op, 0, upper=2.0)
+    with pytest.raises(ValueError, match=r"^k=20 exceeds the 19 eigenpairs outside the "
+                                         r"deflated space$"):
+        chebyshev_eigenpairs(op, 20, upper=2.0, deflate=basis)
+    with pytest.raises(ValueError, match=r"^block_size must be >= k, got 2 < 3$"):
+        chebyshev_eigenpairs(op, 3, upper=2.0, block_size=2)
+    with pytest.raises(ValueError, match=r"^degree must be >= 1, got 0$"):
+        chebyshev_eigenpairs(op, 3, upper=2.0, degree=0)
+    with pytest.raises(ValueError, match=r"^upper must be a positive bound of the spectrum"):
+        chebyshev_eigenpairs(op, 3, upper=0.0)
+    with pytest.raises(ValueError, match=r"^operator must be a square matrix, got shape"):
+        chebyshev_eigenpairs(torch.zeros(3, 4).to_sparse(), 1, upper=2.0)
+
+
+def test_component_basis_segment_sum_equals_dense_projection():
+    g = nx.disjoint_union_all([nx.path_graph(3)] * 40 + [nx.empty_graph(30)])
+    data = nx_to_data(g)
+    n = data.num_nodes
+    deg = torch.bincount(data.edge_index[0], minlength=n).double()
+    basis = component_basis(connected_components(data.edge_index, n), deg.sqrt())
+    assert basis.count == 70 > ComponentBasis.dense_max_count
+    z = basis.dense()
+    assert torch.allclose(z.T @ z, torch.eye(70, dtype=torch.float64))
+    x = torch.randn(n, 5, dtype=torch.float64)
+    assert torch.allclose(basis.project_out(x), x - z @ (z.T @ x))
+    assert torch.allclose(basis.coefficients(x), z.T @ x)
+
+
+@pytest.mark.parametrize("normalization", ["sym", "rw", "none"])
+@pytest.mark.parametrize("keep_trivial", [False, True])
+def test_laplacian_eigenpairs_sparse_paths_agree(normalization, keep_trivial):
+    g = nx.disjoint_union_all([nx.connected_watts_strogatz_graph(400, 4, 0.2, seed=3),
+                               nx.cycle_graph(30), nx.empty_graph(3)])
+    data = nx_to_data(g)
+    n, k = data.num_nodes, 7
+    out = {}
+    for solver in ("chebyshev", "arpack"):
+        out[solver] = laplacian_eigenpairs(
+            data.edge_index, n, k, normalization=normalization, keep_trivial=keep_trivial,
+            dense_max_nodes=100, sparse_solver=solver, dtype=torch.float64)
+    dense = laplacian_eigenpairs(data.edge_index, n, k, normalization=normalization,
+                                 keep_trivial=keep_trivial, dense_max_nodes=4096,
+                                 dtype=torch.float64)
+    for solver, pairs in out.items():
+        assert torch.allclose(pairs.eigvals, dense.eigvals, atol=1e-8), solver
+        assert torch.equal(pairs.mask, dense.mask)
+        # the trivial space (eigenvalue 0, dimension 5) has no unique basis: compare projectors
+        # of the non-trivial columns, whose eigenvalues are simple here
+        lo = 5 if keep_trivial else 0
+        a, b = pairs.eigvecs[:, lo:], dense.eigvecs[:, lo:]
+        assert torch.allclose(a @ a.T, b @ b.T, atol=1e-6), solver
+
+
+def test_auto_falls_back_to_arpack_with_a_warning():
+    data = nx_to_data(nx.path_graph(2000))
+    with pytest.warns(RuntimeWarning, match=r"graph 0 \(2000 nodes\): Chebyshev subspace "
+                                            r"iteration did not converge in 3 filters"):
+        pairs = laplacian_eigenpairs(data.edge_index, 2000, 3, dense_max_nodes=100,
+                                     sparse_max_iter=3, dtype=torch.float64)
+    # path P_n: lambda_j = 1 - cos(pi j / (n - 1)) for L_sym
+    ref = 1 - np.cos(np.pi * np.arange(1, 4) / 1999)
+    assert np.allclose(pairs.eigvals[0].numpy(), ref, rtol=1e-6)
+
+
+def test_unknown_sparse_solver_raises():
+    data = nx_to_data(nx.path_graph(5))
+    with pytest.raises(ValueError, match=r"^sparse_solver must be one of \('auto', "
+                                         r"'chebyshev', 'arpack'\), got 'lobpcg'$"):
+        laplacian_eigenpairs(data.edge_index, 5, 2, sparse_solver="lobpcg")
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_sparse_path_matches_reference_and_is_permutation_invariant(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(60, 160))
+    g = nx.gnp_random_graph(n, float(rng.uniform(1.0, 4.0)) / n, seed=seed)
+    data = nx_to_data(g)
+    pairs = laplacian_eigenpairs(data.edge_index, n, 5, dense_max_nodes=0,
+                                 sparse_solver="chebyshev", dtype=torch.float64)
+    assert_matches_reference(data, pairs, 5)
+    perm = torch.from_numpy(rng.permutation(n))
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(n)
+    permuted = laplacian_eigenpairs(inv[data.edge_index], n, 5, dense_max_nodes=0,
+                                    sparse_solver="chebyshev", dtype=torch.float64)
+    assert torch.allclose(permuted.eigvals, pairs.eigvals, atol=1e-8)
