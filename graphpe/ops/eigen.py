@@ -18,7 +18,6 @@ Conventions (``../DESIGN.md`` §3-4):
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numpy as np
@@ -28,6 +27,7 @@ import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
+from graphpe.ops.batched_eigh import EIGH_BACKENDS, batched_eigh
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
@@ -76,6 +76,7 @@ def laplacian_eigenpairs(
     bucket_granularity: int = 1,
     compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
+    eigh_backend: str = "auto",
     sparse_solver: str = "auto",
     sparse_tol: float | None = None,
     sparse_max_iter: int = 200,
@@ -100,6 +101,10 @@ def laplacian_eigenpairs(
         bucket_granularity: size buckets round node counts up to a multiple of this.
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
+        eigh_backend: dense solver of the size buckets, see
+            :func:`graphpe.ops.batched_eigh.batched_eigh`: ``auto`` (LAPACK on the CPU; on CUDA
+            torch up to 32 nodes, then CuPy when installed, else LAPACK on the host), ``torch``,
+            ``cupy`` or ``host``.
         sparse_solver: ``chebyshev`` (:func:`~graphpe.ops.sparse_eigen.chebyshev_eigenpairs`:
             Chebyshev-filtered subspace iteration on the graph's device, SpMM in
             ``compute_dtype``, component vectors deflated), ``arpack`` (scipy's ``eigsh`` per
@@ -119,6 +124,8 @@ def laplacian_eigenpairs(
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
     if sign not in SIGN_MODES:
         raise ValueError(f"sign must be one of {SIGN_MODES}, got {sign!r}")
+    if eigh_backend not in EIGH_BACKENDS:
+        raise ValueError(f"eigh_backend must be one of {EIGH_BACKENDS}, got {eigh_backend!r}")
     if sparse_solver not in SPARSE_SOLVERS:
         raise ValueError(f"sparse_solver must be one of {SPARSE_SOLVERS}, got {sparse_solver!r}")
     device = edge_index.device
@@ -148,7 +155,7 @@ def laplacian_eigenpairs(
     itemsize = torch.finfo(compute_dtype).bits // 8
     for group in bucket_groups(buckets, itemsize, max_dense_bytes):
         _dense_group(group, edge_index, edge_weight, ptr, sizes, skip, cols, normalization,
-                     sign, flips, pad_value, compute_dtype, eigvals, eigvecs, mask)
+                     sign, flips, pad_value, compute_dtype, eigh_backend, eigvals, eigvecs, mask)
 
     # Sparse path: graphs too large to densify (few per batch, hence the loop).
     for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
@@ -198,6 +205,7 @@ def _dense_group(
     flips: Tensor | None,
     pad_value: float,
     compute_dtype: torch.dtype,
+    eigh_backend: str,
     eigvals: Tensor,
     eigvecs: Tensor,
     mask: Tensor,
@@ -209,7 +217,7 @@ def _dense_group(
         _dense_laplacian(adj, bucket_node_index(ptr, bucket)[1], normalization)
         for bucket, adj in zip(group, adjacency, strict=True)
     ]
-    solved = _batched_eigh([lap for lap, _ in laplacians])
+    solved = batched_eigh([lap for lap, _ in laplacians], eigh_backend)
     for bucket, (_, scale), (vals, vecs) in zip(group, laplacians, solved, strict=True):
         g = bucket.graphs.to(device)
         node, inside = bucket_node_index(ptr, bucket)
@@ -222,21 +230,6 @@ def _dense_group(
         eigvals[g] = torch.where(valid, sel_vals, torch.full_like(sel_vals, pad_value))
         mask[g] = valid
         eigvecs[node[inside]] = sel_vecs[inside]
-
-
-def _batched_eigh(matrices: list[Tensor]) -> list[tuple[Tensor, Tensor]]:
-    """``torch.linalg.eigh`` of every bucket. On the CPU, LAPACK solves the matrices of a batch
-    one after another on one core, so with several torch threads the buckets are spread over a
-    thread pool (eigh releases the GIL); with one thread this is a plain loop."""
-    threads = torch.get_num_threads()
-    if threads <= 1 or len(matrices) <= 1 or matrices[0].device.type != "cpu":
-        return [torch.linalg.eigh(m) for m in matrices]
-    # the largest buckets first, so the pool ends evenly
-    order = sorted(range(len(matrices)), key=lambda i: -matrices[i].numel())
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        results = dict(zip(order, pool.map(torch.linalg.eigh, [matrices[i] for i in order]),
-                           strict=True))
-    return [results[i] for i in range(len(matrices))]
 
 
 def _dense_laplacian(

@@ -6,6 +6,7 @@ from typing import Any
 
 from torch import Tensor
 
+from graphpe.ops.batched_eigh import EIGH_BACKENDS
 from graphpe.ops.eigen import SIGN_MODES, SPARSE_SOLVERS, laplacian_eigenpairs
 from graphpe.ops.graph import NORMALIZATIONS, batch_from_ptr
 from graphpe.transforms.base import PETransform
@@ -37,6 +38,8 @@ class LaplacianPE(PETransform):
         pad_value: eigenvalue written into padded columns.
         attr_names: names of the three attributes written.
         dense_max_nodes: larger graphs use a sparse eigensolver and are never densified.
+        eigh_backend: dense solver (``"auto"``, ``"torch"``, ``"cupy"``, ``"host"``); on CUDA,
+            ``auto`` uses CuPy's batched ``eigh`` above 32 nodes when CuPy is installed.
         sparse_solver: ``"auto"`` (Chebyshev-filtered subspace iteration on the data's device,
             ARPACK where it does not converge), ``"chebyshev"`` or ``"arpack"``; see
             :func:`graphpe.ops.laplacian_eigenpairs`.
@@ -53,6 +56,7 @@ class LaplacianPE(PETransform):
         attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
         dense_max_nodes: int = 384,
         sparse_solver: str = "auto",
+        eigh_backend: str = "auto",
     ) -> None:
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be a positive int, got {k!r}")
@@ -66,6 +70,8 @@ class LaplacianPE(PETransform):
             raise ValueError(
                 f"sparse_solver must be one of {SPARSE_SOLVERS}, got {sparse_solver!r}"
             )
+        if eigh_backend not in EIGH_BACKENDS:
+            raise ValueError(f"eigh_backend must be one of {EIGH_BACKENDS}, got {eigh_backend!r}")
         if len(attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
         self.k = k
@@ -77,6 +83,7 @@ class LaplacianPE(PETransform):
         self.attr_names = tuple(attr_names)
         self.dense_max_nodes = dense_max_nodes
         self.sparse_solver = sparse_solver
+        self.eigh_backend = eigh_backend
         self.reset_generator()
 
     def settings(self) -> dict[str, Any]:
@@ -110,6 +117,7 @@ class LaplacianPE(PETransform):
             pad_value=self.pad_value,
             dense_max_nodes=self.dense_max_nodes,
             sparse_solver=self.sparse_solver,
+            eigh_backend=self.eigh_backend,
         )
         graph = batch_from_ptr(ptr, num_nodes)
         vec_name, val_name, mask_name = self.attr_names

@@ -48,3 +48,66 @@ def test_curvature_fast_tier_on_cuda(batch):
         prof = node_profile(cuda.edge_index, cuda.num_nodes, gpu)
         assert torch.allclose(prof.cpu(), node_profile(batch.edge_index, batch.num_nodes, cpu),
                               atol=1e-5)
+
+
+def test_exact_orc_and_profiles_on_cuda(batch):
+    from graphpe.ops.curvature import ollivier_ricci
+
+    cuda = batch.to("cuda")
+    cpu = ollivier_ricci(batch.edge_index, batch.num_nodes)
+    gpu = ollivier_ricci(cuda.edge_index, cuda.num_nodes)
+    assert gpu.device.type == "cuda"
+    assert torch.allclose(gpu.cpu(), cpu, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch", "host", "cupy"])
+def test_batched_eigh_backends_match_cpu(backend):
+    from graphpe.ops import batched_eigh as be
+
+    if backend == "cupy" and not be.cupy_available():
+        pytest.skip("CuPy not installed")
+    gen = torch.Generator().manual_seed(0)
+    mats = []
+    for b, n in ((64, 20), (64, 38), (8, 100)):
+        a = torch.randn(b, n, n, generator=gen)
+        mats.append((a + a.transpose(1, 2)) / n)
+    cpu = be.batched_eigh([m.double() for m in mats])
+    gpu = be.batched_eigh([m.cuda() for m in mats], backend)
+    for (cv, _), (gv, gu), m in zip(cpu, gpu, mats, strict=True):
+        assert gv.device.type == "cuda" and gu.shape == m.shape
+        assert torch.allclose(gv.cpu().double(), cv, atol=1e-4)
+        res = m.cuda() @ gu - gu * gv.unsqueeze(1)
+        assert res.abs().max() < 1e-4
+
+
+def test_lappe_cupy_and_host_paths_agree_on_mid_sized_graphs():
+    import networkx as nx
+
+    from tests.conftest import nx_to_data
+
+    graphs = [nx_to_data(nx.connected_watts_strogatz_graph(n, 4, 0.3, seed=n))
+              for n in (40, 40, 57, 120)]
+    batch = Batch.from_data_list(graphs)
+    cpu = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)
+    cuda = batch.to("cuda")
+    for backend in ("auto", "host"):
+        gpu = laplacian_eigenpairs(cuda.edge_index, cuda.num_nodes, 6, ptr=cuda.ptr,
+                                   eigh_backend=backend)
+        assert torch.allclose(gpu.eigvals.cpu(), cpu.eigvals, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_chebyshev_sparse_path_on_cuda(dtype):
+    import networkx as nx
+
+    from tests.conftest import nx_to_data
+
+    data = nx_to_data(nx.disjoint_union(nx.grid_2d_graph(40, 41), nx.cycle_graph(100)))
+    n = data.num_nodes
+    cpu = laplacian_eigenpairs(data.edge_index, n, 8, dense_max_nodes=64,
+                               sparse_solver="chebyshev", dtype=torch.float64)
+    gpu = laplacian_eigenpairs(data.edge_index.cuda(), n, 8, dense_max_nodes=64,
+                               sparse_solver="chebyshev", compute_dtype=dtype,
+                               dtype=torch.float64)
+    assert gpu.eigvecs.device.type == "cuda"
+    assert torch.allclose(gpu.eigvals.cpu(), cpu.eigvals, atol=1e-6)
