@@ -31,6 +31,7 @@ from graphpe.ops.batched_eigh import EIGH_BACKENDS, batched_eigh
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
+    bucket_granularity_for,
     bucket_groups,
     bucket_node_index,
     components_per_graph,
@@ -73,7 +74,7 @@ def laplacian_eigenpairs(
     generator: torch.Generator | None = None,
     pad_value: float = 0.0,
     dense_max_nodes: int = 384,
-    bucket_granularity: int = 1,
+    bucket_granularity: int | None = None,
     compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
     eigh_backend: str = "auto",
@@ -98,7 +99,9 @@ def laplacian_eigenpairs(
         pad_value: eigenvalue written into padded columns.
         dense_max_nodes: graphs up to this size use the batched dense path; larger ones the
             sparse solver.
-        bucket_granularity: size buckets round node counts up to a multiple of this.
+        bucket_granularity: size buckets round node counts up to a multiple of this; by default
+            exact sizes for 1024+ graphs, a few coarse buckets for a training-size batch
+            (:func:`~graphpe.ops.graph.bucket_granularity_for`).
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
         eigh_backend: dense solver of the size buckets, see
@@ -151,6 +154,8 @@ def laplacian_eigenpairs(
     cols = torch.arange(k, device=device)
 
     # Dense path: one batched eigh per size bucket, a memory-bounded group of buckets at a time.
+    if bucket_granularity is None:
+        bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
     itemsize = torch.finfo(compute_dtype).bits // 8
     for group in bucket_groups(buckets, itemsize, max_dense_bytes):

@@ -267,6 +267,22 @@ class SizeBucket(NamedTuple):
     graphs: Tensor  # graph ids in the batch, ascending
 
 
+def bucket_granularity_for(sizes: Tensor, max_size: int | None = None,
+                           exact_from_graphs: int = 1024, coarse_buckets: int = 4) -> int:
+    """The size-bucket granularity for a batch: 1 (exact sizes, no padding) for a dataset
+    chunk of at least ``exact_from_graphs`` graphs, where every size has enough graphs for its
+    own batched call to pay; otherwise about ``coarse_buckets`` buckets, as a training batch
+    (a few hundred graphs over dozens of sizes) would otherwise cost dozens of small calls, and
+    their launch overhead dominates on a GPU."""
+    if sizes.numel() >= exact_from_graphs:
+        return 1
+    sizes = sizes.detach().cpu()
+    if max_size is not None:
+        sizes = sizes[sizes <= max_size]
+    n_max = int(sizes.max()) if sizes.numel() else 0
+    return max(1, -(-n_max // coarse_buckets))
+
+
 def size_buckets(sizes: Tensor, granularity: int = 1, max_size: int | None = None) -> list[
     SizeBucket
 ]:

@@ -14,6 +14,7 @@ from torch import Tensor
 from graphpe.ops.graph import (
     SizeBucket,
     batch_from_ptr,
+    bucket_granularity_for,
     bucket_groups,
     bucket_node_index,
     degree,
@@ -51,7 +52,7 @@ def random_walk_landing_probs(
     ptr: Tensor | None = None,
     edge_weight: Tensor | None = None,
     dense_max_nodes: int = 512,
-    bucket_granularity: int = 1,
+    bucket_granularity: int | None = None,
     compute_dtype: torch.dtype = torch.float32,
     dtype: torch.dtype = torch.float32,
     max_block_bytes: int = 4 * 2**20,
@@ -75,7 +76,8 @@ def random_walk_landing_probs(
         ptr: ``[G + 1]`` node offsets of the graphs; one graph if None.
         edge_weight: ``[E]`` finite non-negative weights, or None.
         dense_max_nodes: largest graph size for the dense path.
-        bucket_granularity: size buckets round node counts up to a multiple of this.
+        bucket_granularity: size buckets round node counts up to a multiple of this; by default
+            exact sizes for 1024+ graphs, a few coarse buckets for a training-size batch.
         compute_dtype: dtype of the matrix products.
         dtype: dtype of the result.
         max_block_bytes: memory of one dense chunk of powers (small enough to stay in cache).
@@ -94,6 +96,8 @@ def random_walk_landing_probs(
     sizes = ptr[1:] - ptr[:-1]
     itemsize = torch.finfo(compute_dtype).bits // 8
 
+    if bucket_granularity is None:
+        bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
     buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
     for group in bucket_groups(buckets, itemsize, max_dense_bytes):
         _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length, compute_dtype,
@@ -353,9 +357,7 @@ def normalize_per_graph(
     # so graphs padded to a common size get exactly their own basis (zero on the padding). A
     # training-size batch uses a few coarse buckets (few calls, some padding); a dataset chunk
     # has enough graphs of every size for exact-size buckets to pay.
-    n_max = int(sizes.max()) if sizes.numel() else 0
-    granularity = 1 if num_graphs >= 1024 else max(1, -(-n_max // 4))
-    for bucket in size_buckets(sizes, granularity=granularity):
+    for bucket in size_buckets(sizes, granularity=bucket_granularity_for(sizes)):
         node, inside = bucket_node_index(ptr, bucket)
         b, n = node.shape
         blocks = x[node] * inside.unsqueeze(-1).to(x.dtype)

@@ -135,3 +135,29 @@ def test_bucket_groups_respect_the_memory_budget():
     for group in groups:
         used = sum(8 * b.size**2 * b.graphs.numel() for b in group)
         assert used <= 8 * 130 or sum(b.graphs.numel() for b in group) == 1
+
+
+def test_bucket_granularity_exact_for_datasets_coarse_for_batches():
+    from graphpe.ops.graph import bucket_granularity_for
+
+    assert bucket_granularity_for(torch.full((1024,), 30)) == 1
+    assert bucket_granularity_for(torch.tensor([9, 23, 38])) == 10  # ~4 buckets up to 38
+    assert bucket_granularity_for(torch.tensor([9, 23, 5000]), max_size=384) == 6
+    assert bucket_granularity_for(torch.tensor([], dtype=torch.long)) == 1
+
+
+def test_coarse_buckets_give_the_exact_bucket_results(families):
+    from torch_geometric.data import Batch
+
+    from graphpe.ops import laplacian_eigenpairs, random_walk_landing_probs
+
+    batch = Batch.from_data_list(list(families.values()))
+    args = (batch.edge_index, batch.num_nodes)
+    for granularity in (1, 8):
+        coarse = random_walk_landing_probs(*args, 8, ptr=batch.ptr)
+        exact = random_walk_landing_probs(*args, 8, ptr=batch.ptr, bucket_granularity=1)
+        assert torch.allclose(coarse, exact, atol=1e-6)
+        coarse = laplacian_eigenpairs(*args, 5, ptr=batch.ptr, bucket_granularity=granularity)
+        exact = laplacian_eigenpairs(*args, 5, ptr=batch.ptr, bucket_granularity=1)
+        assert torch.allclose(coarse.eigvals, exact.eigvals, atol=1e-6)
+        assert torch.equal(coarse.mask, exact.mask)
