@@ -17,3 +17,14 @@ def test_custom_gnn_example_runs(capsys):
 def test_quickstart_example_runs(capsys):
     runpy.run_path(str(EXAMPLES / "quickstart.py"), run_name="__main__")
     assert "epoch 5: train MAE" in capsys.readouterr().out
+
+
+def test_large_graph_example_runs(capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["large_graph.py", "5000"])
+    runpy.run_path(str(EXAMPLES / "large_graph.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "LapPE k=8 on 5,000 nodes" in out
+    residual = float(out.split("largest residual ||L v - lambda v||: ")[1].split()[0])
+    assert residual < 1e-5

@@ -50,6 +50,7 @@ from graphpe.ops.sparse_eigen import chebyshev_eigenpairs, component_basis
 
 SIGN_MODES = ("canonical", "random", "none")
 SPARSE_SOLVERS = ("auto", "chebyshev", "arpack")
+_FLOAT32_TOL = 1e-5  # residuals float32 SpMM reliably reaches on L_sym
 
 
 class Eigenpairs(NamedTuple):
@@ -115,8 +116,10 @@ def laplacian_eigenpairs(
             warning for a graph where it does not converge in ``sparse_max_iter`` filters, such
             as a very long path).
         sparse_tol: residual tolerance of the sparse solver: ``||L v - lambda v||`` for
-            ``chebyshev`` (default ``1e-8`` in float64, ``1e-5`` in float32), relative to
-            ``|lambda|`` for ``arpack`` (default ``1e-8``).
+            ``chebyshev`` (default ``1e-8`` in float64, ``1e-5`` in float32, times
+            ``max deg`` for ``none``; a float64 solve first converges to ``1e-5`` with float32
+            products, then refines), relative to ``|lambda|`` for ``arpack`` (default
+            ``1e-8``).
         sparse_max_iter: filter iterations of ``chebyshev``.
         max_dense_bytes: memory for the padded dense matrices densified at once; a batch of
             mid-sized graphs is solved a group of buckets at a time.
@@ -417,11 +420,20 @@ def _chebyshev_smallest(
     vals = torch.zeros(trivial_count, dtype=torch.float64, device=deg.device)
     vecs = basis.dense(torch.float64)[:, :trivial_count] if trivial_count else None
     if want > 0:
+        scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
         if tol is None:
-            tol = 1e-8 if dtype == torch.float64 else 1e-5
+            tol = (1e-8 if dtype == torch.float64 else _FLOAT32_TOL) * scale
+        gen = torch.Generator().manual_seed(0)
+        start = None
+        if dtype == torch.float64 and tol < _FLOAT32_TOL * scale:
+            # float32 SpMM moves half the bytes: converge most of the way there, then refine
+            rough = chebyshev_eigenpairs(
+                operator.to(torch.float32), want, upper=upper, deflate=basis,
+                tol=_FLOAT32_TOL * scale, max_iter=max_iter, generator=gen, warn=False)
+            start = rough.block
         solved = chebyshev_eigenpairs(
             operator, want, upper=upper, deflate=basis, tol=tol, max_iter=max_iter,
-            generator=torch.Generator().manual_seed(0), warn=warn)
+            generator=gen, start=start, warn=warn)
         if not solved.converged and not warn:
             return None, None
         vals = torch.cat([vals, solved.eigvals])

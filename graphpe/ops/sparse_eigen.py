@@ -37,14 +37,16 @@ from graphpe.ops.propagate import orthonormalize
 
 class SparseEigenpairs(NamedTuple):
     """``eigvals`` ``[k]`` (float64, ascending), ``eigvecs`` ``[n, k]`` (unit columns),
-    ``residuals`` ``[k]`` (``||L v - lambda v||``), iterations run, and whether every
-    residual met the tolerance."""
+    ``residuals`` ``[k]`` (``||L v - lambda v||``), iterations run, whether every residual
+    met the tolerance, and the whole final Ritz basis ``block`` ``[n, p]`` (wanted and guard
+    vectors: the ``start`` of a refining run)."""
 
     eigvals: Tensor
     eigvecs: Tensor
     residuals: Tensor
     iterations: int
     converged: bool
+    block: Tensor
 
 
 class ComponentBasis:
@@ -121,6 +123,7 @@ def chebyshev_eigenpairs(
     tol: float = 1e-4,
     max_iter: int = 300,
     generator: torch.Generator | None = None,
+    start: Tensor | None = None,
     warn: bool = True,
 ) -> SparseEigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
@@ -141,6 +144,8 @@ def chebyshev_eigenpairs(
         max_iter: filter iterations before giving up (the best pairs found are returned with
             ``converged=False``).
         generator: random start block (drawn on the CPU, then moved).
+        start: ``[n, q]`` vectors to start from (e.g. the ``block`` of a float32 run refined
+            here in float64); columns beyond ``q`` are random.
         warn: warn when ``max_iter`` is reached without convergence.
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -165,8 +170,13 @@ def chebyshev_eigenpairs(
     def basis(block: Tensor) -> Tensor:
         return _orthonormal_basis(block, deflate, generator)
 
-    start = torch.randn(n, p, generator=generator, dtype=torch.float64)
-    q = basis(start.to(device))
+    block = torch.randn(n, p, generator=generator, dtype=torch.float64).to(device)
+    if start is not None:
+        if start.dim() != 2 or start.size(0) != n:
+            raise ValueError(f"start must be [{n}, q], got {list(start.shape)}")
+        q_start = min(start.size(1), p)
+        block[:, :q_start] = start[:, :q_start].to(device=device, dtype=torch.float64)
+    q = basis(block)
     theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
     residuals = _residual_norms(x, lx, theta)
     iterations = 0
@@ -190,7 +200,7 @@ def chebyshev_eigenpairs(
             RuntimeWarning,
             stacklevel=2,
         )
-    return SparseEigenpairs(theta[:k], x[:, :k], residuals[:k], iterations, converged)
+    return SparseEigenpairs(theta[:k], x[:, :k], residuals[:k], iterations, converged, x)
 
 
 class _ShiftedOperator:
