@@ -6,6 +6,7 @@ from graphpe.ops.curvature import (
     node_profile,
     ollivier_ricci,
 )
+from graphpe.ops.dense_eigh import batched_eigh
 from graphpe.ops.eigen import (
     Eigenpairs,
     canonical_signs,
@@ -28,9 +29,20 @@ from graphpe.ops.propagate import (
     propagation_operator,
     random_walk_landing_probs,
 )
+from graphpe.ops.sparse_eigen import (
+    ComponentBasis,
+    SparseEigenpairs,
+    chebyshev_eigenpairs,
+    component_basis,
+)
 
 __all__ = [
+    "ComponentBasis",
     "Eigenpairs",
+    "SparseEigenpairs",
+    "batched_eigh",
+    "chebyshev_eigenpairs",
+    "component_basis",
     "batch_from_ptr",
     "canonical_signs",
     "connected_components",

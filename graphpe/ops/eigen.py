@@ -27,7 +27,7 @@ import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
-from graphpe.ops.batched_eigh import EIGH_BACKENDS, batched_eigh
+from graphpe.ops.dense_eigh import EIGH_BACKENDS, batched_eigh
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
@@ -106,7 +106,7 @@ def laplacian_eigenpairs(
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
         eigh_backend: dense solver of the size buckets, see
-            :func:`graphpe.ops.batched_eigh.batched_eigh`: ``auto`` (LAPACK on the CPU; on CUDA
+            :func:`graphpe.ops.dense_eigh.batched_eigh`: ``auto`` (LAPACK on the CPU; on CUDA
             torch up to 32 nodes, then CuPy when installed, else LAPACK on the host), ``torch``,
             ``cupy`` or ``host``.
         sparse_solver: ``chebyshev`` (:func:`~graphpe.ops.sparse_eigen.chebyshev_eigenpairs`:

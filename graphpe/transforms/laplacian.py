@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor
 
-from graphpe.ops.batched_eigh import EIGH_BACKENDS
+from graphpe.ops.dense_eigh import EIGH_BACKENDS
 from graphpe.ops.eigen import SIGN_MODES, SPARSE_SOLVERS, laplacian_eigenpairs
 from graphpe.ops.graph import NORMALIZATIONS, batch_from_ptr
 from graphpe.transforms.base import PETransform

@@ -62,7 +62,7 @@ def test_exact_orc_and_profiles_on_cuda(batch):
 
 @pytest.mark.parametrize("backend", ["auto", "torch", "host", "cupy"])
 def test_batched_eigh_backends_match_cpu(backend):
-    from graphpe.ops import batched_eigh as be
+    from graphpe.ops import dense_eigh as be
 
     if backend == "cupy" and not be.cupy_available():
         pytest.skip("CuPy not installed")
