@@ -111,3 +111,39 @@ def test_chebyshev_sparse_path_on_cuda(dtype):
                                dtype=torch.float64)
     assert gpu.eigvecs.device.type == "cuda"
     assert torch.allclose(gpu.eigvals.cpu(), cpu.eigvals, atol=1e-6)
+
+
+@pytest.mark.parametrize("normalization", ["sym", "rw", "none"])
+def test_graph_structure_kernels_on_cuda(batch, normalization):
+    from graphpe.ops import connected_components, degree, laplacian, undirected_simple
+
+    cuda = batch.to("cuda")
+    n = batch.num_nodes
+    cpu_lap = laplacian(batch.edge_index, n, normalization=normalization).to_dense()
+    gpu_lap = laplacian(cuda.edge_index, n, normalization=normalization).to_dense()
+    assert torch.allclose(gpu_lap.cpu(), cpu_lap, atol=1e-6)
+    assert torch.equal(connected_components(cuda.edge_index, n).cpu(),
+                       connected_components(batch.edge_index, n))
+    cpu_g, gpu_g = undirected_simple(batch.edge_index, n), undirected_simple(cuda.edge_index, n)
+    assert torch.equal(gpu_g.edge_index.cpu(), cpu_g.edge_index)
+    assert torch.allclose(degree(gpu_g.edge_index, n).cpu(), degree(cpu_g.edge_index, n))
+
+
+def test_normalization_and_orthonormalize_on_cuda(batch):
+    from graphpe.ops import normalize_per_graph, orthonormalize
+
+    x = torch.randn(batch.num_nodes, 12, dtype=torch.float64)
+    for mode in ("qr", "l2"):
+        cpu = normalize_per_graph(x, batch.ptr, mode, 4)
+        gpu = normalize_per_graph(x.cuda(), batch.ptr.cuda(), mode, 4)
+        assert torch.allclose(gpu.cpu(), cpu, atol=1e-8)
+    tall = torch.randn(5000, 16, dtype=torch.float64)
+    assert torch.allclose(orthonormalize(tall.cuda()).cpu(), orthonormalize(tall), atol=1e-8)
+
+
+def test_augmented_forman_on_cuda(batch):
+    cuda = batch.to("cuda")
+    for augmented in (False, True):
+        cpu = forman_curvature(batch.edge_index, batch.num_nodes, augmented)
+        gpu = forman_curvature(cuda.edge_index, cuda.num_nodes, augmented)
+        assert torch.allclose(gpu.cpu(), cpu, atol=1e-5)
