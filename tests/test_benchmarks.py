@@ -61,7 +61,7 @@ def test_sparse_eigen_benchmark_runs(tmp_path, monkeypatch):
                                  "--json", str(out)], monkeypatch)
     rows = json.loads(out.read_text())["rows"]
     ours = [r for r in rows if r["method"].startswith("graphpe")]
-    assert len(ours) == 4 and all(r["converged"] for r in ours)
+    assert len(ours) == 6 and all(r["converged"] for r in ours)
     assert all(r["eig_err"] < 1e-6 for r in ours if "eig_err" in r)
 
 
