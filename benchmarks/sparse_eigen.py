@@ -129,6 +129,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--families", default="er,chunglu,grid")
     ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--modes", default="float64,float32,mixed",
+                    help="graphpe runs: float64, float32, mixed (float32 then float64)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--arpack-seconds", type=float, default=600.0)
     ap.add_argument("--quick", action="store_true", help="ARPACK budget 60 s")
@@ -153,8 +155,10 @@ def main() -> None:
             else:
                 rows.append({"graph": family, "nodes": n, "nnz": nnz,
                              "method": f"ARPACK eigsh (stopped, > {limit:.0f} s)"})
-            for dtype, tol, refine in ((torch.float64, 1e-8, False), (torch.float32, 1e-5, False),
-                                       (torch.float64, 1e-8, True)):
+            modes = {"float64": (torch.float64, 1e-8, False),
+                     "float32": (torch.float32, 1e-5, False),
+                     "mixed": (torch.float64, 1e-8, True)}
+            for dtype, tol, refine in (modes[m] for m in args.modes.split(",")):
                 seconds, res, residual = run_graphpe(ei, off, diag, deg, n, args.k, dtype, tol,
                                                      refine)
                 label = "float32 -> float64" if refine else str(dtype)[6:]
