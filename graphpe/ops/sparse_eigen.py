@@ -179,15 +179,16 @@ def chebyshev_eigenpairs(
     q = basis(block)
     theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
     residuals = _residual_norms(x, lx, theta)
+    # The damped interval ends strictly above the spectrum: ``upper`` itself can be an
+    # eigenvalue (2 for L_sym of a bipartite component) and the block's largest Ritz value.
+    top = upper * (1.0 + 1e-2)
     iterations = 0
     while not bool((residuals[:k] <= tol).all()) and iterations < max_iter:
-        # damp [a, upper], where a = the block's largest Ritz value: everything the block must
+        # damp [a, top], where a = the block's largest Ritz value: everything the block must
         # not converge to; the smallest Ritz value scales the filter so values stay O(1)
         a = float(theta[-1])
         low = float(theta[0])
-        if not upper > a:
-            break  # the block already spans the top of the spectrum: Ritz pairs are exact
-        y = _chebyshev_filter(shifted, x.to(spmm_dtype), degree, a, upper, low)
+        y = _chebyshev_filter(shifted, x.to(spmm_dtype), degree, a, top, low)
         q = basis(y)
         theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
         residuals = _residual_norms(x, lx, theta)

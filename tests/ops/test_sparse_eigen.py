@@ -214,3 +214,17 @@ def test_refining_from_a_float32_block_converges_in_float64():
     assert np.allclose(fine.eigvals.numpy(), w[1:7], atol=1e-9)
     with pytest.raises(ValueError, match=r"^start must be \[1500, q\], got \[10, 3\]$"):
         chebyshev_eigenpairs(op, 6, upper=2.0, start=torch.zeros(10, 3))
+
+
+def test_eigenvalue_at_the_spectrum_bound_does_not_stop_the_iteration():
+    # the case hypothesis found (seed 1344 of the test above): a sparse random graph with many
+    # single-edge components (eigenvalue 2 = the bound of L_sym), so the block's largest Ritz
+    # value sat on the bound at once and the iteration stopped unconverged
+    rng = np.random.default_rng(1344)
+    n = int(rng.integers(60, 160))
+    g = nx.gnp_random_graph(n, float(rng.uniform(1.0, 4.0)) / n, seed=1344)
+    op, basis, dense, _ = operator_of(g)
+    res = chebyshev_eigenpairs(op, 5, upper=2.0, deflate=basis, tol=1e-9)
+    assert res.converged and res.iterations > 0
+    w = np.linalg.eigvalsh(dense)[basis.count : basis.count + 5]
+    assert np.allclose(res.eigvals.numpy(), w, atol=1e-9)
