@@ -124,16 +124,7 @@ def laplacian_eigenpairs(
         max_dense_bytes: memory for the padded dense matrices densified at once; a batch of
             mid-sized graphs is solved a group of buckets at a time.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
-    if normalization not in NORMALIZATIONS:
-        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
-    if sign not in SIGN_MODES:
-        raise ValueError(f"sign must be one of {SIGN_MODES}, got {sign!r}")
-    if eigh_backend not in EIGH_BACKENDS:
-        raise ValueError(f"eigh_backend must be one of {EIGH_BACKENDS}, got {eigh_backend!r}")
-    if sparse_solver not in SPARSE_SOLVERS:
-        raise ValueError(f"sparse_solver must be one of {SPARSE_SOLVERS}, got {sparse_solver!r}")
+    check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
     device = edge_index.device
     if ptr is None:
         ptr = single_graph_ptr(num_nodes, device)
@@ -198,6 +189,25 @@ def laplacian_eigenpairs(
         mask[g, :m] = True
         eigvecs[start:end] = vecs[0]
     return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
+
+
+def check_eigenpair_options(
+    k: int,
+    normalization: str = "sym",
+    sign: str = "canonical",
+    eigh_backend: str = "auto",
+    sparse_solver: str = "auto",
+) -> None:
+    """Raise ``ValueError`` naming the first invalid option of :func:`laplacian_eigenpairs`
+    (shared with ``LaplacianPE``, which checks at construction)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    for name, value, choices in (("normalization", normalization, NORMALIZATIONS),
+                                 ("sign", sign, SIGN_MODES),
+                                 ("eigh_backend", eigh_backend, EIGH_BACKENDS),
+                                 ("sparse_solver", sparse_solver, SPARSE_SOLVERS)):
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
 def _dense_group(

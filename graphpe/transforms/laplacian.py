@@ -6,9 +6,8 @@ from typing import Any
 
 from torch import Tensor
 
-from graphpe.ops.dense_eigh import EIGH_BACKENDS
-from graphpe.ops.eigen import SIGN_MODES, SPARSE_SOLVERS, laplacian_eigenpairs
-from graphpe.ops.graph import NORMALIZATIONS, batch_from_ptr
+from graphpe.ops.eigen import check_eigenpair_options, laplacian_eigenpairs
+from graphpe.ops.graph import batch_from_ptr
 from graphpe.transforms.base import PETransform
 
 
@@ -58,20 +57,7 @@ class LaplacianPE(PETransform):
         sparse_solver: str = "auto",
         eigh_backend: str = "auto",
     ) -> None:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive int, got {k!r}")
-        if normalization not in NORMALIZATIONS:
-            raise ValueError(
-                f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}"
-            )
-        if sign not in SIGN_MODES:
-            raise ValueError(f"sign must be one of {SIGN_MODES}, got {sign!r}")
-        if sparse_solver not in SPARSE_SOLVERS:
-            raise ValueError(
-                f"sparse_solver must be one of {SPARSE_SOLVERS}, got {sparse_solver!r}"
-            )
-        if eigh_backend not in EIGH_BACKENDS:
-            raise ValueError(f"eigh_backend must be one of {EIGH_BACKENDS}, got {eigh_backend!r}")
+        check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
         if len(attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
         self.k = k
