@@ -76,6 +76,12 @@ def test_bad_arguments():
         LaplacianPE(k=2, normalization="bogus")
     with pytest.raises(ValueError, match="sign must be one of"):
         LaplacianPE(k=2, sign="bogus")
+    with pytest.raises(ValueError, match=r"^sparse_solver must be one of \('auto', 'chebyshev', "
+                                         r"'arpack'\), got 'lobpcg'$"):
+        LaplacianPE(k=2, sparse_solver="lobpcg")
+    with pytest.raises(ValueError, match=r"^eigh_backend must be one of \('auto', 'torch', "
+                                         r"'cupy', 'host'\), got 'magma'$"):
+        LaplacianPE(k=2, eigh_backend="magma")
     with pytest.raises(ValueError, match="NaN or infinite"):
         LaplacianPE(k=2)(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=2,
                               edge_weight=torch.tensor([float("nan")])))
@@ -95,3 +101,17 @@ def test_data_with_batch_vector_but_no_ptr(families):
     a = LaplacianPE(k=3)(data)
     b = LaplacianPE(k=3)(batch)
     assert torch.allclose(a.lap_eigvals, b.lap_eigvals)
+
+
+@pytest.mark.parametrize("solver", ["auto", "chebyshev", "arpack"])
+def test_large_graphs_switch_to_the_sparse_solver(solver):
+    import networkx as nx
+
+    from tests.conftest import nx_to_data
+
+    data = nx_to_data(nx.connected_watts_strogatz_graph(300, 6, 0.3, seed=4))
+    dense = LaplacianPE(k=5)(data)
+    sparse = LaplacianPE(k=5, dense_max_nodes=100, sparse_solver=solver)(data)
+    assert torch.allclose(sparse.lap_eigvals, dense.lap_eigvals, atol=1e-5)
+    # canonical signs: the same vectors wherever the eigenvalue is simple (here: all five)
+    assert torch.allclose(sparse.lap_pe, dense.lap_pe, atol=1e-4)
