@@ -24,6 +24,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from graphpe.ops.compiled import (
+    edge_triangles_host,
+    node_profile_host,
+    per_input_edge_host,
+    simple_csr,
+    use_compiled,
+)
 from graphpe.ops.graph import (
     UndirectedGraph,
     degree,
@@ -253,6 +260,45 @@ def _csr(graph: UndirectedGraph) -> tuple[np.ndarray, np.ndarray]:
     return indptr, col.astype(np.int64)
 
 
+def orc_csr(indptr: np.ndarray, indices: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+    """Exact ORC of every entry of a simple graph's CSR adjacency (rows sorted by column),
+    float64: each undirected edge is solved once and mirrored."""
+    return _orc_csr(indptr, indices, float(alpha))
+
+
+@numba.njit(cache=True, nogil=True)
+def _orc_csr(indptr, indices, alpha):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    nnz = indices.shape[0]
+    row = np.empty(nnz, dtype=np.int64)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            row[p] = i
+    upper = np.empty(nnz, dtype=np.int64)
+    m = 0
+    for p in range(nnz):
+        if row[p] < indices[p]:
+            upper[m] = p
+            m += 1
+    upper = upper[:m]
+    kappa_upper = _orc_kernel(indptr, indices, row[upper], indices[upper], alpha)
+    out = np.empty(nnz)
+    for q in range(m):
+        out[upper[q]] = kappa_upper[q]
+    for p in range(nnz):
+        i, j = row[p], indices[p]
+        if i > j:  # the reverse entry (j, i) sits in row j, found by binary search
+            lo, hi = indptr[j], indptr[j + 1]
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if indices[mid] < i:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            out[p] = out[lo]
+    return out
+
+
 def per_input_edge(
     edge_index: Tensor, graph: UndirectedGraph, values: Tensor
 ) -> Tensor:
@@ -341,7 +387,11 @@ def bounds_simple(graph: UndirectedGraph, alpha: float = 0.0) -> tuple[Tensor, T
     """:func:`curvature_bounds` on every directed edge of a simple graph (float64)."""
     deg = degree(graph.edge_index, graph.num_nodes, dtype=torch.float64)
     dx, dy = deg[graph.edge_index[0]], deg[graph.edge_index[1]]
-    t = edge_triangles(graph).to(torch.float64)
+    return _bounds(dx, dy, edge_triangles(graph).to(torch.float64), alpha)
+
+
+def _bounds(dx: Tensor, dy: Tensor, t: Tensor, alpha: float) -> tuple[Tensor, Tensor]:
+    """The bounds of :func:`curvature_bounds` from the end degrees and common neighbours."""
     dmin, dmax = torch.minimum(dx, dy), torch.maximum(dx, dy)
     base = 1.0 - 1.0 / dx - 1.0 / dy
     jost_liu = -(base - t / dmin).clamp(min=0) - (base - t / dmax).clamp(min=0) + t / dmax
@@ -384,10 +434,14 @@ def curvature_bounds(
 def forman_simple(graph: UndirectedGraph, augmented: bool = False) -> Tensor:
     """:func:`forman_curvature` on every directed edge of a simple graph (float64)."""
     deg = degree(graph.edge_index, graph.num_nodes, dtype=torch.float64)
-    value = 4.0 - deg[graph.edge_index[0]] - deg[graph.edge_index[1]]
-    if augmented:
-        value = value + 3.0 * edge_triangles(graph).to(torch.float64)
-    return value
+    t = edge_triangles(graph).to(torch.float64) if augmented else None
+    return _forman(deg[graph.edge_index[0]], deg[graph.edge_index[1]], t)
+
+
+def _forman(dx: Tensor, dy: Tensor, t: Tensor | None) -> Tensor:
+    """``4 - dx - dy``, plus ``3 t`` (augmented) when the triangle counts ``t`` are given."""
+    value = 4.0 - dx - dy
+    return value if t is None else value + 3.0 * t
 
 
 def forman_curvature(
@@ -446,6 +500,65 @@ def profile_simple(
     return torch.stack(out, dim=1)
 
 
+CURVATURES = ("orc", "orc_bounds", "forman", "afrc")
+
+
+def local_curvature_profile(
+    edge_index: Tensor,
+    num_nodes: int,
+    curvature: str = "orc",
+    alpha: float = 0.0,
+    stats: tuple[str, ...] = PROFILE_STATS,
+    ptr: Tensor | None = None,
+    kernel: str = "auto",
+) -> tuple[Tensor, Tensor]:
+    """Local Curvature Profile: per node, ``stats`` of the curvature of its incident edges.
+
+    Returns ``(profile [N, len(stats)] float64, curvature per input edge)``: ``[E]``, or for
+    ``orc_bounds`` ``[E, 2]`` (lower, upper; the profile uses their midpoint). Curvatures as
+    :func:`ollivier_ricci` (``orc``, exact), :func:`curvature_bounds` (``orc_bounds``) and
+    :func:`forman_curvature` (``forman``, ``afrc``), on the unweighted simple graph. ``ptr``
+    (graphs of a batch) is only validated: curvature never crosses a graph boundary anyway.
+    ``kernel``: ``compiled`` (CPU: compiled loops on the CSR adjacency), ``tensor`` (torch
+    operations) or ``auto`` (``compiled`` on the CPU); the exact ORC solve is compiled either
+    way.
+    """
+    if curvature not in CURVATURES:
+        raise ValueError(f"curvature must be one of {CURVATURES}, got {curvature!r}")
+    _check_alpha(alpha)
+    _check_stats(stats)
+    validate_graph(edge_index, num_nodes, ptr=ptr)
+    device = edge_index.device
+    if use_compiled(kernel, device):
+        csr = simple_csr(edge_index, num_nodes)
+        if curvature == "orc":
+            value = stored = orc_csr(csr.indptr, csr.indices, alpha)
+        else:
+            deg = np.diff(csr.indptr).astype(np.float64)
+            row = np.repeat(np.arange(num_nodes), np.diff(csr.indptr))
+            dx = torch.from_numpy(deg[row])
+            dy = torch.from_numpy(deg[csr.indices])
+            t = None if curvature == "forman" else torch.from_numpy(
+                edge_triangles_host(csr.indptr, csr.indices))
+            if curvature == "orc_bounds":
+                lower, upper = _bounds(dx, dy, t, alpha)
+                value = ((lower + upper) / 2).numpy()
+                stored = torch.stack([lower, upper], dim=1).numpy()
+            else:
+                value = stored = _forman(dx, dy, t).numpy()
+        profile = torch.from_numpy(node_profile_host(csr, value, stats))
+        return profile, torch.from_numpy(per_input_edge_host(edge_index, csr, stored))
+    graph = undirected_simple(edge_index, num_nodes)
+    if curvature == "orc":
+        value = stored = orc_simple(graph, alpha)
+    elif curvature == "orc_bounds":
+        lower, upper = bounds_simple(graph, alpha)
+        value, stored = (lower + upper) / 2, torch.stack([lower, upper], dim=1)
+    else:
+        value = stored = forman_simple(graph, augmented=curvature == "afrc")
+    return profile_simple(graph, value, stats), per_input_edge(edge_index, graph, stored)
+
+
 def _check_stats(stats: tuple[str, ...]) -> None:
     for s in stats:
         if s not in PROFILE_STATS:
@@ -485,7 +598,10 @@ def node_profile(
 
 
 __all__ = [
+    "CURVATURES",
     "PROFILE_STATS",
+    "local_curvature_profile",
+    "orc_csr",
     "bounds_simple",
     "curvature_bounds",
     "edge_triangles",

@@ -27,6 +27,12 @@ import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
+from graphpe.ops.compiled import (
+    host_array,
+    laplacian_eigenpairs_host,
+    simple_csr,
+    use_compiled,
+)
 from graphpe.ops.dense_eigh import EIGH_BACKENDS, batched_eigh
 from graphpe.ops.graph import (
     NORMALIZATIONS,
@@ -83,6 +89,7 @@ def laplacian_eigenpairs(
     sparse_tol: float | None = None,
     sparse_max_iter: int = 200,
     max_dense_bytes: int = 256 * 2**20,
+    kernel: str = "auto",
 ) -> Eigenpairs:
     """The ``k`` smallest (non-trivial) Laplacian eigenpairs of every graph in a batch.
 
@@ -123,42 +130,68 @@ def laplacian_eigenpairs(
         sparse_max_iter: filter iterations of ``chebyshev``.
         max_dense_bytes: memory for the padded dense matrices densified at once; a batch of
             mid-sized graphs is solved a group of buckets at a time.
+        kernel: the dense path's implementation: ``compiled`` (CPU tensors only: one compiled
+            loop over the graphs, one LAPACK ``eigh`` of exactly each graph's size, see
+            :mod:`graphpe.ops.compiled`), ``tensor`` (padded size buckets, batched torch
+            operations, any device) or ``auto`` (``compiled`` on the CPU).
     """
     check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
     device = edge_index.device
-    if ptr is None:
-        ptr = single_graph_ptr(num_nodes, device)
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    ptr = ptr.to(device=device, dtype=torch.long)
     if compute_dtype is None:
         compute_dtype = torch.float64 if device.type == "cpu" else torch.float32
-    num_graphs = ptr.numel() - 1
-
-    labels = connected_components(edge_index, num_nodes)
-    trivial = components_per_graph(labels, ptr)
-    skip = torch.zeros_like(trivial) if keep_trivial else trivial
+    num_graphs = 1 if ptr is None else ptr.numel() - 1
     flips = None
     if sign == "random":
         flips = random_signs(num_graphs, k, generator, compute_dtype, device)
+    # An edge of weight 0 connects nothing: it must not merge components.
+    linked = edge_index if edge_weight is None else edge_index[:, edge_weight > 0]
+    labels = None
 
-    eigvals = torch.full((num_graphs, k), pad_value, dtype=compute_dtype, device=device)
-    eigvecs = torch.zeros(num_nodes, k, dtype=compute_dtype, device=device)
-    mask = torch.zeros(num_graphs, k, dtype=torch.bool, device=device)
-    sizes = ptr[1:] - ptr[:-1]
-    cols = torch.arange(k, device=device)
-
-    # Dense path: one batched eigh per size bucket, a memory-bounded group of buckets at a time.
-    if bucket_granularity is None:
-        bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
-    buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
-    itemsize = torch.finfo(compute_dtype).bits // 8
-    for group in bucket_groups(buckets, itemsize, max_dense_bytes):
-        _dense_group(group, edge_index, edge_weight, ptr, sizes, skip, cols, normalization,
-                     sign, flips, pad_value, compute_dtype, eigh_backend, eigvals, eigvecs, mask)
+    if use_compiled(kernel, device):
+        ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
+        eigvals_np = np.full((num_graphs, k), pad_value, dtype=np.float64)
+        eigvecs_np = np.zeros((num_nodes, k), dtype=np.float64)
+        mask_np = np.zeros((num_graphs, k), dtype=np.bool_)
+        flips_np = np.ones((1, 1)) if flips is None else host_array(flips, np.float64)
+        laplacian_eigenpairs_host(
+            simple_csr(edge_index, num_nodes, edge_weight), ptr_np, k, normalization,
+            keep_trivial, sign, flips_np, dense_max_nodes, eigvals_np, eigvecs_np, mask_np)
+        large = np.flatnonzero(np.diff(ptr_np) > dense_max_nodes).tolist()
+        if not large:  # the common case: return without any further tensor work
+            return Eigenpairs(torch.from_numpy(eigvals_np).to(dtype),
+                              torch.from_numpy(eigvecs_np).to(dtype), torch.from_numpy(mask_np))
+        eigvals = torch.from_numpy(eigvals_np).to(compute_dtype)
+        eigvecs = torch.from_numpy(eigvecs_np).to(compute_dtype)
+        mask = torch.from_numpy(mask_np)
+        ptr = torch.from_numpy(ptr_np)
+    else:
+        ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
+        sizes = ptr[1:] - ptr[:-1]
+        labels = connected_components(linked, num_nodes)
+        trivial = components_per_graph(labels, ptr)
+        skip = torch.zeros_like(trivial) if keep_trivial else trivial
+        eigvals = torch.full((num_graphs, k), pad_value, dtype=compute_dtype, device=device)
+        eigvecs = torch.zeros(num_nodes, k, dtype=compute_dtype, device=device)
+        mask = torch.zeros(num_graphs, k, dtype=torch.bool, device=device)
+        cols = torch.arange(k, device=device)
+        # Dense path: one batched eigh per size bucket, a memory-bounded group at a time.
+        if bucket_granularity is None:
+            bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
+        buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
+        itemsize = torch.finfo(compute_dtype).bits // 8
+        for group in bucket_groups(buckets, itemsize, max_dense_bytes):
+            _dense_group(group, edge_index, edge_weight, ptr, sizes, skip, cols, normalization,
+                         sign, flips, pad_value, compute_dtype, eigh_backend, eigvals, eigvecs,
+                         mask)
+        large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
 
     # Sparse path: graphs too large to densify (few per batch, hence the loop).
-    for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
+    cols = torch.arange(k, device=device)
+    for g in large:
         start, end = int(ptr[g]), int(ptr[g + 1])
+        if labels is None:
+            labels = connected_components(linked, num_nodes)
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
         graph = undirected_simple(sub_ei, end - start, sub_w)
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)

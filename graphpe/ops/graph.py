@@ -29,6 +29,9 @@ class UndirectedGraph(NamedTuple):
     num_nodes: int
 
 
+INDEX_DTYPES = (torch.int64, torch.int32)
+
+
 def validate_graph(
     edge_index: Tensor,
     num_nodes: int,
@@ -37,24 +40,36 @@ def validate_graph(
 ) -> None:
     """Raise ``ValueError`` naming the problem if the inputs do not describe a valid graph.
 
-    Checks: ``edge_index`` is an integer tensor of shape ``[2, E]`` with every index in
-    ``[0, num_nodes)``; ``edge_weight`` (if given) is a floating tensor of shape ``[E]`` whose
-    entries are finite and non-negative; ``ptr`` (if given) is a non-decreasing integer vector
-    from 0 to ``num_nodes`` and no edge crosses from one graph into another.
+    Checks: ``edge_index`` is an ``int64`` or ``int32`` tensor of shape ``[2, E]`` with every
+    index in ``[0, num_nodes)`` (narrower integer types are refused: PyG would read ``uint8``
+    as a mask and the others overflow past 127/32767 nodes); ``edge_weight`` (if given) is a
+    floating tensor of shape ``[E]`` whose entries are finite and non-negative; ``ptr`` (if
+    given) is a non-decreasing integer vector from 0 to ``num_nodes`` and no edge crosses from
+    one graph into another.
+
+    On CPU tensors the checks run on numpy views (a transform called per graph would
+    otherwise spend more time dispatching these few reductions than computing its encoding).
     """
     if not isinstance(edge_index, Tensor):
         raise ValueError(f"edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
-    if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
-        raise ValueError(f"edge_index must have an integer dtype, got {edge_index.dtype}")
+    if edge_index.dtype not in INDEX_DTYPES:
+        raise ValueError(f"edge_index must have an integer dtype (torch.int64 or torch.int32), "
+                         f"got {edge_index.dtype}")
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(edge_index.shape)}")
     if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)):
         raise ValueError(f"num_nodes must be an int, got {type(num_nodes).__name__}")
     if num_nodes < 0:
         raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
+    host = edge_index.device.type == "cpu"
     num_edges = edge_index.size(1)
     if num_edges > 0:
-        lo, hi = int(edge_index.min()), int(edge_index.max())
+        if host:
+            ei = edge_index.detach().numpy()
+            lo, hi = int(ei.min()), int(ei.max())
+        else:
+            lo_t, hi_t = torch.aminmax(edge_index)
+            lo, hi = int(lo_t), int(hi_t)
         if lo < 0 or hi >= num_nodes:
             bad = lo if lo < 0 else hi
             raise ValueError(
@@ -73,23 +88,37 @@ def validate_graph(
         if not edge_weight.dtype.is_floating_point:
             raise ValueError(f"edge_weight must have a floating dtype, got {edge_weight.dtype}")
         if num_edges > 0:
-            if not bool(torch.isfinite(edge_weight).all()):
+            if edge_weight.device.type == "cpu" and edge_weight.dtype != torch.bfloat16:
+                w = edge_weight.detach().numpy()
+                finite, negative = bool(np.isfinite(w).all()), bool((w < 0).any())
+            else:
+                finite = bool(torch.isfinite(edge_weight).all())
+                negative = bool((edge_weight < 0).any())
+            if not finite:
                 raise ValueError("edge_weight contains NaN or infinite values")
-            if bool((edge_weight < 0).any()):
+            if negative:
                 raise ValueError("edge_weight contains negative values")
     if ptr is not None:
         if not isinstance(ptr, Tensor) or ptr.dim() != 1 or ptr.numel() < 1:
             raise ValueError("ptr must be a 1-D tensor [num_graphs + 1] of node offsets")
-        if int(ptr[0]) != 0 or int(ptr[-1]) != num_nodes:
+        if ptr.dtype.is_floating_point or ptr.dtype == torch.bool:
+            raise ValueError(f"ptr must have an integer dtype, got {ptr.dtype}")
+        p = ptr.detach().cpu().numpy()
+        if int(p[0]) != 0 or int(p[-1]) != num_nodes:
             raise ValueError(
                 f"ptr must start at 0 and end at num_nodes={num_nodes}, "
-                f"got {int(ptr[0])}..{int(ptr[-1])}"
+                f"got {int(p[0])}..{int(p[-1])}"
             )
-        if ptr.numel() > 1 and bool((ptr[1:] < ptr[:-1]).any()):
+        if p.size > 2 and bool((p[1:] < p[:-1]).any()):
             raise ValueError("ptr must be non-decreasing")
-        if num_edges > 0:
-            graph = batch_from_ptr(ptr, num_nodes)
-            if bool((graph[edge_index[0]] != graph[edge_index[1]]).any()):
+        if num_edges > 0 and p.size > 2:
+            if host:
+                crossing = bool((np.searchsorted(p, ei[0], side="right")
+                                 != np.searchsorted(p, ei[1], side="right")).any())
+            else:
+                graph = batch_from_ptr(ptr.to(edge_index.device), num_nodes)
+                crossing = bool((graph[edge_index[0]] != graph[edge_index[1]]).any())
+            if crossing:
                 raise ValueError("edge_index contains edges between different graphs of the batch")
 
 
@@ -129,6 +158,14 @@ def batch_from_ptr(ptr: Tensor, num_nodes: int | None = None) -> Tensor:
     sizes = ptr[1:] - ptr[:-1]
     graph_ids = torch.arange(sizes.numel(), device=ptr.device)
     return torch.repeat_interleave(graph_ids, sizes, output_size=num_nodes)
+
+
+def per_node(per_graph: Tensor, ptr: Tensor | None, num_nodes: int) -> Tensor:
+    """Rows of ``per_graph`` ``[G, ...]`` repeated for every node of their graph ``[N, ...]``;
+    ``ptr`` None means one graph."""
+    if ptr is None:
+        return per_graph.repeat((num_nodes,) + (1,) * (per_graph.dim() - 1))
+    return torch.repeat_interleave(per_graph, ptr[1:] - ptr[:-1], dim=0, output_size=num_nodes)
 
 
 def single_graph_ptr(num_nodes: int, device: torch.device | str | None = None) -> Tensor:

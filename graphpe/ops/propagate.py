@@ -8,9 +8,18 @@ nodes are zero, so their landing probabilities are 0 (as in PyG's ``AddRandomWal
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from graphpe.ops.compiled import (
+    COMPILED_MAX_NODES,
+    host_array,
+    landing_probs,
+    propagate_host,
+    simple_csr,
+    use_compiled,
+)
 from graphpe.ops.graph import (
     SizeBucket,
     batch_from_ptr,
@@ -58,6 +67,7 @@ def random_walk_landing_probs(
     max_block_bytes: int = 4 * 2**20,
     sparse_block_bytes: int = 256 * 2**20,
     max_dense_bytes: int = 256 * 2**20,
+    kernel: str = "auto",
 ) -> Tensor:
     """Landing probabilities ``diag(P^t)`` for ``t = 1..walk_length``, as ``[N, walk_length]``.
 
@@ -83,27 +93,41 @@ def random_walk_landing_probs(
         max_block_bytes: memory of one dense chunk of powers (small enough to stay in cache).
         sparse_block_bytes: memory of one block of identity columns on the sparse path.
         max_dense_bytes: memory of the dense matrices built at once (groups of buckets).
+        kernel: the implementation for graphs up to ``dense_max_nodes``: ``compiled`` (CPU
+            tensors only: one compiled loop over the graphs, float64, ``diag(S^t)`` by sparse
+            products of exactly each graph's size, see :mod:`graphpe.ops.compiled`),
+            ``tensor`` (padded size buckets, batched products, any device) or ``auto``
+            (``compiled`` on the CPU).
     """
     if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
         raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
     device = edge_index.device
-    if ptr is None:
-        ptr = single_graph_ptr(num_nodes, device)
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    ptr = ptr.to(device=device, dtype=torch.long)
     # Every node is written below: by its bucket, or by the sparse path of its large graph.
-    out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
-    sizes = ptr[1:] - ptr[:-1]
     itemsize = torch.finfo(compute_dtype).bits // 8
+    if use_compiled(kernel, device):
+        ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
+        out_np = np.empty((num_nodes, walk_length))
+        landing_probs(simple_csr(edge_index, num_nodes, edge_weight), ptr_np, walk_length,
+                      dense_max_nodes, out_np)
+        large = np.flatnonzero(np.diff(ptr_np) > dense_max_nodes).tolist()
+        if not large:
+            return torch.from_numpy(out_np).to(dtype)
+        out = torch.from_numpy(out_np).to(compute_dtype)
+        ptr = torch.from_numpy(ptr_np)
+    else:
+        ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
+        out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
+        sizes = ptr[1:] - ptr[:-1]
+        if bucket_granularity is None:
+            bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
+        buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
+        for group in bucket_groups(buckets, itemsize, max_dense_bytes):
+            _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length,
+                                 compute_dtype, max_block_bytes, out)
+        large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
 
-    if bucket_granularity is None:
-        bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
-    buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
-    for group in bucket_groups(buckets, itemsize, max_dense_bytes):
-        _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length, compute_dtype,
-                             max_block_bytes, out)
-
-    for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
+    for g in large:
         # Few per batch: each is a graph too large to densify.
         start, end = int(ptr[g]), int(ptr[g + 1])
         n = end - start
@@ -230,6 +254,59 @@ def propagation_operator(
         if kind == "lap_shift":
             diag = torch.where(deg > 0, torch.ones_like(deg), torch.full_like(deg, 2.0))
     return sparse_operator(ei, values, num_nodes, diag)
+
+
+def random_feature_propagation(
+    edge_index: Tensor,
+    num_nodes: int,
+    x0: Tensor,
+    steps: int,
+    operator: str = "gcn",
+    normalization: str = "qr",
+    *,
+    ptr: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    kernel: str = "auto",
+    dtype: torch.dtype = torch.float32,
+) -> Tensor:
+    """Random Feature Propagation of the initial features ``x0`` ``[N, draws, d]`` on every
+    graph of a batch: the normalized trajectory as ``[N, draws, (steps + 1) * d]`` (blocks
+    ``X_0, X_1, ..., X_L`` side by side), with the operator of :func:`propagation_operator`
+    and the per-graph normalization of :func:`propagate`.
+
+    ``kernel``: ``compiled`` (CPU tensors: one compiled loop over graphs and draws, float64,
+    Gram-Schmidt orthonormalization, see :func:`graphpe.ops.compiled.propagate_host`),
+    ``tensor`` (sparse products and bucketed batched QR, any device; a single huge graph runs
+    fastest here, on all threads) or ``auto`` (``compiled`` for CPU batches of graphs up to
+    :data:`~graphpe.ops.compiled.COMPILED_MAX_NODES` nodes).
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    if operator not in OPERATORS:
+        raise ValueError(f"operator must be one of {OPERATORS}, got {operator!r}")
+    if normalization not in PROPAGATION_NORMS:
+        raise ValueError(
+            f"normalization must be one of {PROPAGATION_NORMS}, got {normalization!r}")
+    if x0.dim() != 3 or x0.size(0) != num_nodes:
+        raise ValueError(f"x0 must be [num_nodes={num_nodes}, draws, d], got {list(x0.shape)}")
+    validate_graph(edge_index, num_nodes, edge_weight, ptr)
+    draws, d = x0.size(1), x0.size(2)
+    width = (steps + 1) * d
+    device = edge_index.device
+    compiled = use_compiled(kernel, device)
+    ptr_np = None
+    if compiled:
+        ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
+        biggest = int(np.diff(ptr_np).max(initial=0))
+        compiled = kernel == "compiled" or biggest <= COMPILED_MAX_NODES
+    if compiled:
+        traj = propagate_host(simple_csr(edge_index, num_nodes, edge_weight), ptr_np,
+                              operator, host_array(x0, np.float64), steps, normalization)
+        return torch.from_numpy(traj.reshape(num_nodes, draws, width)).to(dtype)
+    op = propagation_operator(edge_index, num_nodes, operator, edge_weight, dtype=x0.dtype)
+    traj = propagate(op, x0.to(device), steps, normalization, ptr=ptr)
+    # [L+1, N, draws, d] -> [N, draws, (L+1) d]
+    return traj.permute(1, 2, 0, 3).reshape(num_nodes, draws, width).to(dtype)
 
 
 def orthonormalize(x: Tensor, out: Tensor | None = None) -> Tensor:

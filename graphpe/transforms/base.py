@@ -16,27 +16,28 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from graphpe.ops.graph import single_graph_ptr
 
-
-def graph_structure(data: Data) -> tuple[Tensor, int, Tensor, Tensor | None]:
-    """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``."""
+def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | None]:
+    """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``; ``ptr`` is
+    None for a single graph (the kernels then skip all batch bookkeeping)."""
+    store = data._store  # one dict lookup per attribute: this runs once per graph
     num_nodes = data.num_nodes
     if num_nodes is None:
         raise ValueError("data has no nodes: set data.num_nodes or data.x")
-    edge_index = data.edge_index
+    edge_index = store.get("edge_index")
     if edge_index is None:
-        device = data.x.device if getattr(data, "x", None) is not None else "cpu"
+        x = store.get("x")
+        device = x.device if isinstance(x, Tensor) else "cpu"
         edge_index = torch.zeros(2, 0, dtype=torch.long, device=device)
-    ptr = getattr(data, "ptr", None)
+    ptr = store.get("ptr")
     if ptr is None:
-        batch = getattr(data, "batch", None)
-        if batch is not None and batch.numel() == num_nodes and num_nodes > 0:
+        batch = store.get("batch")
+        if isinstance(batch, Tensor) and batch.numel() == num_nodes and num_nodes > 0:
             counts = torch.bincount(batch, minlength=int(batch.max()) + 1)
             ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
-        else:
-            ptr = single_graph_ptr(num_nodes, edge_index.device)
-    return edge_index, int(num_nodes), ptr.to(edge_index.device), data.get("edge_weight")
+    if ptr is not None and ptr.device != edge_index.device:
+        ptr = ptr.to(edge_index.device)
+    return edge_index, int(num_nodes), ptr, store.get("edge_weight")
 
 
 class PETransform(BaseTransform):
@@ -61,11 +62,12 @@ class PETransform(BaseTransform):
         self,
         edge_index: Tensor,
         num_nodes: int,
-        ptr: Tensor,
+        ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
         """Outputs ``{attribute name: [num_nodes, ...]}`` for a batch of graphs (or
-        ``[num_edges, ...]`` for the names in :meth:`edge_attributes`)."""
+        ``[num_edges, ...]`` for the names in :meth:`edge_attributes`); ``ptr`` ``[G + 1]``
+        marks where each graph's nodes start, None meaning one graph."""
         raise NotImplementedError
 
     def edge_attributes(self) -> set[str]:

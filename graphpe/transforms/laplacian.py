@@ -7,7 +7,7 @@ from typing import Any
 from torch import Tensor
 
 from graphpe.ops.eigen import check_eigenpair_options, laplacian_eigenpairs
-from graphpe.ops.graph import batch_from_ptr
+from graphpe.ops.graph import per_node
 from graphpe.transforms.base import PETransform
 
 
@@ -87,7 +87,7 @@ class LaplacianPE(PETransform):
         self,
         edge_index: Tensor,
         num_nodes: int,
-        ptr: Tensor,
+        ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
         pairs = laplacian_eigenpairs(
@@ -105,10 +105,9 @@ class LaplacianPE(PETransform):
             sparse_solver=self.sparse_solver,
             eigh_backend=self.eigh_backend,
         )
-        graph = batch_from_ptr(ptr, num_nodes)
         vec_name, val_name, mask_name = self.attr_names
         return {
             vec_name: pairs.eigvecs,
-            val_name: pairs.eigvals[graph],
-            mask_name: pairs.mask[graph],
+            val_name: per_node(pairs.eigvals, ptr, num_nodes),
+            mask_name: per_node(pairs.mask, ptr, num_nodes),
         }

@@ -4,21 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from torch import Tensor
 
-from graphpe.ops.curvature import (
-    PROFILE_STATS,
-    bounds_simple,
-    forman_simple,
-    orc_simple,
-    per_input_edge,
-    profile_simple,
-)
-from graphpe.ops.graph import UndirectedGraph, undirected_simple, validate_graph
+from graphpe.ops.curvature import CURVATURES, PROFILE_STATS, local_curvature_profile
 from graphpe.transforms.base import PETransform
-
-CURVATURES = ("orc", "orc_bounds", "forman", "afrc")
 
 
 class LCP(PETransform):
@@ -85,29 +74,16 @@ class LCP(PETransform):
     def edge_attributes(self) -> set[str]:
         return set() if self.edge_attr_name is None else {self.edge_attr_name}
 
-    def edge_curvature(self, graph: UndirectedGraph) -> tuple[Tensor, Tensor]:
-        """``(value profiled, value stored as edge attribute)`` on the simple graph's edges."""
-        if self.curvature == "orc":
-            kappa = orc_simple(graph, self.alpha)
-            return kappa, kappa
-        if self.curvature == "orc_bounds":
-            lower, upper = bounds_simple(graph, self.alpha)
-            return (lower + upper) / 2, torch.stack([lower, upper], dim=1)
-        kappa = forman_simple(graph, augmented=self.curvature == "afrc")
-        return kappa, kappa
-
     def compute(
         self,
         edge_index: Tensor,
         num_nodes: int,
-        ptr: Tensor,
+        ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
-        # Curvature is local to each graph: a batch is one disconnected graph, ptr not needed.
-        validate_graph(edge_index, num_nodes)
-        graph = undirected_simple(edge_index, num_nodes)
-        value, stored = self.edge_curvature(graph)
-        out = {self.attr_name: profile_simple(graph, value, self.stats).float()}
+        profile, per_edge = local_curvature_profile(
+            edge_index, num_nodes, self.curvature, self.alpha, self.stats, ptr=ptr)
+        out = {self.attr_name: profile.float()}
         if self.edge_attr_name is not None:
-            out[self.edge_attr_name] = per_input_edge(edge_index, graph, stored.float())
+            out[self.edge_attr_name] = per_edge.float()
         return out

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from graphpe.ops.propagate import OPERATORS, PROPAGATION_NORMS, propagate, propagation_operator
+from graphpe.ops.propagate import OPERATORS, PROPAGATION_NORMS, random_feature_propagation
 from graphpe.transforms.base import PETransform
 
 
@@ -84,14 +84,12 @@ class RFP(PETransform):
         self,
         edge_index: Tensor,
         num_nodes: int,
-        ptr: Tensor,
+        ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
-        device = edge_index.device
-        op = propagation_operator(edge_index, num_nodes, self.operator, edge_weight)
         # drawn on the CPU generator, so a seed gives the same features on every device
         x0 = torch.randn(num_nodes, self.num_draws, self.dim, generator=self._generator)
-        traj = propagate(op, x0.to(device), self.steps, self.normalization, ptr=ptr)
-        # [L+1, N, draws, d] -> [N, draws, (L+1) d]
-        rfp = traj.permute(1, 2, 0, 3).reshape(num_nodes, self.num_draws, -1)
+        rfp = random_feature_propagation(
+            edge_index, num_nodes, x0.to(edge_index.device), self.steps, self.operator,
+            self.normalization, ptr=ptr, edge_weight=edge_weight)
         return {self.attr_name: rfp}

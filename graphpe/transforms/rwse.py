@@ -43,7 +43,7 @@ class RWSE(PETransform):
         self,
         edge_index: Tensor,
         num_nodes: int,
-        ptr: Tensor,
+        ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
         rwse = random_walk_landing_probs(
