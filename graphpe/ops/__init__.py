@@ -3,6 +3,7 @@
 from graphpe.ops.curvature import (
     curvature_bounds,
     forman_curvature,
+    local_curvature_profile,
     node_profile,
     ollivier_ricci,
 )
@@ -27,6 +28,7 @@ from graphpe.ops.propagate import (
     orthonormalize,
     propagate,
     propagation_operator,
+    random_feature_propagation,
     random_walk_landing_probs,
 )
 from graphpe.ops.sparse_eigen import (
@@ -57,7 +59,9 @@ __all__ = [
     "degree",
     "laplacian",
     "laplacian_eigenpairs",
+    "local_curvature_profile",
     "random_signs",
+    "random_feature_propagation",
     "random_walk_landing_probs",
     "size_buckets",
     "undirected_simple",

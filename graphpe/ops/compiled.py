@@ -326,8 +326,8 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
             f = 1.0
             if sign == 0:
                 f = _canonical_sign(vec, n, sign_tol)
-            elif sign == 1:
-                f = flips[g, c]
+            elif sign == 1:  # random flips of the canonical orientation
+                f = _canonical_sign(vec, n, sign_tol) * flips[g, c]
             for i in range(n):
                 eigvecs[s + i, c] = f * vec[i]
 

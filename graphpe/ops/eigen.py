@@ -102,8 +102,9 @@ def laplacian_eigenpairs(
         normalization: ``sym`` (``I - D^-1/2 A D^-1/2``), ``rw`` (``I - D^-1 A``; eigenvectors
             ``D^-1/2 u`` rescaled to unit norm) or ``none`` (``D - A``).
         keep_trivial: keep the eigenvalue-0 pairs (one per component) instead of dropping them.
-        sign: ``canonical`` (deterministic, see :func:`canonical_signs`), ``random`` (a random
-            flip per graph and column, from ``generator``) or ``none`` (as the solver returns).
+        sign: ``canonical`` (deterministic, see :func:`canonical_signs`), ``random`` (the
+            canonical vectors flipped at random per graph and column, from ``generator``) or
+            ``none`` (as the solver returns).
         pad_value: eigenvalue written into padded columns.
         dense_max_nodes: graphs up to this size use the batched dense path; larger ones the
             sparse solver.
@@ -320,7 +321,9 @@ def _finish(
     if sign == "canonical":
         vecs = vecs * canonical_signs(vecs, valid)
     elif sign == "random":
-        vecs = vecs * flips.unsqueeze(1)
+        # flips of the canonical orientation, so the same draws give the same vectors
+        # whichever solver ran
+        vecs = vecs * (canonical_signs(vecs, valid) * flips.unsqueeze(1))
     return vecs
 
 

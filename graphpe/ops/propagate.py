@@ -480,7 +480,7 @@ def propagate(
     num_nodes = x0.size(0)
     shape = x0.shape
     block = shape[-1]
-    x = x0.reshape(num_nodes, -1)
+    x = x0.reshape(num_nodes, shape[1:].numel())  # explicit width: N may be 0
     if ptr is None:
         ptr = single_graph_ptr(num_nodes, x0.device)
     ptr = ptr.to(device=x0.device, dtype=torch.long)

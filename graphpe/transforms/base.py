@@ -17,11 +17,33 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
 
+def fields(data: Data) -> dict[str, Any]:
+    """The attribute dict of a ``Data``/``Batch`` (its storage's mapping), read directly:
+    ``data.get(name)`` goes through a Mapping and a caught ``KeyError`` for every missing
+    attribute, several microseconds each, and this runs once per graph."""
+    store = getattr(data, "_store", None)
+    mapping = getattr(store, "_mapping", None)
+    return mapping if isinstance(mapping, dict) else data.to_dict()
+
+
+def node_count(data: Data, store: dict[str, Any] | None = None) -> int | None:
+    """``data.num_nodes``, read first from an explicit ``num_nodes`` or from ``x`` (PyG's own
+    order of preference) before PyG's general inference, which scans every attribute."""
+    store = fields(data) if store is None else store
+    n = store.get("num_nodes")
+    if n is not None:
+        return int(n)
+    x = store.get("x")
+    if isinstance(x, Tensor) and x.dim() > 0:
+        return x.size(0)
+    return data.num_nodes
+
+
 def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | None]:
     """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``; ``ptr`` is
     None for a single graph (the kernels then skip all batch bookkeeping)."""
-    store = data._store  # one dict lookup per attribute: this runs once per graph
-    num_nodes = data.num_nodes
+    store = fields(data)
+    num_nodes = node_count(data, store)
     if num_nodes is None:
         raise ValueError("data has no nodes: set data.num_nodes or data.x")
     edge_index = store.get("edge_index")

@@ -32,7 +32,8 @@ class LaplacianPE(PETransform):
         normalization: ``"sym"``, ``"rw"`` or ``"none"``.
         keep_trivial: keep the eigenvalue-0 pairs (as SPE does).
         sign: ``"canonical"`` (deterministic, independent of node order where the spectrum
-            allows), ``"random"`` (a flip per graph and column, for augmentation) or ``"none"``.
+            allows), ``"random"`` (canonical, then a random flip per graph and column, for
+            augmentation) or ``"none"``.
         seed: seed of the random signs; calls draw successive signs from one generator.
         pad_value: eigenvalue written into padded columns.
         attr_names: names of the three attributes written.

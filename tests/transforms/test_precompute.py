@@ -104,8 +104,18 @@ def test_random_sign_precompute_is_reproducible(families):
 
 
 def test_bad_arguments(families):
-    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 0"):
         precompute(list(families.values()), RWSE(2), batch_size=0)
+    with pytest.raises(ValueError, match="batch_size must be a positive int, got 2.5"):
+        precompute(list(families.values()), RWSE(2), batch_size=2.5)
+    with pytest.raises(ValueError, match="graph 0 is a int, not a torch_geometric Data"):
+        precompute([3], RWSE(2))
+    bad = Data(edge_index=torch.tensor([[0, 1], [1, 0]], dtype=torch.uint8), num_nodes=2)
+    with pytest.raises(ValueError, match=r"graph 1: edge_index must have an integer dtype "
+                                         r"\(torch.int64 or torch.int32\), got torch.uint8"):
+        precompute([families["edge"], bad], RWSE(2))
+    with pytest.raises(ValueError, match="graph 0 has no nodes"):
+        precompute([Data()], RWSE(2))
     with pytest.raises(ValueError, match="not a transform"):
         precompute(list(families.values()), [3])
     assert issubclass(RWSE, PETransform)

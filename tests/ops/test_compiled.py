@@ -1,0 +1,217 @@
+"""The compiled host kernels (``kernel="compiled"``) against the batched tensor kernels
+(``kernel="tensor"``), on generated batches of awkward graphs: empty and single-node graphs,
+isolated nodes, several components, N <= k, multi-edges, self loops, directed edges, zero and
+large weights, repeated eigenvalues."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import Batch, Data
+
+from graphpe.ops import (
+    laplacian_eigenpairs,
+    local_curvature_profile,
+    random_feature_propagation,
+    random_walk_landing_probs,
+)
+from graphpe.ops.compiled import simple_csr
+from graphpe.ops.graph import undirected_simple
+from tests.conftest import graph_families, nx_to_data
+
+
+@st.composite
+def raw_graph(draw, max_nodes: int = 14, weighted: bool = False) -> Data:
+    """A graph as users hand it over: any edge list (directions, duplicates, loops)."""
+    n = draw(st.integers(0, max_nodes))
+    if n == 0:
+        edges = []
+    else:
+        edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                              max_size=3 * n))
+    ei = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).t().contiguous()
+    data = Data(edge_index=ei, num_nodes=n)
+    if weighted:
+        w = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]), min_size=ei.size(1),
+                          max_size=ei.size(1)))
+        data.edge_weight = torch.tensor(w, dtype=torch.float64)
+    return data
+
+
+def batch_of(graphs: list[Data]) -> Batch:
+    return Batch.from_data_list(graphs)
+
+
+def simple_spectra(batch: Batch, normalization: str) -> list[np.ndarray]:
+    """Every graph's full Laplacian spectrum (numpy), to find the simple eigenvalues."""
+    out = []
+    for g in batch.to_data_list():
+        n = g.num_nodes
+        a = np.zeros((n, n))
+        sg = undirected_simple(g.edge_index, n, g.get("edge_weight"))
+        w = (np.ones(sg.edge_index.size(1)) if sg.edge_weight is None
+             else sg.edge_weight.double().numpy())
+        a[sg.edge_index[0].numpy(), sg.edge_index[1].numpy()] = w
+        d = a.sum(1)
+        if normalization == "none":
+            lap = np.diag(d) - a
+        else:
+            dis = np.where(d > 0, 1 / np.sqrt(np.maximum(d, 1e-300)), 0)
+            lap = np.diag((d > 0).astype(float)) - dis[:, None] * a * dis[None, :]
+        out.append(np.linalg.eigvalsh(lap) if n else np.zeros(0))
+    return out
+
+
+def assert_eigenpairs_match(batch: Batch, k: int, **options) -> None:
+    ours = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, k, ptr=batch.ptr,
+                                edge_weight=batch.get("edge_weight"), kernel="compiled",
+                                **options)
+    ref = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, k, ptr=batch.ptr,
+                               edge_weight=batch.get("edge_weight"), kernel="tensor",
+                               **options)
+    assert torch.equal(ours.mask, ref.mask)
+    torch.testing.assert_close(ours.eigvals, ref.eigvals, atol=1e-6, rtol=0)
+    spectra = simple_spectra(batch, options.get("normalization", "sym"))
+    for g, spectrum in enumerate(spectra):
+        lo, hi = int(batch.ptr[g]), int(batch.ptr[g + 1])
+        for j in range(k):
+            if not bool(ref.mask[g, j]):
+                assert bool((ours.eigvecs[lo:hi, j] == 0).all())
+                continue
+            lam = float(ref.eigvals[g, j])
+            if (np.abs(spectrum - lam) < 1e-5).sum() > 1:
+                continue  # repeated eigenvalue: any basis of its eigenspace is right
+            torch.testing.assert_close(ours.eigvecs[lo:hi, j], ref.eigvecs[lo:hi, j],
+                                       atol=1e-5, rtol=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(raw_graph(), min_size=1, max_size=5), st.sampled_from(["sym", "rw", "none"]),
+       st.booleans(), st.integers(1, 6))
+def test_laplacian_eigenpairs_compiled_equals_tensor(graphs, normalization, keep_trivial, k):
+    assert_eigenpairs_match(batch_of(graphs), k, normalization=normalization,
+                            keep_trivial=keep_trivial)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(raw_graph(weighted=True), min_size=1, max_size=4), st.booleans())
+def test_laplacian_eigenpairs_compiled_equals_tensor_weighted(graphs, keep_trivial):
+    assert_eigenpairs_match(batch_of(graphs), 4, keep_trivial=keep_trivial)
+
+
+def test_laplacian_eigenpairs_compiled_on_families():
+    """Repeated eigenvalues (Petersen, Paley, hypercube), isolated nodes, tiny graphs."""
+    batch = batch_of([nx_to_data(g) for g in graph_families().values()])
+    for normalization in ("sym", "rw", "none"):
+        assert_eigenpairs_match(batch, 6, normalization=normalization)
+
+
+def test_laplacian_eigenpairs_random_signs_are_the_same_draws():
+    batch = batch_of([nx_to_data(nx.cycle_graph(7)), nx_to_data(nx.path_graph(5))])
+    outs = [laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr,
+                                 sign="random", generator=torch.Generator().manual_seed(3),
+                                 kernel=kernel) for kernel in ("compiled", "tensor")]
+    simple = outs[1].eigvals[1]  # the path's spectrum is simple
+    torch.testing.assert_close(outs[0].eigvecs[7:, :], outs[1].eigvecs[7:, :], atol=1e-6,
+                               rtol=0)
+    assert simple.unique().numel() == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(raw_graph(weighted=True), min_size=1, max_size=5), st.integers(1, 9))
+def test_landing_probs_compiled_equals_tensor(graphs, walk_length):
+    batch = batch_of(graphs)
+    args = (batch.edge_index, batch.num_nodes, walk_length)
+    kw = dict(ptr=batch.ptr, edge_weight=batch.get("edge_weight"))
+    ours = random_walk_landing_probs(*args, kernel="compiled", **kw)
+    ref = random_walk_landing_probs(*args, kernel="tensor", compute_dtype=torch.float64, **kw)
+    torch.testing.assert_close(ours, ref.float(), atol=1e-6, rtol=0)
+
+
+def test_landing_probs_exact_where_the_walk_is():
+    """On a triangle the 2-step return probability is exactly 1/2 (float64 inside)."""
+    ei = torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
+    rwse = random_walk_landing_probs(ei, 3, 3, kernel="compiled")
+    assert rwse[:, 1].tolist() == [0.5, 0.5, 0.5]
+    assert rwse[:, 2].tolist() == [0.25, 0.25, 0.25]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(raw_graph(weighted=True), min_size=1, max_size=5),
+       st.sampled_from(["gcn", "adj", "rw", "lap_shift"]), st.sampled_from(["qr", "l2"]),
+       st.integers(1, 5), st.integers(0, 4), st.integers(0, 2**16))
+def test_propagation_compiled_equals_tensor(graphs, operator, normalization, dim, steps, seed):
+    """In float64 both paths agree to rounding (Gram-Schmidt vs Cholesky/Householder QR give
+    the same Q for a full-rank block; columns beyond the numerical rank are zero in both)."""
+    batch = batch_of(graphs)
+    x0 = torch.randn(batch.num_nodes, 2, dim, generator=torch.Generator().manual_seed(seed),
+                     dtype=torch.float64)
+    kw = dict(ptr=batch.ptr, edge_weight=batch.get("edge_weight"), dtype=torch.float64)
+    args = (batch.edge_index, batch.num_nodes, x0, steps, operator, normalization)
+    ours = random_feature_propagation(*args, kernel="compiled", **kw)
+    ref = random_feature_propagation(*args, kernel="tensor", **kw)
+    assert ours.shape == (batch.num_nodes, 2, (steps + 1) * dim)
+    if normalization == "qr":
+        # compare where the tensor path's blocks are numerically full rank
+        for g in range(batch.num_graphs):
+            lo, hi = int(batch.ptr[g]), int(batch.ptr[g + 1])
+            blocks = ref[lo:hi].reshape(hi - lo, 2, steps + 1, dim)
+            norms = blocks.norm(dim=0)  # [2, steps + 1, dim]: 1 or 0 per column
+            if ((norms - 1).abs() > 1e-6).logical_and(norms > 1e-6).any():
+                continue
+            torch.testing.assert_close(ours[lo:hi], ref[lo:hi], atol=1e-6, rtol=0)
+    else:
+        torch.testing.assert_close(ours, ref, atol=1e-9, rtol=0)
+
+
+def test_propagation_qr_zeroes_columns_beyond_the_rank():
+    """n = 3 nodes, d = 5 columns: 3 orthonormal columns and 2 zero ones, in every block."""
+    ei = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    x0 = torch.randn(3, 1, 5, generator=torch.Generator().manual_seed(0))
+    out = random_feature_propagation(ei, 3, x0, 3, kernel="compiled").reshape(3, 4, 5)
+    norms = out.norm(dim=0)
+    assert torch.allclose(norms[:, :3], torch.ones(4, 3), atol=1e-6)
+    assert bool((norms[:, 3:] == 0).all())
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(raw_graph(), min_size=1, max_size=5),
+       st.sampled_from(["orc", "orc_bounds", "forman", "afrc"]), st.sampled_from([0.0, 0.5]))
+def test_curvature_profile_compiled_equals_tensor(graphs, curvature, alpha):
+    if curvature in ("forman", "afrc"):
+        alpha = 0.0
+    batch = batch_of(graphs)
+    args = (batch.edge_index, batch.num_nodes, curvature, alpha)
+    ours = local_curvature_profile(*args, ptr=batch.ptr, kernel="compiled")
+    ref = local_curvature_profile(*args, ptr=batch.ptr, kernel="tensor")
+    for a, b in zip(ours, ref, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(raw_graph(weighted=True))
+def test_simple_csr_is_the_undirected_simple_graph(data):
+    """Same edges and weights as ops.graph.undirected_simple, minus edges of weight 0."""
+    csr = simple_csr(data.edge_index, data.num_nodes, data.edge_weight)
+    ref = undirected_simple(data.edge_index, data.num_nodes, data.edge_weight)
+    keep = ref.edge_weight > 0
+    rows = np.repeat(np.arange(data.num_nodes), np.diff(csr.indptr))
+    assert rows.tolist() == ref.edge_index[0][keep].tolist()
+    assert csr.indices.tolist() == ref.edge_index[1][keep].tolist()
+    assert csr.weight.tolist() == ref.edge_weight[keep].tolist()
+
+
+def test_compiled_kernel_refuses_gpu_tensors():
+    ei = torch.zeros(2, 0, dtype=torch.long, device="meta")
+    with pytest.raises(ValueError, match="kernel='compiled' runs on CPU tensors"):
+        random_walk_landing_probs(ei, 3, 2, kernel="compiled")
+
+
+def test_unknown_kernel():
+    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'compiled', "
+                                         r"'tensor'\), got 'fast'"):
+        random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 2, kernel="fast")
