@@ -8,20 +8,34 @@ import torch
 from torch_geometric.data import Data
 
 
+def peptide_like_graphs(num_graphs: int, seed: int = 0) -> list[Data]:
+    """Molecule-like graphs of peptide size (long-range graph benchmark scale): 100 to 400
+    nodes, mean about 150 (:func:`molecule_like_graphs` with an exponential size tail)."""
+    return molecule_like_graphs(num_graphs, min_nodes=100, max_nodes=400, mean_nodes=150,
+                                seed=seed)
+
+
 def molecule_like_graphs(
     num_graphs: int,
     min_nodes: int = 9,
     max_nodes: int = 38,
     ring_prob: float = 0.12,
     seed: int = 0,
+    mean_nodes: float | None = None,
 ) -> list[Data]:
     """Random graphs shaped like ZINC molecules: a random tree whose nodes have degree at most 4
     (valence), plus ring closures between nodes 4-6 hops apart with probability ``ring_prob``
-    per node. Sizes are uniform in ``[min_nodes, max_nodes]``."""
+    per node. Sizes are uniform in ``[min_nodes, max_nodes]``, or with ``mean_nodes``
+    ``min_nodes`` plus an exponential tail of that mean, cut at ``max_nodes`` (the shape of
+    peptide sets: most graphs near the smallest size, a few far larger)."""
     rng = np.random.default_rng(seed)
     graphs = []
     for _ in range(num_graphs):
-        n = int(rng.integers(min_nodes, max_nodes + 1))
+        if mean_nodes is None:
+            n = int(rng.integers(min_nodes, max_nodes + 1))
+        else:
+            tail = rng.exponential(max(mean_nodes - min_nodes, 1e-9))
+            n = int(min(max_nodes, min_nodes + round(tail)))
         deg = np.zeros(n, dtype=np.int64)
         parent = np.full(n, -1)
         edges = []

@@ -11,11 +11,15 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 def test_precompute_benchmark_runs(tmp_path, monkeypatch, capsys):
     out = tmp_path / "p.json"
     monkeypatch.setattr(sys, "argv", ["precompute.py", "--quick", "--synthetic", "50",
-                                      "--repeats", "1", "--json", str(out)])
+                                      "--peptides", "12", "--repeats", "1", "--json", str(out)])
     runpy.run_path(str(BENCH / "precompute.py"), run_name="__main__")
     rows = json.loads(out.read_text())["rows"]
-    assert {r["encoding"] for r in rows} == {"LapPE k=8", "RWSE T=16"}
-    assert all(r["max_error"] < 1e-4 for r in rows)
+    assert {r["encoding"] for r in rows} == {"LapPE k=8", "LapPE k=16", "RWSE T=16",
+                                             "RFP(16, 8)", "LCP orc"}
+    assert {r["path"] for r in rows} == {"per-graph", "list", "dataset"}
+    assert len(rows) == 2 * 4 * 3
+    assert all(r["max_error"] < 1e-4 for r in rows if r["max_error"] is not None)
+    assert all("met" in r for r in rows if r["encoding"].startswith(("LapPE", "RWSE")))
 
 
 def test_curvature_benchmark_runs(tmp_path, monkeypatch):

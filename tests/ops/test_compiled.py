@@ -215,3 +215,67 @@ def test_unknown_kernel():
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'compiled', "
                                          r"'tensor'\), got 'fast'"):
         random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 2, kernel="fast")
+
+
+def test_laplacian_eigenpairs_compiled_on_mid_sized_graphs():
+    """Graphs of 60-250 nodes: the compiled solver up to SMALL_EIGH_MAX, LAPACK's subset
+    dsyevr above it, against the tensor path (one full LAPACK eigh per size bucket)."""
+    from graphpe.ops.compiled import SMALL_EIGH_MAX
+    from graphpe.synthetic import molecule_like_graphs
+
+    graphs = molecule_like_graphs(6, min_nodes=60, max_nodes=250, seed=3)
+    sizes = [g.num_nodes for g in graphs]
+    assert min(sizes) <= SMALL_EIGH_MAX < max(sizes)
+    batch = batch_of(graphs)
+    for normalization in ("sym", "rw", "none"):
+        assert_eigenpairs_match(batch, 16, normalization=normalization)
+    assert_eigenpairs_match(batch, 5, keep_trivial=True)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1.0, 1e150])
+def test_small_eigh_against_numpy(scale):
+    """The compiled solver on random symmetric matrices, scaled far from 1, and on matrices
+    with repeated eigenvalues and exact zero blocks: eigenvalues to rounding, residuals and
+    orthogonality of the wanted vectors at machine precision."""
+    import numba
+
+    from graphpe.ops.compiled import _small_eigh
+
+    @numba.njit
+    def solve(matrix, first, count):
+        n = matrix.shape[0]
+        w = np.empty(n + 1)
+        v = np.empty((count, n + 1))
+        work = np.empty((12, n + 2))
+        _small_eigh(matrix.copy(), n, first, count, w, v, work)
+        return w[:n].copy(), v[:, :n].T.copy()
+
+    rng = np.random.default_rng(0)
+    mats = []
+    for n in (1, 2, 3, 7, 20, 45):
+        a = rng.standard_normal((n, n))
+        mats.append(a + a.T)
+    a = nx.to_numpy_array(nx.petersen_graph())  # eigenvalues 3, 1 (x5), -2 (x4)
+    mats.append(a)
+    mats.append(np.zeros((5, 5)))
+    block = np.zeros((8, 8))
+    block[:4, :4] = nx.to_numpy_array(nx.cycle_graph(4))
+    block[5:, 5:] = nx.to_numpy_array(nx.path_graph(3))
+    mats.append(block)
+    for m in mats:
+        m = m * scale
+        n = m.shape[0]
+        first, count = min(1, n - 1), min(6, n - min(1, n - 1))
+        w, v = solve(m, first, count)
+        ref = np.linalg.eigvalsh(m)
+        norm = max(np.abs(ref).max(), 1e-300 if scale < 1 else 1.0)
+        assert np.abs(w - ref).max() <= 1e-13 * norm
+        residual = m @ v - v * w[first : first + count]
+        assert np.abs(residual).max() <= 1e-12 * norm
+        assert np.abs(v.T @ v - np.eye(count)).max() <= 1e-12
+    # the two components of the block matrix: vectors exactly zero off their component
+    w, v = solve(block, 0, 8)
+    for col in v.T:
+        on_cycle = np.abs(col[:4]).max() > 0
+        on_path = np.abs(col[5:]).max() > 0
+        assert on_cycle + on_path + (abs(col[4]) > 0) == 1
