@@ -29,6 +29,8 @@ KERNELS = ("auto", "compiled", "tensor")
 # Largest graph the compiled kernels take by default: their dense per-graph work (an n x n
 # eigh or walk matrix) is the same as the tensor path's there, without the padding.
 COMPILED_MAX_NODES = 1024
+# Reassociation lets LLVM vectorize the dot products; no code here relies on IEEE order.
+_FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 
 
 class HostCSR(NamedTuple):
@@ -54,6 +56,12 @@ def host_array(t: Tensor, dtype: np.dtype | None = None) -> np.ndarray:
     """A numpy view of a CPU tensor (a copy only when ``dtype`` asks for one)."""
     a = t.detach().numpy()
     return a if dtype is None else a.astype(dtype, copy=False)
+
+
+def numpy_dtype(dtype: torch.dtype) -> np.dtype:
+    """The numpy dtype of a floating torch dtype (float64 for those numpy lacks)."""
+    return {torch.float32: np.float32, torch.float64: np.float64,
+            torch.float16: np.float16}.get(dtype, np.float64)
 
 
 def simple_csr(edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = None) -> HostCSR:
@@ -147,43 +155,40 @@ def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: in
     _landing_probs(csr.indptr, csr.indices, csr.weight, ptr, walk_length, max_nodes, out)
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
 def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  # pragma: no cover
     # diag(P^t) = diag(S^t) for the symmetric S = D^-1/2 A D^-1/2 (P^t = D^-1/2 S^t D^1/2).
     # X = S^t is kept dense (n x n) and advanced by one sparse product per step, nnz * n
     # multiply-adds, against n^3 for a dense product. For t > h = ceil(T / 2) the diagonal is
     # read off lower powers, (S^(a+b))_ii = <row_i(S^a), row_i(S^b)> (S is symmetric), so only
-    # h - 1 products are needed.
+    # h - 1 products are needed. Each power is its own contiguous n x n array (no aliasing
+    # between the product and its input, so the inner loops vectorize).
     dis = _inv_sqrt_degree(indptr, weight)
     num_graphs = ptr.shape[0] - 1
+    half = (walk_length + 1) // 2
+    values = np.empty(indices.shape[0])
+    for i in range(indptr.shape[0] - 1):
+        for p in range(indptr[i], indptr[i + 1]):
+            values[p] = dis[i] * weight[p] * dis[indices[p]]
     big = 0
     for g in range(num_graphs):
         size = ptr[g + 1] - ptr[g]
         if size <= max_nodes and size > big:
             big = size
-    half = (walk_length + 1) // 2
-    powers = np.zeros((half, big, big))
+    store = np.zeros(half * big * big)
     for g in range(num_graphs):
         s = ptr[g]
         n = ptr[g + 1] - s
         if n == 0 or n > max_nodes:
             continue
-        x = powers[0, :n, :n]
+        powers = store[: half * n * n].reshape((half, n, n))
+        x = powers[0]
         x[:, :] = 0.0
         for i in range(n):
             for p in range(indptr[s + i], indptr[s + i + 1]):
-                j = indices[p] - s
-                x[i, j] = dis[s + i] * weight[p] * dis[s + j + 0]
+                x[i, indices[p] - s] = values[p]
         for t in range(1, half):
-            prev = powers[t - 1, :n, :n]
-            nxt = powers[t, :n, :n]
-            nxt[:, :] = 0.0
-            for i in range(n):
-                for p in range(indptr[s + i], indptr[s + i + 1]):
-                    j = indices[p] - s
-                    v = dis[s + i] * weight[p] * dis[s + j]
-                    for c in range(n):
-                        nxt[i, c] += v * prev[j, c]
+            _sparse_times_dense(indptr, indices, values, s, n, powers[t - 1], powers[t])
         for t in range(walk_length):
             if t < half:
                 xt = powers[t]
@@ -199,6 +204,21 @@ def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  
                     out[s + i, t] = acc
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _sparse_times_dense(indptr, indices, values, s, n, x, y):  # pragma: no cover - compiled
+    """``y = S x`` for the rows ``s..s+n-1`` of a CSR matrix (local columns), ``x``, ``y``
+    contiguous ``[n, n]``."""
+    for i in range(n):
+        row = y[i]
+        for c in range(n):
+            row[c] = 0.0
+        for p in range(indptr[s + i], indptr[s + i + 1]):
+            v = values[p]
+            src = x[indices[p] - s]
+            for c in range(n):
+                row[c] += v * src[c]
+
+
 # ----------------------------------------------------------------------------- LapPE
 
 # Up to this size the compiled small-matrix solver below beats LAPACK (whose fixed cost
@@ -206,8 +226,6 @@ def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  
 # here; 96 nodes, 16 pairs: 370 us vs 506 for syevd and 635 for the subset dsyevr); above it
 # LAPACK's blocked reduction wins, and dsyevr computes just the wanted pairs.
 SMALL_EIGH_MAX = 128
-# Reassociation lets LLVM vectorize the dot products; no code here relies on IEEE order.
-_FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
@@ -471,34 +489,41 @@ def laplacian_eigenpairs_host(
     csr: HostCSR,
     ptr: np.ndarray,
     k: int,
-    normalization: str,
-    keep_trivial: bool,
-    sign: str,
-    flips: np.ndarray,
-    max_nodes: int,
-    eigvals: np.ndarray,
-    eigvecs: np.ndarray,
-    mask: np.ndarray,
+    normalization: str = "sym",
+    keep_trivial: bool = False,
+    sign: str = "canonical",
+    flips: np.ndarray | None = None,
+    max_nodes: int = 384,
+    pad_value: float = 0.0,
+    dtype: np.dtype = np.float64,
     sign_tol: float = 1e-6,
-) -> None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]]:
     """The ``k`` smallest (non-trivial) Laplacian eigenpairs of every graph of at most
-    ``max_nodes`` nodes, written into ``eigvals`` ``[G, k]``, ``eigvecs`` ``[N, k]`` and
-    ``mask`` ``[G, k]`` (pre-filled with the padding). Conventions as
-    :func:`graphpe.ops.eigen.laplacian_eigenpairs`: one solve per graph, of exactly its size
-    (:func:`_small_eigh` up to :data:`SMALL_EIGH_MAX` nodes, LAPACK's subset ``dsyevr``
-    above), the trivial pairs (one per connected component) skipped unless
-    ``keep_trivial``, ``rw`` vectors rescaled by ``D^-1/2`` to unit norm, signs as
-    :func:`graphpe.ops.eigen.canonical_signs` (or ``flips`` ``[G, k]`` for ``random``)."""
+    ``max_nodes`` nodes: ``(eigvals [G, k], eigvecs [N, k], mask [G, k], larger graphs)``,
+    eigenvalues and vectors in ``dtype``, padding as :func:`graphpe.ops.eigen.
+    laplacian_eigenpairs` (``pad_value``, zero vectors, mask False), and the ids of the graphs
+    above ``max_nodes``, left for the caller's sparse solver.
+
+    One solve per graph, of exactly its size (:func:`_small_eigh` up to
+    :data:`SMALL_EIGH_MAX` nodes, LAPACK's subset ``dsyevr`` above), the trivial pairs (one per
+    connected component) skipped unless ``keep_trivial``, ``rw`` vectors rescaled by
+    ``D^-1/2`` to unit norm, signs as :func:`graphpe.ops.eigen.canonical_signs` (for
+    ``random``, canonical signs times ``flips`` ``[G, k]``)."""
+    num_graphs, num_nodes = ptr.shape[0] - 1, csr.indptr.shape[0] - 1
+    eigvals = np.full((num_graphs, k), pad_value, dtype=dtype)
+    eigvecs = np.zeros((num_nodes, k), dtype=dtype)
+    mask = np.zeros((num_graphs, k), dtype=np.bool_)
+    flips = _NO_FLIPS if flips is None else flips
     norm, sign_code = NORMALIZATION_CODES[normalization], SIGN_CODES[sign]
     _laplacian_eigenpairs(csr.indptr, csr.indices, csr.weight, ptr, k, norm, keep_trivial,
                           sign_code, flips, min(max_nodes, SMALL_EIGH_MAX), sign_tol, eigvals,
                           eigvecs, mask)
-    sizes = np.diff(ptr)
-    mid = np.flatnonzero((sizes > SMALL_EIGH_MAX) & (sizes <= max_nodes))
-    if mid.size == 0:
-        return
+    sizes = ptr[1:] - ptr[:-1]
+    biggest = int(sizes.max()) if num_graphs else 0
+    if biggest <= min(SMALL_EIGH_MAX, max_nodes):
+        return eigvals, eigvecs, mask, []
     deg, _ = _degrees(csr.indptr, csr.weight)
-    for g in mid.tolist():
+    for g in np.flatnonzero((sizes > SMALL_EIGH_MAX) & (sizes <= max_nodes)).tolist():
         s, n = int(ptr[g]), int(sizes[g])
         lap, skip, dis = _graph_problem(csr.indptr, csr.indices, csr.weight, deg, s, n, norm,
                                         keep_trivial)
@@ -513,6 +538,10 @@ def laplacian_eigenpairs_host(
             raise np.linalg.LinAlgError(f"dsyevr failed on graph {g} (info={info})")
         _store_pairs(g, s, n, vals[:m], np.ascontiguousarray(vecs[:, :m].T), m, dis, norm,
                      sign_code, flips, sign_tol, eigvals, eigvecs, mask)
+    return eigvals, eigvecs, mask, np.flatnonzero(sizes > max_nodes).tolist()
+
+
+_NO_FLIPS = np.ones((1, 1))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -705,6 +734,43 @@ def _operator_values(indptr, indices, weight, op):  # pragma: no cover - compile
             else:
                 values[p] = scale[i] * weight[p] * scale[indices[p]]
     return values, diag
+
+
+def operator_csr(csr: HostCSR, operator: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, values)`` of the propagation operator (see
+    :func:`graphpe.ops.propagate.propagation_operator`) on the graph's CSR pattern, with the
+    diagonal entries of ``gcn`` and ``lap_shift`` merged in at their sorted place."""
+    values, diag = _operator_values(csr.indptr, csr.indices, csr.weight, OPERATOR_CODES[operator])
+    if operator in ("adj", "rw"):
+        return csr.indptr, csr.indices, values
+    return _with_diagonal(csr.indptr, csr.indices, values, diag)
+
+
+@numba.njit(cache=True, nogil=True)
+def _with_diagonal(indptr, indices, values, diag):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    out_ptr = np.empty(n + 1, dtype=np.int64)
+    out_idx = np.empty(indices.shape[0] + n, dtype=np.int64)
+    out_val = np.empty(indices.shape[0] + n)
+    q = 0
+    out_ptr[0] = 0
+    for i in range(n):
+        placed = False
+        for p in range(indptr[i], indptr[i + 1]):
+            if not placed and indices[p] > i:
+                out_idx[q] = i
+                out_val[q] = diag[i]
+                q += 1
+                placed = True
+            out_idx[q] = indices[p]
+            out_val[q] = values[p]
+            q += 1
+        if not placed:
+            out_idx[q] = i
+            out_val[q] = diag[i]
+            q += 1
+        out_ptr[i + 1] = q
+    return out_ptr, out_idx, out_val
 
 
 @numba.njit(cache=True, nogil=True)

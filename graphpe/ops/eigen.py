@@ -30,6 +30,7 @@ from torch import Tensor
 from graphpe.ops.compiled import (
     host_array,
     laplacian_eigenpairs_host,
+    numpy_dtype,
     simple_csr,
     use_compiled,
 )
@@ -37,8 +38,8 @@ from graphpe.ops.dense_eigh import EIGH_BACKENDS, batched_eigh
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
-    bucket_granularity_for,
     bucket_groups,
+    bucket_growth_for,
     bucket_node_index,
     components_per_graph,
     connected_components,
@@ -108,9 +109,10 @@ def laplacian_eigenpairs(
         pad_value: eigenvalue written into padded columns.
         dense_max_nodes: graphs up to this size use the batched dense path; larger ones the
             sparse solver.
-        bucket_granularity: size buckets round node counts up to a multiple of this; by default
-            exact sizes for 1024+ graphs, a few coarse buckets for a training-size batch
-            (:func:`~graphpe.ops.graph.bucket_granularity_for`).
+        bucket_granularity: (``kernel="tensor"``) size buckets round node counts up to a
+            multiple of this; by default exact sizes for 1024+ graphs, and for a training-size
+            batch a geometric ladder that pads no graph by more than 1.25x
+            (:func:`~graphpe.ops.graph.bucket_growth_for`).
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
         eigh_backend: dense solver of the size buckets, see
@@ -151,20 +153,15 @@ def laplacian_eigenpairs(
 
     if use_compiled(kernel, device):
         ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
-        eigvals_np = np.full((num_graphs, k), pad_value, dtype=np.float64)
-        eigvecs_np = np.zeros((num_nodes, k), dtype=np.float64)
-        mask_np = np.zeros((num_graphs, k), dtype=np.bool_)
-        flips_np = np.ones((1, 1)) if flips is None else host_array(flips, np.float64)
-        laplacian_eigenpairs_host(
+        eigvals_np, eigvecs_np, mask_np, large = laplacian_eigenpairs_host(
             simple_csr(edge_index, num_nodes, edge_weight), ptr_np, k, normalization,
-            keep_trivial, sign, flips_np, dense_max_nodes, eigvals_np, eigvecs_np, mask_np)
-        large = np.flatnonzero(np.diff(ptr_np) > dense_max_nodes).tolist()
-        if not large:  # the common case: return without any further tensor work
-            return Eigenpairs(torch.from_numpy(eigvals_np).to(dtype),
-                              torch.from_numpy(eigvecs_np).to(dtype), torch.from_numpy(mask_np))
-        eigvals = torch.from_numpy(eigvals_np).to(compute_dtype)
-        eigvecs = torch.from_numpy(eigvecs_np).to(compute_dtype)
+            keep_trivial, sign, None if flips is None else host_array(flips, np.float64),
+            dense_max_nodes, pad_value, numpy_dtype(dtype))
+        eigvals = torch.from_numpy(eigvals_np)
+        eigvecs = torch.from_numpy(eigvecs_np)
         mask = torch.from_numpy(mask_np)
+        if not large:  # the common case: return without any further tensor work
+            return Eigenpairs(eigvals, eigvecs, mask)
         ptr = torch.from_numpy(ptr_np)
     else:
         ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
@@ -177,9 +174,9 @@ def laplacian_eigenpairs(
         mask = torch.zeros(num_graphs, k, dtype=torch.bool, device=device)
         cols = torch.arange(k, device=device)
         # Dense path: one batched eigh per size bucket, a memory-bounded group at a time.
-        if bucket_granularity is None:
-            bucket_granularity = bucket_granularity_for(sizes, dense_max_nodes)
-        buckets = size_buckets(sizes, bucket_granularity, dense_max_nodes)
+        buckets = size_buckets(
+            sizes, bucket_granularity or 1, dense_max_nodes,
+            growth=bucket_growth_for(sizes) if bucket_granularity is None else None)
         itemsize = torch.finfo(compute_dtype).bits // 8
         for group in bucket_groups(buckets, itemsize, max_dense_bytes):
             _dense_group(group, edge_index, edge_weight, ptr, sizes, skip, cols, normalization,

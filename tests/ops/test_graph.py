@@ -96,7 +96,7 @@ def test_size_buckets_groups_and_excludes():
     assert [(b.size, b.graphs.tolist()) for b in buckets] == [(3, [0, 3]), (4, [5]), (5, [2])]
     buckets = size_buckets(sizes, granularity=4)
     assert [(b.size, b.graphs.tolist()) for b in buckets] == [(4, [0, 3, 5]), (8, [2]), (12, [4])]
-    with pytest.raises(ValueError, match="granularity must be >= 1"):
+    with pytest.raises(ValueError, match="granularity must be an int >= 1, got 0"):
         size_buckets(sizes, granularity=0)
 
 
@@ -137,13 +137,19 @@ def test_bucket_groups_respect_the_memory_budget():
         assert used <= 8 * 130 or sum(b.graphs.numel() for b in group) == 1
 
 
-def test_bucket_granularity_exact_for_datasets_coarse_for_batches():
-    from graphpe.ops.graph import bucket_granularity_for
+def test_buckets_exact_for_datasets_geometric_for_batches():
+    from graphpe.ops.graph import PADDING_GROWTH, bucket_growth_for, size_ladder
 
-    assert bucket_granularity_for(torch.full((1024,), 30)) == 1
-    assert bucket_granularity_for(torch.tensor([9, 23, 38])) == 10  # ~4 buckets up to 38
-    assert bucket_granularity_for(torch.tensor([9, 23, 5000]), max_size=384) == 6
-    assert bucket_granularity_for(torch.tensor([], dtype=torch.long)) == 1
+    assert bucket_growth_for(torch.full((1024,), 30)) is None
+    assert bucket_growth_for(torch.tensor([9, 23, 38])) == PADDING_GROWTH
+    assert size_ladder(40) == [1, 2, 3, 4, 5, 6, 7, 8, 10, 13, 17, 22, 28, 35, 44]
+    sizes = torch.arange(1, 400)
+    buckets = size_buckets(sizes, growth=PADDING_GROWTH)
+    for bucket in buckets:  # padding never more than 1.25x the nodes (1.95x an n^3 solve)
+        assert bool((bucket.size < PADDING_GROWTH * sizes[bucket.graphs]).all())
+    assert len(buckets) <= 30
+    with pytest.raises(ValueError, match="growth must be > 1, got 1.0"):
+        size_buckets(sizes, growth=1.0)
 
 
 def test_coarse_buckets_give_the_exact_bucket_results(families):
