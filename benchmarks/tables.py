@@ -59,7 +59,7 @@ def precompute_table(data: dict) -> str:
 
 
 TABLES = {
-    "precompute": ("results/precompute.json", precompute_table),
+    "precompute": ("benchmarks/results/precompute.json", precompute_table),
 }
 
 

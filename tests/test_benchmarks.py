@@ -37,8 +37,8 @@ def test_rfp_benchmark_runs(tmp_path, monkeypatch):
                                       "3000", "--json", str(out)])
     runpy.run_path(str(BENCH / "rfp.py"), run_name="__main__")
     rows = json.loads(out.read_text())["rows"]
-    assert [r["method"] for r in rows] == ["bare SpMM trajectory", "propagate (qr)",
-                                           "propagate (l2)"]
+    assert [r["method"] for r in rows] == ["bare SpMM trajectory", "operator build",
+                                           "propagate (qr)", "propagate (l2)"]
 
 
 def _run_script(name, argv, monkeypatch):

@@ -386,8 +386,8 @@ def _tridiag_solve(n, dl, dm, du, du2, piv, x):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
 def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     """Eigenvalues (all, ascending, into ``w[:n]``) and the eigenvectors ``first`` to
-    ``first + count - 1`` (rows of ``v[:count, :n]``) of the symmetric ``a[:n, :n]`` (lower
-    triangle read, destroyed); ``work`` is ``[12, >= n + 1]`` scratch.
+    ``first + count - 1`` (columns of ``v[:n, :count]``) of the symmetric ``a[:n, :n]``
+    (lower triangle read, destroyed); ``work`` is ``[12, >= n + 1]`` scratch.
 
     The matrix is scaled to unit largest entry; Householder tridiagonalization without forming
     Q; the tridiagonal matrix is split where an off-diagonal entry is below ``eps ||T||``
@@ -454,9 +454,9 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
                 if sorted_block[first + q] == b0 and lam - sorted_w[first + q] <= ortol:
                     dot = 0.0
                     for i in range(b0, b1):
-                        dot += v[q, i] * x[i]
+                        dot += v[i, q] * x[i]
                     for i in range(b0, b1):
-                        x[i] -= dot * v[q, i]
+                        x[i] -= dot * v[i, q]
             nrm = 0.0
             for i in range(b0, b1):
                 nrm += x[i] * x[i]
@@ -464,21 +464,29 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
             for i in range(b0, b1):
                 x[i] *= inv
         for i in range(n):
-            v[c, i] = x[i]
+            v[i, c] = x[i]
     for i in range(n):
         w[i] = sorted_w[i] * scale
-    # back-transform the tridiagonal eigenvectors: v <- P_{n-1} ... P_1 v
+    # back-transform the tridiagonal eigenvectors: v <- P_{n-1} ... P_1 v, all columns at once
+    # (rows of v are contiguous: the inner loops run over the wanted columns)
+    g = x[:count]
     for i in range(1, n):
         h = hs[i]
         if h == 0.0:
             continue
         for c in range(count):
-            g = 0.0
-            for k in range(i):
-                g += a[i, k] * v[c, k]
-            g /= h
-            for k in range(i):
-                v[c, k] -= g * a[i, k]
+            g[c] = 0.0
+        for k in range(i):
+            aik = a[i, k]
+            for c in range(count):
+                g[c] += aik * v[k, c]
+        inv_h = 1.0 / h
+        for c in range(count):
+            g[c] *= inv_h
+        for k in range(i):
+            aik = a[i, k]
+            for c in range(count):
+                v[k, c] -= g[c] * aik
 
 
 NORMALIZATION_CODES = {"sym": 0, "rw": 1, "none": 2}
@@ -536,7 +544,7 @@ def laplacian_eigenpairs_host(
                                                lower=1, overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"dsyevr failed on graph {g} (info={info})")
-        _store_pairs(g, s, n, vals[:m], np.ascontiguousarray(vecs[:, :m].T), m, dis, norm,
+        _store_pairs(g, s, n, vals[:m], np.ascontiguousarray(vecs[:, :m]), m, dis, norm,
                      sign_code, flips, sign_tol, eigvals, eigvecs, mask)
     return eigvals, eigvecs, mask, np.flatnonzero(sizes > max_nodes).tolist()
 
@@ -622,14 +630,14 @@ def _graph_laplacian(indptr, indices, weight, deg, dis, s, n, norm):  # pragma: 
 @numba.njit(cache=True, nogil=True)
 def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigvals, eigvecs,
                  mask):  # pragma: no cover - compiled
-    """Write graph ``g``'s ``m`` pairs (``vecs`` rows are the vectors): ``L_rw`` rescaling,
-    signs, outputs."""
+    """Write graph ``g``'s ``m`` pairs (``vecs`` columns are the vectors): ``L_rw``
+    rescaling, signs, outputs."""
     vec = np.empty(n)
     for c in range(m):
         eigvals[g, c] = vals[c]
         mask[g, c] = True
         for i in range(n):
-            vec[i] = vecs[c, i]
+            vec[i] = vecs[i, c]
         if norm == 1:  # L_rw eigenvector D^-1/2 u, back to unit norm
             nrm = 0.0
             for i in range(n):
@@ -655,7 +663,7 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
     deg, dis = _degrees(indptr, weight)
     parent = np.empty(max(max_nodes, 1), dtype=np.int64)
     w = np.empty(max_nodes + 1)
-    u = np.empty((max(k, 1), max_nodes + 1))
+    u = np.empty((max_nodes + 1, max(k, 1)))
     work = np.empty((12, max_nodes + 2))
     for g in range(num_graphs):
         s = ptr[g]

@@ -250,7 +250,8 @@ def propagation_operator(
             warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
             return torch.sparse_csr_tensor(
                 torch.from_numpy(indptr), torch.from_numpy(indices),
-                torch.from_numpy(values).to(dtype), (num_nodes, num_nodes))
+                torch.from_numpy(values).to(dtype), (num_nodes, num_nodes),
+                check_invariants=False)
     graph = undirected_simple(edge_index, num_nodes, edge_weight)
     ei = graph.edge_index
     w = edge_values(graph, dtype)

@@ -245,10 +245,10 @@ def test_small_eigh_against_numpy(scale):
     def solve(matrix, first, count):
         n = matrix.shape[0]
         w = np.empty(n + 1)
-        v = np.empty((count, n + 1))
+        v = np.empty((n + 1, count))
         work = np.empty((12, n + 2))
         _small_eigh(matrix.copy(), n, first, count, w, v, work)
-        return w[:n].copy(), v[:, :n].T.copy()
+        return w[:n].copy(), v[:n].copy()
 
     rng = np.random.default_rng(0)
     mats = []
