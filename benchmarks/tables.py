@@ -58,8 +58,26 @@ def precompute_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def rfp_large_table(data: dict) -> str:
+    """Graph preparation and propagation on one large graph (from ``benchmarks/rfp.py``)."""
+    lines = ["| step | time | vs a bare SpMM step or trajectory |", "| --- | ---: | ---: |"]
+    for r in data["rows"]:
+        if r.get("part") != "large":
+            continue
+        if r["method"] == "operator build":
+            lines.append(f"| operator build ({r['nodes']:,} nodes, {r['input_edges']:,} input "
+                         f"edges, {r['nnz']:,} nonzeros) | {r['seconds']:.2f} s | "
+                         f"{r['ratio_to_bare_trajectory']:.2f}x a trajectory |")
+        else:
+            ratio = f"{r['ratio_to_bare']:.2f}x" if "ratio_to_bare" in r else "1x"
+            lines.append(f"| {r['method']}, d = {r['dim']} | "
+                         f"{r['seconds_per_step'] * 1e3:.0f} ms per step | {ratio} |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
+    "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
 }
 
 

@@ -80,3 +80,26 @@ def test_gpu_benchmark_runs_on_cpu(tmp_path, monkeypatch):
     if "zinc" in parts:  # only with the offline ZINC copy
         lap = next(r for r in rows if r.get("encoding") == "LapPE k=16")
         assert lap["max_eigval_diff_vs_cpu"] == 0.0 and lap["speedup_vs_pyg_cpu"] > 0
+
+
+def test_readme_tables_come_from_the_json(tmp_path):
+    """benchmarks/tables.py fills the marked README blocks from benchmark JSON."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    row = {"kind": "zinc", "dataset": "D", "encoding": "RWSE T=16", "path": "dataset",
+           "graphs": 10, "graphpe_graphs_per_s": 12345.6, "pyg_graphs_per_s": 1000.0,
+           "ratio": 12.3456, "max_error": 1e-7, "pyg_max_error": None, "error_metric": "",
+           "pyg_failed_graphs": 0, "target": ">= 25x", "met": False}
+    (results / "precompute.json").write_text(json.dumps(
+        {"threads": 1, "repeats": 3, "torch": "t", "graphpe": "g", "pyg": "p", "rows": [row]}))
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- table:precompute -->\nold\n<!-- /table:precompute -->\nb\n")
+    assert tables.write(readme, tmp_path) == ["precompute"]
+    text = readme.read_text()
+    assert "| D | RWSE T=16 | dataset | 12,346 | 1,000 | 12.3x | >= 25x **not met** |" in text
+    assert "old" not in text and text.startswith("a\n") and text.endswith("b\n")

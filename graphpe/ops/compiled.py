@@ -242,8 +242,9 @@ def _tridiagonalize(a, n, d, e, hs):  # pragma: no cover - compiled
             if scale == 0.0:
                 e[i] = a[i, l]
             else:
+                inv_scale = 1.0 / scale
                 for k in range(l + 1):
-                    a[i, k] /= scale
+                    a[i, k] *= inv_scale
                     h += a[i, k] * a[i, k]
                 f = a[i, l]
                 g = -np.sqrt(h) if f >= 0.0 else np.sqrt(h)
@@ -407,10 +408,11 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
             scale = max(scale, abs(a[i, j]))
     if scale == 0.0:
         scale = 1.0
-    inv_scale = 1.0 / scale
-    for i in range(n):
-        for j in range(i + 1):
-            a[i, j] *= inv_scale
+    if scale != 1.0:  # (a normalized Laplacian's largest entry is already 1)
+        inv_scale = 1.0 / scale
+        for i in range(n):
+            for j in range(i + 1):
+                a[i, j] *= inv_scale
     _tridiagonalize(a, n, d, e, hs)
     tnorm = 1.0  # >= ||A||_2 / max|a_ij| = 1 after scaling (and 1 for a zero matrix)
     for i in range(n):
@@ -545,7 +547,7 @@ def laplacian_eigenpairs_host(
         if info != 0:
             raise np.linalg.LinAlgError(f"dsyevr failed on graph {g} (info={info})")
         _store_pairs(g, s, n, vals[:m], np.ascontiguousarray(vecs[:, :m]), m, dis, norm,
-                     sign_code, flips, sign_tol, eigvals, eigvecs, mask)
+                     sign_code, flips, sign_tol, eigvals, eigvecs, mask, np.empty(n))
     return eigvals, eigvecs, mask, np.flatnonzero(sizes > max_nodes).tolist()
 
 
@@ -612,7 +614,13 @@ def _degrees(indptr, weight):  # pragma: no cover - compiled
 @numba.njit(cache=True, nogil=True)
 def _graph_laplacian(indptr, indices, weight, deg, dis, s, n, norm):  # pragma: no cover
     """The dense Laplacian of nodes ``s..s+n-1`` (one graph of the batch)."""
-    lap = np.zeros((n, n))
+    return _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, np.empty((n, n)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, lap):  # pragma: no cover
+    """:func:`_graph_laplacian` written into ``lap`` (``[n, n]``, overwritten)."""
+    lap[:, :] = 0.0
     for i in range(n):
         if norm == 2:
             lap[i, i] = deg[s + i]
@@ -629,10 +637,9 @@ def _graph_laplacian(indptr, indices, weight, deg, dis, s, n, norm):  # pragma: 
 
 @numba.njit(cache=True, nogil=True)
 def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigvals, eigvecs,
-                 mask):  # pragma: no cover - compiled
+                 mask, vec):  # pragma: no cover - compiled
     """Write graph ``g``'s ``m`` pairs (``vecs`` columns are the vectors): ``L_rw``
-    rescaling, signs, outputs."""
-    vec = np.empty(n)
+    rescaling, signs, outputs (``vec``: scratch of >= n entries)."""
     for c in range(m):
         eigvals[g, c] = vals[c]
         mask[g, c] = True
@@ -665,6 +672,8 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
     w = np.empty(max_nodes + 1)
     u = np.empty((max_nodes + 1, max(k, 1)))
     work = np.empty((12, max_nodes + 2))
+    lap_store = np.empty(max_nodes * max_nodes)
+    vec = np.empty(max(max_nodes, 1))
     for g in range(num_graphs):
         s = ptr[g]
         n = ptr[g + 1] - s
@@ -674,10 +683,11 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
         m = min(k, n - skip)
         if m <= 0:
             continue
-        lap = _graph_laplacian(indptr, indices, weight, deg, dis, s, n, norm)
+        lap = _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm,
+                              lap_store[: n * n].reshape((n, n)))
         _small_eigh(lap, n, skip, m, w, u, work)
         _store_pairs(g, s, n, w[skip : skip + m], u, m, dis, norm, sign, flips, sign_tol,
-                     eigvals, eigvecs, mask)
+                     eigvals, eigvecs, mask, vec)
 
 
 @numba.njit(cache=True, nogil=True)

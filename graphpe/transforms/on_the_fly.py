@@ -9,7 +9,7 @@ import torch
 from torch import nn
 from torch_geometric.data import Data
 
-from graphpe.transforms.base import PETransform, graph_structure
+from graphpe.transforms.base import PETransform, graph_structure, set_fields
 
 
 class OnTheFlyPE(nn.Module):
@@ -35,8 +35,7 @@ class OnTheFlyPE(nn.Module):
         batch = copy.copy(batch)  # the caller's batch keeps its attributes
         edge_index, num_nodes, ptr, edge_weight = graph_structure(batch)
         for t in self.transforms:
-            for name, value in t.compute(edge_index, num_nodes, ptr, edge_weight).items():
-                batch[name] = value
+            set_fields(batch, t.compute(edge_index, num_nodes, ptr, edge_weight))
         return batch
 
     def extra_repr(self) -> str:

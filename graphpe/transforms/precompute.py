@@ -24,7 +24,7 @@ from torch_geometric.transforms import BaseTransform, Compose
 from tqdm.auto import tqdm
 
 from graphpe.ops.graph import INDEX_DTYPES, validate_graph
-from graphpe.transforms.base import PETransform, fields, node_count
+from graphpe.transforms.base import PETransform, fields, node_count, set_fields
 
 CACHE_FORMAT = 1
 _MAGIC = b"GRAPHPE1"
@@ -67,6 +67,9 @@ def _structure_of_in_memory(dataset: InMemoryDataset) -> _Structure | None:
         return None
     if data.x.size(0) != int(slices["x"][-1]):
         return None
+    if data.edge_index.dtype not in INDEX_DTYPES:
+        # validate before any cast: a bool or float index must not be silently converted
+        validate_graph(data.edge_index, int(slices["x"][-1]))
     ptr = slices["x"].long()
     eptr = slices["edge_index"].long()
     local = data.edge_index.long()
@@ -331,14 +334,14 @@ def _attach_to_list(
 ) -> list[Data]:
     # Each graph gets views of the concatenated outputs (as InMemoryDataset.get gives), cut
     # by numpy slicing: torch.split costs ~20 us per piece, numpy ~1.
-    ptr, eptr = structure.ptr.numpy(), structure.eptr.numpy()
-    arrays = {name: (value.numpy(), eptr if name in edge_level else ptr)
-              for name, value in outputs.items()}
+    ptr, eptr = structure.ptr.tolist(), structure.eptr.tolist()
+    arrays = [(name, value.numpy(), eptr if name in edge_level else ptr)
+              for name, value in outputs.items()]
     result = []
     for i, data in enumerate(graphs):
         data = copy.copy(data)
-        for name, (array, offsets) in arrays.items():
-            data[name] = torch.from_numpy(array[offsets[i] : offsets[i + 1]])
+        set_fields(data, {name: torch.from_numpy(array[offsets[i] : offsets[i + 1]])
+                          for name, array, offsets in arrays})
         for t in others:
             data = t(data)
         result.append(data)
