@@ -331,6 +331,77 @@ def _tridiag_eigvals(d, e, n, w, off):  # pragma: no cover - compiled
             off[m] = 0.0
     w[:n].sort()
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ql_advance(w, off, n, l, m, i, phase, s, c, p, g, it):  # pragma: no cover - compiled
+    """One step of the implicit QL iteration of :func:`_tridiag_eigvals` as a state machine
+    (``phase`` 0: find the next unreduced block at ``l``, 1: one rotation of a sweep, 2: done),
+    so that two independent matrices can be advanced in turns (see :func:`_ql_pair`)."""
+    if phase == 0:
+        if l >= n:
+            return l, m, i, 2, s, c, p, g, it
+        m = l
+        while m < n - 1:
+            dd = abs(w[m]) + abs(w[m + 1])
+            if abs(off[m]) <= 1e-300 + 2.220446049250313e-16 * dd:
+                break
+            m += 1
+        if m == l or it >= 60:  # converged (or given up): next eigenvalue
+            return l + 1, m, i, 0, s, c, p, g, 0
+        g = (w[l + 1] - w[l]) / (2.0 * off[l])
+        r = np.sqrt(g * g + 1.0)
+        g = w[m] - w[l] + off[l] / (g + (r if g >= 0 else -r))
+        return l, m, m - 1, 1, 1.0, 1.0, 0.0, g, it + 1
+    if phase == 1:
+        f = s * off[i]
+        b = c * off[i]
+        r = np.sqrt(f * f + g * g)
+        off[i + 1] = r
+        if r == 0.0:
+            w[i + 1] -= p
+            off[m] = 0.0
+            return l, m, i, 0, s, c, p, g, it
+        inv = 1.0 / r
+        s = f * inv
+        c = g * inv
+        g = w[i + 1] - p
+        r = (w[i] - g) * s + 2.0 * c * b
+        p = s * r
+        w[i + 1] = g + p
+        g = c * r - b
+        if i == l:  # sweep done
+            w[l] -= p
+            off[l] = g
+            off[m] = 0.0
+            return l, m, i, 0, s, c, p, g, it
+        return l, m, i - 1, 1, s, c, p, g, it
+    return l, m, i, phase, s, c, p, g, it
+
+
+@numba.njit(cache=True, nogil=True)
+def _ql_setup(d, e, n, w, off):  # pragma: no cover - compiled
+    for i in range(n):
+        w[i] = d[i]
+    for i in range(1, n):
+        off[i - 1] = e[i]
+    if n > 0:
+        off[n - 1] = 0.0
+
+
+@numba.njit(cache=True, nogil=True)
+def _ql_pair(w1, off1, n1, w2, off2, n2):  # pragma: no cover - compiled
+    """Eigenvalues (in place, unsorted) of two independent tridiagonal matrices, their QL
+    steps taken in turns: a QL sweep is one long chain of dependent square roots and
+    divisions, so a single matrix leaves the core idle for most of each step's latency, and
+    two interleaved chains run in about the time of one."""
+    l1, m1, i1, ph1, s1, c1, p1, g1, it1 = 0, 0, 0, 0, 1.0, 1.0, 0.0, 0.0, 0
+    l2, m2, i2, ph2, s2, c2, p2, g2, it2 = 0, 0, 0, 0, 1.0, 1.0, 0.0, 0.0, 0
+    while ph1 != 2 or ph2 != 2:
+        l1, m1, i1, ph1, s1, c1, p1, g1, it1 = _ql_advance(
+            w1, off1, n1, l1, m1, i1, ph1, s1, c1, p1, g1, it1)
+        l2, m2, i2, ph2, s2, c2, p2, g2, it2 = _ql_advance(
+            w2, off2, n2, l2, m2, i2, ph2, s2, c2, p2, g2, it2)
+
+
 @numba.njit(cache=True, nogil=True)
 def _tridiag_factor(d, e, n, lam, dl, dm, du, du2, piv, tiny):  # pragma: no cover - compiled
     """LU factors with partial pivoting of ``T - lam I`` (LAPACK's dlagtf), tiny pivots
@@ -399,9 +470,20 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     vectors orthogonalized against each other, as LAPACK's ``dstein`` does; finally the
     reflectors are applied to those vectors only. For a 23-node molecule that is ~n^3 +
     2 n^2 k flops against LAPACK's full ``syevd``, and no library call overhead."""
-    d, e, hs, off = work[0], work[1], work[2], work[3]
-    dl, dm, du, du2, x, piv = work[4], work[5], work[6], work[7], work[8], work[9]
-    block_of, shifts = work[10], work[11]
+    scale, tnorm = _eigh_prepare(a, n, work)
+    _ql_setup(work[0], work[1], n, w, work[3])
+    _ql_pair(w, work[3], n, w, work[3], 0)
+    _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
+    """First stage of :func:`_small_eigh`: scale, tridiagonalize, split into unreduced blocks
+    (off-diagonal entries below ``eps ||T||`` set to 0, ``work[10]`` the block start of each
+    position); returns ``(scale, ||T||)``. The QL iteration never crosses a zero off-diagonal,
+    so each eigenvalue stays at a position of its own block."""
+    d, e, hs = work[0], work[1], work[2]
+    block_of = work[10]
     scale = 0.0
     for i in range(n):
         for j in range(i + 1):
@@ -418,14 +500,23 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     for i in range(n):
         tnorm = max(tnorm, abs(d[i]) + abs(e[i]) + (abs(e[i + 1]) if i + 1 < n else 0.0))
     eps = 2.220446049250313e-16
-    # unreduced blocks [start, end): eigenvalues per block, then sorted with their block
     start = 0
-    for i in range(1, n + 1):
-        if i == n or abs(e[i]) <= eps * tnorm:
-            _tridiag_eigvals(d[start:i], e[start:i], i - start, w[start:i], off[start:i])
-            for j in range(start, i):
-                block_of[j] = start
+    for i in range(n):
+        if i > 0 and abs(e[i]) <= eps * tnorm:
+            e[i] = 0.0
             start = i
+        block_of[i] = start
+    return scale, tnorm
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
+    """Last stage of :func:`_small_eigh`: sort the eigenvalues ``w[:n]`` (with their blocks),
+    inverse iteration for the wanted ones, back-transformation, eigenvalues rescaled."""
+    d, e, hs = work[0], work[1], work[2]
+    dl, dm, du, du2, x, piv = work[4], work[5], work[6], work[7], work[8], work[9]
+    block_of, shifts = work[10], work[11]
+    eps = 2.220446049250313e-16
     order = np.argsort(w[:n])
     sorted_w = w[:n][order]
     sorted_block = block_of[:n][order]
@@ -665,29 +756,54 @@ def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigva
 @numba.njit(cache=True, nogil=True)
 def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, sign, flips,
                           max_nodes, sign_tol, eigvals, eigvecs, mask):  # pragma: no cover
-    """Graphs up to ``max_nodes`` nodes; returns the ids of larger ones it left alone."""
+    """Graphs up to ``max_nodes`` nodes (larger ones are left alone), solved two at a time:
+    their QL iterations interleaved (:func:`_ql_pair`)."""
     num_graphs = ptr.shape[0] - 1
     deg, dis = _degrees(indptr, weight)
     parent = np.empty(max(max_nodes, 1), dtype=np.int64)
-    w = np.empty(max_nodes + 1)
-    u = np.empty((max_nodes + 1, max(k, 1)))
-    work = np.empty((12, max_nodes + 2))
-    lap_store = np.empty(max_nodes * max_nodes)
     vec = np.empty(max(max_nodes, 1))
-    for g in range(num_graphs):
-        s = ptr[g]
-        n = ptr[g + 1] - s
-        if n == 0 or n > max_nodes:
-            continue
-        skip = 0 if keep_trivial else _component_count(indptr, indices, s, n, parent)
-        m = min(k, n - skip)
-        if m <= 0:
-            continue
-        lap = _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm,
-                              lap_store[: n * n].reshape((n, n)))
-        _small_eigh(lap, n, skip, m, w, u, work)
-        _store_pairs(g, s, n, w[skip : skip + m], u, m, dis, norm, sign, flips, sign_tol,
-                     eigvals, eigvecs, mask, vec)
+    # two solver slots: graph, first node, size, pairs skipped, pairs kept, scale, ||T||
+    w = np.empty((2, max_nodes + 1))
+    u = np.empty((2, max_nodes + 1, max(k, 1)))
+    work = np.empty((2, 12, max_nodes + 2))
+    lap_store = np.empty((2, max_nodes * max_nodes))
+    slot_graph = np.zeros(2, dtype=np.int64)
+    slot_info = np.zeros((2, 4), dtype=np.int64)  # s, n, skip, m
+    slot_norms = np.zeros((2, 2))  # scale, ||T||
+    filled = 0
+    for g in range(num_graphs + 1):
+        if g < num_graphs:
+            s = ptr[g]
+            n = ptr[g + 1] - s
+            if n == 0 or n > max_nodes:
+                continue
+            skip = 0 if keep_trivial else _component_count(indptr, indices, s, n, parent)
+            m = min(k, n - skip)
+            if m <= 0:
+                continue
+            lap = _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm,
+                                  lap_store[filled, : n * n].reshape((n, n)))
+            scale, tnorm = _eigh_prepare(lap, n, work[filled])
+            _ql_setup(work[filled, 0], work[filled, 1], n, w[filled], work[filled, 3])
+            slot_graph[filled] = g
+            slot_info[filled, 0], slot_info[filled, 1] = s, n
+            slot_info[filled, 2], slot_info[filled, 3] = skip, m
+            slot_norms[filled, 0], slot_norms[filled, 1] = scale, tnorm
+            filled += 1
+            if filled < 2:
+                continue
+        elif filled == 0:
+            break
+        n2 = slot_info[1, 1] if filled == 2 else 0
+        _ql_pair(w[0], work[0, 3], slot_info[0, 1], w[1], work[1, 3], n2)
+        for q in range(filled):
+            s, n, skip, m = slot_info[q, 0], slot_info[q, 1], slot_info[q, 2], slot_info[q, 3]
+            lap = lap_store[q, : n * n].reshape((n, n))
+            _eigh_vectors(lap, n, skip, m, w[q], u[q], work[q], slot_norms[q, 0],
+                          slot_norms[q, 1])
+            _store_pairs(slot_graph[q], s, n, w[q, skip : skip + m], u[q], m, dis, norm,
+                         sign, flips, sign_tol, eigvals, eigvecs, mask, vec)
+        filled = 0
 
 
 @numba.njit(cache=True, nogil=True)
