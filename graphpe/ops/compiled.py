@@ -736,10 +736,11 @@ def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigva
         mask[g, c] = True
         for i in range(n):
             vec[i] = vecs[i, c]
-        if norm == 1:  # L_rw eigenvector D^-1/2 u, back to unit norm
+        if norm == 1:  # L_rw eigenvector D^-1/2 u (1 on isolated nodes), back to unit norm
             nrm = 0.0
             for i in range(n):
-                vec[i] *= dis[s + i]
+                if dis[s + i] > 0:
+                    vec[i] *= dis[s + i]
                 nrm += vec[i] * vec[i]
             nrm = max(np.sqrt(nrm), 1e-30)
             for i in range(n):

@@ -214,7 +214,7 @@ def laplacian_eigenpairs(
         m = vals.numel()
         valid = (cols < m).unsqueeze(0)
         vecs = torch.cat([vecs, vecs.new_zeros(vecs.size(0), k - m)], dim=1).unsqueeze(0)
-        scale = inv_sqrt_degree(deg).unsqueeze(0) if normalization == "rw" else None
+        scale = rw_scale(inv_sqrt_degree(deg)).unsqueeze(0) if normalization == "rw" else None
         vecs = _finish(vecs, valid, scale, sign, None if flips is None else flips[g : g + 1])
         eigvals[g, :m] = vals
         mask[g, :m] = True
@@ -299,7 +299,14 @@ def _dense_laplacian(
     # Chung's convention: 0 on an isolated node's diagonal; 3 > 2 >= every eigenvalue on padding.
     diag = torch.where(inside, (deg > 0).to(adj.dtype), torch.full_like(deg, 3.0))
     lap.diagonal(dim1=-2, dim2=-1).copy_(diag)
-    return lap, dis if normalization == "rw" else None
+    return lap, rw_scale(dis) if normalization == "rw" else None
+
+
+def rw_scale(dis: Tensor) -> Tensor:
+    """The map from ``L_sym`` to ``L_rw`` eigenvectors, ``D^-1/2``, with 1 on isolated nodes:
+    their row of ``L_rw = I - D^-1 A`` is zero (Chung's convention), so their trivial
+    eigenvector is the indicator, which ``D^-1/2 = 0`` would wipe out."""
+    return torch.where(dis > 0, dis, torch.ones_like(dis))
 
 
 def _finish(

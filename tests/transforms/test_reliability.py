@@ -1,0 +1,102 @@
+"""Regression tests for the failure classes of the reliability sweep (issue 13) that the
+CPU paths now handle: one reproduction each, with the exact error where the input is wrong."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, precompute
+
+
+def path_plus_isolated() -> Data:
+    return Data(edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), num_nodes=4)
+
+
+def test_rfp_qr_columns_are_orthonormal_or_zero():
+    """Class 1: columns past the numerical rank of a block were noise (norm 17.9 here)."""
+    n = 9
+    ei = torch.tensor([[i, (i + 1) % n] for i in range(n)]).t()
+    ei = torch.cat([ei, ei.flip(0)], 1)
+    out = RFP(8, 4, seed=17)(Data(edge_index=ei, num_nodes=n)).rfp.reshape(n, 5, 8)
+    norms = out.norm(dim=0)
+    assert bool(((norms - 1).abs() < 1e-5).logical_or(norms == 0).all())
+    path = torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]])
+    small = RFP(8, 2, seed=0)(Data(edge_index=path, num_nodes=4)).rfp.reshape(4, 3, 8)
+    norms = small.norm(dim=0)  # 4 nodes, 8 columns: 4 orthonormal and 4 zero per block
+    assert torch.allclose(norms[:, :4], torch.ones(3, 4), atol=1e-5)
+    assert bool((norms[:, 4:] == 0).all())
+
+
+def test_rw_trivial_vector_of_an_isolated_node():
+    """Class 2: with normalization='rw' and keep_trivial, an isolated node's trivial
+    eigenvector was all zeros while the mask said valid."""
+    out = LaplacianPE(4, normalization="rw", keep_trivial=True)(path_plus_isolated())
+    assert bool(out.lap_mask.all())
+    torch.testing.assert_close(out.lap_pe.norm(dim=0), torch.ones(4))
+
+
+def test_zero_weight_edges_connect_nothing():
+    """Class 3: an edge of weight 0 made eigenvalue 0 look non-trivial."""
+    data = path_plus_isolated()
+    data.num_nodes = 3
+    data.edge_index = data.edge_index[:, :4]
+    data.edge_weight = torch.tensor([1.0, 1.0, 0.0, 0.0])
+    out = LaplacianPE(2)(data)  # components {0, 1} and {2}: one non-trivial pair
+    assert out.lap_mask[0].tolist() == [True, False]
+    assert float(out.lap_eigvals[0, 0]) == pytest.approx(2.0)  # the single edge's
+    data.edge_weight = torch.zeros(4)
+    assert not bool(LaplacianPE(2)(data).lap_mask.any())
+
+
+@pytest.mark.parametrize("weight", [1e300, 3e38])
+def test_huge_weights_do_not_overflow(weight):
+    """Class 4: float64 weights of 1e300 gave NaN, float32 3e38 gave zeros."""
+    data = path_plus_isolated()
+    dtype = torch.float64 if weight > 1e38 else torch.float32
+    data.edge_weight = torch.full((4,), weight, dtype=dtype)
+    plain = path_plus_isolated()
+    torch.testing.assert_close(RWSE(4)(data.clone()).rwse, RWSE(4)(plain.clone()).rwse)
+    assert bool(torch.isfinite(RFP(2, 3, seed=0)(data.clone()).rfp).all())
+    # D^-1/2 A D^-1/2 does not change when every weight is scaled (GCN's self loop of weight
+    # 1 does, so compare that one for finiteness only)
+    rfp = RFP(2, 3, operator="adj", seed=0)(data.clone()).rfp
+    ref = RFP(2, 3, operator="adj", seed=0)(plain.clone()).rfp
+    torch.testing.assert_close(rfp, ref, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("transform", [LCP(), RFP(4, 2, seed=0), RWSE(3), LaplacianPE(2)])
+def test_edges_across_graphs_of_a_batch_are_refused(transform):
+    """Class 5: LCP and RFP joined graphs silently when an edge crossed the boundary."""
+    batch = Batch.from_data_list([path_plus_isolated(), path_plus_isolated()])
+    batch.edge_index = torch.cat([batch.edge_index, torch.tensor([[0], [5]])], dim=1)
+    with pytest.raises(ValueError, match="edges between different graphs of the batch"):
+        transform(batch)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float32])
+def test_precompute_validates_before_casting(dtype):
+    """Class 6: a bool edge_index gave wrong RWSE, a float index was truncated."""
+    bad = path_plus_isolated()
+    bad.edge_index = bad.edge_index.to(dtype)
+    with pytest.raises(ValueError, match="graph 0: edge_index must have an integer dtype"):
+        precompute([bad], RWSE(3), progress=False)
+
+
+def test_rfp_on_graphs_without_nodes():
+    """Class 7: RFP raised 'cannot reshape tensor of 0 elements'."""
+    empty = Data(edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=0)
+    assert RFP(4, 2, num_draws=3)(empty).rfp.shape == (0, 3, 12)
+    batch = Batch.from_data_list([empty, empty])
+    assert RFP(4, 2)(batch).rfp.shape == (0, 1, 12)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_narrow_integer_indices_are_refused(dtype):
+    """Class 8: uint8/int8/int16 indices passed validation (uint8 even acted as a mask)."""
+    data = path_plus_isolated()
+    data.edge_index = data.edge_index.to(dtype)
+    with pytest.raises(ValueError, match=r"edge_index must have an integer dtype \(torch.int64 "
+                                         r"or torch.int32\), got torch\."):
+        RWSE(3)(data)
