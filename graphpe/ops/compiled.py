@@ -275,67 +275,13 @@ def _tridiagonalize(a, n, d, e, hs):  # pragma: no cover - compiled
     for i in range(n):
         d[i] = a[i, i]
 
-@numba.njit(cache=True, nogil=True)
-def _tridiag_eigvals(d, e, n, w, off):  # pragma: no cover - compiled
-    """All eigenvalues of the tridiagonal (d, e[1:]) ascending into w (implicit QL)."""
-    for i in range(n):
-        w[i] = d[i]
-    for i in range(1, n):
-        off[i - 1] = e[i]
-    off[n - 1] = 0.0
-    for l in range(n):
-        it = 0
-        while True:
-            m = l
-            while m < n - 1:
-                dd = abs(w[m]) + abs(w[m + 1])
-                if abs(off[m]) <= 1e-300 + 2.220446049250313e-16 * dd:
-                    break
-                m += 1
-            if m == l:
-                break
-            it += 1
-            if it > 60:
-                break
-            g = (w[l + 1] - w[l]) / (2.0 * off[l])
-            r = np.sqrt(g * g + 1.0)
-            g = w[m] - w[l] + off[l] / (g + (r if g >= 0 else -r))
-            s = 1.0
-            c = 1.0
-            p = 0.0
-            i = m - 1
-            early = False
-            while i >= l:
-                f = s * off[i]
-                b = c * off[i]
-                r = np.sqrt(f * f + g * g)
-                off[i + 1] = r
-                if r == 0.0:
-                    w[i + 1] -= p
-                    off[m] = 0.0
-                    early = True
-                    break
-                inv = 1.0 / r
-                s = f * inv
-                c = g * inv
-                g = w[i + 1] - p
-                r = (w[i] - g) * s + 2.0 * c * b
-                p = s * r
-                w[i + 1] = g + p
-                g = c * r - b
-                i -= 1
-            if early:
-                continue
-            w[l] -= p
-            off[l] = g
-            off[m] = 0.0
-    w[:n].sort()
-
 @numba.njit(cache=True, nogil=True, inline="always")
 def _ql_advance(w, off, n, l, m, i, phase, s, c, p, g, it):  # pragma: no cover - compiled
-    """One step of the implicit QL iteration of :func:`_tridiag_eigvals` as a state machine
-    (``phase`` 0: find the next unreduced block at ``l``, 1: one rotation of a sweep, 2: done),
-    so that two independent matrices can be advanced in turns (see :func:`_ql_pair`)."""
+    """One step of the implicit QL iteration for the eigenvalues of a symmetric tridiagonal
+    matrix (diagonal ``w``, off-diagonal ``off[i]`` between ``i`` and ``i + 1``; both
+    overwritten; Numerical Recipes' ``tqli`` without vectors) as a state machine (``phase``
+    0: look for the next unreduced block at ``l``, 1: one rotation of a sweep, 2: done), so
+    that two independent matrices can be advanced in turns (see :func:`_ql_pair`)."""
     if phase == 0:
         if l >= n:
             return l, m, i, 2, s, c, p, g, it
