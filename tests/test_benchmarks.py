@@ -5,6 +5,8 @@ import runpy
 import sys
 from pathlib import Path
 
+from tests.conftest import SHARED_DATA
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -76,8 +78,11 @@ def test_gpu_benchmark_runs_on_cpu(tmp_path, monkeypatch):
                         "--batch-size", "32", "--json", str(out)], monkeypatch)
     rows = json.loads(out.read_text())["rows"]
     parts = {r["part"] for r in rows}
-    assert {"large", "train"} <= parts
-    if "zinc" in parts:  # only with the offline ZINC copy
+    assert "large" in parts
+    # the train and zinc parts read the offline ZINC copy, absent from a user's clone
+    has_zinc = (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists()
+    assert ("train" in parts) == has_zinc
+    if "zinc" in parts:
         lap = next(r for r in rows if r.get("encoding") == "LapPE k=16")
         assert lap["max_eigval_diff_vs_cpu"] == 0.0 and lap["speedup_vs_pyg_cpu"] > 0
 
