@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 import torch
-from scipy.linalg.lapack import dsyevr as lapack_dsyevr
+from scipy.linalg.lapack import dsytrd as lapack_dsytrd
 from torch import Tensor
 
 KERNELS = ("auto", "compiled", "tensor")
@@ -221,11 +221,12 @@ def _sparse_times_dense(indptr, indices, values, s, n, x, y):  # pragma: no cove
 
 # ----------------------------------------------------------------------------- LapPE
 
-# Up to this size the compiled small-matrix solver below beats LAPACK (whose fixed cost
-# dominates tiny matrices: ~35 us for a full syevd of 23 x 23 on this project's CPU, 21 us
-# here; 96 nodes, 16 pairs: 370 us vs 506 for syevd and 635 for the subset dsyevr); above it
-# LAPACK's blocked reduction wins, and dsyevr computes just the wanted pairs.
-SMALL_EIGH_MAX = 128
+# Up to this size the compiled solver below (its own Householder reduction) is fastest: LAPACK's
+# fixed cost per call dominates small matrices (a full syevd of a 23-node molecule's Laplacian
+# ~35 us, the compiled solver ~20). Above it LAPACK's blocked dsytrd reduction wins (16 pairs
+# on this project's CPU: 64 nodes 156 us compiled vs 170 with dsytrd, 96 nodes 382 vs 332,
+# 160 nodes 1481 vs 1066), followed by the same compiled QL and inverse iteration.
+SMALL_EIGH_MAX = 72
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
@@ -430,6 +431,14 @@ def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
     so each eigenvalue stays at a position of its own block."""
     d, e, hs = work[0], work[1], work[2]
     block_of = work[10]
+    scale = _unit_scale(a, n)
+    _tridiagonalize(a, n, d, e, hs)
+    return scale, _split_blocks(n, d, e, block_of)
+
+
+@numba.njit(cache=True, nogil=True)
+def _unit_scale(a, n):  # pragma: no cover - compiled
+    """Scale the lower triangle of ``a`` to unit largest entry; returns the factor."""
     scale = 0.0
     for i in range(n):
         for j in range(i + 1):
@@ -441,7 +450,14 @@ def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
         for i in range(n):
             for j in range(i + 1):
                 a[i, j] *= inv_scale
-    _tridiagonalize(a, n, d, e, hs)
+    return scale
+
+
+@numba.njit(cache=True, nogil=True)
+def _split_blocks(n, d, e, block_of):  # pragma: no cover - compiled
+    """Zero the off-diagonal entries ``e[i]`` (between ``i - 1`` and ``i``) below
+    ``eps ||T||`` and record each position's block start; returns ``||T||`` (at least 1: the
+    matrix was scaled to unit largest entry)."""
     tnorm = 1.0  # >= ||A||_2 / max|a_ij| = 1 after scaling (and 1 for a zero matrix)
     for i in range(n):
         tnorm = max(tnorm, abs(d[i]) + abs(e[i]) + (abs(e[i + 1]) if i + 1 < n else 0.0))
@@ -452,14 +468,43 @@ def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
             e[i] = 0.0
             start = i
         block_of[i] = start
-    return scale, tnorm
+    return tnorm
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
 def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
     """Last stage of :func:`_small_eigh`: sort the eigenvalues ``w[:n]`` (with their blocks),
     inverse iteration for the wanted ones, back-transformation, eigenvalues rescaled."""
-    d, e, hs = work[0], work[1], work[2]
+    _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm)
+    hs, x = work[2], work[8]
+    # back-transform the tridiagonal eigenvectors: v <- P_{n-1} ... P_1 v, all columns at once
+    # (rows of v are contiguous: the inner loops run over the wanted columns)
+    g = x[:count]
+    for i in range(1, n):
+        h = hs[i]
+        if h == 0.0:
+            continue
+        for c in range(count):
+            g[c] = 0.0
+        for k in range(i):
+            aik = a[i, k]
+            for c in range(count):
+                g[c] += aik * v[k, c]
+        inv_h = 1.0 / h
+        for c in range(count):
+            g[c] *= inv_h
+        for k in range(i):
+            aik = a[i, k]
+            for c in range(count):
+                v[k, c] -= g[c] * aik
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
+    """Sort the eigenvalues ``w[:n]`` of the tridiagonal matrix in ``work`` (with their
+    blocks), compute the wanted eigenvectors ``first..first+count-1`` of the tridiagonal
+    matrix into ``v[:n, :count]`` by inverse iteration, and rescale ``w``."""
+    d, e = work[0], work[1]
     dl, dm, du, du2, x, piv = work[4], work[5], work[6], work[7], work[8], work[9]
     block_of, shifts = work[10], work[11]
     eps = 2.220446049250313e-16
@@ -506,26 +551,60 @@ def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no c
             v[i, c] = x[i]
     for i in range(n):
         w[i] = sorted_w[i] * scale
-    # back-transform the tridiagonal eigenvectors: v <- P_{n-1} ... P_1 v, all columns at once
-    # (rows of v are contiguous: the inner loops run over the wanted columns)
-    g = x[:count]
-    for i in range(1, n):
-        h = hs[i]
-        if h == 0.0:
+
+
+@numba.njit(cache=True, nogil=True)
+def _lapack_tridiagonal_setup(diag, sub, n, w, work):  # pragma: no cover - compiled
+    """Load LAPACK's ``dsytrd`` tridiagonal matrix (``sub[i]`` between ``i`` and ``i + 1``)
+    into ``work`` in :func:`_small_eigh`'s layout, split it into blocks and set up QL;
+    returns ``||T||``."""
+    d, e = work[0], work[1]
+    for i in range(n):
+        d[i] = diag[i]
+        e[i] = sub[i - 1] if i > 0 else 0.0
+    tnorm = _split_blocks(n, d, e, work[10])
+    _ql_setup(d, e, n, w, work[3])
+    return tnorm
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _lapack_back_transform(c, tau, n, count, v, g):  # pragma: no cover - compiled
+    """``v <- H(0) H(1) ... H(n-2) v`` for LAPACK's lower ``dsytrd`` reflectors
+    ``H(i) = I - tau_i v_i v_i^T``, ``v_i = (0, .., 0, 1, c[i+2:, i])``; ``g``: scratch."""
+    for i in range(n - 2, -1, -1):
+        t = tau[i]
+        if t == 0.0:
             continue
-        for c in range(count):
-            g[c] = 0.0
-        for k in range(i):
-            aik = a[i, k]
-            for c in range(count):
-                g[c] += aik * v[k, c]
-        inv_h = 1.0 / h
-        for c in range(count):
-            g[c] *= inv_h
-        for k in range(i):
-            aik = a[i, k]
-            for c in range(count):
-                v[k, c] -= g[c] * aik
+        for q in range(count):
+            g[q] = v[i + 1, q]
+        for k in range(i + 2, n):
+            cki = c[k, i]
+            for q in range(count):
+                g[q] += cki * v[k, q]
+        for q in range(count):
+            g[q] *= t
+            v[i + 1, q] -= g[q]
+        for k in range(i + 2, n):
+            cki = c[k, i]
+            for q in range(count):
+                v[k, q] -= g[q] * cki
+
+
+@numba.njit(cache=True, nogil=True)
+def _lapack_tridiagonal_pairs(c1, diag1, sub1, tau1, n1, first1, count1, w1, v1, work1, scale1,
+                              c2, diag2, sub2, tau2, n2, first2, count2, w2, v2, work2,
+                              scale2):  # pragma: no cover - compiled
+    """The wanted pairs of one or two matrices (``n2 = 0`` for one) from LAPACK's lower
+    ``dsytrd`` reductions (each of the matrix scaled by ``1 / scale``), their QL iterations
+    interleaved (:func:`_ql_pair`); inverse iteration as :func:`_small_eigh`."""
+    t1 = _lapack_tridiagonal_setup(diag1, sub1, n1, w1, work1)
+    t2 = _lapack_tridiagonal_setup(diag2, sub2, n2, w2, work2) if n2 > 0 else 1.0
+    _ql_pair(w1, work1[3], n1, w2, work2[3], n2)
+    _tridiagonal_vectors(n1, first1, count1, w1, v1, work1, scale1, t1)
+    _lapack_back_transform(c1, tau1, n1, count1, v1, work1[8])
+    if n2 > 0:
+        _tridiagonal_vectors(n2, first2, count2, w2, v2, work2, scale2, t2)
+        _lapack_back_transform(c2, tau2, n2, count2, v2, work2[8])
 
 
 NORMALIZATION_CODES = {"sym": 0, "rw": 1, "none": 2}
@@ -552,7 +631,8 @@ def laplacian_eigenpairs_host(
     above ``max_nodes``, left for the caller's sparse solver.
 
     One solve per graph, of exactly its size (:func:`_small_eigh` up to
-    :data:`SMALL_EIGH_MAX` nodes, LAPACK's subset ``dsyevr`` above), the trivial pairs (one per
+    :data:`SMALL_EIGH_MAX` nodes; above, LAPACK's blocked ``dsytrd`` reduction and the same
+    compiled QL and inverse iteration), the trivial pairs (one per
     connected component) skipped unless ``keep_trivial``, ``rw`` vectors rescaled by
     ``D^-1/2`` to unit norm, signs as :func:`graphpe.ops.eigen.canonical_signs` (for
     ``random``, canonical signs times ``flips`` ``[G, k]``)."""
@@ -570,21 +650,38 @@ def laplacian_eigenpairs_host(
     if biggest <= min(SMALL_EIGH_MAX, max_nodes):
         return eigvals, eigvecs, mask, []
     deg, _ = _degrees(csr.indptr, csr.weight)
-    for g in np.flatnonzero((sizes > SMALL_EIGH_MAX) & (sizes <= max_nodes)).tolist():
+    # LAPACK's blocked reduction to tridiagonal form (faster than the compiled one above
+    # SMALL_EIGH_MAX nodes), then the compiled QL (two graphs interleaved), inverse iteration
+    # and back-transformation for just the wanted vectors: at these sizes LAPACK's own vector
+    # stage (dsyevr) cost more than the reduction
+    pending: list[tuple] = []
+    mid = np.flatnonzero((sizes > SMALL_EIGH_MAX) & (sizes <= max_nodes)).tolist()
+    for position, g in enumerate(mid):
         s, n = int(ptr[g]), int(sizes[g])
         lap, skip, dis = _graph_problem(csr.indptr, csr.indices, csr.weight, deg, s, n, norm,
                                         keep_trivial)
         m = min(k, n - skip)
-        if m <= 0:
-            continue
-        # LAPACK's dsyevr for just the wanted pairs: ~2x faster than a full eigh at 384
-        # nodes, and past ~150 nodes faster than the compiled solver's unblocked reduction
-        vals, vecs, _, _, info = lapack_dsyevr(lap, range="I", il=skip + 1, iu=skip + m,
-                                               lower=1, overwrite_a=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"dsyevr failed on graph {g} (info={info})")
-        _store_pairs(g, s, n, vals[:m], np.ascontiguousarray(vecs[:, :m]), m, dis, norm,
-                     sign_code, flips, sign_tol, eigvals, eigvecs, mask, np.empty(n))
+        if m > 0:
+            scale = _unit_scale(lap, n)
+            reflectors, diag, sub, tau, info = lapack_dsytrd(lap, lower=1, overwrite_a=1)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"dsytrd failed on graph {g} (info={info})")
+            pending.append((g, s, n, skip, m, dis, scale, reflectors, diag, sub, tau,
+                            np.empty(n + 1), np.empty((n + 1, m)), np.empty((12, n + 2))))
+        if len(pending) == 2 or (pending and position == len(mid) - 1):
+            one = pending[0]
+            two = pending[1] if len(pending) == 2 else (
+                0, 0, 0, 0, 0, None, 1.0, one[7], one[8], one[9], one[10], one[11], one[12],
+                one[13])
+            _lapack_tridiagonal_pairs(
+                one[7], one[8], one[9], one[10], one[2], one[3], one[4], one[11], one[12],
+                one[13], one[6],
+                two[7], two[8], two[9], two[10], two[2], two[3], two[4], two[11], two[12],
+                two[13], two[6])
+            for g_, s_, n_, skip_, m_, dis_, *_, w, v, _work in pending:
+                _store_pairs(g_, s_, n_, w[skip_ : skip_ + m_], v, m_, dis_, norm, sign_code,
+                             flips, sign_tol, eigvals, eigvecs, mask, np.empty(n_))
+            pending = []
     return eigvals, eigvecs, mask, np.flatnonzero(sizes > max_nodes).tolist()
 
 

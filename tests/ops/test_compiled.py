@@ -218,8 +218,8 @@ def test_unknown_kernel():
 
 
 def test_laplacian_eigenpairs_compiled_on_mid_sized_graphs():
-    """Graphs of 60-250 nodes: the compiled solver up to SMALL_EIGH_MAX, LAPACK's subset
-    dsyevr above it, against the tensor path (one full LAPACK eigh per size bucket)."""
+    """Graphs of 60-250 nodes: the compiled solver up to SMALL_EIGH_MAX, LAPACK's dsytrd
+    reduction above it, against the tensor path (one full LAPACK eigh per size bucket)."""
     from graphpe.ops.compiled import SMALL_EIGH_MAX
     from graphpe.synthetic import molecule_like_graphs
 
