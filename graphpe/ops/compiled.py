@@ -133,16 +133,17 @@ def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compi
 
 
 @numba.njit(cache=True, nogil=True)
-def _inv_sqrt_degree(indptr, weight):  # pragma: no cover - compiled
+def _degrees(indptr, weight):  # pragma: no cover - compiled
+    """Weighted degrees and ``D^-1/2`` (0 on isolated nodes) of a CSR graph."""
     n = indptr.shape[0] - 1
+    deg = np.zeros(n)
     dis = np.zeros(n)
     for i in range(n):
-        d = 0.0
         for p in range(indptr[i], indptr[i + 1]):
-            d += weight[p]
-        if d > 0.0:
-            dis[i] = 1.0 / np.sqrt(d)
-    return dis
+            deg[i] += weight[p]
+        if deg[i] > 0:
+            dis[i] = 1.0 / np.sqrt(deg[i])
+    return deg, dis
 
 
 # ----------------------------------------------------------------------------- RWSE
@@ -163,7 +164,7 @@ def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  
     # read off lower powers, (S^(a+b))_ii = <row_i(S^a), row_i(S^b)> (S is symmetric), so only
     # h - 1 products are needed. Each power is its own contiguous n x n array (no aliasing
     # between the product and its input, so the inner loops vectorize).
-    dis = _inv_sqrt_degree(indptr, weight)
+    _, dis = _degrees(indptr, weight)
     num_graphs = ptr.shape[0] - 1
     half = (walk_length + 1) // 2
     values = np.empty(indices.shape[0])
@@ -171,7 +172,7 @@ def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  
         for p in range(indptr[i], indptr[i + 1]):
             values[p] = dis[i] * weight[p] * dis[indices[p]]
     big = 0
-    for g in range(num_graphs):
+    for g in range(num_graphs):  # compiled: looping over graphs here is the kernel's design
         size = ptr[g + 1] - ptr[g]
         if size <= max_nodes and size > big:
             big = size
@@ -649,17 +650,18 @@ def laplacian_eigenpairs_host(
     biggest = int(sizes.max()) if num_graphs else 0
     if biggest <= min(SMALL_EIGH_MAX, max_nodes):
         return eigvals, eigvecs, mask, []
-    deg, _ = _degrees(csr.indptr, csr.weight)
+    deg, dis = _degrees(csr.indptr, csr.weight)
     # LAPACK's blocked reduction to tridiagonal form (faster than the compiled one above
     # SMALL_EIGH_MAX nodes), then the compiled QL (two graphs interleaved), inverse iteration
     # and back-transformation for just the wanted vectors: at these sizes LAPACK's own vector
-    # stage (dsyevr) cost more than the reduction
+    # stage (dsyevr) cost more than the reduction. A Python loop over these graphs is fine:
+    # each has more than SMALL_EIGH_MAX nodes and costs an O(n^3) LAPACK call (~0.3+ ms).
     pending: list[tuple] = []
     mid = np.flatnonzero((sizes > SMALL_EIGH_MAX) & (sizes <= max_nodes)).tolist()
     for position, g in enumerate(mid):
         s, n = int(ptr[g]), int(sizes[g])
-        lap, skip, dis = _graph_problem(csr.indptr, csr.indices, csr.weight, deg, s, n, norm,
-                                        keep_trivial)
+        lap, skip = _graph_problem(csr.indptr, csr.indices, csr.weight, deg, dis, s, n, norm,
+                                   keep_trivial)
         m = min(k, n - skip)
         if m > 0:
             scale = _unit_scale(lap, n)
@@ -733,27 +735,9 @@ def _canonical_sign(v, n, tol):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _degrees(indptr, weight):  # pragma: no cover - compiled
-    n = indptr.shape[0] - 1
-    deg = np.zeros(n)
-    dis = np.zeros(n)
-    for i in range(n):
-        for p in range(indptr[i], indptr[i + 1]):
-            deg[i] += weight[p]
-        if deg[i] > 0:
-            dis[i] = 1.0 / np.sqrt(deg[i])
-    return deg, dis
-
-
-@numba.njit(cache=True, nogil=True)
-def _graph_laplacian(indptr, indices, weight, deg, dis, s, n, norm):  # pragma: no cover
-    """The dense Laplacian of nodes ``s..s+n-1`` (one graph of the batch)."""
-    return _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, np.empty((n, n)))
-
-
-@numba.njit(cache=True, nogil=True)
 def _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, lap):  # pragma: no cover
-    """:func:`_graph_laplacian` written into ``lap`` (``[n, n]``, overwritten)."""
+    """The dense Laplacian of nodes ``s..s+n-1`` (one graph of the batch), written into
+    ``lap`` (``[n, n]``, overwritten)."""
     lap[:, :] = 0.0
     for i in range(n):
         if norm == 2:
@@ -815,7 +799,7 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
     slot_info = np.zeros((2, 4), dtype=np.int64)  # s, n, skip, m
     slot_norms = np.zeros((2, 2))  # scale, ||T||
     filled = 0
-    for g in range(num_graphs + 1):
+    for g in range(num_graphs + 1):  # compiled; the extra pass flushes a half-filled pair
         if g < num_graphs:
             s = ptr[g]
             n = ptr[g + 1] - s
@@ -851,15 +835,13 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
 
 
 @numba.njit(cache=True, nogil=True)
-def _graph_problem(indptr, indices, weight, deg, s, n, norm, keep_trivial):  # pragma: no cover
+def _graph_problem(indptr, indices, weight, deg, dis, s, n, norm,
+                   keep_trivial):  # pragma: no cover - compiled
     """One graph's dense Laplacian and the number of trivial pairs to skip."""
     parent = np.empty(max(n, 1), dtype=np.int64)
     skip = 0 if keep_trivial else _component_count(indptr, indices, s, n, parent)
-    dis = np.zeros(deg.shape[0])
-    for i in range(s, s + n):
-        if deg[i] > 0:
-            dis[i] = 1.0 / np.sqrt(deg[i])
-    return _graph_laplacian(indptr, indices, weight, deg, dis, s, n, norm), skip, dis
+    lap = _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, np.empty((n, n)))
+    return lap, skip
 
 
 # ----------------------------------------------------------------------------- RFP
@@ -888,10 +870,7 @@ def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray,
 def _operator_values(indptr, indices, weight, op):  # pragma: no cover - compiled
     """Off-diagonal values and diagonal of the propagation operator, on the CSR pattern."""
     n = indptr.shape[0] - 1
-    deg = np.zeros(n)
-    for i in range(n):
-        for p in range(indptr[i], indptr[i + 1]):
-            deg[i] += weight[p]
+    deg, _ = _degrees(indptr, weight)
     scale = np.zeros(n)
     diag = np.zeros(n)
     for i in range(n):
@@ -999,7 +978,7 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
     num_graphs = ptr.shape[0] - 1
     draws, d = x0.shape[1], x0.shape[2]
     big = 0
-    for g in range(num_graphs):
+    for g in range(num_graphs):  # compiled: looping over graphs here is the kernel's design
         big = max(big, ptr[g + 1] - ptr[g])
     cur = np.empty((big, d))
     nxt = np.empty((big, d))
