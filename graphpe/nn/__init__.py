@@ -4,6 +4,7 @@ Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transfor
 ``[N, channels]``, so it can be added to the node embedding of any GNN.
 """
 
+from graphpe.nn.attention import GraphLayout, LinearAttention, MultiheadGraphAttention, graph_layout
 from graphpe.nn.encoders import (
     LapPEEncoder,
     LCPEncoder,
@@ -12,22 +13,25 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
-from graphpe.nn.models import GINE, GPS, GPSLayer, LinearAttention, PEGraphModel, build_model
+from graphpe.nn.models import GINE, GPS, GPSLayer, PEGraphModel, build_model
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 
 __all__ = [
     "GINE",
     "GPS",
     "GPSLayer",
+    "GraphLayout",
     "LCPEncoder",
     "LapPEEncoder",
     "LearnedRFP",
     "LinearAttention",
     "LinearSEEncoder",
+    "MultiheadGraphAttention",
     "PEGraphModel",
     "RFPEncoder",
     "RWSEEncoder",
     "SPEEncoder",
     "SignNetEncoder",
     "build_model",
+    "graph_layout",
 ]

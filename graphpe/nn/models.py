@@ -10,8 +10,15 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GINConv, GINEConv, global_add_pool, global_max_pool, global_mean_pool
 from torch_geometric.nn.resolver import normalization_resolver
-from torch_geometric.utils import to_dense_batch
 
+from graphpe.nn.attention import (
+    MAX_BUCKETS,
+    GraphLayout,
+    LinearAttention,
+    MultiheadGraphAttention,
+    layout_from_batch,
+)
+from graphpe.nn.conv import GINLayer
 from graphpe.nn.encoders import LapPEEncoder, LCPEncoder, RWSEEncoder, SignNetEncoder, SPEEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
 
@@ -20,37 +27,6 @@ ATTENTIONS = ("multihead", "linear", None)
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 TASKS = ("graph_regression", "graph_classification", "node_classification")
 PE_COMBINE = ("sum", "concat")
-
-
-class LinearAttention(nn.Module):
-    r"""Linear-time multi-head attention within each graph (Katharopoulos et al., 2020):
-    with the feature map :math:`\varphi(x) = \mathrm{elu}(x) + 1`,
-
-    .. math:: o_i = \frac{\varphi(q_i)^\top \sum_{j \in G(i)} \varphi(k_j) v_j^\top}
-                         {\varphi(q_i)^\top \sum_{j \in G(i)} \varphi(k_j)},
-
-    sums over the nodes of node ``i``'s graph, ``O(N d^2 / heads)`` time and memory.
-    """
-
-    def __init__(self, channels: int, heads: int = 1) -> None:
-        super().__init__()
-        if channels % heads:
-            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
-        self.heads, self.head_dim = heads, channels // heads
-        self.qkv = nn.Linear(channels, 3 * channels)
-        self.out = nn.Linear(channels, channels)
-
-    def forward(self, x: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
-        n = x.size(0)
-        q, k, v = self.qkv(x).view(n, 3, self.heads, self.head_dim).unbind(1)
-        q, k = F.elu(q) + 1, F.elu(k) + 1
-        kv = torch.einsum("nhd,nhe->nhde", k, v)
-        kv_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, self.head_dim)
-        kv_sum = kv_sum.index_add(0, batch, kv)
-        k_sum = x.new_zeros(num_graphs, self.heads, self.head_dim).index_add(0, batch, k)
-        num = torch.einsum("nhd,nhde->nhe", q, kv_sum[batch])
-        den = (q * k_sum[batch]).sum(-1, keepdim=True).clamp(min=1e-6)
-        return self.out((num / den).reshape(n, -1))
 
 
 class GPSLayer(nn.Module):
@@ -62,10 +38,12 @@ class GPSLayer(nn.Module):
         h^A = \mathrm{norm}_2(x + \mathrm{Attn}(x)), \\
         \mathrm{out} &= \mathrm{norm}_3(h + \mathrm{FFN}(h)), \quad h = h^M + h^A,
 
-    with dropout after each branch and the attention over each graph's nodes only (padding
-    masks). The same maths and submodule names as PyG's ``GPSConv`` (so its weights load
-    directly), with the MPNN and attention each optional and a ``linear`` attention for large
-    graphs.
+    with dropout after each branch and the attention over each graph's nodes only. The same
+    maths and submodule names as PyG's ``GPSConv`` (so its weights load directly), with the
+    MPNN and attention each optional and a ``linear`` attention for large graphs. The
+    ``multihead`` attention runs over size buckets of the batch's graphs
+    (:class:`~graphpe.nn.attention.MultiheadGraphAttention`), not one block padded to the
+    largest graph; pass the batch's ``layout`` when calling several layers, so it is built once.
 
     Args:
         channels: width.
@@ -99,15 +77,9 @@ class GPSLayer(nn.Module):
         self.channels, self.dropout, self.mpnn, self.attention = channels, dropout, mpnn, attention
         inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
                               nn.Linear(channels, channels))
-        if mpnn == "gine":
-            self.conv = GINEConv(inner)
-        elif mpnn == "gin":
-            self.conv = GINConv(inner)
-        else:
-            self.conv = None
+        self.conv = GINLayer(inner) if mpnn is not None else None
         if attention == "multihead":
-            self.attn = nn.MultiheadAttention(channels, heads, dropout=attn_dropout,
-                                              batch_first=True)
+            self.attn = MultiheadGraphAttention(channels, heads, attn_dropout)
         elif attention == "linear":
             self.attn = LinearAttention(channels, heads)
         else:
@@ -129,9 +101,11 @@ class GPSLayer(nn.Module):
         edge_index: Tensor,
         batch: Tensor | None = None,
         edge_attr: Tensor | None = None,
+        layout: GraphLayout | None = None,
     ) -> Tensor:
-        if batch is None:
-            batch = x.new_zeros(x.size(0), dtype=torch.long)
+        """``x [N, channels]`` -> ``[N, channels]``. ``batch`` maps nodes to graphs (None: one
+        graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
+        here when not given)."""
         hs = []
         if self.conv is not None:
             if self.mpnn == "gine":
@@ -144,10 +118,12 @@ class GPSLayer(nn.Module):
             hs.append(self._norm(self.norm1, h + x))
         if self.attn is not None:
             if self.attention == "multihead":
-                dense, mask = to_dense_batch(x, batch)
-                h, _ = self.attn(dense, dense, dense, key_padding_mask=~mask, need_weights=False)
-                h = h[mask]
+                if layout is None:
+                    layout = layout_from_batch(batch, x.size(0))
+                h = self.attn(x, layout)
             else:
+                if batch is None:
+                    batch = x.new_zeros(x.size(0), dtype=torch.long)
                 num_graphs = int(batch.max()) + 1 if batch.numel() else 0
                 h = self.attn(x, batch, num_graphs)
             h = F.dropout(h, p=self.dropout, training=self.training)
@@ -323,7 +299,9 @@ class GINE(PEGraphModel):
 class GPS(PEGraphModel):
     """A GPS network: :class:`GPSLayer` stack, then pooling and an MLP head. Extra arguments:
     ``mpnn`` (default ``gine`` with edge features, else ``gin``), ``attention``, ``heads``,
-    ``attn_dropout``, ``norm``; the rest as :class:`PEGraphModel`."""
+    ``attn_dropout``, ``norm``, ``attention_buckets`` (the most size buckets the ``multihead``
+    attention pads the batch's graphs into, built once per forward; 1 pads every graph to the
+    largest, as PyG's ``GPSConv``); the rest as :class:`PEGraphModel`."""
 
     def __init__(
         self,
@@ -335,9 +313,15 @@ class GPS(PEGraphModel):
         heads: int = 4,
         attn_dropout: float = 0.0,
         norm: str | None = "batch_norm",
+        attention_buckets: int = MAX_BUCKETS,
         **kwargs: Any,
     ) -> None:
         super().__init__(channels, num_layers, out_dim, **kwargs)
+        if (isinstance(attention_buckets, bool) or not isinstance(attention_buckets, int)
+                or attention_buckets < 1):
+            raise ValueError(f"attention_buckets must be a positive int, got "
+                             f"{attention_buckets!r}")
+        self.attention, self.attention_buckets = attention, attention_buckets
         if mpnn == "auto":
             mpnn = "gine" if self.edge_input is not None else "gin"
         if mpnn == "gine" and self.edge_input is None:
@@ -349,10 +333,14 @@ class GPS(PEGraphModel):
 
     def layers_forward(self, h, batch, edge_attr, pe):
         graph = batch.get("batch")
+        layout = None
+        if self.attention == "multihead":  # one layout for all layers
+            layout = layout_from_batch(graph, h.size(0), ptr=batch.get("ptr"),
+                                       max_buckets=self.attention_buckets)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
-            h = layer(h, batch.edge_index, graph, edge_attr)
+            h = layer(h, batch.edge_index, graph, edge_attr, layout)
         return h
 
 

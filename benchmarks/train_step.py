@@ -1,0 +1,213 @@
+"""GPS training step: PyG's example model (``examples/graph_gps.py``: ``GPSConv`` + ``GINEConv``)
+against graphpe's GPS of the same shape, on the same ZINC batches, interleaved in one process.
+
+    python benchmarks/train_step.py --threads 1                # CPU, batch 32
+    python benchmarks/train_step.py --threads 1 --epoch        # + one full ZINC epoch each
+    python benchmarks/train_step.py --device cuda --epoch      # on a GPU
+
+Shape (PyG's example): 10 layers, 64 channels, 4 heads, GINE, attention dropout 0.5, RWPE 20
+(PyG's ``AddRandomWalkPE``, computed once before timing), sum pooling, L1 loss, Adam(lr=1e-3).
+A step is forward, backward and the optimizer step. Every model sees the same batches; the
+models take turns batch by batch (``--rounds`` rounds of ``--steps`` steps each) so drift of the
+machine hits all of them alike; the table gives the median over rounds of ms per step and the
+ratio ``PyG / model`` (higher is faster).
+
+Models:
+- ``pyg GPSConv``: PyG's example, verbatim maths (``to_dense_batch`` + ``nn.MultiheadAttention``).
+- ``graphpe padded``: graphpe's ``GPS`` with ``attention_buckets=1``: every graph padded to the
+  batch's largest, as ``GPSConv``.
+- ``graphpe``: graphpe's ``GPS`` as built by default: attention over size buckets of the batch
+  (no padding to the largest graph), one layout per forward, GINE as three tensor calls.
+
+Targets (issue 12): CPU, 1 thread, batch 32: graphpe >= 2x PyG; GPU: >= 10x per ZINC epoch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
+
+from graphpe.nn import GPS, RWSEEncoder  # noqa: E402
+
+TARGET_CPU, TARGET_GPU = 2.0, 10.0
+
+
+class PygGPS(nn.Module):
+    """PyG's ``examples/graph_gps.py`` model (the ``multihead`` attention variant)."""
+
+    def __init__(self, channels: int = 64, pe_dim: int = 8, num_layers: int = 10,
+                 walk_length: int = 20, attn_dropout: float = 0.5) -> None:
+        super().__init__()
+        from torch_geometric.nn import GINEConv, GPSConv
+
+        self.node_emb = nn.Embedding(28, channels - pe_dim)
+        self.pe_lin = nn.Linear(walk_length, pe_dim)
+        self.pe_norm = nn.BatchNorm1d(walk_length)
+        self.edge_emb = nn.Embedding(4, channels)
+        self.convs = nn.ModuleList()
+        for _ in range(num_layers):
+            mlp = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
+                                nn.Linear(channels, channels))
+            self.convs.append(GPSConv(channels, GINEConv(mlp), heads=4, attn_type="multihead",
+                                      attn_kwargs={"dropout": attn_dropout}))
+        self.mlp = nn.Sequential(
+            nn.Linear(channels, channels // 2), nn.ReLU(),
+            nn.Linear(channels // 2, channels // 4), nn.ReLU(),
+            nn.Linear(channels // 4, 1),
+        )
+
+    def forward(self, batch):
+        from torch_geometric.nn import global_add_pool
+
+        x = torch.cat((self.node_emb(batch.x.squeeze(-1)),
+                       self.pe_lin(self.pe_norm(batch.pe))), 1)
+        edge_attr = self.edge_emb(batch.edge_attr)
+        for conv in self.convs:
+            x = conv(x, batch.edge_index, batch.batch, edge_attr=edge_attr)
+        return self.mlp(global_add_pool(x, batch.batch))
+
+
+def graphpe_gps(attention_buckets: int | None = None, channels: int = 64, num_layers: int = 10,
+                walk_length: int = 20, attn_dropout: float = 0.5) -> GPS:
+    """graphpe's GPS of the example's shape (RWPE through ``RWSEEncoder`` on ``pe``)."""
+    kwargs = {} if attention_buckets is None else {"attention_buckets": attention_buckets}
+    return GPS(channels, num_layers, 1, node_vocab=28, edge_vocab=4, heads=4,
+               attn_dropout=attn_dropout, norm="batch_norm", pool="sum",
+               pe_encoders=[RWSEEncoder(walk_length, channels, attr_name="pe")], **kwargs)
+
+
+def load_zinc(root: Path, shared: Path, limit: int | None, walk_length: int):
+    """ZINC-12k train graphs with PyG's RWPE in ``pe``; None without the offline copy."""
+    if not place("ZINC", root, shared):
+        return None
+    import torch_geometric.transforms as T
+    from torch_geometric.datasets import ZINC
+
+    dataset = ZINC(str(root / "ZINC"), subset=True, split="train")
+    transform = T.AddRandomWalkPE(walk_length, attr_name="pe")
+    count = len(dataset) if limit is None else min(limit, len(dataset))
+    return [transform(dataset[i]) for i in range(count)]
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def make_step(model: nn.Module, device: torch.device):
+    model.to(device).train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(batch) -> None:
+        opt.zero_grad(set_to_none=True)
+        loss = (model(batch).squeeze(-1) - batch.y).abs().mean()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=10, help="steps per model per round")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--epoch", action="store_true", help="also time one full ZINC epoch each")
+    ap.add_argument("--limit", type=int, default=None, help="use only the first N graphs")
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", type=Path, default=Path("benchmarks/results/train_step.json"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    limit = args.limit
+    if limit is None and not args.epoch:
+        limit = args.batch_size * args.steps * args.rounds
+    graphs = load_zinc(args.root, args.shared, limit, 20)
+    if graphs is None:
+        print("[skip] no offline ZINC copy: nothing measured", file=sys.stderr)
+        return
+    from torch_geometric.loader import DataLoader
+
+    batches = [b.to(device) for b in DataLoader(graphs, batch_size=args.batch_size)]
+    torch.manual_seed(args.seed)
+    models = {
+        "pyg GPSConv": PygGPS(),
+        "graphpe padded": graphpe_gps(attention_buckets=1),
+        "graphpe": graphpe_gps(),
+    }
+    params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
+    steps = {name: make_step(m, device) for name, m in models.items()}
+    for step in steps.values():  # warm-up (allocator, first-call costs)
+        for b in batches[:3]:
+            step(b)
+    sync(device)
+
+    per_round: dict[str, list[float]] = {name: [] for name in models}
+    for r in range(args.rounds):
+        chunk = [batches[(r * args.steps + i) % len(batches)] for i in range(args.steps)]
+        for name, step in steps.items():
+            sync(device)
+            t0 = time.perf_counter()
+            for b in chunk:
+                step(b)
+            sync(device)
+            per_round[name].append((time.perf_counter() - t0) / len(chunk) * 1e3)
+
+    epoch_s: dict[str, float] = {}
+    if args.epoch:
+        for name, step in steps.items():
+            sync(device)
+            t0 = time.perf_counter()
+            for b in batches:
+                step(b)
+            sync(device)
+            epoch_s[name] = time.perf_counter() - t0
+
+    base = statistics.median(per_round["pyg GPSConv"])
+    target = TARGET_GPU if device.type == "cuda" else TARGET_CPU
+    rows = []
+    print(f"\nGPS training step, ZINC, batch {args.batch_size}, {device.type}"
+          f"{'' if device.type == 'cuda' else f', {args.threads} thread(s)'}: median of "
+          f"{args.rounds} rounds x {args.steps} steps")
+    print(f"{'model':<16}{'params':>9}{'ms/step':>10}{'vs PyG':>8}{'epoch s':>9}")
+    for name in models:
+        ms = statistics.median(per_round[name])
+        row = {"model": name, "params": params[name], "ms_per_step": round(ms, 2),
+               "speedup_vs_pyg": round(base / ms, 2),
+               "rounds_ms": [round(v, 2) for v in per_round[name]],
+               "epoch_s": round(epoch_s[name], 2) if name in epoch_s else None}
+        rows.append(row)
+        epoch = f"{row['epoch_s']:9.1f}" if row["epoch_s"] is not None else f"{'-':>9}"
+        print(f"{name:<16}{params[name]:>9,}{ms:>10.1f}{base / ms:>7.2f}x{epoch}")
+    best = rows[-1]["speedup_vs_pyg"]
+    print(f"\ntarget graphpe >= {target:g}x PyG: {best:.2f}x "
+          f"({'met' if best >= target else 'NOT met'})")
+    result = {
+        "device": device.type, "threads": args.threads, "batch_size": args.batch_size,
+        "graphs": len(graphs), "rounds": args.rounds, "steps": args.steps,
+        "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        "target": target, "rows": rows,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Message-passing layers written as a few tensor calls (no ``MessagePassing`` machinery), for
+the layers whose per-call Python overhead shows in a training step."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+
+class GINLayer(nn.Module):
+    r"""GIN (Xu et al., "How Powerful are Graph Neural Networks?", ICLR 2019) and, with edge
+    features, GINE (Hu et al., "Strategies for Pre-training Graph Neural Networks", ICLR 2020):
+
+    .. math:: x'_i = h_\Theta\Big((1 + \epsilon)\, x_i + \sum_{j \to i}
+              \mathrm{ReLU}(x_j + e_{ji})\Big)
+
+    (GIN: the message is :math:`x_j`). The same maths and state (``nn``, ``eps``) as PyG's
+    ``GINEConv`` / ``GINConv`` without ``edge_dim``, so their weights load; the messages are
+    one gather, one add-ReLU and one ``index_add``.
+
+    Args:
+        mlp: :math:`h_\Theta`, e.g. ``Linear -> ReLU -> Linear``.
+        eps: initial :math:`\epsilon`.
+        train_eps: learn :math:`\epsilon` (else a buffer).
+    """
+
+    def __init__(self, mlp: nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
+        super().__init__()
+        self.nn = mlp
+        if train_eps:
+            self.eps = nn.Parameter(torch.tensor([float(eps)]))
+        else:
+            self.register_buffer("eps", torch.tensor([float(eps)]))
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None) -> Tensor:
+        """``x [N, C]``, ``edge_index [2, E]`` (messages flow ``edge_index[0] -> [1]``),
+        ``edge_attr [E, C]`` (GINE) or None (GIN) -> ``[N, out]``."""
+        src, dst = edge_index[0], edge_index[1]
+        msg = x.index_select(0, src)
+        if edge_attr is not None:
+            if edge_attr.shape != msg.shape:
+                raise ValueError(f"edge_attr must have shape {tuple(msg.shape)} (one row of "
+                                 f"width {x.size(1)} per edge), got {tuple(edge_attr.shape)}")
+            msg = (msg + edge_attr).relu()
+        agg = torch.zeros_like(x).index_add_(0, dst, msg)
+        return self.nn(agg + (1.0 + self.eps) * x)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(nn={self.nn})"
