@@ -223,6 +223,13 @@ class _GraphAttentionCore(torch.autograd.Function):
         return grad_padded.index_select(0, layout.slot), None, None, None
 
 
+@torch.compiler.disable
+def _attention_core(qkv: Tensor, layout: GraphLayout, heads: int, dropout: float) -> Tensor:
+    # Left to eager under torch.compile: the bucket loop depends on the batch's graph sizes,
+    # and the compiled code around it (projections, norms, MLPs) keeps one symbolic node count.
+    return _GraphAttentionCore.apply(qkv, layout, heads, dropout)
+
+
 class MultiheadGraphAttention(nn.Module):
     r"""Multi-head softmax attention among the nodes of each graph,
 
@@ -264,7 +271,7 @@ class MultiheadGraphAttention(nn.Module):
             return self.out_proj(x)
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
         p = self.dropout if self.training else 0.0
-        return self.out_proj(_GraphAttentionCore.apply(qkv, layout, self.heads, p))
+        return self.out_proj(_attention_core(qkv, layout, self.heads, p))
 
 
 class LinearAttention(nn.Module):

@@ -114,7 +114,8 @@ class GPSLayer(nn.Module):
                 h = self.conv(x, edge_index, edge_attr)
             else:
                 h = self.conv(x, edge_index)
-            h = F.dropout(h, p=self.dropout, training=self.training)
+            if self.dropout > 0.0:
+                h = F.dropout(h, p=self.dropout, training=self.training)
             hs.append(self._norm(self.norm1, h + x))
         if self.attn is not None:
             if self.attention == "multihead":
@@ -126,9 +127,10 @@ class GPSLayer(nn.Module):
                     batch = x.new_zeros(x.size(0), dtype=torch.long)
                 num_graphs = int(batch.max()) + 1 if batch.numel() else 0
                 h = self.attn(x, batch, num_graphs)
-            h = F.dropout(h, p=self.dropout, training=self.training)
+            if self.dropout > 0.0:
+                h = F.dropout(h, p=self.dropout, training=self.training)
             hs.append(self._norm(self.norm2, h + x))
-        out = sum(hs)
+        out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
         return self._norm(self.norm3, out + self.mlp(out))
 
 
@@ -296,6 +298,13 @@ class GINE(PEGraphModel):
         return h
 
 
+@torch.compiler.disable
+def _layout(graph: Tensor | None, num_nodes: int, ptr: Tensor | None,
+            max_buckets: int) -> GraphLayout:
+    # host code (numpy over the graph sizes): outside any torch.compile'd region
+    return layout_from_batch(graph, num_nodes, ptr=ptr, max_buckets=max_buckets)
+
+
 class GPS(PEGraphModel):
     """A GPS network: :class:`GPSLayer` stack, then pooling and an MLP head. Extra arguments:
     ``mpnn`` (default ``gine`` with edge features, else ``gin``), ``attention``, ``heads``,
@@ -335,8 +344,7 @@ class GPS(PEGraphModel):
         graph = batch.get("batch")
         layout = None
         if self.attention == "multihead":  # one layout for all layers
-            layout = layout_from_batch(graph, h.size(0), ptr=batch.get("ptr"),
-                                       max_buckets=self.attention_buckets)
+            layout = _layout(graph, h.size(0), batch.get("ptr"), self.attention_buckets)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)

@@ -1,0 +1,179 @@
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch_geometric.nn import GINEConv, GPSConv
+from torch_geometric.utils import to_dense_batch
+
+from graphpe.nn import GPSLayer, MultiheadGraphAttention, graph_layout
+from graphpe.nn.attention import _choose_buckets, _GraphAttentionCore, dropout_scale_mask
+
+
+def ptr_of(sizes):
+    return torch.tensor([0, *np.cumsum(sizes)])
+
+
+def reference_attention(qkv, batch, heads, masks=None):
+    """Padded multi-head attention written with plain autograd ops (the maths of
+    ``nn.MultiheadAttention`` with a key-padding mask, without its projections)."""
+    channels = qkv.size(1) // 3
+    dense, valid = to_dense_batch(qkv, batch)
+    g, n, _ = dense.shape
+    q, k, v = dense.view(g, n, 3, heads, channels // heads).permute(2, 0, 3, 1, 4)
+    scores = q @ k.transpose(-1, -2) / (channels // heads) ** 0.5
+    scores = scores.masked_fill(~valid[:, None, None, :], float("-inf")).softmax(-1)
+    if masks is not None:
+        scores = scores * masks
+    out = (scores @ v).transpose(1, 2).reshape(g, n, channels)
+    return out[valid]
+
+
+@pytest.mark.parametrize("max_buckets", [1, 2, 4])
+def test_core_matches_padded_attention_values_and_gradients(max_buckets):
+    torch.manual_seed(0)
+    sizes = [7, 3, 1, 5, 7, 2, 6]
+    batch = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    layout = graph_layout(ptr_of(sizes), max_buckets=max_buckets, bucket_overhead=0,
+                          dtype=torch.float64)
+    assert len(layout.buckets) == min(max_buckets, len(set(sizes)))
+    qkv = torch.randn(sum(sizes), 3 * 8, dtype=torch.float64, requires_grad=True)
+    got = _GraphAttentionCore.apply(qkv, layout, 2, 0.0)
+    want = reference_attention(qkv, batch, 2)
+    assert torch.allclose(got, want, atol=1e-12)
+    grad = torch.randn_like(got)
+    g1, = torch.autograd.grad(got, qkv, grad)
+    g2, = torch.autograd.grad(want, qkv, grad)
+    assert torch.allclose(g1, g2, atol=1e-12)
+    assert torch.autograd.gradcheck(lambda t: _GraphAttentionCore.apply(t, layout, 2, 0.0),
+                                    (qkv,))
+
+
+def test_core_dropout_gradient_matches_autograd_with_the_same_masks():
+    sizes = [5, 4, 4]
+    batch = torch.repeat_interleave(torch.arange(3), torch.tensor(sizes))
+    layout = graph_layout(ptr_of(sizes), max_buckets=1, dtype=torch.float64)
+    qkv = torch.randn(13, 12, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(3)
+    got = _GraphAttentionCore.apply(qkv, layout, 2, 0.5)
+    torch.manual_seed(3)  # the core draws one mask of shape [graphs * heads, n, n]
+    masks = dropout_scale_mask(torch.empty(3 * 2, 5, 5, dtype=torch.float64), 0.5)
+    want = reference_attention(qkv, batch, 2, masks.view(3, 2, 5, 5))
+    assert torch.allclose(got, want, atol=1e-12)
+    grad = torch.randn_like(got)
+    assert torch.allclose(torch.autograd.grad(got, qkv, grad)[0],
+                          torch.autograd.grad(want, qkv, grad)[0], atol=1e-12)
+
+
+def test_dropout_scale_mask_keeps_the_expectation():
+    torch.manual_seed(0)
+    mask = dropout_scale_mask(torch.empty(200_000), 0.3)
+    assert mask.unique().tolist() == pytest.approx([0.0, 1 / 0.7])
+    assert abs((mask > 0).float().mean().item() - 0.7) < 0.01
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 12), min_size=1, max_size=9),
+       max_buckets=st.integers(1, 4), overhead=st.sampled_from([0, 20, 1e9]))
+def test_layout_places_every_node_once_inside_its_graphs_block(sizes, max_buckets, overhead):
+    layout = graph_layout(ptr_of(sizes), max_buckets=max_buckets, bucket_overhead=overhead)
+    slot = layout.slot.numpy()
+    assert len(slot) == sum(sizes) and len(set(slot.tolist())) == len(slot)
+    assert len(layout.buckets) <= max_buckets
+    assert sum(b.num_graphs for b in layout.buckets) == sum(s > 0 for s in sizes)
+    start = 0
+    for b in layout.buckets:  # buckets tile the padded rows in order
+        assert b.start == start
+        start += b.num_graphs * b.size
+        assert ((b.key_bias == 0).sum(-1).flatten() > 0).all()  # every graph has a real key
+    assert start == layout.num_slots
+    offsets = np.cumsum([0, *sizes])
+    for g, size in enumerate(sizes):  # a graph's nodes are consecutive rows of one block
+        rows = slot[offsets[g]:offsets[g + 1]]
+        if size:
+            assert (np.diff(rows) == 1).all()
+            b = next(b for b in layout.buckets
+                     if b.start <= rows[0] < b.start + b.num_graphs * b.size)
+            assert (rows[0] - b.start) % b.size == 0 and size <= b.size
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=7), max_buckets=st.integers(1, 4),
+       overhead=st.integers(0, 3000))
+def test_bucket_choice_is_optimal(sizes, max_buckets, overhead):
+    desc = np.sort(np.array(sizes))[::-1]
+
+    def cost(starts):
+        ends = [*starts[1:], len(desc)]
+        return sum(overhead + (e - s) * desc[s] ** 2 for s, e in zip(starts, ends, strict=True))
+
+    got = _choose_buckets(desc, overhead, max_buckets)
+    assert got[0] == 0 and got == sorted(set(got))
+    best = min(cost([0, *cut]) for r in range(max_buckets)
+               for cut in itertools.combinations(range(1, len(desc)), r))
+    assert cost(got) == pytest.approx(best)
+
+
+def test_one_bucket_is_to_dense_batch_padding():
+    sizes = [4, 9, 2]
+    layout = graph_layout(ptr_of(sizes), max_buckets=1)
+    (bucket,) = layout.buckets
+    assert (bucket.num_graphs, bucket.size) == (3, 9)
+
+
+def test_layout_of_empty_batch_and_bad_arguments():
+    layout = graph_layout(torch.tensor([0, 0, 0]))
+    assert layout.buckets == () and layout.num_slots == 0
+    attn = MultiheadGraphAttention(8, 2)
+    assert attn(torch.zeros(0, 8), layout).shape == (0, 8)
+    with pytest.raises(ValueError, match="max_buckets must be a positive int, got 0"):
+        graph_layout(torch.tensor([0, 3]), max_buckets=0)
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
+        MultiheadGraphAttention(8, 2, dropout=1.0)
+    with pytest.raises(ValueError, match="channels=9 must be divisible by heads=2"):
+        MultiheadGraphAttention(9, 2)
+
+
+@pytest.mark.parametrize("max_buckets", [1, 3])
+def test_gps_layer_matches_gpsconv_with_several_buckets(max_buckets):
+    torch.manual_seed(0)
+    channels, heads, sizes = 16, 4, [9, 2, 14, 5, 5, 11, 1]
+    batch = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    ptr = ptr_of(sizes)
+    src = torch.cat([torch.randint(int(a), int(b), (3 * (int(b) - int(a)),))
+                     for a, b in zip(ptr[:-1], ptr[1:], strict=True)])
+    dst = torch.cat([torch.randint(int(a), int(b), (3 * (int(b) - int(a)),))
+                     for a, b in zip(ptr[:-1], ptr[1:], strict=True)])
+    edge_index = torch.stack([src, dst])
+    x = torch.randn(sum(sizes), channels, requires_grad=True)
+    edge_attr = torch.randn(edge_index.size(1), channels)
+    inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(), nn.Linear(channels, channels))
+    ref = GPSConv(channels, GINEConv(inner), heads=heads, norm="batch_norm")
+    ours = GPSLayer(channels, "gine", "multihead", heads=heads, norm="batch_norm")
+    ours.load_state_dict(ref.state_dict())
+    layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
+    assert len(layout.buckets) == max_buckets
+    expected = ref(x, edge_index, batch, edge_attr=edge_attr)
+    got = ours(x, edge_index, batch, edge_attr, layout)
+    assert torch.allclose(got, expected, atol=1e-5)
+    grad = torch.randn_like(got)
+    ref_grads = torch.autograd.grad(expected, [x, *ref.parameters()], grad)
+    our_grads = torch.autograd.grad(got, [x, *ours.parameters()], grad)
+    for a, b in zip(ref_grads, our_grads, strict=True):
+        assert torch.allclose(a, b, atol=1e-4)
+
+
+def test_attention_is_equivariant_to_the_order_of_graphs_and_nodes():
+    torch.manual_seed(0)
+    sizes = [6, 3, 8, 3]
+    attn = MultiheadGraphAttention(8, 2).eval()
+    x = torch.randn(sum(sizes), 8)
+    out = attn(x, graph_layout(ptr_of(sizes), bucket_overhead=0))
+    offsets = np.cumsum([0, *sizes])
+    order = [3, 0, 2, 1]  # graphs reordered, and nodes permuted inside each graph
+    perm = torch.cat([offsets[g] + torch.randperm(sizes[g]) for g in order])
+    out2 = attn(x[perm], graph_layout(ptr_of([sizes[g] for g in order]), bucket_overhead=0))
+    assert torch.allclose(out2, out[perm], atol=1e-6)
