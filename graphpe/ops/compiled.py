@@ -931,8 +931,9 @@ def _with_diagonal(indptr, indices, values, diag):  # pragma: no cover - compile
 
 
 @numba.njit(cache=True, nogil=True)
-def _normalize_block(x, qr, rank_tol):  # pragma: no cover - compiled
-    """Normalize one graph's ``[n, d]`` block in place (l2 columns, or Gram-Schmidt x2)."""
+def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
+    """Normalize one graph's ``[n, d]`` block in place (l2 columns, or Gram-Schmidt x2);
+    ``scratch`` is ``[d + 1, >= max(n, d)]``."""
     n, d = x.shape
     if not qr:
         for c in range(d):
@@ -944,32 +945,42 @@ def _normalize_block(x, qr, rank_tol):  # pragma: no cover - compiled
                 for i in range(n):
                     x[i, c] *= inv
         return
+    # Classical Gram-Schmidt done twice (CGS2; "twice is enough", Giraud et al. 2005) on a
+    # column-major copy: every dot product and update runs over contiguous memory, which the
+    # compiler vectorizes; the row-major block would make each of them a strided walk.
+    cols = scratch[:d, :n]
+    for i in range(n):
+        for c in range(d):
+            cols[c, i] = x[i, c]
     biggest = 0.0
     for c in range(d):
         nrm = 0.0
         for i in range(n):
-            nrm += x[i, c] * x[i, c]
+            nrm += cols[c, i] * cols[c, i]
         biggest = max(biggest, nrm)
     floor = rank_tol * np.sqrt(biggest)
+    dots = scratch[d, :d]
     for c in range(d):
-        for _ in range(2):  # twice is enough (Kahan-Parlett)
+        for _ in range(2):
             for b in range(c):
                 dot = 0.0
                 for i in range(n):
-                    dot += x[i, b] * x[i, c]
+                    dot += cols[b, i] * cols[c, i]
+                dots[b] = dot
+            for b in range(c):
+                dot = dots[b]
                 for i in range(n):
-                    x[i, c] -= dot * x[i, b]
+                    cols[c, i] -= dot * cols[b, i]
         nrm = 0.0
         for i in range(n):
-            nrm += x[i, c] * x[i, c]
+            nrm += cols[c, i] * cols[c, i]
         nrm = np.sqrt(nrm)
-        if nrm <= floor or nrm == 0.0:
-            for i in range(n):
-                x[i, c] = 0.0
-        else:
-            inv = 1.0 / nrm
-            for i in range(n):
-                x[i, c] *= inv
+        inv = 0.0 if nrm <= floor or nrm == 0.0 else 1.0 / nrm
+        for i in range(n):
+            cols[c, i] *= inv
+    for i in range(n):
+        for c in range(d):
+            x[i, c] = cols[c, i]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -982,6 +993,7 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
         big = max(big, ptr[g + 1] - ptr[g])
     cur = np.empty((big, d))
     nxt = np.empty((big, d))
+    scratch = np.empty((d + 1, max(big, d)))
     for g in range(num_graphs):
         s = ptr[g]
         n = ptr[g + 1] - s
@@ -992,7 +1004,7 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
             for i in range(n):
                 for c in range(d):
                     x[i, c] = x0[s + i, r, c]
-            _normalize_block(x, qr, rank_tol)
+            _normalize_block(x, qr, rank_tol, scratch)
             for i in range(n):
                 for c in range(d):
                     out[s + i, r, 0, c] = x[i, c]
@@ -1006,7 +1018,7 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
                         v = values[p]
                         for c in range(d):
                             y[i, c] += v * x[j, c]
-                _normalize_block(y, qr, rank_tol)
+                _normalize_block(y, qr, rank_tol, scratch)
                 for i in range(n):
                     for c in range(d):
                         out[s + i, r, t, c] = y[i, c]
