@@ -948,7 +948,7 @@ def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
     # Classical Gram-Schmidt done twice (CGS2; "twice is enough", Giraud et al. 2005) on a
     # column-major copy: every dot product and update runs over contiguous memory, which the
     # compiler vectorizes; the row-major block would make each of them a strided walk.
-    cols = scratch[:d, :n]
+    cols = scratch  # [d + 1, >= n], C-contiguous (a sliced view would defeat vectorizing)
     for i in range(n):
         for c in range(d):
             cols[c, i] = x[i, c]
@@ -959,7 +959,7 @@ def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
             nrm += cols[c, i] * cols[c, i]
         biggest = max(biggest, nrm)
     floor = rank_tol * np.sqrt(biggest)
-    dots = scratch[d, :d]
+    dots = scratch[d]
     for c in range(d):
         for _ in range(2):
             for b in range(c):
