@@ -4,6 +4,8 @@ against graphpe's GPS of the same shape, on the same ZINC batches, interleaved i
     python benchmarks/train_step.py --threads 1                # CPU, batch 32
     python benchmarks/train_step.py --threads 1 --epoch        # + one full ZINC epoch each
     python benchmarks/train_step.py --device cuda --epoch      # on a GPU
+    python benchmarks/train_step.py --compile                  # + torch.compile'd graphpe
+    python benchmarks/train_step.py --on-the-fly               # + OnTheFlyPE inside the step
 
 Shape (PyG's example): 10 layers, 64 channels, 4 heads, GINE, attention dropout 0.5, RWPE 20
 (PyG's ``AddRandomWalkPE``, computed once before timing), sum pooling, L1 loss, Adam(lr=1e-3).
@@ -19,7 +21,15 @@ Models:
 - ``graphpe``: graphpe's ``GPS`` as built by default: attention over size buckets of the batch
   (no padding to the largest graph), one layout per forward, GINE as three tensor calls.
 
-Targets (issue 12): CPU, 1 thread, batch 32: graphpe >= 2x PyG; GPU: >= 10x per ZINC epoch.
+- ``graphpe compiled`` (``--compile``): the same model through ``torch.compile(dynamic=True)``;
+  the first steps (compilation) are excluded and reported as ``compile_s``.
+
+``--on-the-fly``: graphpe's GPS of the same shape with RWSE(16), LapPE(8) and RFP(16, 8)
+encoders on ``--otf-batch-size`` graphs, the PEs precomputed against the same step with the
+PEs computed by ``OnTheFlyPE`` inside it (``--otf-draws`` RFP draws, default 1 as ``RFP(16, 8)``).
+
+Targets (issue 12): CPU, 1 thread, batch 32: graphpe >= 2x PyG, compiled >= 3x; GPU: >= 10x
+per ZINC epoch; OnTheFlyPE adds < 15% to a GPS step on 128 ZINC graphs (CPU).
 """
 
 from __future__ import annotations
@@ -38,9 +48,10 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 
-from graphpe.nn import GPS, RWSEEncoder  # noqa: E402
+from graphpe.nn import GPS, RWSEEncoder, build_model  # noqa: E402
+from graphpe.transforms import RFP, RWSE, LaplacianPE, OnTheFlyPE  # noqa: E402
 
-TARGET_CPU, TARGET_GPU = 2.0, 10.0
+TARGET_CPU, TARGET_GPU, TARGET_COMPILED, TARGET_OTF = 2.0, 10.0, 3.0, 0.15
 
 
 class PygGPS(nn.Module):
@@ -118,6 +129,43 @@ def make_step(model: nn.Module, device: torch.device):
     return step
 
 
+def on_the_fly_rows(graphs, device: torch.device, batch_size: int, draws: int, rounds: int,
+                     steps: int) -> dict:
+    """GPS step with RWSE(16) + LapPE(8) + RFP(16, 8) precomputed vs computed inside it."""
+    from torch_geometric.data import Batch
+
+    transforms = [RWSE(16), LaplacianPE(8), RFP(dim=16, steps=8, num_draws=draws, seed=0)]
+    torch.manual_seed(0)
+    model = build_model({"model": "gps", "channels": 64, "layers": 10, "out_dim": 1,
+                         "node_vocab": 28, "edge_vocab": 4, "heads": 4, "attn_dropout": 0.5,
+                         "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8},
+                                "rfp": {"dim": 16, "steps": 8}}})
+    step = make_step(model, device)
+    on_the_fly = OnTheFlyPE(transforms)
+    raw = [Batch.from_data_list(graphs[i * batch_size:(i + 1) * batch_size]).to(device)
+           for i in range(max(1, min(steps, len(graphs) // batch_size)))]
+    pre = [on_the_fly(b) for b in raw]
+    for b in pre[:2]:
+        step(b)
+    times = {"precomputed": [], "on the fly": [], "OnTheFlyPE alone": []}
+    for _ in range(rounds):
+        for name, fn in (("precomputed", lambda i: step(pre[i])),
+                         ("on the fly", lambda i: step(on_the_fly(raw[i]))),
+                         ("OnTheFlyPE alone", lambda i: on_the_fly(raw[i]))):
+            sync(device)
+            t0 = time.perf_counter()
+            for i in range(len(raw)):
+                fn(i)
+            sync(device)
+            times[name].append((time.perf_counter() - t0) / len(raw) * 1e3)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"batch_size": batch_size, "rfp_draws": draws,
+            "ms_precomputed": round(med["precomputed"], 2),
+            "ms_on_the_fly": round(med["on the fly"], 2),
+            "ms_pe_alone": round(med["OnTheFlyPE alone"], 2),
+            "overhead": round(med["on the fly"] / med["precomputed"] - 1, 4)}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--device", default="cpu")
@@ -126,6 +174,11 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=10, help="steps per model per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--epoch", action="store_true", help="also time one full ZINC epoch each")
+    ap.add_argument("--compile", action="store_true", help="add graphpe through torch.compile")
+    ap.add_argument("--on-the-fly", action="store_true",
+                    help="measure OnTheFlyPE inside graphpe's GPS step")
+    ap.add_argument("--otf-batch-size", type=int, default=128)
+    ap.add_argument("--otf-draws", default="1,4", help="RFP draws, comma-separated")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N graphs")
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
@@ -136,7 +189,8 @@ def main(argv=None) -> None:
     device = torch.device(args.device)
     limit = args.limit
     if limit is None and not args.epoch:
-        limit = args.batch_size * args.steps * args.rounds
+        limit = max(args.batch_size * args.steps * args.rounds,
+                    args.otf_batch_size * args.steps if args.on_the_fly else 0)
     graphs = load_zinc(args.root, args.shared, limit, 20)
     if graphs is None:
         print("[skip] no offline ZINC copy: nothing measured", file=sys.stderr)
@@ -150,12 +204,20 @@ def main(argv=None) -> None:
         "graphpe padded": graphpe_gps(attention_buckets=1),
         "graphpe": graphpe_gps(),
     }
+    if args.compile:
+        torch.manual_seed(args.seed)
+        models["graphpe compiled"] = torch.compile(graphpe_gps(), dynamic=True)
     params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
     steps = {name: make_step(m, device) for name, m in models.items()}
-    for step in steps.values():  # warm-up (allocator, first-call costs)
+    compile_s = None
+    for name, step in steps.items():  # warm-up (allocator, first-call costs, compilation)
+        sync(device)
+        t0 = time.perf_counter()
         for b in batches[:3]:
             step(b)
-    sync(device)
+        sync(device)
+        if name == "graphpe compiled":
+            compile_s = time.perf_counter() - t0
 
     per_round: dict[str, list[float]] = {name: [] for name in models}
     for r in range(args.rounds):
@@ -194,15 +256,32 @@ def main(argv=None) -> None:
         rows.append(row)
         epoch = f"{row['epoch_s']:9.1f}" if row["epoch_s"] is not None else f"{'-':>9}"
         print(f"{name:<16}{params[name]:>9,}{ms:>10.1f}{base / ms:>7.2f}x{epoch}")
-    best = rows[-1]["speedup_vs_pyg"]
-    print(f"\ntarget graphpe >= {target:g}x PyG: {best:.2f}x "
-          f"({'met' if best >= target else 'NOT met'})")
+    eager = next(r for r in rows if r["model"] == "graphpe")["speedup_vs_pyg"]
+    print(f"\ntarget graphpe >= {target:g}x PyG: {eager:.2f}x "
+          f"({'met' if eager >= target else 'NOT met'})")
+    if args.compile:
+        comp = rows[-1]["speedup_vs_pyg"]
+        print(f"target graphpe compiled >= {TARGET_COMPILED:g}x PyG: {comp:.2f}x "
+              f"({'met' if comp >= TARGET_COMPILED else 'NOT met'}; compiling took "
+              f"{compile_s:.0f} s)")
+    otf_rows = []
+    if args.on_the_fly:
+        print(f"\nOnTheFlyPE(RWSE(16), LapPE(8), RFP(16, 8)) inside graphpe's GPS step, "
+              f"{args.otf_batch_size} graphs:")
+        for draws in (int(d) for d in args.otf_draws.split(",")):
+            row = on_the_fly_rows(graphs, device, args.otf_batch_size, draws, args.rounds,
+                                  args.steps)
+            otf_rows.append(row)
+            print(f"  RFP draws {draws}: step {row['ms_precomputed']:.1f} ms precomputed, "
+                  f"{row['ms_on_the_fly']:.1f} ms on the fly (+{row['overhead']:.1%}; PEs alone "
+                  f"{row['ms_pe_alone']:.1f} ms); target < {TARGET_OTF:.0%}: "
+                  f"{'met' if row['overhead'] < TARGET_OTF else 'NOT met'}")
     result = {
         "device": device.type, "threads": args.threads, "batch_size": args.batch_size,
         "graphs": len(graphs), "rounds": args.rounds, "steps": args.steps,
         "torch": torch.__version__, "machine": platform.processor() or platform.machine(),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
-        "target": target, "rows": rows,
+        "target": target, "rows": rows, "compile_s": compile_s, "on_the_fly": otf_rows,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2))

@@ -99,6 +99,8 @@ def main(argv: list[str] | None = None) -> None:
     p_train.add_argument("--patience", type=int, default=30)
     p_train.add_argument("--seed", type=int, default=0)
     p_train.add_argument("--device", default="cpu")
+    p_train.add_argument("--compile", action="store_true",
+                         help="run the model through torch.compile (ignored where unsupported)")
     p_train.add_argument("--results", default=None, help="JSON file for the record")
     p_train.add_argument("--checkpoint", default=None, help="file for the best state_dict")
 
@@ -132,7 +134,8 @@ def main(argv: list[str] | None = None) -> None:
         bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
         config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
                              patience=args.patience, seed=args.seed, device=args.device,
-                             checkpoint=args.checkpoint, results=args.results)
+                             checkpoint=args.checkpoint, results=args.results,
+                             compile=args.compile)
         record = run(bundle, _pe_list(args.pe), model=args.model, channels=args.channels,
                      layers=args.layers, config=config)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",

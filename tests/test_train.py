@@ -94,3 +94,34 @@ def test_node_classification_on_cora(tmp_path):
     record = run(bundle, ["rwse"], channels=16, layers=2,
                  config=TrainConfig(epochs=30, batch_size=1, lr=1e-2, progress=False))
     assert record["test"] > 0.4  # well above the 1/7 of chance after 30 full-batch epochs
+
+
+def test_optimizer_is_fused_where_supported():
+    from graphpe.train import make_optimizer
+
+    opt = make_optimizer(torch.nn.Linear(3, 2), lr=1e-3, weight_decay=0.0)
+    assert isinstance(opt, torch.optim.AdamW) and opt.defaults["fused"]
+
+
+def test_compile_falls_back_with_a_warning_where_unsupported(monkeypatch):
+    import graphpe.train as train
+
+    model = torch.nn.Linear(3, 2)
+    assert train.maybe_compile(model, False, "cpu") is model
+    monkeypatch.setattr(train, "compile_support", lambda device: "no compiler here")
+    with pytest.warns(UserWarning, match="compile=True ignored: no compiler here"):
+        assert train.maybe_compile(model, True, "cpu") is model
+
+
+@pytest.mark.slow
+def test_compiled_training_matches_eager():
+    from graphpe.train import compile_support
+
+    if compile_support("cpu") is not None:
+        pytest.skip(compile_support("cpu"))
+    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+                   config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c))
+               for c in (False, True)]
+    eager, compiled = (r["history"] for r in records)
+    for a, b in zip(eager, compiled, strict=True):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)

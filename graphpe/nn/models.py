@@ -264,10 +264,12 @@ class PEGraphModel(nn.Module):
         h = self.layers_forward(h, batch, edge_attr, pe)
         if self.task == "node_classification":
             return self.head(h)
-        graph = batch.get("batch")
+        graph, num_graphs = batch.get("batch"), None
         if graph is None:
-            graph = h.new_zeros(h.size(0), dtype=torch.long)
-        return self.head(POOLS[self.pool](h, graph))
+            graph, num_graphs = h.new_zeros(h.size(0), dtype=torch.long), 1
+        elif batch.get("ptr") is not None:  # a Batch knows its graph count: no graph.max() sync
+            num_graphs = batch.ptr.numel() - 1
+        return self.head(POOLS[self.pool](h, graph, size=num_graphs))
 
 
 class GINE(PEGraphModel):
