@@ -36,6 +36,7 @@ def main(argv=None) -> None:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--limit", type=int, default=None, help="train on the first N graphs only")
     ap.add_argument("--json-dir", type=Path, default=Path("benchmarks/results"))
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -43,6 +44,8 @@ def main(argv=None) -> None:
         print("[skip] no offline ZINC copy: nothing trained", file=sys.stderr)
         return
     bundle = load_dataset("ZINC", str(args.root))
+    if args.limit is not None:
+        bundle.train = bundle.train[: args.limit]
     for variant in args.variants.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
             config = TrainConfig(epochs=args.epochs, batch_size=32, seed=seed, progress=False)

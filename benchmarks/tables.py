@@ -75,14 +75,65 @@ def rfp_large_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def train_step_table(data: dict) -> str:
+    """GPS training step against PyG's example model (from ``benchmarks/train_step.py``)."""
+    where = (f"{data['gpu']}" if data["device"] == "cuda"
+             else f"CPU, {data['threads']} thread{'s' if data['threads'] > 1 else ''}")
+    lines = [
+        f"`{data.get('command', 'python benchmarks/train_step.py')}` ({where}, batch "
+        f"{data['batch_size']}, torch "
+        f"{data['torch']}; median of {data['rounds']} rounds x {data['steps']} steps, the models "
+        "taking turns):",
+        "",
+        "| model | parameters | ms per step | vs PyG | one ZINC epoch |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in data["rows"]:
+        epoch = "" if r.get("epoch_s") is None else f"{r['epoch_s']:.1f} s"
+        lines.append(f"| {r['model']} | {r['params']:,} | {r['ms_per_step']:.1f} | "
+                     f"{r['speedup_vs_pyg']:.2f}x | {epoch} |")
+    eager = next(r for r in data["rows"] if r["model"] == "graphpe")["speedup_vs_pyg"]
+    verdict = "met" if eager >= data["target"] else "**not met**"
+    lines += ["", f"Target graphpe >= {data['target']:g}x PyG: {eager:.2f}x, {verdict}."]
+    if data.get("compile_s") is not None:
+        lines[-1] += f" Compiling took {data['compile_s']:.0f} s."
+    for r in data.get("on_the_fly", []):
+        verdict = "met" if r["overhead"] < 0.15 else "**not met**"
+        lines.append(f"OnTheFlyPE(RWSE(16), LapPE(8), RFP(16, 8), {r['rfp_draws']} draw"
+                     f"{'s' if r['rfp_draws'] > 1 else ''}) inside the step on "
+                     f"{r['batch_size']} graphs: {r['ms_precomputed']:.0f} ms -> "
+                     f"{r['ms_on_the_fly']:.0f} ms, +{r['overhead']:.0%} (target < 15%, "
+                     f"{verdict}).")
+    return "\n".join(lines)
+
+
+def gps_curve_table(runs: list[dict]) -> str:
+    """Test MAE of bucketed vs padded attention (from ``benchmarks/gps_curve.py``)."""
+    lines = ["| attention | seeds | epochs | test MAE per seed | mean | s per epoch |",
+             "| --- | --- | ---: | --- | ---: | ---: |"]
+    for variant in sorted({r["variant"] for r in runs}):
+        mine = sorted((r for r in runs if r["variant"] == variant), key=lambda r: r["seed"])
+        maes = [r["test_mae"] for r in mine]
+        secs = sum(r["seconds_per_epoch"] for r in mine) / len(mine)
+        lines.append(f"| {variant} | {', '.join(str(r['seed']) for r in mine)} | "
+                     f"{mine[0]['epochs']} | {', '.join(f'{m:.3f}' for m in maes)} | "
+                     f"{sum(maes) / len(maes):.3f} | {secs:.0f} |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
+    "train_step": ("benchmarks/results/train_step.json", train_step_table),
+    "gps_curve": ("benchmarks/results/gps_curve_*.json", gps_curve_table),
 }
 
 
 def build(name: str, root: Path = ROOT) -> str | None:
     path, make = TABLES[name]
+    if "*" in path:  # one JSON per run
+        runs = [json.loads(p.read_text()) for p in sorted(root.glob(path))]
+        return make(runs) if runs else None
     source = root / path
     if not source.exists():
         return None

@@ -277,6 +277,8 @@ def main(argv=None) -> None:
                   f"{row['ms_pe_alone']:.1f} ms); target < {TARGET_OTF:.0%}: "
                   f"{'met' if row['overhead'] < TARGET_OTF else 'NOT met'}")
     result = {
+        "command": " ".join(["python benchmarks/train_step.py",
+                             *(sys.argv[1:] if argv is None else argv)]),
         "device": device.type, "threads": args.threads, "batch_size": args.batch_size,
         "graphs": len(graphs), "rounds": args.rounds, "steps": args.steps,
         "torch": torch.__version__, "machine": platform.processor() or platform.machine(),

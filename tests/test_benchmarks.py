@@ -108,3 +108,29 @@ def test_readme_tables_come_from_the_json(tmp_path):
     text = readme.read_text()
     assert "| D | RWSE T=16 | dataset | 12,346 | 1,000 | 12.3x | >= 25x **not met** |" in text
     assert "old" not in text and text.startswith("a\n") and text.endswith("b\n")
+
+
+def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "t.json"
+    root = tmp_path / "data"
+    _run_script("train_step", ["--root", str(root), "--rounds", "1", "--steps", "1",
+                               "--on-the-fly", "--otf-batch-size", "8", "--otf-draws", "1",
+                               "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert [r["model"] for r in data["rows"]] == ["pyg GPSConv", "graphpe padded", "graphpe"]
+    assert data["on_the_fly"][0]["rfp_draws"] == 1
+    _run_script("gps_curve", ["--root", str(root), "--epochs", "1", "--limit", "64",
+                              "--variants", "padded", "--json-dir", str(tmp_path)], monkeypatch)
+    run = json.loads((tmp_path / "gps_curve_padded_seed0.json").read_text())
+    assert run["epochs"] == 1 and run["test_mae"] > 0
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    assert "| graphpe |" in tables.train_step_table(data)
+    assert "| padded | 0 | 1 |" in tables.gps_curve_table([run])
