@@ -121,7 +121,8 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
                                "--on-the-fly", "--otf-batch-size", "8", "--otf-draws", "1",
                                "--json", str(out)], monkeypatch)
     data = json.loads(out.read_text())
-    assert [r["model"] for r in data["rows"]] == ["pyg GPSConv", "graphpe padded", "graphpe"]
+    assert [r["model"] for r in data["rows"]] == ["pyg GPSConv", "graphpe padded", "graphpe",
+                                                "graphpe, fused Adam"]
     assert data["on_the_fly"][0]["rfp_draws"] == 1
     _run_script("gps_curve", ["--root", str(root), "--epochs", "1", "--limit", "64",
                               "--variants", "padded", "--json-dir", str(tmp_path)], monkeypatch)
