@@ -204,6 +204,20 @@ def per_node(per_graph: Tensor, ptr: Tensor | None, num_nodes: int) -> Tensor:
     return torch.repeat_interleave(per_graph, ptr[1:] - ptr[:-1], dim=0, output_size=num_nodes)
 
 
+def weights_scaled_per_graph(edge_weight: Tensor, edge_index: Tensor, ptr: Tensor) -> Tensor:
+    """``edge_weight`` divided by the largest weight of its graph (computed in the weights' own
+    dtype), so every weight lies in ``[0, 1]``. Operators that do not change when a graph's
+    weights are scaled together (``D^-1 A``, ``D^-1/2 A D^-1/2``) can then be built in float32
+    from weights of any finite size: 1e300 in float64 or 3e38 in float32 would otherwise
+    overflow (degrees, or the cast) and 1e-300 underflow to an edgeless graph."""
+    if edge_weight.numel() == 0:
+        return edge_weight
+    graph = torch.searchsorted(ptr, edge_index[0], right=True) - 1
+    peak = edge_weight.new_zeros(ptr.numel() - 1).scatter_reduce(
+        0, graph, edge_weight, reduce="amax", include_self=False)
+    return edge_weight / peak[graph].clamp(min=torch.finfo(edge_weight.dtype).tiny)
+
+
 def single_graph_ptr(num_nodes: int, device: torch.device | str | None = None) -> Tensor:
     return torch.tensor([0, num_nodes], dtype=torch.long, device=device)
 

@@ -40,6 +40,7 @@ from graphpe.ops.graph import (
     sparse_operator,
     undirected_simple,
     validate_graph,
+    weights_scaled_per_graph,
 )
 
 
@@ -122,6 +123,9 @@ def random_walk_landing_probs(
         ptr = torch.from_numpy(ptr_np)
     else:
         ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
+        if edge_weight is not None and edge_weight.is_floating_point():
+            # P = D^-1 A does not change when a graph's weights are scaled together
+            edge_weight = weights_scaled_per_graph(edge_weight, edge_index, ptr)
         out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
         sizes = ptr[1:] - ptr[:-1]
         buckets = size_buckets(
@@ -137,6 +141,8 @@ def random_walk_landing_probs(
         start, end = int(ptr[g]), int(ptr[g + 1])
         n = end - start
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
+        if sub_w is not None and sub_w.is_floating_point() and sub_w.numel():
+            sub_w = sub_w / sub_w.max().clamp(min=torch.finfo(sub_w.dtype).tiny)
         ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype)
         op = sparse_operator(ei, values, n)
         width = max(1, sparse_block_bytes // (itemsize * n * 2))
@@ -340,7 +346,7 @@ def orthonormalize(x: Tensor, out: Tensor | None = None) -> Tensor:
     n, d = x.shape[-2], x.shape[-1]
     if n < d or n == 0:
         return _into(_householder(x), out)
-    r1, ok1 = _cholesky_r_inv(_gram(x))
+    r1, ok1 = _cholesky_r_inv(_gram(x), x.dtype)
     if ok1 is None:
         return _into(_householder(x), out)
     if x.dim() == 2:
@@ -349,13 +355,13 @@ def orthonormalize(x: Tensor, out: Tensor | None = None) -> Tensor:
         for lo in range(0, n, chunk):
             q = x[lo : lo + chunk] @ r1.to(x.dtype)
             gram2 += _gram(q)
-        r2, ok2 = _cholesky_r_inv(gram2)
+        r2, ok2 = _cholesky_r_inv(gram2, x.dtype)
         if ok2 is None or not bool(ok1 & ok2):
             return _into(_householder(x), out)
         combined = (r1 @ r2).to(x.dtype)
         return x @ combined if out is None else torch.matmul(x, combined, out=out)
     q1 = x @ r1.to(x.dtype)
-    r2, ok2 = _cholesky_r_inv(_gram(q1))
+    r2, ok2 = _cholesky_r_inv(_gram(q1), x.dtype)
     if ok2 is None:
         return _into(_householder(x), out)
     good = ok1 & ok2
@@ -373,20 +379,38 @@ def _gram(x: Tensor) -> Tensor:
     return (x.transpose(-2, -1) @ x).double()
 
 
-def _cholesky_r_inv(gram: Tensor) -> tuple[Tensor, Tensor | None]:
+def _cholesky_r_inv(gram: Tensor, data_dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
     """``R^-1`` (float32/64 as the caller's data, from a float64 Gram) of Cholesky-QR, and which
-    blocks succeeded; None where none did."""
+    blocks succeeded; None where none did.
+
+    A Gram product formed in the data's precision carries an absolute error of about
+    ``eps * |X|^2``, so a pivot of ``R`` below ``sqrt(eps)`` of the largest is noise, not rank
+    (a rank-deficient float32 block would pass as full rank and its last column come out as
+    amplified noise). Blocks are accepted only with every pivot above 1e-5 (float64) or 1e-2
+    (float32 and below) of the largest, where Cholesky-QR twice is accurate; the others go
+    through Householder QR and its rank cut."""
     chol, info = torch.linalg.cholesky_ex(gram)  # lower: gram = L L^T, R = L^T
     diag = chol.diagonal(dim1=-2, dim2=-1)
     # reject near-singular blocks: Cholesky-QR loses accuracy as cond(X)^2 grows
     scale = gram.diagonal(dim1=-2, dim2=-1).amax(-1, keepdim=True).clamp(min=1e-300).sqrt()
-    ok = (info == 0) & (diag > 1e-5 * scale).all(-1)
+    floor = 1e-5 if data_dtype == torch.float64 else 1e-2
+    ok = (info == 0) & (diag > floor * scale).all(-1)
     if not bool(ok.any()):
         return gram, None
     eye = torch.eye(chol.size(-1), dtype=chol.dtype, device=chol.device)
     safe = torch.where(ok.reshape(ok.shape + (1, 1)), chol, eye)
     l_inv = torch.linalg.solve_triangular(safe, eye.expand_as(safe), upper=False)
     return l_inv.transpose(-2, -1), ok  # R^-1 = (L^T)^-1 = (L^-1)^T
+
+
+def rank_tolerance(dtype: torch.dtype) -> float:
+    """Relative size below which a column's remainder (after projecting out the earlier
+    columns) counts as numerically zero. 1e-6 in float64; in float32 the rounding noise of one
+    propagation step alone reaches ~1e-6 of the block's scale, so 1e-4 keeps noise from being
+    mistaken for rank (and half precision gets 1e-2)."""
+    if dtype == torch.float64:
+        return 1e-6
+    return 1e-4 if dtype == torch.float32 else 1e-2
 
 
 def _householder(x: Tensor) -> Tensor:
@@ -397,7 +421,7 @@ def _householder(x: Tensor) -> Tensor:
     diag = r.diagonal(dim1=-2, dim2=-1)
     # diag(R) >= 0 fixes the basis; columns beyond the numerical rank would be an arbitrary
     # completion (not permutation-equivariant), so they are set to zero instead.
-    tol = 1e-6 * diag.abs().amax(-1, keepdim=True)
+    tol = rank_tolerance(x.dtype) * diag.abs().amax(-1, keepdim=True)
     sign = torch.where(diag.abs() > tol, torch.sign(diag), torch.zeros_like(diag))
     q = q * sign.unsqueeze(-2)
     if q.size(-1) < d:

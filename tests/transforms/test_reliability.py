@@ -100,3 +100,35 @@ def test_narrow_integer_indices_are_refused(dtype):
     with pytest.raises(ValueError, match=r"edge_index must have an integer dtype \(torch.int64 "
                                          r"or torch.int32\), got torch\."):
         RWSE(3)(data)
+
+
+@pytest.mark.parametrize("kernel", ["compiled", "tensor"])
+def test_rank_deficient_rfp_blocks_on_both_kernels(kernel):
+    """Class 1 on the batched tensor path (the GPU's) as on the compiled CPU one."""
+    from graphpe.ops.propagate import random_feature_propagation
+
+    n = 9
+    ei = torch.tensor([[i, (i + 1) % n] for i in range(n)]).t()
+    ei = torch.cat([ei, ei.flip(0)], 1)
+    x0 = torch.randn(n, 2, 8, generator=torch.Generator().manual_seed(17))
+    out = random_feature_propagation(ei, n, x0, 4, kernel=kernel).reshape(n, 2, 5, 8)
+    norms = out.norm(dim=0)
+    assert bool(((norms - 1).abs() < 1e-5).logical_or(norms == 0).all())
+    assert bool((norms[:, 1:, -1] == 0).all())  # C_9's propagated blocks have rank 7
+
+
+@pytest.mark.parametrize("kernel", ["compiled", "tensor"])
+@pytest.mark.parametrize(("weight", "dtype"), [(1e300, torch.float64), (1e-300, torch.float64),
+                                               (3e38, torch.float32)])
+def test_extreme_weights_give_the_unweighted_walk_on_both_kernels(kernel, weight, dtype):
+    """Class 4 on both paths, and for a large graph on the sparse path: a graph whose
+    weights are all equal has the unweighted graph's random walk, whatever their size."""
+    from graphpe.ops import random_walk_landing_probs
+
+    path = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    plain = random_walk_landing_probs(path, 4, 4, kernel=kernel)
+    for dense_max_nodes in (512, 2):  # 2: the graph takes the sparse path
+        got = random_walk_landing_probs(path, 4, 4, edge_weight=torch.full((4,), weight,
+                                        dtype=dtype), kernel=kernel,
+                                        dense_max_nodes=dense_max_nodes)
+        torch.testing.assert_close(got, plain, atol=1e-6, rtol=0)
