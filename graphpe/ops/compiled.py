@@ -36,11 +36,14 @@ _FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 class HostCSR(NamedTuple):
     """The undirected simple graph of a batch in CSR form (numpy, host memory): row ``i``'s
     neighbours are ``indices[indptr[i]:indptr[i + 1]]``, ascending, with ``weight`` (float64;
-    1 for an unweighted graph)."""
+    1 for an unweighted graph). Self loops are not in the CSR; ``loops[i]`` is node ``i``'s
+    self-loop weight (0 without one; duplicates merged by their largest weight), for the
+    kernels whose operator keeps them (a random walk may stay on a self loop)."""
 
     indptr: np.ndarray
     indices: np.ndarray
     weight: np.ndarray
+    loops: np.ndarray
 
 
 def use_compiled(kernel: str, device: torch.device) -> bool:
@@ -69,8 +72,8 @@ def simple_csr(edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = 
     ei = host_array(edge_index, np.int64)
     has_weight = edge_weight is not None
     w = host_array(edge_weight, np.float64) if has_weight else np.empty(0)
-    indptr, indices, weight = _simple_csr(ei[0], ei[1], w, has_weight, num_nodes)
-    return HostCSR(indptr, indices, weight)
+    indptr, indices, weight, loops = _simple_csr(ei[0], ei[1], w, has_weight, num_nodes)
+    return HostCSR(indptr, indices, weight, loops)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -88,9 +91,12 @@ def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compi
     fill = counts[:-1].copy()
     nbr = np.empty(counts[num_nodes], dtype=np.int64)
     val = np.empty(counts[num_nodes])
+    loops = np.zeros(num_nodes)
     for e in range(num_edges):
         r, c = row[e], col[e]
-        if r != c:
+        if r == c:
+            loops[r] = max(loops[r], w[e] if has_weight else 1.0)
+        else:
             we = w[e] if has_weight else 1.0
             nbr[fill[r]] = c
             val[fill[r]] = we
@@ -129,7 +135,7 @@ def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compi
                 kept += 1
         out = kept
         indptr[i + 1] = out
-    return indptr, nbr[:out].copy(), val[:out].copy()
+    return indptr, nbr[:out].copy(), val[:out].copy(), loops
 
 
 @numba.njit(cache=True, nogil=True)
@@ -150,25 +156,35 @@ def _degrees(indptr, weight):  # pragma: no cover - compiled
 
 
 def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: int,
-                  out: np.ndarray) -> None:
+                  out: np.ndarray, self_loops: bool = True) -> None:
     """``diag(P^t)``, ``t = 1..T``, for every graph of at most ``max_nodes`` nodes, written
-    into the rows of ``out`` ``[N, T]`` (other graphs' rows are left as they are)."""
-    _landing_probs(csr.indptr, csr.indices, csr.weight, ptr, walk_length, max_nodes, out)
+    into the rows of ``out`` ``[N, T]`` (other graphs' rows are left as they are); with
+    ``self_loops`` the walk may take the graph's self loops (``A_ii`` = their weight)."""
+    loops = csr.loops if self_loops else np.zeros_like(csr.loops)
+    _landing_probs(csr.indptr, csr.indices, csr.weight, loops, ptr, walk_length, max_nodes, out)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  # pragma: no cover
+def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
+                   out):  # pragma: no cover - compiled
     # diag(P^t) = diag(S^t) for the symmetric S = D^-1/2 A D^-1/2 (P^t = D^-1/2 S^t D^1/2).
     # X = S^t is kept dense (n x n) and advanced by one sparse product per step, nnz * n
     # multiply-adds, against n^3 for a dense product. For t > h = ceil(T / 2) the diagonal is
     # read off lower powers, (S^(a+b))_ii = <row_i(S^a), row_i(S^b)> (S is symmetric), so only
     # h - 1 products are needed. Each power is its own contiguous n x n array (no aliasing
     # between the product and its input, so the inner loops vectorize).
-    _, dis = _degrees(indptr, weight)
+    deg, _ = _degrees(indptr, weight)
+    n_all = indptr.shape[0] - 1
+    dis = np.zeros(n_all)
+    diag = np.zeros(n_all)  # S_ii from the self loops
+    for i in range(n_all):
+        if deg[i] + loops[i] > 0:
+            dis[i] = 1.0 / np.sqrt(deg[i] + loops[i])
+            diag[i] = loops[i] * dis[i] * dis[i]
     num_graphs = ptr.shape[0] - 1
     half = (walk_length + 1) // 2
     values = np.empty(indices.shape[0])
-    for i in range(indptr.shape[0] - 1):
+    for i in range(n_all):
         for p in range(indptr[i], indptr[i + 1]):
             values[p] = dis[i] * weight[p] * dis[indices[p]]
     big = 0
@@ -186,10 +202,11 @@ def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  
         x = powers[0]
         x[:, :] = 0.0
         for i in range(n):
+            x[i, i] = diag[s + i]
             for p in range(indptr[s + i], indptr[s + i + 1]):
                 x[i, indices[p] - s] = values[p]
         for t in range(1, half):
-            _sparse_times_dense(indptr, indices, values, s, n, powers[t - 1], powers[t])
+            _sparse_times_dense(indptr, indices, values, diag, s, n, powers[t - 1], powers[t])
         for t in range(walk_length):
             if t < half:
                 xt = powers[t]
@@ -206,13 +223,15 @@ def _landing_probs(indptr, indices, weight, ptr, walk_length, max_nodes, out):  
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _sparse_times_dense(indptr, indices, values, s, n, x, y):  # pragma: no cover - compiled
-    """``y = S x`` for the rows ``s..s+n-1`` of a CSR matrix (local columns), ``x``, ``y``
-    contiguous ``[n, n]``."""
+def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: no cover
+    """``y = S x`` for the rows ``s..s+n-1`` of a CSR matrix (local columns) plus a diagonal
+    ``diag``, ``x``, ``y`` contiguous ``[n, n]``."""
     for i in range(n):
         row = y[i]
+        d = diag[s + i]
+        own = x[i]
         for c in range(n):
-            row[c] = 0.0
+            row[c] = d * own[c]
         for p in range(indptr[s + i], indptr[s + i + 1]):
             v = values[p]
             src = x[indices[p] - s]

@@ -444,11 +444,13 @@ def dense_adjacency(
     buckets: list[SizeBucket],
     edge_weight: Tensor | None = None,
     dtype: torch.dtype = torch.float32,
+    self_loops: bool = False,
 ) -> list[Tensor]:
     """Padded dense adjacency matrices ``[B, n, n]``, one per size bucket, from raw edges.
 
     The matrices are those of the undirected simple graph (:func:`undirected_simple`): both
-    directions are written, self loops are dropped and duplicates keep their largest weight.
+    directions are written, self loops are dropped (kept on the diagonal with ``self_loops``)
+    and duplicates keep their largest weight.
     All buckets live in one flat buffer filled by a single scatter, so no sort of the edges is
     needed; edges of graphs outside every bucket are skipped. Padded rows and columns are 0.
     """
@@ -488,8 +490,9 @@ def dense_adjacency(
         flat[int(bucket_offsets[b]) : int(bucket_offsets[b + 1])].view(-1, bk.size, bk.size)
         for b, bk in enumerate(buckets)
     ]
-    for block in blocks:
-        block.diagonal(dim1=-2, dim2=-1).zero_()  # self loops were written there; drop them
+    if not self_loops:
+        for block in blocks:
+            block.diagonal(dim1=-2, dim2=-1).zero_()  # self loops were written there; drop them
     return blocks
 
 

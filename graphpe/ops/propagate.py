@@ -49,10 +49,22 @@ def random_walk_matrix_entries(
     num_nodes: int,
     edge_weight: Tensor | None = None,
     dtype: torch.dtype = torch.float32,
+    self_loops: bool = False,
 ) -> tuple[Tensor, Tensor]:
-    """``(edge_index, values)`` of ``P = D^{-1} A`` on the undirected simple graph."""
+    """``(edge_index, values)`` of ``P = D^{-1} A`` on the undirected simple graph (plus its
+    self loops, one entry per looped node with the largest weight, with ``self_loops``)."""
     graph = undirected_simple(edge_index, num_nodes, edge_weight)
     w = edge_values(graph, dtype)
+    if self_loops:
+        loop = edge_index[0] == edge_index[1]
+        loop_w = (torch.ones(int(loop.sum()), dtype=dtype, device=edge_index.device)
+                  if edge_weight is None else edge_weight[loop].to(dtype))
+        nodes = edge_index[0, loop]
+        per_node = torch.zeros(num_nodes, dtype=dtype, device=edge_index.device).scatter_reduce(
+            0, nodes, loop_w, reduce="amax", include_self=True)
+        looped = torch.nonzero(per_node > 0).flatten()
+        graph = graph._replace(edge_index=torch.cat([graph.edge_index, looped.repeat(2, 1)], 1))
+        w = torch.cat([w, per_node[looped]])
     deg = degree(graph.edge_index, num_nodes, w, dtype)
     inv = torch.where(deg > 0, 1.0 / deg.clamp(min=torch.finfo(dtype).tiny), 0.0)
     return graph.edge_index, inv[graph.edge_index[0]] * w
@@ -73,6 +85,7 @@ def random_walk_landing_probs(
     sparse_block_bytes: int = 256 * 2**20,
     max_dense_bytes: int = 256 * 2**20,
     kernel: str = "auto",
+    self_loops: bool = True,
 ) -> Tensor:
     """Landing probabilities ``diag(P^t)`` for ``t = 1..walk_length``, as ``[N, walk_length]``.
 
@@ -104,6 +117,8 @@ def random_walk_landing_probs(
             products of exactly each graph's size, see :mod:`graphpe.ops.compiled`),
             ``tensor`` (padded size buckets, batched products, any device) or ``auto``
             (``compiled`` on the CPU).
+        self_loops: the walk may take the graph's self loops (``A_ii`` = the loop's weight,
+            counted once in the degree), as PyG's ``AddRandomWalkPE``; False drops them.
     """
     if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
         raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
@@ -116,7 +131,7 @@ def random_walk_landing_probs(
         # float64 inside the kernel, written straight into the output dtype
         out = torch.from_numpy(np.empty((num_nodes, walk_length), dtype=numpy_dtype(dtype)))
         landing_probs(simple_csr(edge_index, num_nodes, edge_weight), ptr_np, walk_length,
-                      dense_max_nodes, out.numpy())
+                      dense_max_nodes, out.numpy(), self_loops)
         large = np.flatnonzero((ptr_np[1:] - ptr_np[:-1]) > dense_max_nodes).tolist()
         if not large:
             return out
@@ -133,7 +148,7 @@ def random_walk_landing_probs(
             growth=bucket_growth_for(sizes) if bucket_granularity is None else None)
         for group in bucket_groups(buckets, itemsize, max_dense_bytes):
             _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length,
-                                 compute_dtype, max_block_bytes, out)
+                                 compute_dtype, max_block_bytes, out, self_loops)
         large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
 
     for g in large:
@@ -143,7 +158,7 @@ def random_walk_landing_probs(
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
         if sub_w is not None and sub_w.is_floating_point() and sub_w.numel():
             sub_w = sub_w / sub_w.max().clamp(min=torch.finfo(sub_w.dtype).tiny)
-        ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype)
+        ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype, self_loops)
         op = sparse_operator(ei, values, n)
         width = max(1, sparse_block_bytes // (itemsize * n * 2))
         for lo in range(0, n, width):
@@ -161,12 +176,13 @@ def _dense_landing_group(
     compute_dtype: torch.dtype,
     max_block_bytes: int,
     out: Tensor,
+    self_loops: bool = True,
 ) -> None:
     """Landing probabilities of one group of size buckets, written into ``out``: every bucket
     writes its ``[T, B, n]`` results into one buffer, scattered once at the end."""
     device = edge_index.device
     itemsize = torch.finfo(compute_dtype).bits // 8
-    adjacency = dense_adjacency(edge_index, ptr, group, edge_weight, compute_dtype)
+    adjacency = dense_adjacency(edge_index, ptr, group, edge_weight, compute_dtype, self_loops)
     slots = [bucket.graphs.numel() * bucket.size for bucket in group]
     landing = torch.empty(walk_length, sum(slots), dtype=compute_dtype, device=device)
     nodes, keep, offset = [], [], 0

@@ -132,3 +132,25 @@ def test_extreme_weights_give_the_unweighted_walk_on_both_kernels(kernel, weight
                                         dtype=dtype), kernel=kernel,
                                         dense_max_nodes=dense_max_nodes)
         torch.testing.assert_close(got, plain, atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("kernel", ["compiled", "tensor"])
+@pytest.mark.parametrize("dense_max_nodes", [512, 1])
+def test_rwse_walks_take_self_loops_as_pyg(kernel, dense_max_nodes):
+    """PyG parity: a walk may stay on a self loop (PyG's test graph gives [1, 1, 1])."""
+    from torch_geometric.transforms import AddRandomWalkPE
+
+    from graphpe.ops import random_walk_landing_probs
+
+    cases = [(torch.tensor([[0, 1, 2], [0, 1, 2]]), 4),
+             (torch.tensor([[0, 1, 1, 2, 0, 2, 3, 3], [1, 0, 2, 1, 0, 2, 3, 2]]), 4)]
+    for ei, n in cases:
+        sym = torch.cat([ei, ei.flip(0)], 1).unique(dim=1)  # PyG reads edges as given
+        want = AddRandomWalkPE(5)(Data(edge_index=sym, num_nodes=n)).random_walk_pe
+        got = random_walk_landing_probs(ei, n, 5, kernel=kernel, dense_max_nodes=dense_max_nodes)
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+    ei, n = cases[0]
+    assert RWSE(3)(Data(edge_index=ei, num_nodes=n)).rwse[:3].tolist() == [[1.0] * 3] * 3
+    dropped = RWSE(3, self_loops=False)(Data(edge_index=ei, num_nodes=n)).rwse
+    assert not bool(dropped.any())
+    assert repr(RWSE(3)) != repr(RWSE(3, self_loops=False))  # the cache key is the repr

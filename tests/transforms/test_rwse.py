@@ -17,6 +17,8 @@ def test_data_and_batch_equal_pyg(families):
 
 
 def test_repr_and_bad_arguments():
-    assert repr(RWSE(8)) == "RWSE(walk_length=8, attr_name='rwse')"
+    assert repr(RWSE(8)) == "RWSE(walk_length=8, attr_name='rwse', self_loops=True)"
     with pytest.raises(ValueError, match="walk_length must be a positive int"):
         RWSE(0)
+    with pytest.raises(ValueError, match="self_loops must be True or False, got 'yes'"):
+        RWSE(4, self_loops="yes")
