@@ -9,6 +9,7 @@ without building ``Batch`` objects at all.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import torch
@@ -57,6 +58,13 @@ def node_count(data: Data, store: dict[str, Any] | None = None) -> int | None:
     return data.num_nodes
 
 
+def check_seed(seed: object) -> int | None:
+    """``seed`` if it is an int (or None); else the ValueError that names what is allowed."""
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
+        raise ValueError(f"seed must be an int or None, got {seed!r}")
+    return None if seed is None else int(seed)
+
+
 def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | None]:
     """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``; ``ptr`` is
     None for a single graph (the kernels then skip all batch bookkeeping)."""
@@ -65,6 +73,11 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | No
     if num_nodes is None:
         raise ValueError("data has no nodes: set data.num_nodes or data.x")
     edge_index = store.get("edge_index")
+    for name, value, shape in (("edge_index", edge_index, "[2, num_edges]"),
+                               ("edge_weight", store.get("edge_weight"), "[num_edges]")):
+        if value is not None and not isinstance(value, Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor {shape}, got a "
+                             f"{type(value).__name__}")
     if edge_index is None:
         x = store.get("x")
         device = x.device if isinstance(x, Tensor) else "cpu"

@@ -8,7 +8,7 @@ from torch import Tensor
 
 from graphpe.ops.eigen import check_eigenpair_options, laplacian_eigenpairs
 from graphpe.ops.graph import per_node
-from graphpe.transforms.base import PETransform
+from graphpe.transforms.base import PETransform, check_seed
 
 
 class LaplacianPE(PETransform):
@@ -65,7 +65,7 @@ class LaplacianPE(PETransform):
         self.normalization = normalization
         self.keep_trivial = keep_trivial
         self.sign = sign
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.pad_value = pad_value
         self.attr_names = tuple(attr_names)
         self.dense_max_nodes = dense_max_nodes

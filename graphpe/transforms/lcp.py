@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from torch import Tensor
@@ -48,8 +49,9 @@ class LCP(PETransform):
     ) -> None:
         if curvature not in CURVATURES:
             raise ValueError(f"curvature must be one of {CURVATURES}, got {curvature!r}")
-        if not 0.0 <= float(alpha) < 1.0:
-            raise ValueError(f"alpha must be in [0, 1), got {alpha}")
+        if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
+                or not 0.0 <= float(alpha) < 1.0):
+            raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
         stats = tuple(stats)
         for s in stats:
             if s not in PROFILE_STATS:

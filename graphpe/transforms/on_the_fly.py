@@ -25,6 +25,9 @@ class OnTheFlyPE(nn.Module):
 
     def __init__(self, transforms: Sequence[PETransform]) -> None:
         super().__init__()
+        if transforms is None or isinstance(transforms, (str, bytes, PETransform)):
+            raise ValueError("OnTheFlyPE takes a list of graphpe transforms, got "
+                             f"{transforms!r}")
         self.transforms = list(transforms)
         for t in self.transforms:
             if not isinstance(t, PETransform):

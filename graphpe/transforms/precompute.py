@@ -108,6 +108,9 @@ def _structure_of_list(graphs: Sequence[Data]) -> _Structure:
                     raise ValueError(f"graph {i}: {err}") from None
             ei_np = ei.detach().cpu().numpy()
         w = store.get("edge_weight")
+        if w is not None and not isinstance(w, Tensor):
+            raise ValueError(f"graph {i}: edge_weight must be a torch.Tensor [num_edges], got a "
+                             f"{type(w).__name__}")
         sizes[i] = n
         esizes[i] = ei_np.shape[1]
         edges.append(ei_np)
@@ -129,6 +132,9 @@ def _structure_of_list(graphs: Sequence[Data]) -> _Structure:
 
 
 def _as_list(transforms: BaseTransform | Sequence[BaseTransform]) -> list[BaseTransform]:
+    if transforms is None or isinstance(transforms, (str, bytes)):
+        raise ValueError("transforms must be a transform, a Compose or a list of transforms, "
+                         f"got {transforms!r}")
     if isinstance(transforms, Compose):
         return list(transforms.transforms)
     if isinstance(transforms, BaseTransform):
@@ -208,6 +214,10 @@ def precompute(
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if isinstance(dataset, (str, bytes, Data)) or not (
+            hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
+        raise ValueError("dataset must be a sequence of Data (a list, an InMemoryDataset or "
+                         f"another PyG dataset), got {type(dataset).__name__}")
     tlist = _as_list(transforms)
     pe = [t for t in tlist if isinstance(t, PETransform)]
     others = [t for t in tlist if not isinstance(t, PETransform)]

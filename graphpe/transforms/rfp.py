@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.propagate import OPERATORS, PROPAGATION_NORMS, random_feature_propagation
-from graphpe.transforms.base import PETransform
+from graphpe.transforms.base import PETransform, check_seed
 
 
 class RFP(PETransform):
@@ -65,7 +65,7 @@ class RFP(PETransform):
         self.num_draws = num_draws
         self.operator = operator
         self.normalization = normalization
-        self.seed = seed
+        self.seed = check_seed(seed)
         self.attr_name = attr_name
         self.reset_generator()
 

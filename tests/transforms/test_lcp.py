@@ -48,7 +48,7 @@ def test_precompute_with_edge_attribute(families):
 def test_bad_arguments_and_repr():
     with pytest.raises(ValueError, match="curvature must be one of"):
         LCP(curvature="ricci")
-    with pytest.raises(ValueError, match="alpha must be in"):
+    with pytest.raises(ValueError, match="alpha must be a number in"):
         LCP(alpha=1.5)
     with pytest.raises(ValueError, match="unknown statistic"):
         LCP(stats=("max", "range"))

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, precompute
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, OnTheFlyPE, precompute
 
 
 def path_plus_isolated() -> Data:
@@ -154,3 +154,36 @@ def test_rwse_walks_take_self_loops_as_pyg(kernel, dense_max_nodes):
     dropped = RWSE(3, self_loops=False)(Data(edge_index=ei, num_nodes=n)).rwse
     assert not bool(dropped.any())
     assert repr(RWSE(3)) != repr(RWSE(3, self_loops=False))  # the cache key is the repr
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: precompute(None, RWSE(3), progress=False),
+     "dataset must be a sequence of Data (a list, an InMemoryDataset or another PyG dataset), "
+     "got NoneType"),
+    (lambda: precompute("graphs", RWSE(3), progress=False),
+     "dataset must be a sequence of Data"),
+    (lambda: precompute([path_plus_isolated()], None, progress=False),
+     "transforms must be a transform, a Compose or a list of transforms, got None"),
+    (lambda: precompute([Data()], RWSE(3), progress=False),
+     "graph 0 has no nodes: set num_nodes or x"),
+    (lambda: precompute([path_plus_isolated()], RWSE(3), batch_size=0, progress=False),
+     "batch_size must be a positive int, got 0"),
+    (lambda: precompute([Data(edge_index=[[0, 1], [1, 0]], num_nodes=2)], RWSE(3),
+                        progress=False),
+     "graph 0: edge_index must be a torch.Tensor, got list"),
+    (lambda: precompute([Data(edge_index=torch.tensor([[0, 1], [1, 0]]), edge_weight=[1, 2],
+                              num_nodes=2)], RWSE(3), progress=False),
+     "graph 0: edge_weight must be a torch.Tensor [num_edges], got a list"),
+    (lambda: RWSE(3)(Data(edge_index=[[0, 1], [1, 0]], num_nodes=2)),
+     "edge_index must be a torch.Tensor [2, num_edges], got a list"),
+    (lambda: LCP(alpha=None), "alpha must be a number in [0, 1), got None"),
+    (lambda: RFP(4, 2, seed="a"), "seed must be an int or None, got 'a'"),
+    (lambda: LaplacianPE(4, sign="random", seed=1.5), "seed must be an int or None, got 1.5"),
+    (lambda: OnTheFlyPE(None),
+     "OnTheFlyPE takes a list of graphpe transforms, got None"),
+])
+def test_bad_arguments_name_what_is_allowed(call, message):
+    """Class 9: each bad input raises a ValueError naming the argument and what is allowed."""
+    with pytest.raises(ValueError) as err:
+        call()
+    assert message in str(err.value)
