@@ -10,7 +10,10 @@ import hashlib
 import io
 import json
 import os
+import re
+import socket
 import tempfile
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,12 +155,55 @@ def cache_key(transforms: Sequence[BaseTransform], fingerprint: str) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+# A temporary cache file is named <final name>.<host tag>-<pid>-<random>.tmp, so a later run can
+# tell that its writer died (SIGKILL, power loss) before the atomic rename.
+STALE_TEMP_SECONDS = 24 * 3600
+_TEMP_NAME = re.compile(r"\.([0-9a-f]{8})-(\d+)-[^.]*\.tmp$")
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: existence check only (POSIX)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_temps(cache_dir: str | os.PathLike, now: float | None = None) -> list[Path]:
+    """Delete the temporary files of cache writes that never finished: those whose writer
+    process on this host is gone, and any older than :data:`STALE_TEMP_SECONDS` (writers on
+    other hosts of a shared folder). Returns the files removed."""
+    now = time.time() if now is None else now
+    host, removed = _host_tag(), []
+    for tmp in Path(cache_dir).glob("*.tmp"):
+        match = _TEMP_NAME.search(tmp.name)
+        if match is None:
+            continue
+        try:
+            age = now - tmp.stat().st_mtime
+        except FileNotFoundError:  # its writer just renamed or removed it
+            continue
+        dead = (os.name == "posix" and match.group(1) == host
+                and not _pid_alive(int(match.group(2))))
+        if dead or age > STALE_TEMP_SECONDS:
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
+
+
 def _save_atomic(path: Path, obj: dict[str, Any]) -> None:
     buf = io.BytesIO()
     torch.save(obj, buf)
     payload = buf.getvalue()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.{_host_tag()}-{os.getpid()}-",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
@@ -209,7 +255,8 @@ def precompute(
 
     With ``cache_dir``, the outputs are stored in ``cache_dir/<key>.pt`` where the key hashes the
     transforms' settings and the graphs' structure, so a different setting or different data
-    never reuses a cache. Files are written atomically and checksummed; a damaged file is
+    never reuses a cache. Files are written atomically and checksummed (the temporary file of a
+    write that was killed is removed by a later run); a damaged file is
     detected, reported and recomputed.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -274,6 +321,8 @@ def _precompute(
     if cache_dir is not None:
         key = cache_key(pe, structure.fingerprint())
         path = Path(cache_dir) / f"{key}.pt"
+        if path.parent.is_dir():
+            remove_stale_temps(path.parent)
         cached = _load_verified(path, key)
         if cached is not None:
             outputs = cached["outputs"]

@@ -187,3 +187,30 @@ def test_bad_arguments_name_what_is_allowed(call, message):
     with pytest.raises(ValueError) as err:
         call()
     assert message in str(err.value)
+
+
+def test_temporary_files_of_killed_cache_writes_are_removed(tmp_path):
+    """A SIGKILLed precompute left its temporary file behind forever."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from graphpe.transforms.precompute import STALE_TEMP_SECONDS, _host_tag
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()  # its pid is now free: a writer that died
+    host = _host_tag()
+    dead = tmp_path / f"k.pt.{host}-{child.pid}-abc.tmp"
+    alive = tmp_path / f"k.pt.{host}-{os.getpid()}-abc.tmp"
+    old_elsewhere = tmp_path / "k.pt.00000000-1-abc.tmp"
+    unrelated = tmp_path / "notes.tmp"
+    for f in (dead, alive, old_elsewhere, unrelated):
+        f.write_bytes(b"partial")
+    stamp = time.time() - STALE_TEMP_SECONDS - 10
+    os.utime(old_elsewhere, (stamp, stamp))
+    out = precompute([path_plus_isolated()], RWSE(3), cache_dir=tmp_path, progress=False)
+    assert out[0].rwse.shape == (4, 3)
+    assert not dead.exists() and not old_elsewhere.exists()
+    assert alive.exists() and unrelated.exists()  # a live writer's file, and not ours
+    assert len(list(tmp_path.glob("*.pt"))) == 1
