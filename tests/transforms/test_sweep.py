@@ -3,7 +3,8 @@ nodes, several components, multi-edges, self loops, directed edges, zero and hug
 N <= k, regular and strongly regular graphs with repeated eigenvalues, sizes around ``k`` and
 ``dim``. For each graph and transform: finite output of the right shape, masks, permutation
 equivariance, Batch == per graph, and an independent reference (numpy ``eigh`` of the
-Laplacian, a numpy random walk and PyG's ``AddRandomWalkPE``, a linear program for ORC).
+Laplacian, a numpy random walk and PyG's ``AddRandomWalkPE``, a linear program for ORC); RWSE
+and LCP also through ``OnTheFlyPE`` and ``precompute``.
 
 ``make test`` runs a quick profile; ``make test-slow`` runs 10,000 graphs per transform.
 """
@@ -22,7 +23,7 @@ from scipy.optimize import linprog
 from scipy.sparse.csgraph import connected_components, shortest_path
 from torch_geometric.data import Batch, Data
 
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, OnTheFlyPE, precompute
 from tests.conftest import graph_families, nx_to_data
 
 QUICK = 80
@@ -214,8 +215,11 @@ def check_lap(data: Data, batch_mates: list[Data]) -> None:
             cos = float(moved.lap_pe[:, j].double() @ out.lap_pe[perm, j].double())
             assert abs(abs(cos) - 1) < 1e-3
     batch, alone = batch_with(data, batch_mates)
+    want = LaplacianPE(K)(alone).lap_eigvals
     got = LaplacianPE(K)(batch).lap_eigvals[batch.num_nodes - n:]
-    torch.testing.assert_close(got, LaplacianPE(K)(alone).lap_eigvals, atol=1e-4, rtol=0)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=0)
+    listed = precompute(batch.to_data_list(), LaplacianPE(K), progress=False)
+    torch.testing.assert_close(listed[-1].lap_eigvals, want, atol=1e-4, rtol=0)
 
 
 def check_lcp(data: Data, batch_mates: list[Data]) -> None:
@@ -251,9 +255,15 @@ def check_equivariant_and_batched(transform, attr: str, data: Data,
     moved = getattr(transform(permute(data, perm)), attr)
     torch.testing.assert_close(moved, out[perm], atol=2e-6, rtol=0)
     batch, alone = batch_with(data, batch_mates)
+    want = getattr(transform(alone), attr)
     batched = getattr(transform(batch), attr)
-    torch.testing.assert_close(batched[batched.size(0) - data.num_nodes:],
-                               getattr(transform(alone), attr), atol=2e-6, rtol=0)
+    torch.testing.assert_close(batched[batched.size(0) - data.num_nodes:], want, atol=2e-6,
+                               rtol=0)
+    # the other entry points: OnTheFlyPE on the batch, precompute on the list of graphs
+    fly = getattr(OnTheFlyPE([transform])(batch), attr)
+    torch.testing.assert_close(fly, batched, atol=0, rtol=0)
+    listed = precompute(batch.to_data_list(), transform, progress=False)
+    torch.testing.assert_close(getattr(listed[-1], attr), want, atol=2e-6, rtol=0)
 
 
 CHECKS = {"rwse": check_rwse, "lap": check_lap, "lcp": check_lcp, "rfp": check_rfp}
