@@ -29,29 +29,15 @@ from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
 from graphpe.nn import build_model
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, PETransform
-
-# name -> (transform, encoder settings for graphpe.nn.build_model). Spectral PEs write their own
-# attributes so that several of them can be used together.
-PE_PRESETS: dict[str, tuple[PETransform, dict[str, Any]]] = {
-    "lap": (LaplacianPE(8), {"k": 8}),
-    "signnet": (LaplacianPE(8, attr_names=("sn_pe", "sn_eigvals", "sn_mask")),
-                {"k": 8, "attr_names": ("sn_pe", "sn_eigvals", "sn_mask")}),
-    "spe": (LaplacianPE(8, keep_trivial=True, attr_names=("spe_pe", "spe_eigvals", "spe_mask")),
-            {"k": 8, "m": 8, "rho_hidden": 32, "rho_layers": 2,
-             "attr_names": ("spe_pe", "spe_eigvals", "spe_mask")}),
-    "rwse": (RWSE(16), {"walk_length": 16}),
-    "rfp": (RFP(dim=16, steps=8, num_draws=4, seed=0), {"dim": 16, "steps": 8}),
-    "lcp": (LCP(), {}),
-}
+from graphpe.presets import pe_model_config, resolve_pe
+from graphpe.transforms import RFP, LaplacianPE, PETransform
 
 
-def pe_transforms(names: list[str]) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
-    """The transforms and the ``pe`` config of :func:`graphpe.nn.build_model` for PE names."""
-    unknown = [n for n in names if n not in PE_PRESETS]
-    if unknown:
-        raise ValueError(f"unknown PE {unknown}; choose from {sorted(PE_PRESETS)}")
-    return [PE_PRESETS[n][0] for n in names], {n: dict(PE_PRESETS[n][1]) for n in names}
+def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
+    """The transforms and the ``pe`` config of :func:`graphpe.nn.build_model` for PEs given in
+    any form :func:`graphpe.presets.resolve_pe` takes (names, or names with settings)."""
+    specs = resolve_pe(pe)
+    return [s.transform() for s in specs], pe_model_config(specs)
 
 
 @dataclass
@@ -60,7 +46,7 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 1e-5
-    warmup_epochs: int = 5
+    warmup_epochs: int = 5  # linear warm-up of the learning rate, then cosine decay
     patience: int = 30  # epochs without validation improvement before stopping
     seed: int = 0
     device: str = "cpu"
@@ -69,6 +55,33 @@ class TrainConfig:
     results: str | None = None  # path of the JSON record
     resample_pe: bool = True  # fresh random PE draws (RFP, random signs) for train every epoch
     compile: bool = False  # run the model through torch.compile (where supported)
+
+
+CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of graphpe and its stack, and the git commit of a source checkout (None when
+    graphpe is not run from one)."""
+    import platform
+    import subprocess
+
+    import torch_geometric
+
+    import graphpe
+
+    commit = None
+    try:
+        root = Path(graphpe.__file__).resolve().parents[1]
+        if (root / ".git").exists():
+            commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
+                                    capture_output=True, text=True, timeout=10,
+                                    check=True).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"graphpe": graphpe.__version__, "torch": str(torch.__version__),
+            "torch_geometric": str(torch_geometric.__version__), "numpy": str(np.__version__),
+            "python": platform.python_version(), "git_commit": commit}
 
 
 def compile_support(device: str | torch.device) -> str | None:
@@ -176,11 +189,15 @@ def fit(
     bundle: DatasetBundle,
     config: TrainConfig,
     train_split: Callable[[int], Any] | None = None,
+    model_config: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` on ``bundle.train``, select on ``bundle.val``, report ``bundle.test``.
 
     ``train_split(epoch)``, if given, supplies the training graphs of each epoch (used to draw
-    fresh random PEs every epoch)."""
+    fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
+    goes into the checkpoint, so :func:`graphpe.nn.load_model` rebuilds the model from the file
+    alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
     seed_everything(config.seed)
     device = config.device
     model = model.to(device)
@@ -236,11 +253,17 @@ def fit(
         "val": best["val"], "test": test, "epochs_run": len(history),
         "train_seconds": train_seconds, "seconds_per_epoch": train_seconds / max(len(history), 1),
         "params": sum(p.numel() for p in model.parameters()),
-        "config": asdict(config), "history": history,
+        "config": asdict(config), "model_config": model_config, **(metadata or {}),
+        "versions": versions(), "history": history,
     }
     if config.checkpoint:
         Path(config.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-        torch.save(model.state_dict(), config.checkpoint)
+        torch.save({"format": CHECKPOINT_FORMAT, "model_config": model_config,
+                    "state_dict": model.state_dict(),
+                    # plain JSON types only, so the file loads with weights_only=True
+                    "record": json.loads(json.dumps(
+                        {k: v for k, v in record.items() if k != "history"}, default=str))},
+                   config.checkpoint)
     if config.results:
         Path(config.results).parent.mkdir(parents=True, exist_ok=True)
         Path(config.results).write_text(json.dumps(record, indent=2))
@@ -264,15 +287,20 @@ def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
     return out, seconds
 
 
-def run(bundle: DatasetBundle, pe: list[str], model: str = "gine", channels: int = 64,
+def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int = 64,
         layers: int = 4, config: TrainConfig | None = None, **model_kwargs: Any) -> dict:
-    """Encode ``bundle`` with the PEs named in ``pe``, build a model and fit it."""
+    """Encode ``bundle`` with the PEs ``pe`` (names, or names with settings: anything
+    :func:`graphpe.presets.resolve_pe` takes), build the matching model and fit it. The record
+    (and the ``results`` JSON) holds the resolved PE specs, the model config and the training
+    config, so it says how to reproduce the run."""
     config = config or TrainConfig()
-    transforms, pe_config = pe_transforms(pe)
+    specs = resolve_pe(pe)
+    transforms = [s.transform() for s in specs]
     encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress)
     seed_everything(config.seed)
-    net = build_model({"model": model, "channels": channels, "layers": layers, "pe": pe_config,
-                       **bundle.model_kwargs(), **model_kwargs})
+    model_config = {"model": model, "channels": channels, "layers": layers,
+                    "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}
+    net = build_model(model_config)
     random_pe = [t for t in transforms if _is_random(t)]
     train_split = None
     if config.resample_pe and random_pe:
@@ -285,9 +313,8 @@ def run(bundle: DatasetBundle, pe: list[str], model: str = "gine", channels: int
             for t in fresh:
                 t.seed = config.seed * 100_003 + epoch
             return precompute(encoded.train, fresh, progress=False)
-    record = fit(net, encoded, config, train_split)
-    record.update({"pe": pe, "model": model, "pe_seconds": pe_seconds})
-    return record
+    metadata = {"model": model, "pe": [s.to_dict() for s in specs], "pe_seconds": pe_seconds}
+    return fit(net, encoded, config, train_split, model_config=model_config, metadata=metadata)
 
 
 def _is_random(t: PETransform) -> bool:

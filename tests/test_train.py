@@ -25,7 +25,19 @@ def test_run_records_checkpoint_and_json(tmp_path):
                  config=config)
     assert record["epochs_run"] == 3 and 0.0 <= record["test"] <= 1.0
     assert json.loads((tmp_path / "r.json").read_text())["test"] == record["test"]
-    assert set(torch.load(tmp_path / "best.pt")) and record["pe"] == ["rwse", "lcp"]
+    assert [p["name"] for p in record["pe"]] == ["rwse", "lcp"]
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["pe"][0] == {"name": "rwse", "walk_length": 16}
+    assert saved["model_config"]["pe"]["rwse"] == {"walk_length": 16}
+    assert saved["versions"]["torch"] == torch.__version__ and saved["model"] == "gps"
+    # the checkpoint alone rebuilds the model
+    from graphpe.nn import load_model
+
+    model = load_model(tmp_path / "best.pt")
+    assert sum(p.numel() for p in model.parameters()) == record["params"]
+    torch.save(model.state_dict(), tmp_path / "bare.pt")
+    with pytest.raises(ValueError, match="holds a bare state_dict"):
+        load_model(tmp_path / "bare.pt")
 
 
 def test_early_stopping():

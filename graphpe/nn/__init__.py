@@ -13,7 +13,7 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
-from graphpe.nn.models import GINE, GPS, GPSLayer, PEGraphModel, build_model
+from graphpe.nn.models import GINE, GPS, GPSLayer, PEGraphModel, build_model, load_model
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 
 __all__ = [
@@ -34,4 +34,5 @@ __all__ = [
     "SignNetEncoder",
     "build_model",
     "graph_layout",
+    "load_model",
 ]

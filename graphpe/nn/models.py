@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -396,3 +397,19 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     encoders = [PE_ENCODERS[name](settings or {}, channels) for name, settings in pe.items()]
     cls = GPS if kind == "gps" else GINE
     return cls(channels, layers, out_dim, pe_encoders=encoders, **config)
+
+
+def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
+    """The model of a checkpoint written by :func:`graphpe.train.fit` (``--checkpoint``): built
+    from the config stored beside its weights, weights loaded, in eval mode."""
+    ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        raise ValueError(f"{path} holds a bare state_dict, not a graphpe checkpoint with its "
+                         "config: build the model with build_model(config) and call "
+                         "load_state_dict")
+    if ckpt.get("model_config") is None:
+        raise ValueError(f"{path} has no model config (the model was not built by "
+                         "build_model): rebuild it yourself and load ckpt['state_dict']")
+    model = build_model(ckpt["model_config"])
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval()

@@ -1,0 +1,124 @@
+"""One definition per positional encoding: from a spec come its transform, the settings of its
+encoder in :func:`graphpe.nn.build_model`, and the attributes it writes, so the two can never
+disagree (a mismatch used to be a shape error at best).
+
+    from graphpe.presets import resolve_pe
+    specs = resolve_pe({"rwse": {"walk_length": 20}, "lap": {}})
+    transforms = [s.transform() for s in specs]            # for precompute / pre_transform
+    model = build_model({..., "pe": pe_model_config(specs)})  # the matching encoders
+
+A spec is a name (``lap``, ``signnet``, ``spe``, ``rwse``, ``rfp``, ``lcp``) and settings over
+the defaults of :data:`PE_DEFAULTS`; an unknown name or setting is a ValueError naming the
+allowed ones. This is the top layer: it imports ``transforms``, and ``nn`` stays importable
+without it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, PETransform
+
+# Spectral PEs write their own attributes, so several of them can be used together.
+ATTR_NAMES = {
+    "lap": ("lap_pe", "lap_eigvals", "lap_mask"),
+    "signnet": ("sn_pe", "sn_eigvals", "sn_mask"),
+    "spe": ("spe_pe", "spe_eigvals", "spe_mask"),
+}
+
+PE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "lap": {"k": 8, "normalization": "sym", "sign": "canonical"},
+    "signnet": {"k": 8, "normalization": "sym"},
+    "spe": {"k": 8, "normalization": "sym", "m": 8, "rho_hidden": 32, "rho_layers": 2},
+    "rwse": {"walk_length": 16},
+    "rfp": {"dim": 16, "steps": 8, "num_draws": 4, "operator": "gcn", "normalization": "qr",
+            "seed": 0},
+    "lcp": {"curvature": "orc", "alpha": 0.0},
+}
+
+
+@dataclass(frozen=True)
+class PESpec:
+    """One encoding: ``name`` and its full settings (defaults filled in)."""
+
+    name: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def transform(self) -> PETransform:
+        """The transform that computes this encoding."""
+        s = self.settings
+        if self.name in ATTR_NAMES:
+            return LaplacianPE(s["k"], normalization=s["normalization"],
+                               keep_trivial=self.name == "spe",
+                               sign=s.get("sign", "canonical"),
+                               attr_names=ATTR_NAMES[self.name])
+        if self.name == "rwse":
+            return RWSE(s["walk_length"])
+        if self.name == "rfp":
+            return RFP(dim=s["dim"], steps=s["steps"], num_draws=s["num_draws"],
+                       operator=s["operator"], normalization=s["normalization"], seed=s["seed"])
+        return LCP(curvature=s["curvature"], alpha=s["alpha"])
+
+    def encoder_config(self) -> dict[str, Any]:
+        """The settings of this encoding's entry in ``build_model``'s ``pe``."""
+        s = self.settings
+        if self.name in ("lap", "signnet"):
+            return {"k": s["k"], "attr_names": ATTR_NAMES[self.name]}
+        if self.name == "spe":
+            return {"k": s["k"], "m": s["m"], "rho_hidden": s["rho_hidden"],
+                    "rho_layers": s["rho_layers"], "attr_names": ATTR_NAMES["spe"]}
+        if self.name == "rwse":
+            return {"walk_length": s["walk_length"]}
+        if self.name == "rfp":
+            return {"dim": s["dim"], "steps": s["steps"]}
+        return {"num_stats": 5}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.settings}
+
+
+def pe_spec(name: str, **settings: Any) -> PESpec:
+    """The spec of encoding ``name`` with ``settings`` over its defaults."""
+    if name not in PE_DEFAULTS:
+        raise ValueError(f"unknown PE {name!r}; choose from {sorted(PE_DEFAULTS)}")
+    unknown = set(settings) - set(PE_DEFAULTS[name])
+    if unknown:
+        raise ValueError(f"unknown setting(s) {sorted(unknown)} for PE {name!r}; allowed: "
+                         f"{sorted(PE_DEFAULTS[name])}")
+    spec = PESpec(name, {**PE_DEFAULTS[name], **settings})
+    spec.transform()  # the transform validates the values (and names what is allowed)
+    return spec
+
+
+def resolve_pe(pe: str | Sequence[Any] | Mapping[str, Any] | None) -> list[PESpec]:
+    """Specs from any of: ``"rwse,lap"`` or ``"none"``; ``["rwse", "lap"]``;
+    ``{"rwse": {"walk_length": 20}, "lap": {}}``; ``[{"name": "rwse", "walk_length": 20}]``;
+    specs themselves."""
+    if pe is None:
+        return []
+    if isinstance(pe, str):
+        pe = [p for p in (s.strip() for s in pe.split(",")) if p and p != "none"]
+    if isinstance(pe, Mapping):
+        pe = [{"name": name, **(settings or {})} for name, settings in pe.items()]
+    specs = []
+    for item in pe:
+        if isinstance(item, PESpec):
+            specs.append(item)
+        elif isinstance(item, str):
+            specs.append(pe_spec(item))
+        elif isinstance(item, Mapping) and "name" in item:
+            specs.append(pe_spec(item["name"], **{k: v for k, v in item.items() if k != "name"}))
+        else:
+            raise ValueError(f"a PE is a name, a {{'name': ..., settings}} mapping or a PESpec; "
+                             f"got {item!r}")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"each PE may appear once, got {names}")
+    return specs
+
+
+def pe_model_config(specs: Sequence[PESpec]) -> dict[str, dict[str, Any]]:
+    """``build_model``'s ``pe`` entry for ``specs``."""
+    return {s.name: s.encoder_config() for s in specs}

@@ -1,0 +1,51 @@
+import pytest
+import torch
+from torch_geometric.data import Batch
+
+from graphpe.nn import build_model
+from graphpe.presets import PE_DEFAULTS, pe_model_config, pe_spec, resolve_pe
+from graphpe.synthetic import molecule_like_graphs
+
+
+def test_one_spec_builds_the_transform_and_the_matching_encoder():
+    graphs = molecule_like_graphs(6, min_nodes=5, max_nodes=12, seed=0)
+    for g in graphs:
+        g.x = torch.zeros(g.num_nodes, 1, dtype=torch.long)
+    specs = resolve_pe({"rwse": {"walk_length": 7}, "lap": {"k": 3}, "spe": {"k": 4, "m": 3},
+                        "rfp": {"dim": 4, "steps": 2, "num_draws": 2}, "lcp": {},
+                        "signnet": {"k": 2}})
+    batch = Batch.from_data_list(graphs)
+    for spec in specs:
+        batch = spec.transform()(batch)
+    model = build_model({"model": "gps", "channels": 8, "layers": 1, "node_vocab": 1,
+                         "pe": pe_model_config(specs)})
+    assert model(batch).shape == (6, 1)
+    assert batch.rwse.shape[1] == 7 and batch.lap_pe.shape[1] == 3
+    assert batch.rfp.shape[1:] == (2, 4 * 3)
+
+
+def test_the_forms_a_pe_can_take():
+    by_name = resolve_pe("rwse, lap")
+    assert [s.name for s in by_name] == ["rwse", "lap"]
+    assert by_name[0].settings == PE_DEFAULTS["rwse"]
+    assert resolve_pe("none") == [] and resolve_pe(None) == []
+    assert resolve_pe(["rwse"]) == resolve_pe({"rwse": None}) == by_name[:1]
+    tuned = resolve_pe([{"name": "rwse", "walk_length": 20}])
+    assert tuned[0].settings["walk_length"] == 20
+    # a record's specs resolve to the same specs
+    assert resolve_pe([s.to_dict() for s in tuned]) == tuned
+    assert resolve_pe(tuned) == tuned
+
+
+def test_bad_specs_name_what_is_allowed():
+    with pytest.raises(ValueError, match=r"unknown PE 'magic'; choose from \['lap', 'lcp'"):
+        pe_spec("magic")
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['length'\] for PE 'rwse'; "
+                                         r"allowed: \['walk_length'\]"):
+        resolve_pe({"rwse": {"length": 3}})
+    with pytest.raises(ValueError, match="walk_length must be a positive int, got 0"):
+        pe_spec("rwse", walk_length=0)
+    with pytest.raises(ValueError, match=r"each PE may appear once, got \['rwse', 'rwse'\]"):
+        resolve_pe("rwse,rwse")
+    with pytest.raises(ValueError, match="a PE is a name"):
+        resolve_pe([3])
