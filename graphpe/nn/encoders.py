@@ -19,10 +19,22 @@ def _graph_index(batch) -> Tensor:
     return b
 
 
+def read_attribute(batch, name: str, producer: str) -> Tensor:
+    """``batch[name]``, or a ValueError saying which transform writes it."""
+    value = batch.get(name) if hasattr(batch, "get") else None
+    if value is None:
+        raise ValueError(f"the batch has no attribute {name!r}: compute it first with "
+                         f"graphpe.transforms.{producer} (as a pre_transform, through "
+                         "precompute, or inside the model with OnTheFlyPE)")
+    return value
+
+
 def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int):
     """``(eigenvectors [N, k], eigenvalues [N, k], mask [N, k] or None)`` of a batch."""
     vec_name, val_name, mask_name = attr_names
-    vecs, vals = batch[vec_name], batch[val_name]
+    producer = f"LaplacianPE(k={k}, attr_names={tuple(attr_names)!r})"
+    vecs = read_attribute(batch, vec_name, producer)
+    vals = read_attribute(batch, val_name, producer)
     if vecs.dim() != 2 or vecs.size(1) != k:
         raise ValueError(f"expected {vec_name} [N, {k}], got {list(vecs.shape)}")
     mask = batch.get(mask_name) if hasattr(batch, "get") else None
@@ -238,6 +250,8 @@ class LinearSEEncoder(nn.Module):
         batch_norm: normalize the raw encoding first (its scale varies a lot across steps).
     """
 
+    producer = "a transform writing it"
+
     def __init__(self, in_dim: int, channels: int, attr_name: str, batch_norm: bool = True):
         super().__init__()
         _positive("in_dim", in_dim)
@@ -247,7 +261,10 @@ class LinearSEEncoder(nn.Module):
         self.lin = nn.Linear(in_dim, channels)
 
     def forward(self, batch) -> Tensor:
-        x = batch[self.attr_name] if not isinstance(batch, Tensor) else batch
+        """``batch`` (reads ``batch[attr_name]`` ``[N, in_dim]``) or that tensor itself ->
+        ``[N, channels]``."""
+        x = batch if isinstance(batch, Tensor) else read_attribute(
+            batch, self.attr_name, self.producer.format(self))
         if x.dim() != 2 or x.size(1) != self.in_dim:
             raise ValueError(f"expected {self.attr_name} [N, {self.in_dim}], got {list(x.shape)}")
         return self.lin(self.norm(x.float()))
@@ -256,12 +273,16 @@ class LinearSEEncoder(nn.Module):
 class RWSEEncoder(LinearSEEncoder):
     """RWSE ``[N, walk_length]`` -> ``[N, channels]`` (BatchNorm + Linear, as in GraphGPS)."""
 
+    producer = "RWSE({0.in_dim}, attr_name={0.attr_name!r})"
+
     def __init__(self, walk_length: int, channels: int, attr_name: str = "rwse", **kwargs):
         super().__init__(walk_length, channels, attr_name, **kwargs)
 
 
 class LCPEncoder(LinearSEEncoder):
     """LCP ``[N, num_stats]`` -> ``[N, channels]`` (BatchNorm + Linear)."""
+
+    producer = "LCP(attr_name={0.attr_name!r})"
 
     def __init__(self, channels: int, num_stats: int = 5, attr_name: str = "lcp", **kwargs):
         super().__init__(num_stats, channels, attr_name, **kwargs)

@@ -65,7 +65,13 @@ class RFPEncoder(nn.Module):
         self.rho = _mlp([hidden, hidden, channels], dropout)
 
     def forward(self, batch_or_rfp) -> Tensor:
-        rfp = batch_or_rfp if isinstance(batch_or_rfp, Tensor) else batch_or_rfp[self.attr_name]
+        if isinstance(batch_or_rfp, Tensor):
+            rfp = batch_or_rfp
+        else:
+            from graphpe.nn.encoders import read_attribute
+
+            rfp = read_attribute(batch_or_rfp, self.attr_name,
+                                 f"RFP(attr_name={self.attr_name!r})")
         if rfp.dim() == 2:
             rfp = rfp.unsqueeze(1)
         if rfp.dim() != 3 or rfp.size(-1) != self.in_dim:

@@ -27,10 +27,29 @@ def fields(data: Data) -> dict[str, Any]:
     return mapping if isinstance(mapping, dict) else data.to_dict()
 
 
-def set_fields(data: Data, values: dict[str, Tensor]) -> None:
+def concat_to_x(x: Tensor | None, value: Tensor) -> Tensor:
+    """The node features with ``value`` appended as extra columns: what PyG's transforms do
+    for ``attr_name=None``. Refused for integer (categorical) ``x``, which PyG would silently
+    truncate the encoding into."""
+    value = value.reshape(value.size(0), -1)
+    if x is None:
+        return value
+    if not x.is_floating_point():
+        raise ValueError(f"attr_name=None appends the encoding to x, but x is {x.dtype} "
+                         "(categorical features): the encoding would be truncated; give the "
+                         "encoding its own attr_name")
+    x = x.view(-1, 1) if x.dim() == 1 else x
+    return torch.cat([x, value.to(x.device, x.dtype)], dim=-1)
+
+
+def set_fields(data: Data, values: dict[str | None, Tensor]) -> None:
     """``data[name] = value`` for every item, writing the storage's mapping directly: PyG's
     ``__setitem__`` path costs ~2 us per attribute, more than a small graph's encoding. The
-    storage's attribute-kind caches are cleared for those names, as ``__setitem__`` does."""
+    storage's attribute-kind caches are cleared for those names, as ``__setitem__`` does. The
+    name None appends the value to ``data.x`` (:func:`concat_to_x`)."""
+    if None in values:
+        values = dict(values)
+        values["x"] = concat_to_x(fields(data).get("x"), values.pop(None))
     store = getattr(data, "_store", None)
     mapping = getattr(store, "_mapping", None)
     if not isinstance(mapping, dict):

@@ -37,6 +37,9 @@ class LaplacianPE(PETransform):
         seed: seed of the random signs; calls draw successive signs from one generator.
         pad_value: eigenvalue written into padded columns.
         attr_names: names of the three attributes written.
+        attr_name: PyG's spelling (``AddLaplacianEigenvectorPE(k, attr_name=...)``): the name of
+            the eigenvector attribute alone, None appending the eigenvectors to ``x`` as PyG
+            does; eigenvalues and mask keep their names from ``attr_names``.
         dense_max_nodes: larger graphs use a sparse eigensolver and are never densified.
         eigh_backend: dense solver (``"auto"``, ``"torch"``, ``"cupy"``, ``"host"``); on CUDA,
             ``auto`` uses CuPy's batched ``eigh`` above 32 nodes when CuPy is installed.
@@ -57,7 +60,10 @@ class LaplacianPE(PETransform):
         dense_max_nodes: int = 384,
         sparse_solver: str = "auto",
         eigh_backend: str = "auto",
+        attr_name: str | None = "",
     ) -> None:
+        if attr_name != "":  # given: PyG's single name for the eigenvectors
+            attr_names = (attr_name, *tuple(attr_names)[1:])
         check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
         if len(attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
@@ -82,6 +88,10 @@ class LaplacianPE(PETransform):
             "seed": self.seed,
             "pad_value": self.pad_value,
             "attr_names": self.attr_names,
+            # solvers agree to rounding, but a cache must not mix their outputs
+            "dense_max_nodes": self.dense_max_nodes,
+            "sparse_solver": self.sparse_solver,
+            "eigh_backend": self.eigh_backend,
         }
 
     def compute(

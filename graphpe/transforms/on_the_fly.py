@@ -14,8 +14,11 @@ from graphpe.transforms.base import PETransform, graph_structure, set_fields
 
 class OnTheFlyPE(nn.Module):
     """Computes the given PEs for every ``Batch`` inside ``forward``, on the batch's device, so
-    training needs no precompute pass; random encodings (RFP draws, random LapPE signs) are
-    drawn anew at every call. Put it in front of a model::
+    training needs no precompute pass. In ``train()`` mode random encodings (RFP draws, random
+    LapPE signs) are drawn anew at every call; in ``eval()`` mode every call draws them from a
+    generator seeded afresh (the transform's ``seed``, or 0 without one), so evaluating the same
+    batch twice gives the same features, and the training stream is left where it was. Put it
+    in front of a model::
 
         model = torch.nn.Sequential(OnTheFlyPE([RWSE(16), RFP(16, 8)]), gps)
 
@@ -38,7 +41,16 @@ class OnTheFlyPE(nn.Module):
         batch = copy.copy(batch)  # the caller's batch keeps its attributes
         edge_index, num_nodes, ptr, edge_weight = graph_structure(batch)
         for t in self.transforms:
-            set_fields(batch, t.compute(edge_index, num_nodes, ptr, edge_weight))
+            if self.training or getattr(t, "_generator", None) is None:
+                out = t.compute(edge_index, num_nodes, ptr, edge_weight)
+            else:
+                stream = t._generator
+                t._generator = torch.Generator().manual_seed(0 if t.seed is None else t.seed)
+                try:
+                    out = t.compute(edge_index, num_nodes, ptr, edge_weight)
+                finally:
+                    t._generator = stream
+            set_fields(batch, out)
         return batch
 
     def extra_repr(self) -> str:

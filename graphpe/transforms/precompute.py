@@ -27,7 +27,7 @@ from torch_geometric.transforms import BaseTransform, Compose
 from tqdm.auto import tqdm
 
 from graphpe.ops.graph import INDEX_DTYPES, validate_graph
-from graphpe.transforms.base import PETransform, fields, node_count, set_fields
+from graphpe.transforms.base import PETransform, concat_to_x, fields, node_count, set_fields
 
 CACHE_FORMAT = 1
 _MAGIC = b"GRAPHPE1"
@@ -371,6 +371,10 @@ def _attach_to_storage(
     data = copy.copy(dataset._data)
     slices = dict(dataset.slices)
     for name, value in outputs.items():
+        if name is None:  # attr_name=None: extra columns of x (rows already sliced by ptr)
+            data.x = concat_to_x(data.x if "x" in data else None, value)
+            slices.setdefault("x", structure.ptr.clone())
+            continue
         data[name] = value
         slices[name] = (structure.eptr if name in edge_level else structure.ptr).clone()
     out._data, out.slices = data, slices

@@ -103,3 +103,20 @@ def test_bad_configurations():
                                 num_nodes=3))
     with pytest.raises(ValueError, match="expected rwse"):
         RWSEEncoder(8, 4)(Data(rwse=torch.zeros(3, 4), num_nodes=3))
+
+
+def test_a_missing_encoding_says_which_transform_writes_it():
+    import pytest
+    import torch
+    from torch_geometric.data import Data
+
+    from graphpe.nn import LapPEEncoder, RFPEncoder, RWSEEncoder
+
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)
+    for encoder, message in ((RWSEEncoder(16, 8), r"no attribute 'rwse': compute it first with "
+                              r"graphpe.transforms.RWSE\(16, attr_name='rwse'\)"),
+                             (LapPEEncoder(4, 8), r"no attribute 'lap_pe': compute it first "
+                              r"with graphpe.transforms.LaplacianPE\(k=4"),
+                             (RFPEncoder(12, 8), "no attribute 'rfp'")):
+        with pytest.raises(ValueError, match=message):
+            encoder(data)

@@ -30,3 +30,25 @@ def test_rejects_other_transforms():
 
     with pytest.raises(ValueError, match="OnTheFlyPE takes graphpe transforms"):
         OnTheFlyPE([Constant()])
+
+
+def test_eval_draws_are_fixed_and_training_draws_fresh():
+    """Two evaluation calls on one batch give the same RFP features (issue 14); training
+    calls draw anew, and evaluating does not disturb the training stream."""
+    import torch
+    from torch_geometric.data import Batch, Data
+
+    from graphpe.transforms import RFP, OnTheFlyPE
+
+    path = Data(edge_index=torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]]), num_nodes=3)
+    batch = Batch.from_data_list([path, path])
+    fly = OnTheFlyPE([RFP(4, 2, seed=5)])
+    reference = OnTheFlyPE([RFP(4, 2, seed=5)])
+    first_train = fly(batch).rfp
+    fly.eval()
+    a, b = fly(batch).rfp, fly(batch).rfp
+    assert torch.equal(a, b)
+    fly.train()
+    reference(batch)
+    assert torch.equal(fly(batch).rfp, reference(batch).rfp)  # the stream went on as if
+    assert not torch.equal(first_train, fly(batch).rfp)
