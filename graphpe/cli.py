@@ -13,10 +13,6 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 DEMO_PES = ["none", "lap", "rwse", "rfp", "lcp", "spe"]
 
 
-def _pe_list(text: str) -> list[str]:
-    return [p for p in (s.strip() for s in text.split(",")) if p and p != "none"]
-
-
 def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]:
     """GINE with no PE and with each PE on CSL generated in code (no download): 150 graphs of
     41 nodes, 10 classes that 1-WL cannot separate. Prints accuracy, PE time and train time."""
@@ -39,7 +35,7 @@ def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]
     for pe in DEMO_PES:
         config = TrainConfig(epochs=epochs, batch_size=16, lr=2e-3, warmup_epochs=5,
                              patience=epochs, seed=seed, progress=progress)
-        record = run(bundle, _pe_list(pe), model="gine", channels=32, layers=4, config=config)
+        record = run(bundle, parse_pe(pe), model="gine", channels=32, layers=4, config=config)
         rows.append({"pe": pe, "test_accuracy": record["test"], "val_accuracy": record["val"],
                      "pe_seconds": record["pe_seconds"], "train_seconds": record["train_seconds"],
                      "params": record["params"]})
@@ -66,82 +62,233 @@ def _run_benchmark(name: str, extra: list[str]) -> None:
     runpy.run_path(str(script), run_name="__main__")
 
 
-def main(argv: list[str] | None = None) -> None:
-    from graphpe.datasets import DATASETS
+DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
+                "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
+                "module:function for an own dataset (see examples/own_dataset.py)")
+PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp) with "
+           "optional settings, e.g. 'rwse:walk_length=20,lap:k=4'; 'none' for no PE")
 
-    parser = argparse.ArgumentParser(prog="graphpe", description="Positional encodings for GNNs")
+
+def parse_pe(text: str) -> list[dict]:
+    """``'rwse:walk_length=20,lap'`` -> ``[{"name": "rwse", "walk_length": 20}, {"name":
+    "lap"}]`` (values read as JSON where they parse, else as strings)."""
+    specs = []
+    for item in (p.strip() for p in text.split(",")):
+        if not item or item == "none":
+            continue
+        name, *pairs = item.split(":")
+        spec: dict = {"name": name.strip()}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"--pe: {pair!r} in {item!r} is not key=value")
+            try:
+                spec[key.strip()] = json.loads(value)
+            except json.JSONDecodeError:
+                spec[key.strip()] = value.strip()
+        specs.append(spec)
+    return specs
+
+
+def _load_config(path: str) -> dict:
+    """A TOML (or JSON) file of ``train`` options, keys spelled as the flags
+    (``batch-size`` or ``batch_size``)."""
+    text = Path(path).read_text()
+    if path.endswith(".json"):
+        values = json.loads(text)
+    else:
+        import tomllib
+
+        values = tomllib.loads(text)
+    return {k.replace("-", "_"): v for k, v in values.items()}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from graphpe import __version__
+
+    fmt = argparse.ArgumentDefaultsHelpFormatter
+    parser = argparse.ArgumentParser(prog="graphpe", description="Positional and structural "
+                                     "encodings for graph neural networks.")
+    parser.add_argument("--version", action="version", version=f"graphpe {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", help="GINE with and without each PE on CSL generated in "
-                                         "code (no download); prints a table")
-    p_demo.add_argument("--epochs", type=int, default=100)
-    p_demo.add_argument("--seed", type=int, default=0)
-    p_demo.add_argument("--progress", action="store_true")
+    p_demo = sub.add_parser("demo", formatter_class=fmt,
+                            help="GINE with and without each PE on CSL generated in code (no "
+                                 "download); prints a table")
+    p_demo.add_argument("--epochs", type=int, default=100, help="training epochs per PE")
+    p_demo.add_argument("--seed", type=int, default=0, help="seed of data, split and model")
+    p_demo.add_argument("--progress", action="store_true", help="show progress bars")
 
     def data_args(p):
-        p.add_argument("--dataset", required=True, choices=DATASETS)
-        p.add_argument("--root", required=True, help="folder holding the dataset's files")
-        p.add_argument("--pe", default="none",
-                       help="comma-separated: lap, signnet, spe, rwse, rfp, lcp (or none)")
-        p.add_argument("--download", action="store_true", help="allow the loader to download")
+        p.add_argument("--dataset", required=True, help=DATASET_HELP)
+        p.add_argument("--root", required=True, help="folder holding (or receiving) the "
+                                                     "dataset's files")
+        p.add_argument("--pe", default="none", help=PE_HELP)
+        p.add_argument("--download", action="store_true",
+                       help="let the dataset's loader download missing files")
+        p.add_argument("--cache-dir", default=None,
+                       help="precompute's cache of the encoded splits: written once, reused "
+                            "by precompute and train while data and settings are unchanged")
 
-    p_pre = sub.add_parser("precompute", help="encode a dataset's splits and cache them")
+    p_pre = sub.add_parser("precompute", formatter_class=fmt,
+                           help="encode a dataset's splits into --cache-dir")
     data_args(p_pre)
-    p_pre.add_argument("--cache-dir", required=True)
 
-    p_train = sub.add_parser("train", help="train a model with the given PEs")
+    p_train = sub.add_parser("train", formatter_class=fmt,
+                             help="train a model with the given PEs")
     data_args(p_train)
-    p_train.add_argument("--model", choices=["gine", "gps"], default="gine")
-    p_train.add_argument("--channels", type=int, default=64)
-    p_train.add_argument("--layers", type=int, default=4)
-    p_train.add_argument("--epochs", type=int, default=100)
-    p_train.add_argument("--batch-size", type=int, default=64)
-    p_train.add_argument("--lr", type=float, default=1e-3)
-    p_train.add_argument("--patience", type=int, default=30)
-    p_train.add_argument("--seed", type=int, default=0)
-    p_train.add_argument("--device", default="cpu")
+    p_train.add_argument("--config", default=None,
+                         help="TOML/JSON file of these options (flags given here override it)")
+    p_train.add_argument("--model", choices=["gine", "gps"], default="gine",
+                         help="GINE stack or GPS (GINE + multi-head attention)")
+    p_train.add_argument("--channels", type=int, default=64, help="hidden width")
+    p_train.add_argument("--layers", type=int, default=4, help="number of layers")
+    p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
+    p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
+    p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
+    p_train.add_argument("--warmup", type=int, default=5,
+                         help="epochs of linear learning-rate warm-up before cosine decay")
+    p_train.add_argument("--patience", type=int, default=30,
+                         help="stop after this many epochs without validation improvement")
+    p_train.add_argument("--seed", type=int, default=0, help="seed of split, model and draws")
+    p_train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p_train.add_argument("--compile", action="store_true",
                          help="run the model through torch.compile (ignored where unsupported)")
-    p_train.add_argument("--results", default=None, help="JSON file for the record")
-    p_train.add_argument("--checkpoint", default=None, help="file for the best state_dict")
+    p_train.add_argument("--results", default=None,
+                         help="JSON record: metrics, curve, PE specs, model and train config, "
+                              "versions")
+    p_train.add_argument("--checkpoint", default=None,
+                         help="best model with its config (graphpe.nn.load_model reads it)")
+
+    p_eval = sub.add_parser("evaluate", formatter_class=fmt,
+                            help="evaluate a checkpoint written by train --checkpoint")
+    p_eval.add_argument("--checkpoint", required=True, help="file written by train")
+    p_eval.add_argument("--dataset", required=True, help=DATASET_HELP)
+    p_eval.add_argument("--root", required=True, help="folder holding the dataset's files")
+    p_eval.add_argument("--split", choices=["train", "val", "test"], default="test")
+    p_eval.add_argument("--seed", type=int, default=0, help="seed of the split (TU, CSL, EXP)")
+    p_eval.add_argument("--device", default="cpu")
+    p_eval.add_argument("--download", action="store_true")
 
     bench = sub.add_parser("bench", help="run a benchmark script from benchmarks/")
     bench.add_argument("name", help="benchmark name, e.g. precompute, curvature, rfp")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
-    args = parser.parse_args(argv)
+    parser._train_parser = p_train  # for --config defaults
+    return parser
 
+
+def _log_to_stderr() -> None:
+    """graphpe's info messages (cache hits and writes) as ``graphpe: ...`` lines on stderr."""
+    import logging
+
+    log = logging.getLogger("graphpe")
+    log.setLevel(logging.INFO)
+    for handler in [h for h in log.handlers if getattr(h, "_graphpe_cli", False)]:
+        log.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("graphpe: %(message)s"))
+    handler._graphpe_cli = True
+    log.addHandler(handler)
+    log.propagate = False
+
+
+def _check_device(device: str) -> None:
+    import torch
+
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}, but this PyTorch sees no CUDA device "
+                         f"(torch {torch.__version__})")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "train" and args.config:
+        try:
+            values = _load_config(args.config)
+        except (OSError, ValueError) as err:
+            parser.exit(2, f"graphpe: error: --config {args.config}: {err}\n")
+        known = {a.dest for a in parser._train_parser._actions}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            parser.exit(2, f"graphpe: error: --config {args.config}: unknown option(s) "
+                           f"{unknown}\n")
+        parser._train_parser.set_defaults(**values)
+        args = parser.parse_args(argv)  # flags on the command line override the file
+    if args.command in ("precompute", "train", "evaluate"):
+        _log_to_stderr()
+    try:
+        _dispatch(args)
+    except (ValueError, FileNotFoundError, ImportError) as err:
+        # a wrong input is one clear line and exit code 2, not a traceback
+        parser.exit(2, f"graphpe: error: {err}\n")
+
+
+def _dispatch(args: argparse.Namespace) -> None:
     if args.command == "demo":
         demo(args.epochs, args.seed, args.progress)
     elif args.command == "bench":
         _run_benchmark(args.name, args.args)
     elif args.command == "precompute":
         from graphpe.datasets import load_dataset
-        from graphpe.train import pe_transforms
+        from graphpe.presets import resolve_pe
         from graphpe.transforms import precompute
 
-        transforms, _ = pe_transforms(_pe_list(args.pe))
-        if not transforms:
-            raise SystemExit("nothing to precompute: give --pe")
+        if args.cache_dir is None:
+            raise ValueError("precompute writes a cache: give --cache-dir")
+        specs = resolve_pe(parse_pe(args.pe))
+        if not specs:
+            raise ValueError("nothing to precompute: give --pe")
         bundle = load_dataset(args.dataset, args.root, download=args.download)
         start = time.perf_counter()
         for split in ("train", "val", "test"):
-            precompute(getattr(bundle, split), transforms, cache_dir=args.cache_dir)
+            precompute(getattr(bundle, split), [s.transform() for s in specs],
+                       cache_dir=args.cache_dir)
         print(f"encoded {args.dataset} with {args.pe} in {time.perf_counter() - start:.2f} s; "
               f"cache in {args.cache_dir}")
     elif args.command == "train":
         from graphpe.datasets import load_dataset
         from graphpe.train import TrainConfig, run
 
+        _check_device(args.device)
         bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
         config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                             patience=args.patience, seed=args.seed, device=args.device,
-                             checkpoint=args.checkpoint, results=args.results,
-                             compile=args.compile)
-        record = run(bundle, _pe_list(args.pe), model=args.model, channels=args.channels,
+                             warmup_epochs=args.warmup, patience=args.patience, seed=args.seed,
+                             device=args.device, checkpoint=args.checkpoint,
+                             results=args.results, compile=args.compile,
+                             cache_dir=args.cache_dir)
+        record = run(bundle, parse_pe(args.pe), model=args.model, channels=args.channels,
                      layers=args.layers, config=config)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
                                           "best_epoch", "params", "pe_seconds",
                                           "seconds_per_epoch")}
         print(json.dumps(summary, indent=2))
+    elif args.command == "evaluate":
+        evaluate_checkpoint(args)
+
+
+def evaluate_checkpoint(args: argparse.Namespace) -> None:
+    """The metric of a checkpoint's model on a split, its PEs recomputed from the specs the
+    checkpoint carries."""
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from graphpe.datasets import load_dataset
+    from graphpe.nn import load_model
+    from graphpe.presets import resolve_pe
+    from graphpe.train import encode_bundle, evaluate
+
+    _check_device(args.device)
+    ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
+    record = ckpt.get("record", {}) if isinstance(ckpt, dict) else {}
+    model = load_model(args.checkpoint).to(args.device)
+    bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
+    specs = resolve_pe(record.get("pe", []))
+    encoded, _ = encode_bundle(bundle, [s.transform() for s in specs])
+    loader = DataLoader(getattr(encoded, args.split), batch_size=256)
+    value = evaluate(model, loader, encoded, args.device, args.split)
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": bundle.metric,
+                      "value": value, "checkpoint": args.checkpoint,
+                      "trained_test": record.get("test")}, indent=2))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ class TrainConfig:
     results: str | None = None  # path of the JSON record
     resample_pe: bool = True  # fresh random PE draws (RFP, random signs) for train every epoch
     compile: bool = False  # run the model through torch.compile (where supported)
+    cache_dir: str | None = None  # precompute's cache of the encoded splits (reused when valid)
 
 
 CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
@@ -271,15 +272,17 @@ def fit(
 
 
 def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
-                  progress: bool = False) -> tuple[DatasetBundle, float]:
-    """Precompute PEs on every split (batched); returns the new bundle and the seconds spent."""
+                  progress: bool = False,
+                  cache_dir: str | None = None) -> tuple[DatasetBundle, float]:
+    """Precompute PEs on every split (batched, through ``precompute``'s cache when
+    ``cache_dir`` is given); returns the new bundle and the seconds spent."""
     from graphpe.transforms import precompute
 
     if not transforms:
         return bundle, 0.0
     start = time.perf_counter()
     pipeline = Compose(transforms)
-    splits = [precompute(split, pipeline, progress=progress)
+    splits = [precompute(split, pipeline, progress=progress, cache_dir=cache_dir)
               for split in (bundle.train, bundle.val, bundle.test)]
     seconds = time.perf_counter() - start
     out = copy.copy(bundle)
@@ -296,7 +299,8 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     config = config or TrainConfig()
     specs = resolve_pe(pe)
     transforms = [s.transform() for s in specs]
-    encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress)
+    encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress,
+                                        cache_dir=config.cache_dir)
     seed_everything(config.seed)
     model_config = {"model": model, "channels": channels, "layers": layers,
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}

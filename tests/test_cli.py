@@ -23,3 +23,101 @@ def test_train_and_precompute_commands(tmp_path, capsys):
     assert list((tmp_path / "cache").glob("*.pt"))
     with pytest.raises(SystemExit):
         main(["bench", "no-such-benchmark"])
+
+
+def run_cli(argv, capsys):
+    """(exit code, stdout, stderr) of ``graphpe argv``."""
+    code = 0
+    try:
+        main(argv)
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, monkeypatch):
+    """A new user's path: an own dataset from the CLI, a config file, a results file that says
+    how the run was made, a checkpoint that rebuilds its model alone."""
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    monkeypatch.syspath_prepend(str(examples))
+    config = tmp_path / "run.toml"
+    config.write_text('model = "gps"\nchannels = 16\nlayers = 2\nepochs = 2\nbatch-size = 32\n'
+                      'pe = "rwse:walk_length=6,lap:k=3"\nwarmup = 1\n')
+    results, ckpt = tmp_path / "r.json", tmp_path / "best.pt"
+    code, out, err = run_cli(["train", "--dataset", "own_dataset:build", "--root",
+                              str(tmp_path), "--config", str(config), "--layers", "1",
+                              "--results", str(results), "--checkpoint", str(ckpt),
+                              "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["model_config"]["layers"] == 1  # the flag overrides the file
+    assert record["model_config"]["model"] == "gps" and record["config"]["warmup_epochs"] == 1
+    assert record["pe"] == [{"name": "rwse", "walk_length": 6},
+                            {"name": "lap", "k": 3, "normalization": "sym",
+                             "sign": "canonical"}]
+    assert "cache written" in err
+    code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
+                              "own_dataset:build", "--root", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["value"] == pytest.approx(record["test"])
+    code, _, err = run_cli(["precompute", "--dataset", "own_dataset:build", "--root",
+                            str(tmp_path), "--pe", "rwse:walk_length=6,lap:k=3",
+                            "--cache-dir", str(tmp_path / "cache")], capsys)
+    assert code == 0 and "cache hit" in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["train", "--dataset", "own_dataset:build", "--root", ".", "--pe", "magic"],
+     "graphpe: error: unknown PE 'magic'; choose from"),
+    (["train", "--dataset", "own_dataset:build", "--root", ".", "--pe", "rwse:steps=3"],
+     "graphpe: error: unknown setting(s) ['steps'] for PE 'rwse'"),
+    (["train", "--dataset", "NO_SUCH_TU_SET", "--root", "/nonexistent"],
+     "graphpe: error: NO_SUCH_TU_SET: files not found under the given root"),
+    (["train", "--dataset", "nomodule:build", "--root", "."],
+     "graphpe: error: dataset 'nomodule:build': cannot import module 'nomodule'"),
+    (["train", "--dataset", "ogbg-ppa", "--root", "."],
+     "graphpe: error: ogbg-ppa: graphpe loads the OGB molecule sets"),
+    (["precompute", "--dataset", "MUTAG", "--root", ".", "--pe", "rwse"],
+     "graphpe: error: precompute writes a cache: give --cache-dir"),
+    (["train", "--dataset", "MUTAG", "--root", ".", "--config", "/nonexistent.toml"],
+     "graphpe: error: --config /nonexistent.toml"),
+])
+def test_cli_errors_are_one_line_and_exit_2(argv, message, capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
+    code, _, err = run_cli(argv, capsys)
+    assert code == 2 and err.startswith(message) and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_missing_files_name_the_flag_and_cuda_is_checked(tmp_path, capsys):
+    import torch
+
+    code, _, err = run_cli(["train", "--dataset", "MUTAG", "--root", str(tmp_path)], capsys)
+    assert code == 2 and "--download on the command line" in err and "shared" not in err
+    if not torch.cuda.is_available():
+        code, _, err = run_cli(["train", "--dataset", "MUTAG", "--root", str(tmp_path),
+                                "--device", "cuda"], capsys)
+        assert code == 2 and "this PyTorch sees no CUDA device" in err
+
+
+def test_version_and_help(capsys):
+    from graphpe import __version__
+
+    code, out, _ = run_cli(["--version"], capsys)
+    assert code == 0 and out.strip() == f"graphpe {__version__}"
+    code, out, _ = run_cli(["train", "--help"], capsys)
+    assert code == 0 and "epochs of linear learning-rate warm-up" in out
+    assert "(default: 64)" in out and "module:function" in out
+
+
+def test_tu_datasets_keep_their_edge_features(tmp_path):
+    from graphpe.datasets import load_dataset
+
+    copy_shared("tu/MUTAG", tmp_path / "MUTAG")
+    bundle = load_dataset("MUTAG", tmp_path)
+    assert bundle.edge_dim == 4 and bundle.train[0].edge_attr.shape[1] == 4

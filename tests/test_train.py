@@ -72,8 +72,11 @@ def test_missing_files_give_a_clear_error(tmp_path):
         load_dataset("ogbg-molesol", tmp_path)
     with pytest.raises(FileNotFoundError, match="MUTAG_"):
         load_dataset("MUTAG", tmp_path)
-    with pytest.raises(ValueError, match="unknown dataset"):
+    # a name graphpe does not know is read as a TU dataset, and says so
+    with pytest.raises(FileNotFoundError, match="read as a TU dataset"):
         load_dataset("QM9", tmp_path)
+    with pytest.raises(ValueError, match="dataset must be a name, got None"):
+        load_dataset(None, tmp_path)
 
 
 @pytest.mark.parametrize("name, rel, metric", [

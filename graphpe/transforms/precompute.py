@@ -9,6 +9,7 @@ import gc
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import socket
@@ -154,6 +155,8 @@ def cache_key(transforms: Sequence[BaseTransform], fingerprint: str) -> str:
     payload = json.dumps([CACHE_FORMAT, [repr(t) for t in transforms], fingerprint])
     return hashlib.sha256(payload.encode()).hexdigest()
 
+
+LOG = logging.getLogger("graphpe")
 
 # A temporary cache file is named <final name>.<host tag>-<pid>-<random>.tmp, so a later run can
 # tell that its writer died (SIGKILL, power loss) before the atomic rename.
@@ -325,12 +328,14 @@ def _precompute(
             remove_stale_temps(path.parent)
         cached = _load_verified(path, key)
         if cached is not None:
+            LOG.info("cache hit: %s", path)
             outputs = cached["outputs"]
     edge_level = set().union(*(t.edge_attributes() for t in pe))
     if outputs is None:
         outputs = _run(structure, pe, batch_size, device, progress)
         if path is not None:
             _save_atomic(path, {"format": CACHE_FORMAT, "key": key, "outputs": outputs})
+            LOG.info("cache written: %s", path)
 
     if graphs is None:
         return _attach_to_storage(dataset, structure, outputs, edge_level, others)
