@@ -142,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
                          help="GINE stack or GPS (GINE + multi-head attention)")
     p_train.add_argument("--channels", type=int, default=64, help="hidden width")
     p_train.add_argument("--layers", type=int, default=4, help="number of layers")
+    p_train.add_argument("--dropout", type=float, default=0.0,
+                         help="dropout in the layers and the head")
+    p_train.add_argument("--heads", type=int, default=4, help="attention heads (gps)")
+    p_train.add_argument("--attn-dropout", type=float, default=0.0,
+                         help="dropout on the attention weights (gps)")
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
     p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
@@ -256,8 +261,11 @@ def _dispatch(args: argparse.Namespace) -> None:
                              device=args.device, checkpoint=args.checkpoint,
                              results=args.results, compile=args.compile,
                              cache_dir=args.cache_dir)
+        extra = {"dropout": args.dropout}
+        if args.model == "gps":
+            extra.update(heads=args.heads, attn_dropout=args.attn_dropout)
         record = run(bundle, parse_pe(args.pe), model=args.model, channels=args.channels,
-                     layers=args.layers, config=config)
+                     layers=args.layers, config=config, **extra)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
                                           "best_epoch", "params", "pe_seconds",
                                           "seconds_per_epoch")}

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from graphpe.cli import demo, main
+from graphpe.cli import demo, main, parse_pe
 from tests.conftest import copy_shared
 
 
@@ -121,3 +121,20 @@ def test_tu_datasets_keep_their_edge_features(tmp_path):
     copy_shared("tu/MUTAG", tmp_path / "MUTAG")
     bundle = load_dataset("MUTAG", tmp_path)
     assert bundle.edge_dim == 4 and bundle.train[0].edge_attr.shape[1] == 4
+
+
+def test_config_gallery_files_are_valid():
+    """Every file in configs/ sets only options train knows and parses its PE specs."""
+    from pathlib import Path
+
+    from graphpe.cli import _load_config, build_parser
+    from graphpe.presets import resolve_pe
+
+    parser = build_parser()
+    known = {a.dest for a in parser._train_parser._actions}
+    files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
+    assert len(files) >= 3
+    for path in files:
+        values = _load_config(str(path))
+        assert set(values) <= known, path.name
+        assert resolve_pe(parse_pe(values["pe"])), path.name
