@@ -138,3 +138,31 @@ def test_config_gallery_files_are_valid():
         values = _load_config(str(path))
         assert set(values) <= known, path.name
         assert resolve_pe(parse_pe(values["pe"])), path.name
+
+
+def test_datasets_graphpe_does_not_list_train_from_the_cli(tmp_path, capsys):
+    """A TU set and an OGB molecule set outside graphpe's lists (PTC_MR, ogbg-mollipo) take
+    the generic loaders. Offline, their files are stand-ins copied from MUTAG and
+    ogbg-molesol under the new names; with internet, --download fetches the real ones."""
+    import shutil
+
+    copy_shared("tu/MUTAG", tmp_path / "MUTAG")
+    (tmp_path / "PTC_MR" / "raw").mkdir(parents=True)
+    for f in (tmp_path / "MUTAG" / "raw").glob("MUTAG_*.txt"):
+        shutil.copy(f, tmp_path / "PTC_MR" / "raw" / f.name.replace("MUTAG", "PTC_MR"))
+    results = tmp_path / "tu.json"
+    code, _, err = run_cli(["train", "--dataset", "PTC_MR", "--root", str(tmp_path), "--pe",
+                            "rwse", "--epochs", "1", "--channels", "8", "--layers", "1",
+                            "--results", str(results)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["dataset"] == "PTC_MR" and record["model_config"]["edge_dim"] == 4
+    copy_shared("ogb/ogbg_molesol", tmp_path / "ogbg_mollipo")
+    shutil.rmtree(tmp_path / "ogbg_mollipo" / "processed", ignore_errors=True)
+    results = tmp_path / "ogb.json"
+    code, _, err = run_cli(["train", "--dataset", "ogbg-mollipo", "--root", str(tmp_path),
+                            "--pe", "rwse", "--epochs", "1", "--channels", "8", "--layers", "1",
+                            "--results", str(results)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["dataset"] == "ogbg-mollipo" and record["metric"] == "rmse"

@@ -85,6 +85,9 @@ class LapPEEncoder(nn.Module):
         self.rho = _mlp([hidden, hidden, channels])
 
     def forward(self, batch) -> Tensor:
+        """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
+        optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
+        ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
         vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
         if mask is None:
             mask = torch.ones_like(vecs, dtype=torch.bool)
@@ -154,6 +157,9 @@ class SignNetEncoder(nn.Module):
         self.rho = _mlp([k * hidden, channels, channels])
 
     def forward(self, batch) -> Tensor:
+        """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
+        optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
+        ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
         vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
         keep = (torch.ones_like(vecs) if mask is None else mask.to(vecs.dtype)).unsqueeze(-1)
         # each column: the eigenvector entry and its eigenvalue, [N, k, 2]
@@ -213,6 +219,9 @@ class SPEEncoder(nn.Module):
         self.out = nn.Linear(rho_hidden, channels)
 
     def forward(self, batch) -> Tensor:
+        """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
+        optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
+        ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
         vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
         num_nodes = vecs.size(0)
         graph = _graph_index(batch)

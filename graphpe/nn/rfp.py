@@ -65,6 +65,8 @@ class RFPEncoder(nn.Module):
         self.rho = _mlp([hidden, hidden, channels], dropout)
 
     def forward(self, batch_or_rfp) -> Tensor:
+        """A batch carrying ``attr_name`` ``[N, draws, in_dim]`` (as ``RFP`` writes it), or that
+        tensor itself -> ``[N, channels]``."""
         if isinstance(batch_or_rfp, Tensor):
             rfp = batch_or_rfp
         else:
