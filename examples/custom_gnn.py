@@ -19,7 +19,7 @@ class MyGNN(nn.Module):
     def __init__(self, hidden: int = 32):
         super().__init__()
         self.spe = SPEEncoder(k=8, channels=hidden)  # basis-invariant, stable spectral PE
-        self.lcp = LCPEncoder(channels=hidden)  # local curvature profile
+        self.lcp = LCPEncoder(num_stats=5, channels=hidden)  # local curvature profile
         self.conv1, self.conv2 = GCNConv(hidden, hidden), GCNConv(hidden, hidden)
         self.out = nn.Linear(hidden, 1)
 

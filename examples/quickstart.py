@@ -10,16 +10,19 @@ import torch
 from torch_geometric.loader import DataLoader
 
 import graphpe
+from graphpe.presets import pe_model_config, pe_spec
 from graphpe.synthetic import molecule_like_graphs
 
-rfp = graphpe.transforms.RFP(dim=8, steps=4, num_draws=2, seed=0)
+# one spec: it builds the transform and the matching encoder (settings written once)
+spec = pe_spec("rfp", dim=8, steps=4, num_draws=2, seed=0)
+rfp = spec.transform()
 graphs = [rfp(g) for g in molecule_like_graphs(200, seed=0)]  # as a PyG pre_transform would
 for g in graphs:  # a target only the structure determines: the number of rings
     g.y = torch.tensor([float(g.edge_index.size(1) // 2 - g.num_nodes + 1)])
 
 model = graphpe.nn.build_model({
     "model": "gps", "channels": 32, "layers": 2, "out_dim": 1, "node_vocab": 1,
-    "pe": {"rfp": {"dim": 8, "steps": 4}},
+    "pe": pe_model_config([spec]),
 })
 loader = DataLoader(graphs, batch_size=32, shuffle=True)
 opt = torch.optim.Adam(model.parameters(), lr=3e-3)

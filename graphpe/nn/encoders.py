@@ -289,9 +289,10 @@ class RWSEEncoder(LinearSEEncoder):
 
 
 class LCPEncoder(LinearSEEncoder):
-    """LCP ``[N, num_stats]`` -> ``[N, channels]`` (BatchNorm + Linear)."""
+    """LCP ``[N, num_stats]`` -> ``[N, channels]`` (BatchNorm + Linear). Arguments in the order
+    of the other encoders: input width first, then ``channels``."""
 
     producer = "LCP(attr_name={0.attr_name!r})"
 
-    def __init__(self, channels: int, num_stats: int = 5, attr_name: str = "lcp", **kwargs):
+    def __init__(self, num_stats: int, channels: int, attr_name: str = "lcp", **kwargs):
         super().__init__(num_stats, channels, attr_name, **kwargs)

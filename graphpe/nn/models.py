@@ -367,7 +367,7 @@ PE_ENCODERS = {
                                       rho_layers=cfg.get("rho_layers", 4),
                                       attr_names=cfg.get("attr_names", _SPECTRAL)),
     "rwse": lambda cfg, ch: RWSEEncoder(cfg.get("walk_length", 16), ch),
-    "lcp": lambda cfg, ch: LCPEncoder(ch, cfg.get("num_stats", 5)),
+    "lcp": lambda cfg, ch: LCPEncoder(cfg.get("num_stats", 5), ch),
     "rfp": lambda cfg, ch: RFPEncoder(cfg.get("dim", 16) * (cfg.get("steps", 8) + 1), ch),
 }
 
@@ -380,8 +380,9 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                      "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
 
     ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``) to
-    their settings (which must match the transforms that produced the attributes). Every other
-    key is passed to :class:`GINE` / :class:`GPS`.
+    their encoder settings. :func:`graphpe.presets.pe_model_config` builds this entry from the
+    same specs that build the transforms, so the two always agree. Every other key is passed
+    to :class:`GINE` / :class:`GPS`.
     """
     config = dict(config)
     kind = config.pop("model", "gine")

@@ -18,7 +18,7 @@ def test_shapes_and_gradients(families):
     graphs = [g for g in families.values() if g.num_nodes > 0]
     batch = LCP()(RWSE(8)(lap_batch(graphs, 6)))
     for enc in (LapPEEncoder(6, 16), SignNetEncoder(6, 16), SPEEncoder(6, 16),
-                RWSEEncoder(8, 16), LCPEncoder(16)):
+                RWSEEncoder(8, 16), LCPEncoder(5, 16)):
         enc.train()
         out = enc(batch)
         assert out.shape == (batch.num_nodes, 16), type(enc).__name__
