@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import os
 import random
 import time
 from collections.abc import Callable
@@ -55,10 +56,48 @@ class TrainConfig:
     results: str | None = None  # path of the JSON record
     resample_pe: bool = True  # fresh random PE draws (RFP, random signs) for train every epoch
     compile: bool = False  # run the model through torch.compile (where supported)
+    shuffle: bool = True  # shuffle the training graphs every epoch
+    sync_batchnorm: bool = False  # under torchrun: BatchNorm statistics over all processes
     cache_dir: str | None = None  # precompute's cache of the encoded splits (reused when valid)
 
 
 CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
+
+
+def distributed_setup(device: str) -> tuple[int, int, str]:
+    """``(rank, world size, device)``: under ``torchrun`` (``WORLD_SIZE`` > 1) the process group
+    is initialized (NCCL on CUDA, gloo on the CPU) and a CUDA device becomes this process's
+    ``cuda:LOCAL_RANK``; otherwise ``(0, 1, device)``."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world <= 1:
+        return 0, 1, device
+    import torch.distributed as dist
+
+    cuda = str(device).startswith("cuda")
+    if cuda:
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if cuda else "gloo")
+    return dist.get_rank(), dist.get_world_size(), device
+
+
+def _shard(split: Any, rank: int, world: int) -> Any:
+    """Rank ``rank``'s contiguous share of an evaluation split (no padding, unlike
+    ``DistributedSampler``, so gathered metrics are exact)."""
+    n = len(split)
+    lo, hi = n * rank // world, n * (rank + 1) // world
+    return split[lo:hi]
+
+
+def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int) -> DataLoader:
+    if world == 1:
+        return DataLoader(graphs, batch_size=config.batch_size, shuffle=config.shuffle)
+    from torch.utils.data.distributed import DistributedSampler
+
+    sampler = DistributedSampler(graphs, num_replicas=world, rank=rank,
+                                 shuffle=config.shuffle, seed=config.seed)
+    return DataLoader(graphs, batch_size=config.batch_size, sampler=sampler)
 
 
 def versions() -> dict[str, str | None]:
@@ -160,9 +199,11 @@ def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | None:
 
 
 @torch.no_grad()
-@torch.no_grad()
 def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str,
-             split: str = "val") -> float:
+             split: str = "val", gather: bool = False) -> float:
+    """The metric of ``model`` on ``loader``. With ``gather`` (one shard per process under
+    torchrun) the predictions of all processes are concatenated first, so every process gets
+    the metric of the whole split, exactly."""
     model.eval()
     preds, targets = [], []
     for batch in loader:
@@ -173,6 +214,13 @@ def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device
             out, y = out[mask], y[mask]
         preds.append(out.cpu())
         targets.append(y.cpu())
+    if gather:
+        import torch.distributed as dist
+
+        shards = [None] * dist.get_world_size()
+        dist.all_gather_object(shards, (preds, targets))
+        preds = [p for shard_preds, _ in shards for p in shard_preds]
+        targets = [t for _, shard_targets in shards for t in shard_targets]
     pred, y = torch.cat(preds), torch.cat(targets)
     if bundle.evaluator is not None:
         y = y.view(pred.shape)
@@ -200,23 +248,36 @@ def fit(
     goes into the checkpoint, so :func:`graphpe.nn.load_model` rebuilds the model from the file
     alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
     seed_everything(config.seed)
-    device = config.device
+    rank, world, device = distributed_setup(config.device)
     model = model.to(device)
-    train_loader = DataLoader(bundle.train, batch_size=config.batch_size, shuffle=True)
-    val_loader = DataLoader(bundle.val, batch_size=max(config.batch_size, 256))
-    test_loader = DataLoader(bundle.test, batch_size=max(config.batch_size, 256))
+    train_model = model
+    if world > 1:  # torchrun: DistributedDataParallel, a shard of every split per process
+        from torch.nn.parallel import DistributedDataParallel
+
+        if config.sync_batchnorm:
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+        train_model = DistributedDataParallel(
+            model, device_ids=[torch.device(device).index] if "cuda" in str(device) else None)
+    # node classification: one graph shared by the splits, evaluated whole by every process
+    shard_eval = world > 1 and bundle.task != "node_classification"
+    eval_split = (lambda split: _shard(split, rank, world)) if shard_eval else (lambda s: s)
+    train_loader = _train_loader(bundle.train, config, rank, world)
+    val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
+    test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
-    forward = maybe_compile(model, config.compile, device)
+    forward = maybe_compile(train_model, config.compile, device)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
     better = (lambda a, b: a > b) if bundle.higher_is_better else (lambda a, b: a < b)
     best = {"epoch": -1, "val": -math.inf if bundle.higher_is_better else math.inf}
     best_state, history, waited = None, [], 0
     start = time.perf_counter()
-    bar = tqdm(range(config.epochs), desc=f"{bundle.name}", disable=not config.progress)
+    bar = tqdm(range(config.epochs), desc=f"{bundle.name}",
+               disable=not config.progress or rank != 0)
     for epoch in bar:
         if train_split is not None and epoch > 0:
-            train_loader = DataLoader(train_split(epoch), batch_size=config.batch_size,
-                                      shuffle=True)
+            train_loader = _train_loader(train_split(epoch), config, rank, world)
+        if hasattr(train_loader.sampler, "set_epoch"):
+            train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
         model.train()
         total, count = 0.0, 0
         for batch in train_loader:
@@ -233,7 +294,15 @@ def fit(
             total += loss.item() * batch.num_graphs
             count += batch.num_graphs
         sched.step()
-        val = evaluate(forward, val_loader, bundle, device, "val")
+        if world > 1:  # the training loss over all processes' graphs (sums, not averages)
+            import torch.distributed as dist
+
+            sums = torch.tensor([total, float(count)], dtype=torch.float64,
+                                device=device if "cuda" in str(device) else "cpu")
+            dist.all_reduce(sums)
+            total, count = float(sums[0]), int(sums[1])
+        val = evaluate(model if world > 1 else forward, val_loader, bundle, device, "val",
+                       gather=shard_eval)
         history.append({"epoch": epoch, "train_loss": total / max(count, 1), "val": val})
         if better(val, best["val"]):
             best = {"epoch": epoch, "val": val}
@@ -248,7 +317,7 @@ def fit(
     train_seconds = time.perf_counter() - start
     if best_state is not None:
         model.load_state_dict(best_state)
-    test = evaluate(model, test_loader, bundle, device, "test")
+    test = evaluate(model, test_loader, bundle, device, "test", gather=shard_eval)
     record = {
         "dataset": bundle.name, "metric": bundle.metric, "best_epoch": best["epoch"],
         "val": best["val"], "test": test, "epochs_run": len(history),
@@ -257,7 +326,8 @@ def fit(
         "config": asdict(config), "model_config": model_config, **(metadata or {}),
         "versions": versions(), "history": history,
     }
-    if config.checkpoint:
+    record["world_size"] = world
+    if config.checkpoint and rank == 0:  # one writer
         Path(config.checkpoint).parent.mkdir(parents=True, exist_ok=True)
         torch.save({"format": CHECKPOINT_FORMAT, "model_config": model_config,
                     "state_dict": model.state_dict(),
@@ -265,7 +335,7 @@ def fit(
                     "record": json.loads(json.dumps(
                         {k: v for k, v in record.items() if k != "history"}, default=str))},
                    config.checkpoint)
-    if config.results:
+    if config.results and rank == 0:
         Path(config.results).parent.mkdir(parents=True, exist_ok=True)
         Path(config.results).write_text(json.dumps(record, indent=2))
     return record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -92,9 +93,18 @@ class GPSLayer(nn.Module):
         self.norm1 = normalization_resolver(norm, channels)
         self.norm2 = normalization_resolver(norm, channels)
         self.norm3 = normalization_resolver(norm, channels)
+        # as GPSConv: norms that work per graph (PyG's LayerNorm in graph mode, GraphNorm, ...)
+        # get the batch vector; without it they would normalize over the whole batch
+        self.norm_with_batch = self.norm1 is not None and (
+            "batch" in inspect.signature(self.norm1.forward).parameters)
 
-    def _norm(self, norm: nn.Module | None, h: Tensor) -> Tensor:
-        return h if norm is None else norm(h)
+    def _norm(self, norm: nn.Module | None, h: Tensor, batch: Tensor | None,
+              num_graphs: int | None) -> Tensor:
+        if norm is None:
+            return h
+        if self.norm_with_batch:
+            return norm(h, batch=batch, batch_size=num_graphs if batch is not None else None)
+        return norm(h)
 
     def forward(
         self,
@@ -103,10 +113,11 @@ class GPSLayer(nn.Module):
         batch: Tensor | None = None,
         edge_attr: Tensor | None = None,
         layout: GraphLayout | None = None,
+        num_graphs: int | None = None,
     ) -> Tensor:
         """``x [N, channels]`` -> ``[N, channels]``. ``batch`` maps nodes to graphs (None: one
         graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
-        here when not given)."""
+        here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``."""
         hs = []
         if self.conv is not None:
             if self.mpnn == "gine":
@@ -117,7 +128,7 @@ class GPSLayer(nn.Module):
                 h = self.conv(x, edge_index)
             if self.dropout > 0.0:
                 h = F.dropout(h, p=self.dropout, training=self.training)
-            hs.append(self._norm(self.norm1, h + x))
+            hs.append(self._norm(self.norm1, h + x, batch, num_graphs))
         if self.attn is not None:
             if self.attention == "multihead":
                 if layout is None:
@@ -130,9 +141,9 @@ class GPSLayer(nn.Module):
                 h = self.attn(x, batch, num_graphs)
             if self.dropout > 0.0:
                 h = F.dropout(h, p=self.dropout, training=self.training)
-            hs.append(self._norm(self.norm2, h + x))
+            hs.append(self._norm(self.norm2, h + x, batch, num_graphs))
         out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
-        return self._norm(self.norm3, out + self.mlp(out))
+        return self._norm(self.norm3, out + self.mlp(out), batch, num_graphs)
 
 
 class _Input(nn.Module):
@@ -345,13 +356,14 @@ class GPS(PEGraphModel):
 
     def layers_forward(self, h, batch, edge_attr, pe):
         graph = batch.get("batch")
+        num_graphs = batch.ptr.numel() - 1 if batch.get("ptr") is not None else None
         layout = None
         if self.attention == "multihead":  # one layout for all layers
             layout = _layout(graph, h.size(0), batch.get("ptr"), self.attention_buckets)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
-            h = layer(h, batch.edge_index, graph, edge_attr, layout)
+            h = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs)
         return h
 
 

@@ -137,8 +137,9 @@ def test_layout_of_empty_batch_and_bad_arguments():
         MultiheadGraphAttention(9, 2)
 
 
-@pytest.mark.parametrize("max_buckets", [1, 3])
-def test_gps_layer_matches_gpsconv_with_several_buckets(max_buckets):
+@pytest.mark.parametrize(("max_buckets", "norm"), [(1, "batch_norm"), (3, "batch_norm"),
+                                                   (3, "layer_norm"), (2, "graph_norm")])
+def test_gps_layer_matches_gpsconv_with_several_buckets(max_buckets, norm):
     torch.manual_seed(0)
     channels, heads, sizes = 16, 4, [9, 2, 14, 5, 5, 11, 1]
     batch = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
@@ -151,8 +152,8 @@ def test_gps_layer_matches_gpsconv_with_several_buckets(max_buckets):
     x = torch.randn(sum(sizes), channels, requires_grad=True)
     edge_attr = torch.randn(edge_index.size(1), channels)
     inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(), nn.Linear(channels, channels))
-    ref = GPSConv(channels, GINEConv(inner), heads=heads, norm="batch_norm")
-    ours = GPSLayer(channels, "gine", "multihead", heads=heads, norm="batch_norm")
+    ref = GPSConv(channels, GINEConv(inner), heads=heads, norm=norm)
+    ours = GPSLayer(channels, "gine", "multihead", heads=heads, norm=norm)
     ours.load_state_dict(ref.state_dict())
     layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
     assert len(layout.buckets) == max_buckets

@@ -1,0 +1,90 @@
+"""graphpe.train under torchrun: 2 processes on the CPU (gloo) against 1 process with the
+combined batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from graphpe.datasets import DatasetBundle, stratified_split
+from graphpe.nn import build_model
+from graphpe.synthetic import csl_graphs
+from graphpe.train import TrainConfig, fit
+
+MODEL = {"model": "gps", "channels": 16, "layers": 2, "out_dim": 10, "node_vocab": 5,
+         "task": "graph_classification", "norm": "layer_norm", "mpnn": "gin", "heads": 2}
+
+
+def bundle() -> DatasetBundle:
+    graphs = csl_graphs(per_class=4, seed=0)
+    gen = torch.Generator().manual_seed(0)
+    for g in graphs:  # distinct node features: no parameter with a vanishing gradient, which
+        # Adam would turn float noise into full-size steps for
+        g.x = torch.randint(0, 5, (g.num_nodes, 1), generator=gen)
+    labels = torch.cat([g.y for g in graphs])
+    tr, va, te = stratified_split(labels, fractions=(0.5, 0.25, 0.25), seed=0)
+    pick = lambda idx: [graphs[i] for i in idx.tolist()]  # noqa: E731
+    return DatasetBundle("CSL", pick(tr), pick(va), pick(te), task="graph_classification",
+                         metric="accuracy", out_dim=10, node_vocab=5)
+
+
+def train(batch_size: int, out_dir: str) -> dict:
+    torch.manual_seed(0)
+    model = build_model(MODEL)  # LayerNorm: no batch statistics to differ between processes
+    config = TrainConfig(epochs=3, batch_size=batch_size, lr=3e-3, warmup_epochs=1,
+                         shuffle=False, progress=False, seed=0)
+    record = fit(model, bundle(), config)
+    rank = int(os.environ.get("RANK", "0"))
+    torch.save(model.state_dict(), os.path.join(out_dir, f"state{rank}.pt"))
+    with open(os.path.join(out_dir, f"record{rank}.json"), "w") as f:
+        json.dump({k: record[k] for k in ("val", "test", "history", "world_size")}, f)
+    return record
+
+
+def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    try:
+        train(4, out_dir)
+    finally:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_two_processes_equal_one_process_with_the_combined_batch(tmp_path, monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    single_dir = tmp_path / "single"
+    single_dir.mkdir()
+    single = train(8, str(single_dir))  # 2 x 4 graphs per step, as the two processes together
+    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    for rank in (0, 1):
+        state = torch.load(tmp_path / f"state{rank}.pt")
+        want = torch.load(single_dir / "state0.pt")
+        for name, value in want.items():
+            if name.endswith("attn.in_proj_bias"):
+                # the key bias (rows 16-31) shifts every score of a row alike: its exact
+                # gradient is 0, so Adam turns rounding noise into steps of size lr there
+                value, state[name] = value[:16], state[name][:16]
+            torch.testing.assert_close(state[name], value, atol=2e-5, rtol=1e-4, msg=name)
+        record = json.loads((tmp_path / f"record{rank}.json").read_text())
+        assert record["world_size"] == 2
+        # metrics reduced over all processes: the single process's, not averaged averages
+        assert record["val"] == pytest.approx(single["val"])
+        assert record["test"] == pytest.approx(single["test"])
+        for a, b in zip(record["history"], single["history"], strict=True):
+            assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
