@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import runpy
 import sys
 import time
@@ -268,8 +269,9 @@ def _dispatch(args: argparse.Namespace) -> None:
                      layers=args.layers, config=config, **extra)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
                                           "best_epoch", "params", "pe_seconds",
-                                          "seconds_per_epoch")}
-        print(json.dumps(summary, indent=2))
+                                          "seconds_per_epoch", "world_size")}
+        if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: one report
+            print(json.dumps(summary, indent=2))
     elif args.command == "evaluate":
         evaluate_checkpoint(args)
 

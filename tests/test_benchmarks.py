@@ -135,3 +135,15 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
         sys.path.remove(str(BENCH))
     assert "| graphpe |" in tables.train_step_table(data)
     assert "| padded | 0 | 1 |" in tables.gps_curve_table([run])
+
+
+def test_ddp_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "d.json"
+    _run_script("ddp", ["--processes", "2", "--steps", "2", "--batch-size", "8", "--root",
+                        str(tmp_path / "data"), "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert data["processes"] == 2 and data["speedup"] > 0
