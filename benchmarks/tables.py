@@ -123,11 +123,22 @@ def gps_curve_table(runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def ddp_table(data: dict) -> str:
+    """Data-parallel throughput (from ``benchmarks/ddp.py``)."""
+    verdict = "met" if data["speedup"] >= data["target"] else "**not met**"
+    return (f"`python benchmarks/ddp.py --processes {data['processes']}` (GPS of PyG's example "
+            f"shape on ZINC, batch {data['batch_size']} per process, {data['threads']} thread "
+            f"each): 1 process {data['graphs_per_s_1']:,.0f} graphs/s, {data['processes']} "
+            f"processes {data['graphs_per_s_n']:,.0f} graphs/s, **{data['speedup']:.2f}x** "
+            f"(target >= {data['target']}x, {verdict}).")
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
     "train_step": ("benchmarks/results/train_step.json", train_step_table),
     "gps_curve": ("benchmarks/results/gps_curve_*.json", gps_curve_table),
+    "ddp": ("benchmarks/results/ddp.json", ddp_table),
 }
 
 
