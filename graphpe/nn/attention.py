@@ -22,7 +22,7 @@ from torch import Tensor, nn
 # its forward and backward) expressed in score entries. On one CPU thread a bucket's ~15
 # kernel calls cost ~0.2 ms and a score entry ~25 ns through QK^T, mask, softmax, dropout, AV
 # and their backward (all heads), so ~8,000 entries per head; on ZINC batches of 32 this picks
-# 2 buckets, measured 1.04x faster per training step than 1. On a GPU score entries are nearly
+# 2 buckets, measured 1.03x faster per training step than 1. On a GPU score entries are nearly
 # free and launches are not: the CUDA value is a guess (one bucket unless sizes vary widely),
 # not yet measured.
 BUCKET_OVERHEAD = {"cpu": 8_000, "cuda": 1_000_000}
