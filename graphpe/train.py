@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from graphpe.datasets import DatasetBundle
 from graphpe.nn import build_model
 from graphpe.presets import pe_model_config, resolve_pe
-from graphpe.transforms import RFP, LaplacianPE, PETransform
+from graphpe.transforms import PETransform
 
 
 def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
@@ -392,4 +392,4 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
 
 
 def _is_random(t: PETransform) -> bool:
-    return isinstance(t, RFP) or (isinstance(t, LaplacianPE) and t.sign == "random")
+    return t.draws_random

@@ -142,6 +142,11 @@ class PETransform(BaseTransform):
         marks where each graph's nodes start, None meaning one graph."""
         raise NotImplementedError
 
+    @property
+    def draws_random(self) -> bool:
+        """Whether the outputs use random draws (then they depend on the order of calls)."""
+        return False
+
     def edge_attributes(self) -> set[str]:
         """Names among :meth:`compute`'s outputs that are per edge (aligned with
         ``edge_index``) rather than per node."""

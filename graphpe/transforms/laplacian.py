@@ -79,6 +79,10 @@ class LaplacianPE(PETransform):
         self.eigh_backend = eigh_backend
         self.reset_generator()
 
+    @property
+    def draws_random(self) -> bool:
+        return self.sign == "random"
+
     def settings(self) -> dict[str, Any]:
         return {
             "k": self.k,

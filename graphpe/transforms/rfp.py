@@ -69,6 +69,10 @@ class RFP(PETransform):
         self.attr_name = attr_name
         self.reset_generator()
 
+    @property
+    def draws_random(self) -> bool:
+        return True
+
     def settings(self) -> dict[str, Any]:
         return {
             "dim": self.dim,
