@@ -133,12 +133,24 @@ def ddp_table(data: dict) -> str:
             f"(target >= {data['target']}x, {verdict}).")
 
 
+def precompute_workers_table(data: dict) -> str:
+    """Sharded precompute (from ``benchmarks/precompute_workers.py``)."""
+    verdict = "met" if data["speedup"] >= data["target"] else "**not met**"
+    return (f"`python benchmarks/precompute_workers.py --workers {data['workers']}` "
+            f"({data['graphs']:,} ZINC graphs, LapPE(8) + RWSE(16) + LCP): 1 worker "
+            f"{data['seconds_1']:.2f} s, {data['workers']} workers {data['seconds_n']:.2f} s, "
+            f"**{data['speedup']:.2f}x** (target >= {data['target']}x, {verdict}); outputs "
+            f"bit-identical: {'yes' if data['identical'] else '**no**'}.")
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
     "train_step": ("benchmarks/results/train_step.json", train_step_table),
     "gps_curve": ("benchmarks/results/gps_curve_*.json", gps_curve_table),
     "ddp": ("benchmarks/results/ddp.json", ddp_table),
+    "precompute_workers": ("benchmarks/results/precompute_workers.json",
+                           precompute_workers_table),
 }
 
 

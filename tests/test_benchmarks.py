@@ -147,3 +147,15 @@ def test_ddp_benchmark_runs(tmp_path, monkeypatch):
                         str(tmp_path / "data"), "--json", str(out)], monkeypatch)
     data = json.loads(out.read_text())
     assert data["processes"] == 2 and data["speedup"] > 0
+
+
+def test_precompute_workers_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "w.json"
+    _run_script("precompute_workers", ["--limit", "100", "--repeats", "1", "--root",
+                                       str(tmp_path / "data"), "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert data["identical"] and data["graphs"] == 300

@@ -28,3 +28,17 @@ def test_large_graph_example_runs(capsys, monkeypatch):
     assert "LapPE k=8 on 5,000 nodes" in out
     residual = float(out.split("largest residual ||L v - lambda v||: ")[1].split()[0])
     assert residual < 1e-5
+
+
+def test_ddp_example_runs_with_two_processes(tmp_path):
+    import subprocess
+    import sys
+
+    torchrun = Path(sys.executable).with_name("torchrun")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
+    out = subprocess.run([str(torchrun), "--nproc-per-node", "2", str(EXAMPLES / "ddp_cpu.py")],
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "2 processes: test accuracy" in out.stdout

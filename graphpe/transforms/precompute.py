@@ -370,7 +370,8 @@ def _run(
     # the single worker's bit for bit. Random draws do depend on the order of calls: with a
     # random transform the chunks stay sequential, as with one worker.
     parallel = num_workers > 1 and on_cpu and not any(t.draws_random for t in transforms)
-    size = min(batch_size, -(-total // num_workers)) if parallel and total else batch_size
+    # a few shards per worker, so that one slow shard does not leave the other threads idle
+    size = min(batch_size, -(-total // (4 * num_workers))) if parallel and total else batch_size
     bounds = [(lo, min(lo + size, total)) for lo in range(0, total, size)]
 
     def encode(bound: tuple[int, int]) -> list[tuple[str, Tensor]]:
