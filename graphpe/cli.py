@@ -163,7 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="JSON record: metrics, curve, PE specs, model and train config, "
                               "versions")
     p_train.add_argument("--checkpoint", default=None,
-                         help="best model with its config (graphpe.nn.load_model reads it)")
+                         help="best model with its config (graphpe.nn.load_model reads it); "
+                              "the state to resume from is kept beside it as <file>.state")
+    p_train.add_argument("--resume", default=None,
+                         help="continue a run from its <checkpoint>.state file")
 
     p_eval = sub.add_parser("evaluate", formatter_class=fmt,
                             help="evaluate a checkpoint written by train --checkpoint")
@@ -261,7 +264,7 @@ def _dispatch(args: argparse.Namespace) -> None:
                              warmup_epochs=args.warmup, patience=args.patience, seed=args.seed,
                              device=args.device, checkpoint=args.checkpoint,
                              results=args.results, compile=args.compile,
-                             cache_dir=args.cache_dir)
+                             cache_dir=args.cache_dir, resume=args.resume)
         extra = {"dropout": args.dropout}
         if args.model == "gps":
             extra.update(heads=args.heads, attn_dropout=args.attn_dropout)

@@ -58,6 +58,7 @@ class TrainConfig:
     compile: bool = False  # run the model through torch.compile (where supported)
     shuffle: bool = True  # shuffle the training graphs every epoch
     sync_batchnorm: bool = False  # under torchrun: BatchNorm statistics over all processes
+    resume: str | None = None  # a training state written by an earlier run (see fit)
     cache_dir: str | None = None  # precompute's cache of the encoded splits (reused when valid)
 
 
@@ -160,6 +161,36 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.op
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
     except (RuntimeError, ValueError):
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+
+
+TRAINING_STATE_FORMAT = "graphpe-training-state-1"
+
+
+def _rng_states() -> dict[str, Any]:
+    np_state = np.random.get_state()
+    return {"torch": torch.get_rng_state(), "python": random.getstate(),
+            "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)),
+                      int(np_state[2]), int(np_state[3]), float(np_state[4])]}
+
+
+def _set_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    random.setstate(states["python"])
+    name, keys, pos, has_gauss, gauss = states["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
+
+
+def _save_state(path: Path, state: dict[str, Any]) -> None:
+    """Written to a temporary file and renamed: a run killed mid-write keeps the last state."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def training_state_path(checkpoint: str) -> Path:
+    """Where :func:`fit` keeps the state to resume from: beside the checkpoint."""
+    return Path(f"{checkpoint}.state")
 
 
 def seed_everything(seed: int) -> None:
@@ -269,9 +300,24 @@ def fit(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
     better = (lambda a, b: a > b) if bundle.higher_is_better else (lambda a, b: a < b)
     best = {"epoch": -1, "val": -math.inf if bundle.higher_is_better else math.inf}
-    best_state, history, waited = None, [], 0
+    best_state, history, waited, first = None, [], 0, 0
+    if config.resume:  # continue where the state left off, as if never stopped
+        state = torch.load(config.resume, map_location="cpu", weights_only=True)
+        if not isinstance(state, dict) or state.get("format") != TRAINING_STATE_FORMAT:
+            raise ValueError(f"{config.resume} is not a graphpe training state (written "
+                             "beside --checkpoint as <checkpoint>.state)")
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        # the learning rate from this run's schedule (a resumed run may be given more epochs)
+        for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas,
+                                       strict=True):
+            group["lr"] = base * factor(sched.last_epoch)
+        best, history, waited = state["best"], state["history"], state["waited"]
+        best_state, first = state["best_state"], state["epoch"] + 1
+        _set_rng_states(state["rng"])
     start = time.perf_counter()
-    bar = tqdm(range(config.epochs), desc=f"{bundle.name}",
+    bar = tqdm(range(first, config.epochs), desc=f"{bundle.name}",
                disable=not config.progress or rank != 0)
     for epoch in bar:
         if train_split is not None and epoch > 0:
@@ -312,6 +358,12 @@ def fit(
             waited += 1
         bar.set_postfix(loss=f"{total / max(count, 1):.4f}", val=f"{val:.4f}",
                         best=f"{best['val']:.4f}")
+        if config.checkpoint and rank == 0:  # everything needed to resume after this epoch
+            _save_state(training_state_path(config.checkpoint), {
+                "format": TRAINING_STATE_FORMAT, "epoch": epoch, "model": model.state_dict(),
+                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                "best": best, "best_state": best_state, "history": history,
+                "waited": waited, "rng": _rng_states()})
         if waited >= config.patience:
             break
     train_seconds = time.perf_counter() - start
