@@ -1,0 +1,195 @@
+"""Pairwise (relative) encodings: one value (or vector) per ordered node pair ``(i, j)`` of each
+graph, for attention biases.
+
+- RRWP (Ma et al., "Graph Inductive Biases in Transformers without Message Passing", ICML
+  2023): ``[I, M, M^2, ..., M^{K-1}]_{ij}`` with ``M = D^-1 A``; its diagonal is RWSE.
+- Shortest-path distance (Graphormer, Ying et al., NeurIPS 2021), capped at ``max_dist``;
+  ``max_dist + 1`` means farther or unreachable.
+- Resistance distance ``R_ij = L+_ii + L+_jj - 2 L+_ij`` with ``L = D - A`` and ``L+`` its
+  pseudo-inverse (RD-WL, Zhang et al., ICLR 2023); ``inf`` between components.
+
+Pairs are all ordered pairs of each graph, ``i`` and ``j`` in the same graph, row-major per
+graph, graphs in order: ``pair_index [2, P]`` (global node ids, like ``edge_index`` in a
+``Batch``) and ``pair_ptr [G + 1]`` (where each graph's ``n_g^2`` pairs start). Graphs are
+computed densely, one batched product per group of equal-sized graphs (no padding), on the
+data's device; all pairs of an ``n``-node graph are ``n^2`` values, so this is for graphs of
+molecule to peptide size (``max_nodes``, default 1,024).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from graphpe.ops.graph import (
+    dense_adjacency,
+    single_graph_ptr,
+    size_buckets,
+    validate_graph,
+    weights_scaled_per_graph,
+)
+
+PAIRWISE_MAX_NODES = 1024
+
+
+class PairEncoding(NamedTuple):
+    """``pair_index [2, P]``, ``values [P, ...]``, ``pair_ptr [G + 1]``."""
+
+    pair_index: Tensor
+    values: Tensor
+    pair_ptr: Tensor
+
+
+def all_pairs(ptr: Tensor) -> tuple[Tensor, Tensor]:
+    """``(pair_index [2, P], pair_ptr [G + 1])`` of every ordered pair within each graph of a
+    batch with node offsets ``ptr``, row-major per graph."""
+    sizes = ptr[1:] - ptr[:-1]
+    counts = sizes * sizes
+    pair_ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    total = int(pair_ptr[-1])
+    graph = torch.repeat_interleave(torch.arange(sizes.numel(), device=ptr.device), counts,
+                                    output_size=total)
+    local = torch.arange(total, device=ptr.device) - pair_ptr[graph]
+    n = sizes[graph]
+    start = ptr[graph]
+    return torch.stack([start + local // n.clamp(min=1), start + local % n.clamp(min=1)]), pair_ptr
+
+
+def _prepare(edge_index: Tensor, num_nodes: int, ptr: Tensor | None,
+             edge_weight: Tensor | None, max_nodes: int) -> Tensor:
+    validate_graph(edge_index, num_nodes, edge_weight, ptr)
+    ptr = single_graph_ptr(num_nodes, edge_index.device) if ptr is None else \
+        ptr.to(edge_index.device, torch.long)
+    biggest = int((ptr[1:] - ptr[:-1]).max()) if ptr.numel() > 1 else 0
+    if biggest > max_nodes:
+        raise ValueError(f"a graph has {biggest} nodes: all-pairs encodings allocate n^2 values "
+                         f"per graph, and max_nodes={max_nodes}")
+    return ptr
+
+
+def _per_bucket(edge_index: Tensor, ptr: Tensor, edge_weight: Tensor | None, dtype: torch.dtype,
+                self_loops: bool, fn, width: int, out_dtype: torch.dtype) -> Tensor:
+    """``fn(adj [B, n, n]) -> [B, n, n, width]`` over groups of equal-sized graphs, written
+    into ``[P, width]`` in pair order."""
+    pair_index, pair_ptr = all_pairs(ptr)
+    out = torch.zeros(pair_index.size(1), width, dtype=out_dtype, device=ptr.device)
+    sizes = ptr[1:] - ptr[:-1]
+    buckets = size_buckets(sizes)  # exact sizes: no padding
+    if not buckets:
+        return out
+    blocks = dense_adjacency(edge_index, ptr, buckets, edge_weight, dtype, self_loops)
+    for bucket, adj in zip(buckets, blocks, strict=True):
+        n = bucket.size
+        values = fn(adj).reshape(-1, width).to(out_dtype)  # [B * n * n, width]
+        g = bucket.graphs.to(ptr.device)
+        rows = (pair_ptr[g].unsqueeze(1) + torch.arange(n * n, device=ptr.device)).flatten()
+        out.index_copy_(0, rows, values)
+    return out
+
+
+def relative_random_walk_probs(
+    edge_index: Tensor,
+    num_nodes: int,
+    num_steps: int,
+    *,
+    ptr: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    compute_dtype: torch.dtype | None = None,
+    dtype: torch.dtype = torch.float32,
+    max_nodes: int = PAIRWISE_MAX_NODES,
+) -> PairEncoding:
+    """RRWP: ``values[p, k] = (M^k)_{ij}`` for the pair ``p = (i, j)``, ``k = 0..num_steps-1``,
+    ``M = D^-1 A`` on the undirected graph with its self loops (a walk may stay on one, as in
+    RWSE); a node without edges has a zero row. ``compute_dtype`` defaults to float64 on the
+    CPU (exact to rounding) and float32 elsewhere."""
+    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
+    if compute_dtype is None:
+        compute_dtype = torch.float64 if ptr.device.type == "cpu" else torch.float32
+    if edge_weight is not None and edge_weight.is_floating_point():
+        edge_weight = weights_scaled_per_graph(edge_weight, edge_index, ptr)
+
+    def powers(adj: Tensor) -> Tensor:
+        deg = adj.sum(-1, keepdim=True)
+        walk = torch.where(deg > 0, adj / deg.clamp(min=torch.finfo(adj.dtype).tiny), 0.0)
+        out = [torch.eye(adj.size(-1), dtype=adj.dtype, device=adj.device).expand_as(adj)]
+        for _ in range(1, num_steps):
+            out.append(out[-1] @ walk)
+        return torch.stack(out, dim=-1)
+
+    values = _per_bucket(edge_index, ptr, edge_weight, compute_dtype, True, powers, num_steps,
+                         dtype)
+    pair_index, pair_ptr = all_pairs(ptr)
+    return PairEncoding(pair_index, values, pair_ptr)
+
+
+def shortest_path_distances(
+    edge_index: Tensor,
+    num_nodes: int,
+    max_dist: int,
+    *,
+    ptr: Tensor | None = None,
+    max_nodes: int = PAIRWISE_MAX_NODES,
+) -> PairEncoding:
+    """Hop distances of all pairs (``values [P]``, int64), capped: pairs farther than
+    ``max_dist`` hops or in different components get ``max_dist + 1``. Unweighted; an edge of
+    any weight connects."""
+    if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
+        raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
+    ptr = _prepare(edge_index, num_nodes, ptr, None, max_nodes)
+
+    def levels(adj: Tensor) -> Tensor:
+        link = (adj > 0).to(torch.float32)
+        n = adj.size(-1)
+        dist = torch.full(adj.shape, max_dist + 1, dtype=torch.long, device=adj.device)
+        reach = torch.eye(n, dtype=torch.float32, device=adj.device).expand_as(link).clone()
+        dist[reach > 0] = 0
+        for d in range(1, max_dist + 1):  # BFS levels as boolean products
+            reach = (reach @ link + reach).clamp_(max=1.0)
+            dist[(reach > 0) & (dist > d)] = d
+        return dist.unsqueeze(-1)
+
+    values = _per_bucket(edge_index, ptr, None, torch.float32, False, levels, 1, torch.long)
+    pair_index, pair_ptr = all_pairs(ptr)
+    return PairEncoding(pair_index, values.squeeze(-1), pair_ptr)
+
+
+def resistance_distances(
+    edge_index: Tensor,
+    num_nodes: int,
+    *,
+    ptr: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    dtype: torch.dtype = torch.float32,
+    max_nodes: int = PAIRWISE_MAX_NODES,
+) -> PairEncoding:
+    """Effective resistance of all pairs (``values [P]``): ``R_ij = L+_ii + L+_jj - 2 L+_ij``
+    with ``L = D - A`` (weights are conductances) and ``L+`` its pseudo-inverse, which is the
+    pseudo-inverse of each connected component's Laplacian; ``inf`` between components, 0 on
+    the diagonal. Computed in float64 from one symmetric eigendecomposition per graph."""
+    ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
+
+    def resistance(adj: Tensor) -> Tensor:
+        lap = torch.diag_embed(adj.sum(-1)) - adj
+        vals, vecs = torch.linalg.eigh(lap)
+        tol = 1e-9 * vals.abs().amax(-1, keepdim=True).clamp(min=1.0)
+        inv = torch.where(vals > tol, 1.0 / vals.clamp(min=tol), 0.0)
+        pinv = (vecs * inv.unsqueeze(-2)) @ vecs.transpose(-1, -2)
+        diag = pinv.diagonal(dim1=-2, dim2=-1)
+        r = diag.unsqueeze(-1) + diag.unsqueeze(-2) - 2.0 * pinv
+        # components: reachability by repeated products (log n squarings)
+        link = (adj > 0).to(adj.dtype) + torch.eye(adj.size(-1), dtype=adj.dtype,
+                                                   device=adj.device)
+        for _ in range(max(1, int(adj.size(-1)).bit_length())):
+            link = (link @ link).clamp_(max=1.0)
+        r = torch.where(link > 0, r.clamp(min=0.0), torch.full_like(r, float("inf")))
+        r.diagonal(dim1=-2, dim2=-1).zero_()
+        return r.unsqueeze(-1)
+
+    values = _per_bucket(edge_index, ptr, edge_weight, torch.float64, False, resistance, 1,
+                         dtype)
+    pair_index, pair_ptr = all_pairs(ptr)
+    return PairEncoding(pair_index, values.squeeze(-1), pair_ptr)

@@ -1,0 +1,111 @@
+"""Pairwise encodings against networkx and numpy references."""
+
+from __future__ import annotations
+
+import networkx as nx
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch_geometric.data import Batch, Data
+
+from graphpe.ops import random_walk_landing_probs
+from graphpe.ops.pairwise import (
+    all_pairs,
+    relative_random_walk_probs,
+    resistance_distances,
+    shortest_path_distances,
+)
+from tests.conftest import graph_families, nx_to_data
+
+
+@st.composite
+def raw_graph(draw, max_nodes: int = 12) -> Data:
+    n = draw(st.integers(1, max_nodes))
+    edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
+                          max_size=3 * n))
+    ei = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).t().contiguous()
+    return Data(edge_index=ei, num_nodes=n)
+
+
+def simple_nx(data: Data, loops: bool = False) -> nx.Graph:
+    g = nx.Graph()
+    g.add_nodes_from(range(data.num_nodes))
+    g.add_edges_from((int(u), int(v)) for u, v in data.edge_index.t() if loops or u != v)
+    return g
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs=st.lists(raw_graph(), min_size=1, max_size=4), max_dist=st.integers(1, 5))
+def test_shortest_paths_equal_networkx_and_batch_equals_per_graph(graphs, max_dist):
+    batch = Batch.from_data_list(graphs)
+    got = shortest_path_distances(batch.edge_index, batch.num_nodes, max_dist, ptr=batch.ptr)
+    assert got.pair_index.shape == (2, sum(g.num_nodes ** 2 for g in graphs))
+    for k, data in enumerate(graphs):
+        lo, hi = int(got.pair_ptr[k]), int(got.pair_ptr[k + 1])
+        n = data.num_nodes
+        want = np.full((n, n), max_dist + 1)
+        for i, lengths in nx.all_pairs_shortest_path_length(simple_nx(data), cutoff=max_dist):
+            for j, d in lengths.items():
+                want[i, j] = d
+        assert got.values[lo:hi].view(n, n).tolist() == want.tolist()
+        alone = shortest_path_distances(data.edge_index, n, max_dist)
+        assert torch.equal(alone.values, got.values[lo:hi])
+        assert torch.equal(alone.pair_index + int(batch.ptr[k]), got.pair_index[:, lo:hi])
+
+
+@pytest.mark.parametrize("name", ["path7", "cycle9", "petersen", "grid3x4", "tree", "er23",
+                                  "two_triangles", "with_isolated"])
+def test_resistance_equals_networkx(name):
+    g = nx.convert_node_labels_to_integers(graph_families()[name])  # as nx_to_data numbers them
+    data = nx_to_data(g)
+    n = data.num_nodes
+    got = resistance_distances(data.edge_index, n, dtype=torch.float64).values.view(n, n)
+    comp = {v: c for c, nodes in enumerate(nx.connected_components(g)) for v in nodes}
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                assert got[i, j] == 0
+            elif comp[i] != comp[j]:
+                assert got[i, j] == float("inf")
+            else:
+                sub = g.subgraph([v for v in g if comp[v] == comp[i]])
+                want = nx.resistance_distance(sub, i, j)
+                assert abs(float(got[i, j]) - want) < 1e-6, (i, j)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=raw_graph(), steps=st.integers(1, 6))
+def test_rrwp_equals_numpy_powers_and_its_diagonal_is_rwse(data, steps):
+    n = data.num_nodes
+    got = relative_random_walk_probs(data.edge_index, n, steps, dtype=torch.float64)
+    a = np.zeros((n, n))
+    for u, v in data.edge_index.t().tolist():
+        a[u, v] = a[v, u] = 1.0  # self loops kept, as RWSE keeps them
+    deg = a.sum(1, keepdims=True)
+    m = np.divide(a, deg, out=np.zeros_like(a), where=deg > 0)
+    power = np.eye(n)
+    for k in range(steps):
+        np.testing.assert_allclose(got.values[:, k].view(n, n).numpy(), power, atol=1e-12)
+        power = power @ m
+    if steps > 1:
+        rwse = random_walk_landing_probs(data.edge_index, n, steps - 1, dtype=torch.float64)
+        diag = got.values.view(n, n, steps).diagonal(dim1=0, dim2=1)[1:].t()
+        torch.testing.assert_close(diag, rwse, atol=1e-12, rtol=0)
+
+
+def test_pair_layout_and_bad_inputs():
+    ptr = torch.tensor([0, 2, 2, 5])
+    index, pair_ptr = all_pairs(ptr)
+    assert pair_ptr.tolist() == [0, 4, 4, 13]
+    assert index[:, :4].tolist() == [[0, 0, 1, 1], [0, 1, 0, 1]]
+    assert index[:, 4:7].tolist() == [[2, 2, 2], [2, 3, 4]]
+    ei = torch.tensor([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="num_steps must be a positive int, got 0"):
+        relative_random_walk_probs(ei, 2, 0)
+    with pytest.raises(ValueError, match="max_dist must be a positive int, got 0"):
+        shortest_path_distances(ei, 2, 0)
+    with pytest.raises(ValueError, match=r"a graph has 2000 nodes: all-pairs encodings "
+                                         r"allocate n\^2 values per graph, and max_nodes=1024"):
+        shortest_path_distances(ei, 2000, 3)
