@@ -4,8 +4,21 @@ from graphpe.transforms.base import PETransform
 from graphpe.transforms.laplacian import LaplacianPE
 from graphpe.transforms.lcp import LCP
 from graphpe.transforms.on_the_fly import OnTheFlyPE
+from graphpe.transforms.pairwise import RRWP, SPD, PairwiseTransform, ResistanceDistance
 from graphpe.transforms.precompute import precompute
 from graphpe.transforms.rfp import RFP
 from graphpe.transforms.rwse import RWSE
 
-__all__ = ["LCP", "LaplacianPE", "OnTheFlyPE", "PETransform", "RFP", "RWSE", "precompute"]
+__all__ = [
+    "LCP",
+    "RRWP",
+    "SPD",
+    "LaplacianPE",
+    "OnTheFlyPE",
+    "PETransform",
+    "PairwiseTransform",
+    "RFP",
+    "RWSE",
+    "ResistanceDistance",
+    "precompute",
+]

@@ -279,6 +279,10 @@ def precompute(
     tlist = _as_list(transforms)
     pe = [t for t in tlist if isinstance(t, PETransform)]
     others = [t for t in tlist if not isinstance(t, PETransform)]
+    pairwise = [type(t).__name__ for t in pe if hasattr(t, "pair_attributes")]
+    if pairwise:
+        raise ValueError(f"precompute does not handle pairwise encodings yet ({pairwise}): use "
+                         "them as a pre_transform, on a Batch or in OnTheFlyPE")
     if others and tlist[: len(pe)] != pe:
         raise ValueError(
             "graphpe transforms must come before other transforms in precompute; "

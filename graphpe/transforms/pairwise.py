@@ -1,0 +1,111 @@
+"""Pairwise encodings as transforms: every ordered node pair of each graph, stored like edges.
+
+Each writes ``<attr_name>_index`` ``[2, P]`` (node ids of the pairs; PyG's collation offsets
+it like ``edge_index``, because the name contains ``index``) and ``<attr_name>`` ``[P, ...]``.
+On a ``Batch`` the pairs of all graphs are computed in one call, with batch-global indices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from graphpe.ops.pairwise import (
+    PAIRWISE_MAX_NODES,
+    relative_random_walk_probs,
+    resistance_distances,
+    shortest_path_distances,
+)
+from graphpe.transforms.base import PETransform
+
+
+class PairwiseTransform(PETransform):
+    """Base of the pairwise transforms: outputs are per node pair, not per node or edge."""
+
+    attr_name: str
+
+    def pair_attributes(self) -> set[str]:
+        return {self.attr_name, f"{self.attr_name}_index"}
+
+    def _write(self, encoding) -> dict[str, Tensor]:
+        return {f"{self.attr_name}_index": encoding.pair_index, self.attr_name: encoding.values}
+
+
+class RRWP(PairwiseTransform):
+    r"""Relative random-walk probabilities (Ma et al., "Graph Inductive Biases in Transformers
+    without Message Passing", ICML 2023): for every ordered pair :math:`(i, j)` of a graph,
+
+    .. math:: \mathrm{rrwp}_{ij} = \big[I, M, M^2, \dots, M^{K-1}\big]_{ij},
+              \qquad M = D^{-1} A,
+
+    on the undirected graph with its self loops (as RWSE, whose values are the diagonal of
+    steps 1..K-1). Writes ``rrwp_index`` ``[2, P]`` and ``rrwp`` ``[P, K]``.
+
+    Args:
+        num_steps: ``K`` (GRIT uses 21 on ZINC).
+        attr_name: base name of the two attributes.
+        max_nodes: largest graph (all pairs: ``n^2`` values each).
+    """
+
+    def __init__(self, num_steps: int, attr_name: str = "rrwp",
+                 max_nodes: int = PAIRWISE_MAX_NODES) -> None:
+        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+            raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+        self.num_steps, self.attr_name, self.max_nodes = num_steps, attr_name, max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"num_steps": self.num_steps, "attr_name": self.attr_name}
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        return self._write(relative_random_walk_probs(
+            edge_index, num_nodes, self.num_steps, ptr=ptr, edge_weight=edge_weight,
+            max_nodes=self.max_nodes))
+
+
+class SPD(PairwiseTransform):
+    """Shortest-path (hop) distance of every ordered pair of a graph (Graphormer's spatial
+    encoding, Ying et al., NeurIPS 2021), capped: ``max_dist + 1`` means farther or in another
+    component. Writes ``spd_index`` ``[2, P]`` and ``spd`` ``[P]`` (int64).
+
+    Args:
+        max_dist: largest distance told apart.
+        attr_name: base name of the two attributes.
+        max_nodes: largest graph.
+    """
+
+    def __init__(self, max_dist: int = 8, attr_name: str = "spd",
+                 max_nodes: int = PAIRWISE_MAX_NODES) -> None:
+        if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
+            raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
+        self.max_dist, self.attr_name, self.max_nodes = max_dist, attr_name, max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"max_dist": self.max_dist, "attr_name": self.attr_name}
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        return self._write(shortest_path_distances(edge_index, num_nodes, self.max_dist,
+                                                   ptr=ptr, max_nodes=self.max_nodes))
+
+
+class ResistanceDistance(PairwiseTransform):
+    """Effective resistance of every ordered pair of a graph (``L = D - A``, weights as
+    conductances; Zhang et al., "Rethinking the Expressive Power of GNNs via Graph
+    Biconnectivity", ICLR 2023): ``inf`` between components, 0 on the diagonal. Writes
+    ``rd_index`` ``[2, P]`` and ``rd`` ``[P]``.
+
+    Args:
+        attr_name: base name of the two attributes.
+        max_nodes: largest graph.
+    """
+
+    def __init__(self, attr_name: str = "rd", max_nodes: int = PAIRWISE_MAX_NODES) -> None:
+        self.attr_name, self.max_nodes = attr_name, max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"attr_name": self.attr_name}
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        return self._write(resistance_distances(edge_index, num_nodes, ptr=ptr,
+                                                edge_weight=edge_weight,
+                                                max_nodes=self.max_nodes))
