@@ -159,3 +159,15 @@ def test_precompute_workers_benchmark_runs(tmp_path, monkeypatch):
                                        str(tmp_path / "data"), "--json", str(out)], monkeypatch)
     data = json.loads(out.read_text())
     assert data["identical"] and data["graphs"] == 300
+
+
+def test_pairwise_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "p.json"
+    _run_script("pairwise", ["--limit", "60", "--reference-graphs", "10", "--steps", "4",
+                             "--root", str(tmp_path / "data"), "--json", str(out)], monkeypatch)
+    rows = json.loads(out.read_text())["rows"]
+    assert rows[0]["max_error"] < 1e-6 and len(rows) == 3
