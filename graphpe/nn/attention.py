@@ -53,6 +53,31 @@ class GraphLayout:
     buckets: tuple[Bucket, ...]
     _bias_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
+    def pair_slots(self, pair_index: Tensor, heads: int) -> tuple[list[Tensor], list[Tensor]]:
+        """Where the logits of pairs ``(i, j)`` sit in the buckets' ``[graphs, heads, n, n]``
+        score blocks: per bucket, the pair ids it holds and their flat positions
+        ``[pairs, heads]``. Cached per ``pair_index`` and ``heads``, so all layers share it."""
+        key = ("pairs", heads)
+        cached = self._bias_cache.get(key)
+        if cached is not None and cached[0] is pair_index:  # the same tensor, not a reused id
+            return cached[1]
+        slot_i, slot_j = self.slot[pair_index[0]], self.slot[pair_index[1]]
+        starts = torch.tensor([b.start for b in self.buckets], device=self.slot.device)
+        which = torch.searchsorted(starts, slot_i, right=True) - 1
+        ids, flats = [], []
+        for k, b in enumerate(self.buckets):
+            pairs = torch.nonzero(which == k).flatten()
+            ri, rj = slot_i[pairs] - b.start, slot_j[pairs] - b.start
+            graph, a = ri // b.size, ri % b.size
+            if bool(((rj // b.size) != graph).any()) or bool((rj < 0).any()):
+                raise ValueError("pair_index holds a pair of nodes from different graphs")
+            base = graph * heads * b.size * b.size + a * b.size + rj % b.size
+            heads_off = torch.arange(heads, device=base.device) * b.size * b.size
+            ids.append(pairs)
+            flats.append(base.unsqueeze(1) + heads_off)
+        self._bias_cache[key] = (pair_index, (ids, flats))
+        return ids, flats
+
     def head_bias(self, bucket: Bucket, heads: int, dtype: torch.dtype) -> Tensor:
         """``bucket.key_bias`` repeated per head: ``[num_graphs * heads, 1, size]``, built once
         per layout (every layer reuses it)."""
@@ -173,7 +198,7 @@ class _GraphAttentionCore(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, qkv, layout, heads, dropout):
+    def forward(ctx, qkv, pair_bias, layout, heads, dropout, pair_slots):
         num_nodes, width = qkv.shape
         channels, dim = width // 3, width // (3 * heads)
         scale = 1.0 / math.sqrt(dim)
@@ -187,7 +212,12 @@ class _GraphAttentionCore(torch.autograd.Function):
             qkvh = qkvh.reshape(3, g * heads, n, dim)
             q, k, v = qkvh[0], qkvh[1], qkvh[2]
             bias = layout.head_bias(b, heads, qkv.dtype)
-            probs = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale).softmax(-1)
+            scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
+            if pair_bias is not None and pair_slots[0][len(saved) // 3].numel():
+                pairs, flat = pair_slots[0][len(saved) // 3], pair_slots[1][len(saved) // 3]
+                scores.view(-1).index_add_(0, flat.flatten(),
+                                           pair_bias.index_select(0, pairs).flatten())
+            probs = scores.softmax(-1)
             dropped = probs
             if dropout > 0.0:
                 dropped = probs * dropout_scale_mask(probs, dropout)
@@ -195,6 +225,8 @@ class _GraphAttentionCore(torch.autograd.Function):
             out_padded[rows].view(g, n, heads, dim).copy_(o.transpose(1, 2))
             saved += [qkvh, probs, dropped]
         ctx.layout, ctx.heads, ctx.scale = layout, heads, scale
+        ctx.pair_slots = pair_slots if pair_bias is not None else None
+        ctx.pair_shape = None if pair_bias is None else pair_bias.shape
         ctx.save_for_backward(*saved)
         return out_padded.index_select(0, layout.slot)
 
@@ -207,6 +239,8 @@ class _GraphAttentionCore(torch.autograd.Function):
         grad_padded_out = grad_out.new_zeros(layout.num_slots, channels)
         grad_padded_out.index_copy_(0, layout.slot, grad_out)
         grad_padded = grad_out.new_empty(layout.num_slots, 3 * channels)
+        grad_pair = (None if ctx.pair_slots is None
+                     else grad_out.new_zeros(ctx.pair_shape))
         for i, b in enumerate(layout.buckets):
             qkvh, probs, dropped = saved[3 * i: 3 * i + 3]
             q, k, v = qkvh[0], qkvh[1], qkvh[2]
@@ -218,19 +252,24 @@ class _GraphAttentionCore(torch.autograd.Function):
             torch.bmm(dropped.transpose(1, 2), d_out, out=d_qkv[2])
             d_scores = torch.bmm(d_out, v.transpose(1, 2)).mul_(dropped)
             row = d_scores.sum(-1, keepdim=True)
-            d_scores.addcmul_(probs, row, value=-1.0).mul_(scale)
+            d_scores.addcmul_(probs, row, value=-1.0)  # d(logits)
+            if grad_pair is not None and ctx.pair_slots[0][i].numel():
+                pairs, flat = ctx.pair_slots[0][i], ctx.pair_slots[1][i]
+                grad_pair.index_add_(0, pairs, d_scores.view(-1)[flat.flatten()].view(flat.shape))
+            d_scores.mul_(scale)
             torch.bmm(d_scores, k, out=d_qkv[0])
             torch.bmm(d_scores.transpose(1, 2), q, out=d_qkv[1])
             grad_padded[rows].view(g, n, 3, heads, dim).copy_(
                 d_qkv.view(3, g, heads, n, dim).permute(1, 3, 0, 2, 4))
-        return grad_padded.index_select(0, layout.slot), None, None, None
+        return grad_padded.index_select(0, layout.slot), grad_pair, None, None, None, None
 
 
 @torch.compiler.disable
-def _attention_core(qkv: Tensor, layout: GraphLayout, heads: int, dropout: float) -> Tensor:
+def _attention_core(qkv: Tensor, layout: GraphLayout, heads: int, dropout: float,
+                    pair_bias: Tensor | None = None, pair_slots=None) -> Tensor:
     # Left to eager under torch.compile: the bucket loop depends on the batch's graph sizes,
     # and the compiled code around it (projections, norms, MLPs) keeps one symbolic node count.
-    return _GraphAttentionCore.apply(qkv, layout, heads, dropout)
+    return _GraphAttentionCore.apply(qkv, pair_bias, layout, heads, dropout, pair_slots)
 
 
 class MultiheadGraphAttention(nn.Module):
@@ -268,13 +307,22 @@ class MultiheadGraphAttention(nn.Module):
         nn.init.zeros_(self.in_proj_bias)
         nn.init.zeros_(self.out_proj.bias)
 
-    def forward(self, x: Tensor, layout: GraphLayout) -> Tensor:
-        """``x [N, channels]`` -> ``[N, channels]``; node ``i`` attends to its own graph."""
+    def forward(self, x: Tensor, layout: GraphLayout, pair_bias: Tensor | None = None,
+                pair_index: Tensor | None = None) -> Tensor:
+        """``x [N, channels]`` -> ``[N, channels]``; node ``i`` attends to its own graph.
+        ``pair_bias [P, heads]`` is added to the logits of query ``pair_index[0]`` and key
+        ``pair_index[1]`` (pairs of one graph; pairs not listed get no bias)."""
         if x.size(0) == 0:
             return self.out_proj(x)
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
         p = self.dropout if self.training else 0.0
-        return self.out_proj(_attention_core(qkv, layout, self.heads, p))
+        slots = None
+        if pair_bias is not None:
+            if pair_index is None or pair_bias.shape != (pair_index.size(1), self.heads):
+                raise ValueError(f"pair_bias must be [num_pairs, heads={self.heads}] with its "
+                                 f"pair_index [2, num_pairs]")
+            slots = layout.pair_slots(pair_index, self.heads)
+        return self.out_proj(_attention_core(qkv, layout, self.heads, p, pair_bias, slots))
 
 
 class LinearAttention(nn.Module):

@@ -296,3 +296,50 @@ class LCPEncoder(LinearSEEncoder):
 
     def __init__(self, num_stats: int, channels: int, attr_name: str = "lcp", **kwargs):
         super().__init__(num_stats, channels, attr_name, **kwargs)
+
+
+class PairBiasEncoder(nn.Module):
+    """Pairwise encoding -> one attention bias per head: ``[P, ...]`` -> ``[P, heads]``, with the
+    pairs' ``<attr_name>_index`` (as written by ``RRWP``, ``SPD``, ``ResistanceDistance``).
+
+    Continuous values (RRWP ``[P, K]``, resistance ``[P]``) go through an MLP; an infinite value
+    (no path: another component) becomes 0 plus an indicator feature. Categorical values (SPD's
+    capped distances) get one learned bias per category and head, as Graphormer's spatial
+    encoding.
+
+    Args:
+        in_dim: width of a pair's values (``K`` for RRWP, 1 for SPD or resistance).
+        heads: attention heads.
+        attr_name: base name of the attributes read.
+        hidden: hidden width of the MLP.
+        num_categories: for categorical values (SPD: ``max_dist + 2``), else None.
+    """
+
+    def __init__(self, in_dim: int, heads: int, attr_name: str = "rrwp", hidden: int = 32,
+                 num_categories: int | None = None) -> None:
+        super().__init__()
+        _positive("in_dim", in_dim)
+        _positive("heads", heads)
+        self.in_dim, self.heads, self.attr_name = in_dim, heads, attr_name
+        self.num_categories = num_categories
+        if num_categories is not None:
+            _positive("num_categories", num_categories)
+            self.table = nn.Embedding(num_categories, heads)
+        else:
+            self.mlp = _mlp([in_dim + 1, hidden, heads])
+
+    def forward(self, batch) -> tuple[Tensor, Tensor]:
+        """``batch`` with ``<attr_name>`` ``[P, in_dim]`` (or ``[P]``) and
+        ``<attr_name>_index`` ``[2, P]`` -> ``(bias [P, heads], pair_index [2, P])``."""
+        producer = f"a pairwise transform with attr_name={self.attr_name!r}"
+        values = read_attribute(batch, self.attr_name, producer)
+        index = read_attribute(batch, f"{self.attr_name}_index", producer)
+        if self.num_categories is not None:
+            return self.table(values.long().view(-1).clamp(0, self.num_categories - 1)), index
+        x = values.float().view(values.size(0), -1)
+        if x.size(1) != self.in_dim:
+            raise ValueError(f"expected {self.attr_name} [P, {self.in_dim}], got "
+                             f"{list(values.shape)}")
+        far = torch.isinf(x).any(-1, keepdim=True)
+        x = torch.where(torch.isinf(x), torch.zeros_like(x), x)
+        return self.mlp(torch.cat([x, far.to(x.dtype)], -1)), index

@@ -21,7 +21,14 @@ from graphpe.nn.attention import (
     layout_from_batch,
 )
 from graphpe.nn.conv import GINLayer
-from graphpe.nn.encoders import LapPEEncoder, LCPEncoder, RWSEEncoder, SignNetEncoder, SPEEncoder
+from graphpe.nn.encoders import (
+    LapPEEncoder,
+    LCPEncoder,
+    PairBiasEncoder,
+    RWSEEncoder,
+    SignNetEncoder,
+    SPEEncoder,
+)
 from graphpe.nn.rfp import RFPEncoder, _mlp
 
 MPNNS = ("gine", "gin", None)
@@ -114,10 +121,14 @@ class GPSLayer(nn.Module):
         edge_attr: Tensor | None = None,
         layout: GraphLayout | None = None,
         num_graphs: int | None = None,
+        pair_bias: Tensor | None = None,
+        pair_index: Tensor | None = None,
     ) -> Tensor:
         """``x [N, channels]`` -> ``[N, channels]``. ``batch`` maps nodes to graphs (None: one
         graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
-        here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``."""
+        here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``;
+        ``pair_bias [P, heads]`` is added to the attention logits of the pairs ``pair_index``
+        (``multihead`` attention only)."""
         hs = []
         if self.conv is not None:
             if self.mpnn == "gine":
@@ -133,8 +144,10 @@ class GPSLayer(nn.Module):
             if self.attention == "multihead":
                 if layout is None:
                     layout = layout_from_batch(batch, x.size(0))
-                h = self.attn(x, layout)
+                h = self.attn(x, layout, pair_bias, pair_index)
             else:
+                if pair_bias is not None:
+                    raise ValueError("pair biases need attention='multihead'")
                 if batch is None:
                     batch = x.new_zeros(x.size(0), dtype=torch.long)
                 num_graphs = int(batch.max()) + 1 if batch.numel() else 0
@@ -324,7 +337,9 @@ class GPS(PEGraphModel):
     ``mpnn`` (default ``gine`` with edge features, else ``gin``), ``attention``, ``heads``,
     ``attn_dropout``, ``norm``, ``attention_buckets`` (the most size buckets the ``multihead``
     attention pads the batch's graphs into, built once per forward; 1 pads every graph to the
-    largest, as PyG's ``GPSConv``); the rest as :class:`PEGraphModel`."""
+    largest, as PyG's ``GPSConv``), ``pair_encoder`` (e.g. :class:`PairBiasEncoder`: an
+    attention bias per node pair and head, shared by the layers); the rest as
+    :class:`PEGraphModel`."""
 
     def __init__(
         self,
@@ -337,9 +352,13 @@ class GPS(PEGraphModel):
         attn_dropout: float = 0.0,
         norm: str | None = "batch_norm",
         attention_buckets: int = MAX_BUCKETS,
+        pair_encoder: nn.Module | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(channels, num_layers, out_dim, **kwargs)
+        if pair_encoder is not None and attention != "multihead":
+            raise ValueError("a pair_encoder (attention bias) needs attention='multihead'")
+        self.pair_encoder = pair_encoder
         if (isinstance(attention_buckets, bool) or not isinstance(attention_buckets, int)
                 or attention_buckets < 1):
             raise ValueError(f"attention_buckets must be a positive int, got "
@@ -360,10 +379,14 @@ class GPS(PEGraphModel):
         layout = None
         if self.attention == "multihead":  # one layout for all layers
             layout = _layout(graph, h.size(0), batch.get("ptr"), self.attention_buckets)
+        pair_bias = pair_index = None
+        if self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
+            pair_bias, pair_index = self.pair_encoder(batch)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
-            h = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs)
+            h = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
+                      pair_index)
         return h
 
 
@@ -404,6 +427,25 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     layers = config.pop("layers", 4)
     out_dim = config.pop("out_dim", 1)
     pe = config.pop("pe", {}) or {}
+    pair = config.pop("pair", None)
+    if pair:
+        if kind != "gps" or len(pair) != 1:
+            raise ValueError("pair (an attention bias) takes one pairwise encoding and "
+                             "model='gps'")
+        (name, settings), = pair.items()
+        settings = settings or {}
+        heads = config.get("heads", 4)
+        if name == "rrwp":
+            config["pair_encoder"] = PairBiasEncoder(settings.get("num_steps", 21), heads,
+                                                     "rrwp")
+        elif name == "spd":
+            config["pair_encoder"] = PairBiasEncoder(
+                1, heads, "spd", num_categories=settings.get("max_dist", 8) + 2)
+        elif name == "rd":
+            config["pair_encoder"] = PairBiasEncoder(1, heads, "rd")
+        else:
+            raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
+                             "['rd', 'rrwp', 'spd']")
     unknown = set(pe) - set(PE_ENCODERS)
     if unknown:
         raise ValueError(f"unknown PE {sorted(unknown)}; choose from {sorted(PE_ENCODERS)}")

@@ -17,7 +17,7 @@ def ptr_of(sizes):
     return torch.tensor([0, *np.cumsum(sizes)])
 
 
-def reference_attention(qkv, batch, heads, masks=None):
+def reference_attention(qkv, batch, heads, masks=None, dense_bias=None):
     """Padded multi-head attention written with plain autograd ops (the maths of
     ``nn.MultiheadAttention`` with a key-padding mask, without its projections)."""
     channels = qkv.size(1) // 3
@@ -25,6 +25,8 @@ def reference_attention(qkv, batch, heads, masks=None):
     g, n, _ = dense.shape
     q, k, v = dense.view(g, n, 3, heads, channels // heads).permute(2, 0, 3, 1, 4)
     scores = q @ k.transpose(-1, -2) / (channels // heads) ** 0.5
+    if dense_bias is not None:
+        scores = scores + dense_bias
     scores = scores.masked_fill(~valid[:, None, None, :], float("-inf")).softmax(-1)
     if masks is not None:
         scores = scores * masks
@@ -41,15 +43,15 @@ def test_core_matches_padded_attention_values_and_gradients(max_buckets):
                           dtype=torch.float64)
     assert len(layout.buckets) == min(max_buckets, len(set(sizes)))
     qkv = torch.randn(sum(sizes), 3 * 8, dtype=torch.float64, requires_grad=True)
-    got = _GraphAttentionCore.apply(qkv, layout, 2, 0.0)
+    got = _GraphAttentionCore.apply(qkv, None, layout, 2, 0.0, None)
     want = reference_attention(qkv, batch, 2)
     assert torch.allclose(got, want, atol=1e-12)
     grad = torch.randn_like(got)
     g1, = torch.autograd.grad(got, qkv, grad)
     g2, = torch.autograd.grad(want, qkv, grad)
     assert torch.allclose(g1, g2, atol=1e-12)
-    assert torch.autograd.gradcheck(lambda t: _GraphAttentionCore.apply(t, layout, 2, 0.0),
-                                    (qkv,))
+    assert torch.autograd.gradcheck(
+        lambda t: _GraphAttentionCore.apply(t, None, layout, 2, 0.0, None), (qkv,))
 
 
 def test_core_dropout_gradient_matches_autograd_with_the_same_masks():
@@ -58,7 +60,7 @@ def test_core_dropout_gradient_matches_autograd_with_the_same_masks():
     layout = graph_layout(ptr_of(sizes), max_buckets=1, dtype=torch.float64)
     qkv = torch.randn(13, 12, dtype=torch.float64, requires_grad=True)
     torch.manual_seed(3)
-    got = _GraphAttentionCore.apply(qkv, layout, 2, 0.5)
+    got = _GraphAttentionCore.apply(qkv, None, layout, 2, 0.5, None)
     torch.manual_seed(3)  # the core draws one mask of shape [graphs * heads, n, n]
     masks = dropout_scale_mask(torch.empty(3 * 2, 5, 5, dtype=torch.float64), 0.5)
     want = reference_attention(qkv, batch, 2, masks.view(3, 2, 5, 5))
@@ -178,3 +180,43 @@ def test_attention_is_equivariant_to_the_order_of_graphs_and_nodes():
     perm = torch.cat([offsets[g] + torch.randperm(sizes[g]) for g in order])
     out2 = attn(x[perm], graph_layout(ptr_of([sizes[g] for g in order]), bucket_overhead=0))
     assert torch.allclose(out2, out[perm], atol=1e-6)
+
+
+@pytest.mark.parametrize("max_buckets", [1, 3])
+def test_pair_bias_enters_the_logits_with_its_gradient(max_buckets):
+    """A bias per (pair, head) added to the attention logits: values and gradients (for qkv
+    and for the bias) against the padded reference with a dense bias; pairs not listed (or
+    listed twice: summed) behave as a dense bias says."""
+    torch.manual_seed(1)
+    sizes, heads = [4, 2, 5], 2
+    batch = torch.repeat_interleave(torch.arange(3), torch.tensor(sizes))
+    ptr = ptr_of(sizes)
+    layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0,
+                          dtype=torch.float64)
+    pairs = []
+    for g, n in enumerate(sizes):
+        o = int(ptr[g])
+        pairs += [(o + i, o + j) for i in range(n) for j in range(n) if (i + j) % 3]
+    pairs.append(pairs[0])  # a duplicate: its two biases add up
+    pair_index = torch.tensor(pairs).t()
+    qkv = torch.randn(sum(sizes), 3 * 6, dtype=torch.float64, requires_grad=True)
+    bias = torch.randn(len(pairs), heads, dtype=torch.float64, requires_grad=True)
+    slots = layout.pair_slots(pair_index, heads)
+    got = _GraphAttentionCore.apply(qkv, bias, layout, heads, 0.0, slots)
+    dense = torch.zeros(3, heads, 5, 5, dtype=torch.float64)
+    local = torch.arange(sum(sizes)) - ptr[batch]
+    g_of = batch[pair_index[0]]
+    for p, (i, j) in enumerate(pairs):  # plain loop: the reference must be obvious
+        dense = dense.clone()
+        dense[g_of[p], :, local[i], local[j]] += bias[p]
+    want = reference_attention(qkv, batch, heads, dense_bias=dense)
+    assert torch.allclose(got, want, atol=1e-12)
+    grad = torch.randn_like(got)
+    g1 = torch.autograd.grad(got, [qkv, bias], grad)
+    g2 = torch.autograd.grad(want, [qkv, bias], grad)
+    for a, b in zip(g1, g2, strict=True):
+        assert torch.allclose(a, b, atol=1e-12)
+    assert torch.autograd.gradcheck(
+        lambda t, w: _GraphAttentionCore.apply(t, w, layout, heads, 0.0, slots), (qkv, bias))
+    with pytest.raises(ValueError, match="a pair of nodes from different graphs"):
+        graph_layout(ptr).pair_slots(torch.tensor([[0], [5]]), heads)

@@ -150,3 +150,32 @@ def test_bad_configurations():
         build_model({"model": "gat", "node_vocab": 5})
     with pytest.raises(ValueError, match="num_layers must be a positive int"):
         GINE(16, 0, 1, node_vocab=5)
+
+
+@pytest.mark.parametrize("pair", [{"rrwp": {"num_steps": 5}}, {"spd": {"max_dist": 3}},
+                                  {"rd": {}}])
+def test_gps_with_a_pairwise_attention_bias(pair):
+    """build_model's pair entry: the bias reaches the logits (the output changes with it) and
+    every parameter, the pair encoder's included, gets a gradient."""
+    from graphpe.transforms import RRWP, SPD, ResistanceDistance
+
+    name = next(iter(pair))
+    transform = {"rrwp": RRWP(5), "spd": SPD(3), "rd": ResistanceDistance()}[name]
+    batch = transform(make_batch())
+    model = build_model({"model": "gps", "channels": 16, "layers": 2, "out_dim": 1,
+                         "node_vocab": 5, "edge_vocab": 3, "heads": 2, "pair": pair})
+    model.train()
+    out = model(batch)
+    out.pow(2).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
+    assert not missing
+    model.eval()
+    with torch.no_grad():
+        before = model(batch)
+        for p in model.pair_encoder.parameters():  # not a constant: softmax ignores those
+            p.add_(torch.randn_like(p))
+        assert not torch.allclose(model(batch), before)
+    with pytest.raises(ValueError, match="pair .* takes one pairwise encoding and "
+                                         "model='gps'"):
+        build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
+                     "pair": pair})

@@ -165,7 +165,7 @@ def test_gps_attention_and_step_on_cuda(max_buckets):
         layout = graph_layout(ptr.to(device), max_buckets=max_buckets, bucket_overhead=0,
                               dtype=torch.float64)
         x = qkv.detach().to(device).requires_grad_()
-        out = _GraphAttentionCore.apply(x, layout, 2, 0.0)
+        out = _GraphAttentionCore.apply(x, None, layout, 2, 0.0, None)
         (grad,) = torch.autograd.grad(out.square().sum(), x)
         outs.append((out.detach().cpu(), grad.cpu()))
     assert torch.allclose(outs[0][0], outs[1][0], atol=1e-10)
