@@ -19,7 +19,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, PETransform
+from graphpe.transforms import (
+    LCP,
+    RFP,
+    RRWP,
+    RWSE,
+    SPD,
+    LaplacianPE,
+    PETransform,
+    ResistanceDistance,
+)
 
 # Spectral PEs write their own attributes, so several of them can be used together.
 ATTR_NAMES = {
@@ -36,7 +45,12 @@ PE_DEFAULTS: dict[str, dict[str, Any]] = {
     "rfp": {"dim": 16, "steps": 8, "num_draws": 4, "operator": "gcn", "normalization": "qr",
             "seed": 0},
     "lcp": {"curvature": "orc", "alpha": 0.0},
+    # pairwise: an attention bias of GPS (build_model's "pair" entry), not a node encoding
+    "rrwp": {"num_steps": 21},
+    "spd": {"max_dist": 8},
+    "rd": {},
 }
+PAIRWISE = ("rrwp", "spd", "rd")
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,12 @@ class PESpec:
         if self.name == "rfp":
             return RFP(dim=s["dim"], steps=s["steps"], num_draws=s["num_draws"],
                        operator=s["operator"], normalization=s["normalization"], seed=s["seed"])
+        if self.name == "rrwp":
+            return RRWP(s["num_steps"])
+        if self.name == "spd":
+            return SPD(s["max_dist"])
+        if self.name == "rd":
+            return ResistanceDistance()
         return LCP(curvature=s["curvature"], alpha=s["alpha"])
 
     def encoder_config(self) -> dict[str, Any]:
@@ -73,6 +93,8 @@ class PESpec:
             return {"walk_length": s["walk_length"]}
         if self.name == "rfp":
             return {"dim": s["dim"], "steps": s["steps"]}
+        if self.name in PAIRWISE:
+            return dict(s)
         return {"num_stats": 5}
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,5 +142,14 @@ def resolve_pe(pe: str | Sequence[Any] | Mapping[str, Any] | None) -> list[PESpe
 
 
 def pe_model_config(specs: Sequence[PESpec]) -> dict[str, dict[str, Any]]:
-    """``build_model``'s ``pe`` entry for ``specs``."""
-    return {s.name: s.encoder_config() for s in specs}
+    """``build_model``'s ``pe`` entry for the node encodings among ``specs``."""
+    return {s.name: s.encoder_config() for s in specs if s.name not in PAIRWISE}
+
+
+def pair_model_config(specs: Sequence[PESpec]) -> dict[str, dict[str, Any]] | None:
+    """``build_model``'s ``pair`` entry (GPS attention bias) for the pairwise encoding among
+    ``specs`` (at most one), or None."""
+    pair = {s.name: s.encoder_config() for s in specs if s.name in PAIRWISE}
+    if len(pair) > 1:
+        raise ValueError(f"one pairwise encoding at a time, got {sorted(pair)}")
+    return pair or None

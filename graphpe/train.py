@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
 from graphpe.nn import build_model
-from graphpe.presets import pe_model_config, resolve_pe
+from graphpe.presets import pair_model_config, pe_model_config, resolve_pe
 from graphpe.transforms import PETransform
 
 
@@ -426,6 +426,12 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     seed_everything(config.seed)
     model_config = {"model": model, "channels": channels, "layers": layers,
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}
+    pair = pair_model_config(specs)
+    if pair is not None:
+        if model != "gps":
+            raise ValueError(f"pairwise encodings ({sorted(pair)}) are attention biases: "
+                             "use model='gps'")
+        model_config["pair"] = pair
     net = build_model(model_config)
     random_pe = [t for t in transforms if _is_random(t)]
     train_split = None

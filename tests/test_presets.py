@@ -49,3 +49,22 @@ def test_bad_specs_name_what_is_allowed():
         resolve_pe("rwse,rwse")
     with pytest.raises(ValueError, match="a PE is a name"):
         resolve_pe([3])
+
+
+def test_pairwise_specs_train_a_gps_with_an_attention_bias():
+    from graphpe.datasets import DatasetBundle
+    from graphpe.train import TrainConfig, run
+
+    graphs = molecule_like_graphs(24, min_nodes=4, max_nodes=10, seed=1)
+    for g in graphs:
+        g.x = torch.zeros(g.num_nodes, 1, dtype=torch.long)
+        g.y = torch.tensor([float(g.num_nodes)])
+    bundle = DatasetBundle("toy", graphs[:16], graphs[16:20], graphs[20:],
+                           task="graph_regression", metric="mae", out_dim=1, node_vocab=1)
+    record = run(bundle, {"rrwp": {"num_steps": 5}, "rwse": {}}, model="gps", channels=8, layers=1,
+                 config=TrainConfig(epochs=1, batch_size=8, progress=False))
+    assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 5}}
+    assert "rrwp" not in record["model_config"]["pe"]
+    with pytest.raises(ValueError, match="are attention biases: use model='gps'"):
+        run(bundle, "spd", model="gine", channels=8, layers=1,
+            config=TrainConfig(epochs=1, batch_size=8, progress=False))

@@ -28,6 +28,10 @@ class PairwiseTransform(PETransform):
     def pair_attributes(self) -> set[str]:
         return {self.attr_name, f"{self.attr_name}_index"}
 
+    def pair_counts(self, sizes: Tensor) -> Tensor:
+        """Pairs written per graph of ``sizes`` nodes: all ordered pairs, ``n^2``."""
+        return sizes * sizes
+
     def _write(self, encoding) -> dict[str, Tensor]:
         return {f"{self.attr_name}_index": encoding.pair_index, self.attr_name: encoding.values}
 

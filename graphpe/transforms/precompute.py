@@ -279,10 +279,6 @@ def precompute(
     tlist = _as_list(transforms)
     pe = [t for t in tlist if isinstance(t, PETransform)]
     others = [t for t in tlist if not isinstance(t, PETransform)]
-    pairwise = [type(t).__name__ for t in pe if hasattr(t, "pair_attributes")]
-    if pairwise:
-        raise ValueError(f"precompute does not handle pairwise encodings yet ({pairwise}): use "
-                         "them as a pre_transform, on a Batch or in OnTheFlyPE")
     if others and tlist[: len(pe)] != pe:
         raise ValueError(
             "graphpe transforms must come before other transforms in precompute; "
@@ -345,6 +341,7 @@ def _precompute(
             LOG.info("cache hit: %s", path)
             outputs = cached["outputs"]
     edge_level = set().union(*(t.edge_attributes() for t in pe))
+    pair_level = _pair_offsets(structure, pe)
     if outputs is None:
         outputs = _run(structure, pe, batch_size, device, progress, num_workers)
         if path is not None:
@@ -352,8 +349,8 @@ def _precompute(
             LOG.info("cache written: %s", path)
 
     if graphs is None:
-        return _attach_to_storage(dataset, structure, outputs, edge_level, others)
-    return _attach_to_list(graphs, structure, outputs, edge_level, others)
+        return _attach_to_storage(dataset, structure, outputs, edge_level, others, pair_level)
+    return _attach_to_list(graphs, structure, outputs, edge_level, others, pair_level)
 
 
 def _run(
@@ -380,8 +377,19 @@ def _run(
 
     def encode(bound: tuple[int, int]) -> list[tuple[str, Tensor]]:
         ei, n, ptr, ew = structure.chunk(bound[0], bound[1], device)
-        return [(name, value.cpu()) for t in transforms
-                for name, value in t.compute(ei, n, ptr, ew).items()]
+        out = []
+        for t in transforms:
+            values = t.compute(ei, n, ptr, ew)
+            pair_names = t.pair_attributes() if hasattr(t, "pair_attributes") else set()
+            for name, value in values.items():
+                if name in pair_names and name.endswith("_index"):
+                    # stored per graph, as edge_index is: node ids local to the pair's graph
+                    chunk_ptr = ptr.cpu()
+                    counts = t.pair_counts(chunk_ptr[1:] - chunk_ptr[:-1])
+                    graph = torch.repeat_interleave(torch.arange(counts.numel()), counts)
+                    value = value.cpu() - chunk_ptr[graph]
+                out.append((name, value.cpu()))
+        return out
 
     parts: dict[str, list[Tensor]] = {}
     with tqdm(total=total, desc="precompute", unit="graph", disable=not progress) as bar:
@@ -399,7 +407,23 @@ def _run(
                 for name, value in encode(bound):
                     parts.setdefault(name, []).append(value)
                 bar.update(bound[1] - bound[0])
-    return {name: torch.cat(values) for name, values in parts.items()}
+    pair_index = set().union(*(
+        {n for n in t.pair_attributes() if n.endswith("_index")}
+        for t in transforms if hasattr(t, "pair_attributes")))
+    return {name: torch.cat(values, dim=-1 if name in pair_index else 0)
+            for name, values in parts.items()}
+
+
+def _pair_offsets(structure: _Structure, transforms: list[PETransform]) -> dict[str, Tensor]:
+    """Per pair-level output name: where each graph's pairs start (``[G + 1]``)."""
+    sizes = structure.ptr[1:] - structure.ptr[:-1]
+    out = {}
+    for t in transforms:
+        if hasattr(t, "pair_attributes"):
+            counts = t.pair_counts(sizes)
+            pptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+            out.update({name: pptr for name in t.pair_attributes()})
+    return out
 
 
 def _attach_to_storage(
@@ -408,6 +432,7 @@ def _attach_to_storage(
     outputs: dict[str, Tensor],
     edge_level: set[str],
     others: list[BaseTransform],
+    pair_level: dict[str, Tensor] | None = None,
 ) -> InMemoryDataset:
     out = copy.copy(dataset)
     data = copy.copy(dataset._data)
@@ -418,7 +443,10 @@ def _attach_to_storage(
             slices.setdefault("x", structure.ptr.clone())
             continue
         data[name] = value
-        slices[name] = (structure.eptr if name in edge_level else structure.ptr).clone()
+        if pair_level and name in pair_level:
+            slices[name] = pair_level[name].clone()
+        else:
+            slices[name] = (structure.eptr if name in edge_level else structure.ptr).clone()
     out._data, out.slices = data, slices
     out._data_list = None
     if others:
@@ -436,16 +464,24 @@ def _attach_to_list(
     outputs: dict[str, Tensor],
     edge_level: set[str],
     others: list[BaseTransform],
+    pair_level: dict[str, Tensor] | None = None,
 ) -> list[Data]:
     # Each graph gets views of the concatenated outputs (as InMemoryDataset.get gives), cut
     # by numpy slicing: torch.split costs ~20 us per piece, numpy ~1.
     ptr, eptr = structure.ptr.tolist(), structure.eptr.tolist()
-    arrays = [(name, value.numpy(), eptr if name in edge_level else ptr)
+    pair_level = pair_level or {}
+    arrays = [(name, value.numpy() if name not in pair_level or not name.endswith("_index")
+               else value.numpy().T,  # [P, 2] rows, sliced like the others, turned back below
+               pair_level[name].tolist() if name in pair_level
+               else eptr if name in edge_level else ptr)
               for name, value in outputs.items()]
+    turned = {name for name in pair_level if name.endswith("_index")}
     result = []
     for i, data in enumerate(graphs):
         data = copy.copy(data)
-        set_fields(data, {name: torch.from_numpy(array[offsets[i] : offsets[i + 1]])
+        set_fields(data, {name: (torch.from_numpy(array[offsets[i] : offsets[i + 1]]).T
+                                 if name in turned
+                                 else torch.from_numpy(array[offsets[i] : offsets[i + 1]]))
                           for name, array, offsets in arrays})
         for t in others:
             data = t(data)

@@ -1,6 +1,6 @@
 import pytest
 import torch
-from torch_geometric.data import Batch, Data
+from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
 
 from graphpe.synthetic import molecule_like_graphs
@@ -25,14 +25,39 @@ def test_pre_transformed_pairs_collate_like_edges_and_equal_the_batch_call():
     assert loaded.spd.dtype == torch.long and int(loaded.spd.max()) <= 5
 
 
-def test_settings_errors_and_precompute_refusal():
+def test_settings_and_errors():
     assert repr(RRWP(21)) == "RRWP(num_steps=21, attr_name='rrwp')"
     assert repr(SPD()) == "SPD(max_dist=8, attr_name='spd')"
     with pytest.raises(ValueError, match="num_steps must be a positive int, got 0"):
         RRWP(0)
     with pytest.raises(ValueError, match="max_dist must be a positive int, got 1.5"):
         SPD(1.5)
-    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)
-    with pytest.raises(ValueError, match=r"precompute does not handle pairwise encodings yet "
-                                         r"\(\['RRWP'\]\)"):
-        precompute([data], RRWP(3), progress=False)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_precompute_stores_pairs_per_graph_like_edges(tmp_path, workers):
+    """precompute on a list and on an InMemoryDataset, chunked and threaded: each graph gets
+    its own pairs with local ids (what the transform gives it alone), and the DataLoader's
+    batches equal one call on the Batch; a second run reads the cache."""
+    from torch_geometric.data import InMemoryDataset
+
+    class Graphs(InMemoryDataset):
+        def __init__(self, graphs):
+            super().__init__()
+            self.data, self.slices = self.collate(graphs)
+
+    graphs = molecule_like_graphs(23, min_nodes=3, max_nodes=12, seed=4)
+    transforms = [RRWP(4), SPD(3)]
+    for dataset in (graphs, Graphs([g.clone() for g in graphs])):
+        for _ in range(2):  # computed, then from the cache
+            out = precompute(dataset, transforms, batch_size=5, num_workers=workers,
+                             cache_dir=tmp_path / type(dataset).__name__, progress=False)
+            for i, g in enumerate(graphs):
+                alone = SPD(3)(RRWP(4)(g.clone()))
+                for name in ("rrwp_index", "rrwp", "spd_index", "spd"):
+                    assert torch.equal(out[i][name], alone[name].to(out[i][name].dtype)) or \
+                        torch.allclose(out[i][name], alone[name], atol=1e-6), (name, i)
+            loaded = next(iter(DataLoader(out, batch_size=23)))
+            fly = OnTheFlyPE(transforms)(Batch.from_data_list([g.clone() for g in graphs]))
+            assert torch.equal(loaded.spd_index, fly.spd_index)
+            assert torch.equal(loaded.spd, fly.spd)
