@@ -119,6 +119,16 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def timed(step, batches: list, device: torch.device) -> float:
+    """Seconds for ``step`` over ``batches``, the device synchronized on both ends."""
+    sync(device)
+    start = time.perf_counter()
+    for b in batches:
+        step(b)
+    sync(device)
+    return time.perf_counter() - start
+
+
 def make_step(model: nn.Module, device: torch.device, fused: bool = False):
     model.to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, fused=fused or None)
@@ -227,22 +237,9 @@ def main(argv=None) -> None:
     for r in range(args.rounds):
         chunk = [batches[(r * args.steps + i) % len(batches)] for i in range(args.steps)]
         for name, step in steps.items():
-            sync(device)
-            t0 = time.perf_counter()
-            for b in chunk:
-                step(b)
-            sync(device)
-            per_round[name].append((time.perf_counter() - t0) / len(chunk) * 1e3)
-
-    epoch_s: dict[str, float] = {}
-    if args.epoch:
-        for name, step in steps.items():
-            sync(device)
-            t0 = time.perf_counter()
-            for b in batches:
-                step(b)
-            sync(device)
-            epoch_s[name] = time.perf_counter() - t0
+            per_round[name].append(timed(step, chunk, device) / len(chunk) * 1e3)
+    epoch_s = ({name: timed(step, batches, device) for name, step in steps.items()}
+               if args.epoch else {})
 
     base = statistics.median(per_round["pyg GPSConv"])
     target = TARGET_GPU if device.type == "cuda" else TARGET_CPU

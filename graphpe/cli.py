@@ -36,7 +36,7 @@ def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]
     for pe in DEMO_PES:
         config = TrainConfig(epochs=epochs, batch_size=16, lr=2e-3, warmup_epochs=5,
                              patience=epochs, seed=seed, progress=progress)
-        record = run(bundle, parse_pe(pe), model="gine", channels=32, layers=4, config=config)
+        record = run(bundle, pe, model="gine", channels=32, layers=4, config=config)
         rows.append({"pe": pe, "test_accuracy": record["test"], "val_accuracy": record["val"],
                      "pe_seconds": record["pe_seconds"], "train_seconds": record["train_seconds"],
                      "params": record["params"]})
@@ -68,27 +68,6 @@ DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molh
                 "module:function for an own dataset (see examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp) with "
            "optional settings, e.g. 'rwse:walk_length=20,lap:k=4'; 'none' for no PE")
-
-
-def parse_pe(text: str) -> list[dict]:
-    """``'rwse:walk_length=20,lap'`` -> ``[{"name": "rwse", "walk_length": 20}, {"name":
-    "lap"}]`` (values read as JSON where they parse, else as strings)."""
-    specs = []
-    for item in (p.strip() for p in text.split(",")):
-        if not item or item == "none":
-            continue
-        name, *pairs = item.split(":")
-        spec: dict = {"name": name.strip()}
-        for pair in pairs:
-            key, sep, value = pair.partition("=")
-            if not sep:
-                raise ValueError(f"--pe: {pair!r} in {item!r} is not key=value")
-            try:
-                spec[key.strip()] = json.loads(value)
-            except json.JSONDecodeError:
-                spec[key.strip()] = value.strip()
-        specs.append(spec)
-    return specs
 
 
 def _load_config(path: str) -> dict:
@@ -244,7 +223,7 @@ def _dispatch(args: argparse.Namespace) -> None:
 
         if args.cache_dir is None:
             raise ValueError("precompute writes a cache: give --cache-dir")
-        specs = resolve_pe(parse_pe(args.pe))
+        specs = resolve_pe(args.pe)
         if not specs:
             raise ValueError("nothing to precompute: give --pe")
         bundle = load_dataset(args.dataset, args.root, download=args.download)
@@ -268,7 +247,7 @@ def _dispatch(args: argparse.Namespace) -> None:
         extra = {"dropout": args.dropout}
         if args.model == "gps":
             extra.update(heads=args.heads, attn_dropout=args.attn_dropout)
-        record = run(bundle, parse_pe(args.pe), model=args.model, channels=args.channels,
+        record = run(bundle, args.pe, model=args.model, channels=args.channels,
                      layers=args.layers, config=config, **extra)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
                                           "best_epoch", "params", "pe_seconds",

@@ -15,6 +15,7 @@ without it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,14 +115,35 @@ def pe_spec(name: str, **settings: Any) -> PESpec:
     return spec
 
 
+def parse_pe(text: str) -> list[dict]:
+    """``'rwse:walk_length=20,lap'`` -> ``[{"name": "rwse", "walk_length": 20}, {"name":
+    "lap"}]`` (values read as JSON where they parse, else as strings)."""
+    specs = []
+    for item in (p.strip() for p in text.split(",")):
+        if not item or item == "none":
+            continue
+        name, *pairs = item.split(":")
+        spec: dict = {"name": name.strip()}
+        for pair in pairs:
+            key, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"--pe: {pair!r} in {item!r} is not key=value")
+            try:
+                spec[key.strip()] = json.loads(value)
+            except json.JSONDecodeError:
+                spec[key.strip()] = value.strip()
+        specs.append(spec)
+    return specs
+
+
 def resolve_pe(pe: str | Sequence[Any] | Mapping[str, Any] | None) -> list[PESpec]:
-    """Specs from any of: ``"rwse,lap"`` or ``"none"``; ``["rwse", "lap"]``;
-    ``{"rwse": {"walk_length": 20}, "lap": {}}``; ``[{"name": "rwse", "walk_length": 20}]``;
-    specs themselves."""
+    """Specs from any of: ``"rwse,lap"``, ``"rwse:walk_length=20,lap"`` or ``"none"``;
+    ``["rwse", "lap"]``; ``{"rwse": {"walk_length": 20}, "lap": {}}``;
+    ``[{"name": "rwse", "walk_length": 20}]``; specs themselves."""
     if pe is None:
         return []
     if isinstance(pe, str):
-        pe = [p for p in (s.strip() for s in pe.split(",")) if p and p != "none"]
+        pe = parse_pe(pe)
     if isinstance(pe, Mapping):
         pe = [{"name": name, **(settings or {})} for name, settings in pe.items()]
     specs = []

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from graphpe.cli import demo, main, parse_pe
+from graphpe.cli import demo, main
+from graphpe.presets import parse_pe
 from tests.conftest import copy_shared
 
 

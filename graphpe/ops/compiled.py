@@ -193,7 +193,7 @@ def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
         if size <= max_nodes and size > big:
             big = size
     store = np.zeros(half * big * big)
-    for g in range(num_graphs):
+    for g in range(num_graphs):  # compiled: each graph at its own size, no padding
         s = ptr[g]
         n = ptr[g + 1] - s
         if n == 0 or n > max_nodes:
@@ -1013,7 +1013,7 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
     cur = np.empty((big, d))
     nxt = np.empty((big, d))
     scratch = np.empty((d + 1, max(big, d)))
-    for g in range(num_graphs):
+    for g in range(num_graphs):  # compiled: each graph at its own size, no padding
         s = ptr[g]
         n = ptr[g + 1] - s
         if n == 0:

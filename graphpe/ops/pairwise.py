@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.graph import (
+    connected_components,
     dense_adjacency,
     single_graph_ptr,
     size_buckets,
@@ -70,15 +71,15 @@ def _prepare(edge_index: Tensor, num_nodes: int, ptr: Tensor | None,
 
 
 def _per_bucket(edge_index: Tensor, ptr: Tensor, edge_weight: Tensor | None, dtype: torch.dtype,
-                self_loops: bool, fn, width: int, out_dtype: torch.dtype) -> Tensor:
+                self_loops: bool, fn, width: int, out_dtype: torch.dtype) -> PairEncoding:
     """``fn(adj [B, n, n]) -> [B, n, n, width]`` over groups of equal-sized graphs, written
-    into ``[P, width]`` in pair order."""
+    into ``values [P, width]`` in pair order."""
     pair_index, pair_ptr = all_pairs(ptr)
     out = torch.zeros(pair_index.size(1), width, dtype=out_dtype, device=ptr.device)
     sizes = ptr[1:] - ptr[:-1]
     buckets = size_buckets(sizes)  # exact sizes: no padding
     if not buckets:
-        return out
+        return PairEncoding(pair_index, out, pair_ptr)
     blocks = dense_adjacency(edge_index, ptr, buckets, edge_weight, dtype, self_loops)
     for bucket, adj in zip(buckets, blocks, strict=True):
         n = bucket.size
@@ -86,7 +87,7 @@ def _per_bucket(edge_index: Tensor, ptr: Tensor, edge_weight: Tensor | None, dty
         g = bucket.graphs.to(ptr.device)
         rows = (pair_ptr[g].unsqueeze(1) + torch.arange(n * n, device=ptr.device)).flatten()
         out.index_copy_(0, rows, values)
-    return out
+    return PairEncoding(pair_index, out, pair_ptr)
 
 
 def relative_random_walk_probs(
@@ -120,10 +121,8 @@ def relative_random_walk_probs(
             out.append(out[-1] @ walk)
         return torch.stack(out, dim=-1)
 
-    values = _per_bucket(edge_index, ptr, edge_weight, compute_dtype, True, powers, num_steps,
-                         dtype)
-    pair_index, pair_ptr = all_pairs(ptr)
-    return PairEncoding(pair_index, values, pair_ptr)
+    return _per_bucket(edge_index, ptr, edge_weight, compute_dtype, True, powers, num_steps,
+                       dtype)
 
 
 def shortest_path_distances(
@@ -152,9 +151,8 @@ def shortest_path_distances(
             dist[(reach > 0) & (dist > d)] = d
         return dist.unsqueeze(-1)
 
-    values = _per_bucket(edge_index, ptr, None, torch.float32, False, levels, 1, torch.long)
-    pair_index, pair_ptr = all_pairs(ptr)
-    return PairEncoding(pair_index, values.squeeze(-1), pair_ptr)
+    enc = _per_bucket(edge_index, ptr, None, torch.float32, False, levels, 1, torch.long)
+    return enc._replace(values=enc.values.squeeze(-1))
 
 
 def resistance_distances(
@@ -179,17 +177,14 @@ def resistance_distances(
         inv = torch.where(vals > tol, 1.0 / vals.clamp(min=tol), 0.0)
         pinv = (vecs * inv.unsqueeze(-2)) @ vecs.transpose(-1, -2)
         diag = pinv.diagonal(dim1=-2, dim2=-1)
-        r = diag.unsqueeze(-1) + diag.unsqueeze(-2) - 2.0 * pinv
-        # components: reachability by repeated products (log n squarings)
-        link = (adj > 0).to(adj.dtype) + torch.eye(adj.size(-1), dtype=adj.dtype,
-                                                   device=adj.device)
-        for _ in range(max(1, int(adj.size(-1)).bit_length())):
-            link = (link @ link).clamp_(max=1.0)
-        r = torch.where(link > 0, r.clamp(min=0.0), torch.full_like(r, float("inf")))
+        r = (diag.unsqueeze(-1) + diag.unsqueeze(-2) - 2.0 * pinv).clamp_(min=0.0)
         r.diagonal(dim1=-2, dim2=-1).zero_()
         return r.unsqueeze(-1)
 
-    values = _per_bucket(edge_index, ptr, edge_weight, torch.float64, False, resistance, 1,
-                         dtype)
-    pair_index, pair_ptr = all_pairs(ptr)
-    return PairEncoding(pair_index, values.squeeze(-1), pair_ptr)
+    enc = _per_bucket(edge_index, ptr, edge_weight, torch.float64, False, resistance, 1, dtype)
+    # an edge of weight 0 connects nothing (as in the Laplacian eigenpairs)
+    linked = edge_index if edge_weight is None else edge_index[:, edge_weight > 0]
+    labels = connected_components(linked, num_nodes)
+    apart = labels[enc.pair_index[0]] != labels[enc.pair_index[1]]
+    values = enc.values.squeeze(-1).masked_fill(apart, float("inf"))
+    return enc._replace(values=values)

@@ -156,8 +156,8 @@ def random_walk_landing_probs(
         start, end = int(ptr[g]), int(ptr[g + 1])
         n = end - start
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
-        if sub_w is not None and sub_w.is_floating_point() and sub_w.numel():
-            sub_w = sub_w / sub_w.max().clamp(min=torch.finfo(sub_w.dtype).tiny)
+        if sub_w is not None and sub_w.is_floating_point():
+            sub_w = weights_scaled_per_graph(sub_w, sub_ei, single_graph_ptr(n, sub_ei.device))
         ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype, self_loops)
         op = sparse_operator(ei, values, n)
         width = max(1, sparse_block_bytes // (itemsize * n * 2))
