@@ -143,6 +143,22 @@ def precompute_workers_table(data: dict) -> str:
             f"bit-identical: {'yes' if data['identical'] else '**no**'}.")
 
 
+def pairwise_table(data: dict) -> str:
+    """Pairwise encodings against per-graph references (from ``benchmarks/pairwise.py``)."""
+    lines = [f"`python benchmarks/pairwise.py --threads {data['threads']}` (all pairs of "
+             f"{data['graphs']:,} ZINC graphs):", "",
+             "| encoding | graphpe graphs/s | reference | reference graphs/s | ratio |",
+             "| --- | ---: | --- | ---: | ---: |"]
+    for r in data["rows"]:
+        ratio = f"{r['speedup']:.1f}x"
+        if "target" in r:
+            met = r["speedup"] >= r["target"] and r["max_error"] <= 1e-6
+            ratio += f" (target {r['target']:g}x: {'met' if met else '**not met**'})"
+        lines.append(f"| {r['encoding']} | {r['graphpe_graphs_per_s']:,.0f} | {r['reference']} "
+                     f"| {r['reference_graphs_per_s']:,.1f} | {ratio} |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
@@ -151,6 +167,7 @@ TABLES = {
     "ddp": ("benchmarks/results/ddp.json", ddp_table),
     "precompute_workers": ("benchmarks/results/precompute_workers.json",
                            precompute_workers_table),
+    "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
 }
 
 
