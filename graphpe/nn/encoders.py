@@ -170,7 +170,8 @@ class SignNetEncoder(nn.Module):
 
 
 class SPEEncoder(nn.Module):
-    r"""Stable and Expressive Positional Encoding (Huang et al., ICLR 2024).
+    r"""Stable and Expressive Positional Encoding (Huang, Lu, Robinson, Yang, Zhang, Jegelka,
+    Li, "On the Stability of Expressive Positional Encodings for Graphs", ICLR 2024).
 
     From eigenpairs :math:`(V, \lambda)` of each graph: ``m`` elementwise MLPs
     :math:`\phi_\ell` on the eigenvalues give

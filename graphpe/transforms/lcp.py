@@ -12,9 +12,8 @@ from graphpe.transforms.base import PETransform
 
 
 class LCP(PETransform):
-    r"""Local Curvature Profile (Fesser & Weber, "Mitigating Over-smoothing and Over-squashing
-    using Augmentations of Forman-Ricci Curvature" / "Effective Structural Encodings via Local
-    Curvature Profiles", ICLR 2024): each node is described by statistics of the curvature of
+    r"""Local Curvature Profile (Fesser & Weber, "Effective Structural Encodings via
+    Local Curvature Profiles", ICLR 2024): each node is described by statistics of the curvature of
     its incident edges,
 
     .. math:: \mathrm{LCP}(v) = \big[\min, \max, \mathrm{mean}, \mathrm{std}, \mathrm{median}\big]

@@ -12,8 +12,8 @@ from graphpe.transforms.base import PETransform, check_seed
 
 
 class RFP(PETransform):
-    r"""Random Feature Propagation (Eliasof, Bodner, Treister, "Graph Positional Encoding via
-    Random Feature Propagation", ICML 2023).
+    r"""Random Feature Propagation (Eliasof, Frasca, Bevilacqua, Treister, Chechik, Maron,
+    "Graph Positional Encoding via Random Feature Propagation", ICML 2023, PMLR 202).
 
     Random node features :math:`R_0 \sim \mathcal{N}(0, 1)^{n \times d}` are propagated with a
     graph operator :math:`S` and normalized per graph after every step,
