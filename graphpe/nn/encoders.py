@@ -299,17 +299,40 @@ class LCPEncoder(LinearSEEncoder):
         super().__init__(num_stats, channels, attr_name, **kwargs)
 
 
+class HKdiagSEEncoder(LinearSEEncoder):
+    """Heat kernel diagonals ``[N, num_times]`` -> ``[N, channels]`` (BatchNorm + Linear, as
+    GraphGPS's kernel PE encoder with its default linear model)."""
+
+    producer = "HKdiagSE(<{0.in_dim} times>, attr_name={0.attr_name!r})"
+
+    def __init__(self, num_times: int, channels: int, attr_name: str = "hkdiag", **kwargs):
+        super().__init__(num_times, channels, attr_name, **kwargs)
+
+
+class ElstaticSEEncoder(LinearSEEncoder):
+    """GraphGPS's electrostatic encoding ``[N, 10]`` -> ``[N, channels]`` (BatchNorm +
+    Linear); the input width is fixed, so only ``channels`` is given."""
+
+    producer = "ElstaticSE(attr_name={0.attr_name!r})"
+
+    def __init__(self, channels: int, attr_name: str = "elstatic", **kwargs):
+        super().__init__(10, channels, attr_name, **kwargs)
+
+
 class PairBiasEncoder(nn.Module):
     """Pairwise encoding -> one attention bias per head: ``[P, ...]`` -> ``[P, heads]``, with the
-    pairs' ``<attr_name>_index`` (as written by ``RRWP``, ``SPD``, ``ResistanceDistance``).
+    pairs' ``<attr_name>_index`` (as written by ``RRWP``, ``SPD``, ``ResistanceDistance``,
+    ``HeatKernel``).
 
-    Continuous values (RRWP ``[P, K]``, resistance ``[P]``) go through an MLP; an infinite value
-    (no path: another component) becomes 0 plus an indicator feature. Categorical values (SPD's
+    Continuous values (RRWP ``[P, K]``, resistance ``[P]``, heat kernels ``[P, T]``) go through
+    an MLP; an infinite value (no path: another component) becomes 0 plus an indicator
+    feature. Categorical values (SPD's
     capped distances) get one learned bias per category and head, as Graphormer's spatial
     encoding.
 
     Args:
-        in_dim: width of a pair's values (``K`` for RRWP, 1 for SPD or resistance).
+        in_dim: width of a pair's values (``K`` for RRWP, 1 for SPD or resistance, the number
+            of times for heat kernels).
         heads: attention heads.
         attr_name: base name of the attributes read.
         hidden: hidden width of the MLP.

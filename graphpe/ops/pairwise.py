@@ -7,6 +7,10 @@ graph, for attention biases.
   ``max_dist + 1`` means farther or unreachable.
 - Resistance distance ``R_ij = L+_ii + L+_jj - 2 L+_ij`` with ``L = D - A`` and ``L+`` its
   pseudo-inverse (RD-WL, Zhang et al., ICLR 2023); ``inf`` between components.
+- Heat kernel ``exp(-t L)_ij`` for several times ``t`` (GraphGPS's ``HKfullPE`` form).
+
+The last two share the spectral kernels of :mod:`graphpe.ops.spectral` (one eigendecomposition
+per graph).
 
 Pairs are all ordered pairs of each graph, ``i`` and ``j`` in the same graph, row-major per
 graph, graphs in order: ``pair_index [2, P]`` (global node ids, like ``edge_index`` in a
@@ -26,10 +30,17 @@ from torch import Tensor
 from graphpe.ops.graph import (
     connected_components,
     dense_adjacency,
-    single_graph_ptr,
     size_buckets,
-    validate_graph,
     weights_scaled_per_graph,
+)
+from graphpe.ops.spectral import (
+    check_normalization,
+    check_times,
+    dense_ptr,
+    heat_weights,
+    laplacian_spectrum,
+    pinv_weights,
+    spectral_filter,
 )
 
 PAIRWISE_MAX_NODES = 1024
@@ -60,14 +71,8 @@ def all_pairs(ptr: Tensor) -> tuple[Tensor, Tensor]:
 
 def _prepare(edge_index: Tensor, num_nodes: int, ptr: Tensor | None,
              edge_weight: Tensor | None, max_nodes: int) -> Tensor:
-    validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    ptr = single_graph_ptr(num_nodes, edge_index.device) if ptr is None else \
-        ptr.to(edge_index.device, torch.long)
-    biggest = int((ptr[1:] - ptr[:-1]).max()) if ptr.numel() > 1 else 0
-    if biggest > max_nodes:
-        raise ValueError(f"a graph has {biggest} nodes: all-pairs encodings allocate n^2 values "
-                         f"per graph, and max_nodes={max_nodes}")
-    return ptr
+    return dense_ptr(edge_index, num_nodes, ptr, edge_weight, max_nodes,
+                     "all-pairs encodings allocate n^2 values per graph")
 
 
 def _per_bucket(edge_index: Tensor, ptr: Tensor, edge_weight: Tensor | None, dtype: torch.dtype,
@@ -155,6 +160,15 @@ def shortest_path_distances(
     return enc._replace(values=enc.values.squeeze(-1))
 
 
+def _apart(edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None,
+           pair_index: Tensor) -> Tensor:
+    """Whether the two nodes of each pair lie in different connected components (an edge of
+    weight 0 connects nothing, as in the Laplacian)."""
+    linked = edge_index if edge_weight is None else edge_index[:, edge_weight > 0]
+    labels = connected_components(linked, num_nodes)
+    return labels[pair_index[0]] != labels[pair_index[1]]
+
+
 def resistance_distances(
     edge_index: Tensor,
     num_nodes: int,
@@ -171,20 +185,50 @@ def resistance_distances(
     ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
 
     def resistance(adj: Tensor) -> Tensor:
-        lap = torch.diag_embed(adj.sum(-1)) - adj
-        vals, vecs = torch.linalg.eigh(lap)
-        tol = 1e-9 * vals.abs().amax(-1, keepdim=True).clamp(min=1.0)
-        inv = torch.where(vals > tol, 1.0 / vals.clamp(min=tol), 0.0)
-        pinv = (vecs * inv.unsqueeze(-2)) @ vecs.transpose(-1, -2)
+        vals, vecs, nontrivial = laplacian_spectrum(adj)
+        pinv = spectral_filter(vecs, pinv_weights(vals, nontrivial)).squeeze(-1)
         diag = pinv.diagonal(dim1=-2, dim2=-1)
         r = (diag.unsqueeze(-1) + diag.unsqueeze(-2) - 2.0 * pinv).clamp_(min=0.0)
         r.diagonal(dim1=-2, dim2=-1).zero_()
         return r.unsqueeze(-1)
 
     enc = _per_bucket(edge_index, ptr, edge_weight, torch.float64, False, resistance, 1, dtype)
-    # an edge of weight 0 connects nothing (as in the Laplacian eigenpairs)
-    linked = edge_index if edge_weight is None else edge_index[:, edge_weight > 0]
-    labels = connected_components(linked, num_nodes)
-    apart = labels[enc.pair_index[0]] != labels[enc.pair_index[1]]
+    apart = _apart(edge_index, num_nodes, edge_weight, enc.pair_index)
     values = enc.values.squeeze(-1).masked_fill(apart, float("inf"))
     return enc._replace(values=values)
+
+
+def heat_kernels(
+    edge_index: Tensor,
+    num_nodes: int,
+    times,
+    *,
+    ptr: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    normalization: str = "none",
+    keep_trivial: bool = False,
+    dtype: torch.dtype = torch.float32,
+    max_nodes: int = PAIRWISE_MAX_NODES,
+) -> PairEncoding:
+    """Heat kernels of all pairs, ``values [P, len(times)]``: ``values[p, s] = sum_k
+    exp(-t_s lambda_k) v_k(i) v_k(j)`` for the pair ``p = (i, j)`` over the eigenpairs of the
+    graph's Laplacian (``L = D - A`` by default, ``sym`` for ``I - D^-1/2 A D^-1/2``); 0
+    between components. As GraphGPS's ``get_heat_kernels``, the eigenvalue-0 pairs are left
+    out by default (with ``D - A``: ``exp(-t L)_ij - 1/n_c`` within a component of ``n_c``
+    nodes);
+    ``keep_trivial=True`` gives ``exp(-t L)`` itself. Its diagonal is
+    :func:`graphpe.ops.spectral.heat_kernel_diagonals` (the same kernel). Float64 inside."""
+    times = check_times(times)
+    normalization = check_normalization(normalization)
+    ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
+
+    def heat(adj: Tensor) -> Tensor:
+        vals, vecs, nontrivial = laplacian_spectrum(adj, normalization)
+        return spectral_filter(vecs, heat_weights(vals, nontrivial, times, keep_trivial))
+
+    enc = _per_bucket(edge_index, ptr, edge_weight, torch.float64, False, heat, len(times),
+                      dtype)
+    # exactly 0 between components (an eigenbasis may mix components of equal eigenvalues,
+    # which leaves rounding noise there)
+    apart = _apart(edge_index, num_nodes, edge_weight, enc.pair_index)
+    return enc._replace(values=enc.values.masked_fill(apart.unsqueeze(-1), 0.0))

@@ -13,11 +13,14 @@ from torch import Tensor
 
 from graphpe.ops.pairwise import (
     PAIRWISE_MAX_NODES,
+    heat_kernels,
     relative_random_walk_probs,
     resistance_distances,
     shortest_path_distances,
 )
+from graphpe.ops.spectral import check_normalization, check_times
 from graphpe.transforms.base import PETransform
+from graphpe.transforms.spectral import check_flag
 
 
 class PairwiseTransform(PETransform):
@@ -113,3 +116,43 @@ class ResistanceDistance(PairwiseTransform):
         return self._write(resistance_distances(edge_index, num_nodes, ptr=ptr,
                                                 edge_weight=edge_weight,
                                                 max_nodes=self.max_nodes))
+
+
+class HeatKernel(PairwiseTransform):
+    r"""Heat kernel of every ordered pair of a graph for several diffusion times (GraphGPS's
+    ``HKfullPE`` kernel, ``get_heat_kernels``; Rampasek et al., NeurIPS 2022):
+
+    .. math:: \mathrm{heat}_{ij,t} = \sum_{k:\ \lambda_k > 0} e^{-t \lambda_k}
+              (v_k)_i (v_k)_j
+
+    over the eigenpairs of ``L = D - A`` (weights as conductances), 0 between components. As
+    in GraphGPS the eigenvalue-0 pairs are left out by default (``exp(-t L)_ij - 1/n_c`` in a
+    component of ``n_c`` nodes); ``keep_trivial=True`` gives ``exp(-t L)`` itself. Its diagonal
+    is :class:`~graphpe.transforms.HKdiagSE` with the same settings. Writes ``heat_index``
+    ``[2, P]`` and ``heat`` ``[P, len(times)]``.
+
+    Args:
+        times: diffusion times (a non-empty sequence, or one number; non-negative).
+        attr_name: base name of the two attributes.
+        normalization: ``none`` (``D - A``) or ``sym`` (``I - D^-1/2 A D^-1/2``).
+        keep_trivial: keep the eigenvalue-0 pairs.
+        max_nodes: largest graph.
+    """
+
+    def __init__(self, times=(1, 2, 4, 8, 16), attr_name: str = "heat",
+                 normalization: str = "none", keep_trivial: bool = False,
+                 max_nodes: int = PAIRWISE_MAX_NODES) -> None:
+        self.times = check_times(times)
+        self.normalization = check_normalization(normalization)
+        self.keep_trivial = check_flag("keep_trivial", keep_trivial)
+        self.attr_name, self.max_nodes = attr_name, max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"times": self.times, "attr_name": self.attr_name,
+                "normalization": self.normalization, "keep_trivial": self.keep_trivial}
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        return self._write(heat_kernels(
+            edge_index, num_nodes, self.times, ptr=ptr, edge_weight=edge_weight,
+            normalization=self.normalization, keep_trivial=self.keep_trivial,
+            max_nodes=self.max_nodes))

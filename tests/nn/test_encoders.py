@@ -120,3 +120,31 @@ def test_a_missing_encoding_says_which_transform_writes_it():
                              (RFPEncoder(12, 8), "no attribute 'rfp'")):
         with pytest.raises(ValueError, match=message):
             encoder(data)
+
+
+def test_spectral_structural_encoders():
+    import pytest
+    import torch
+    from torch_geometric.data import Batch, Data
+
+    from graphpe.nn import ElstaticSEEncoder, HKdiagSEEncoder
+    from graphpe.synthetic import molecule_like_graphs
+    from graphpe.transforms import ElstaticSE, HKdiagSE
+
+    batch = Batch.from_data_list(molecule_like_graphs(6, min_nodes=3, max_nodes=10, seed=1))
+    batch = ElstaticSE()(HKdiagSE([1, 2, 4])(batch))
+    for enc in (HKdiagSEEncoder(3, 8), ElstaticSEEncoder(8)):
+        out = enc(batch)
+        assert out.shape == (batch.num_nodes, 8) and torch.isfinite(out).all()
+        out.pow(2).sum().backward()
+        assert all(p.grad is not None for p in enc.parameters())
+    data = Data(edge_index=torch.tensor([[0, 1], [1, 0]]), num_nodes=2)
+    with pytest.raises(ValueError, match=r"no attribute 'hkdiag': compute it first with "
+                                         r"graphpe.transforms.HKdiagSE\(<3 times>, "
+                                         r"attr_name='hkdiag'\)"):
+        HKdiagSEEncoder(3, 8)(data)
+    with pytest.raises(ValueError, match=r"no attribute 'elstatic': compute it first with "
+                                         r"graphpe.transforms.ElstaticSE\(attr_name='elstatic'\)"):
+        ElstaticSEEncoder(8)(data)
+    with pytest.raises(ValueError, match=r"expected hkdiag \[N, 4\], got \[20, 3\]"):
+        HKdiagSEEncoder(4, 8)(Data(hkdiag=torch.zeros(20, 3), num_nodes=20))

@@ -1,0 +1,92 @@
+"""Spectral structural encodings from GraphGPS: heat kernel diagonals and electrostatics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor
+
+from graphpe.ops.spectral import (
+    SPECTRAL_MAX_NODES,
+    check_normalization,
+    check_times,
+    electrostatic_encoding,
+    heat_kernel_diagonals,
+)
+from graphpe.transforms.base import PETransform
+
+
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is True or False, else the ValueError naming ``name``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+class HKdiagSE(PETransform):
+    r"""Heat kernel diagonal structural encoding (Kreuzer et al., NeurIPS 2021; GraphGPS's
+    ``HKdiagSE``, Rampasek et al., NeurIPS 2022): for every node and diffusion time :math:`t`,
+
+    .. math:: \mathrm{hkdiag}_{i,t} = \sum_{k:\ \lambda_k > 0} e^{-t \lambda_k} (v_k)_i^2,
+
+    over the eigenpairs of the Laplacian ``L = D - A`` of the node's graph. This is GraphGPS's
+    ``get_heat_kernels_diag`` (its ``space_dim=0``): the eigenvalue-0 pairs, one per connected
+    component, are left out, so the value is ``exp(-t L)_ii - 1/n_c`` in a component of
+    ``n_c`` nodes (0 on an isolated node). ``keep_trivial=True`` gives the heat kernel's own
+    diagonal ``exp(-t L)_ii``. Writes ``hkdiag`` ``[N, len(times)]`` (name configurable).
+
+    Args:
+        times: diffusion times (a non-empty sequence, or one number; non-negative).
+        attr_name: attribute written.
+        normalization: ``none`` (``D - A``, GraphGPS) or ``sym`` (``I - D^-1/2 A D^-1/2``).
+        keep_trivial: keep the eigenvalue-0 pairs (the full heat kernel diagonal).
+        max_nodes: largest graph (one dense ``n x n`` eigendecomposition per graph).
+    """
+
+    def __init__(self, times=tuple(range(1, 17)), attr_name: str = "hkdiag",
+                 normalization: str = "none", keep_trivial: bool = False,
+                 max_nodes: int = SPECTRAL_MAX_NODES) -> None:
+        self.times = check_times(times)
+        self.normalization = check_normalization(normalization)
+        self.keep_trivial = check_flag("keep_trivial", keep_trivial)
+        self.attr_name, self.max_nodes = attr_name, max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"times": self.times, "attr_name": self.attr_name,
+                "normalization": self.normalization, "keep_trivial": self.keep_trivial}
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        return {self.attr_name: heat_kernel_diagonals(
+            edge_index, num_nodes, self.times, ptr=ptr, edge_weight=edge_weight,
+            normalization=self.normalization, keep_trivial=self.keep_trivial,
+            max_nodes=self.max_nodes)}
+
+
+class ElstaticSE(PETransform):
+    r"""GraphGPS's electrostatic structural encoding (``ElstaticSE``, Rampasek et al., NeurIPS
+    2022): from the pseudo-inverse ``L+`` of ``L = D - A`` and the potential
+    :math:`E_{ij} = L^+_{ij} - L^+_{jj}`, ten statistics per node (min, max, mean, std of its
+    column; min of its row; max of its column again, as GraphGPS computes it; mean and std of
+    its row; the potential averaged over its neighbours, both directions). See
+    :func:`graphpe.ops.spectral.electrostatic_encoding` for the exact features and where they
+    differ from GraphGPS's (0 where it gives NaN). Writes ``elstatic`` ``[N, 10]``.
+
+    Args:
+        attr_name: attribute written.
+        per_component: take the statistics over the node's connected component instead of the
+            whole graph (GraphGPS: the whole graph; the same on connected graphs).
+        max_nodes: largest graph (one dense ``n x n`` eigendecomposition per graph).
+    """
+
+    def __init__(self, attr_name: str = "elstatic", per_component: bool = False,
+                 max_nodes: int = SPECTRAL_MAX_NODES) -> None:
+        self.per_component = check_flag("per_component", per_component)
+        self.attr_name, self.max_nodes = attr_name, max_nodes
+
+    def settings(self) -> dict[str, Any]:
+        return {"attr_name": self.attr_name, "per_component": self.per_component}
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        return {self.attr_name: electrostatic_encoding(
+            edge_index, num_nodes, ptr=ptr, edge_weight=edge_weight,
+            per_component=self.per_component, max_nodes=self.max_nodes)}
