@@ -66,8 +66,10 @@ def _run_benchmark(name: str, extra: list[str]) -> None:
 DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
                 "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
                 "module:function for an own dataset (see examples/own_dataset.py)")
-PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp) with "
-           "optional settings, e.g. 'rwse:walk_length=20,lap:k=4'; 'none' for no PE")
+PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp, hkdiag, "
+           "elstatic, pearl; attention biases with --model gps: rrwp, spd, rd, heat) with optional "
+           "settings, e.g. 'rwse:walk_length=20,lap:k=4', lists with '/': "
+           "'hkdiag:times=1/2/4'; 'none' for no PE")
 
 
 def _load_config(path: str) -> dict:
@@ -218,7 +220,7 @@ def _dispatch(args: argparse.Namespace) -> None:
         _run_benchmark(args.name, args.args)
     elif args.command == "precompute":
         from graphpe.datasets import load_dataset
-        from graphpe.presets import resolve_pe
+        from graphpe.presets import resolve_pe, transforms_of
         from graphpe.transforms import precompute
 
         if args.cache_dir is None:
@@ -226,10 +228,13 @@ def _dispatch(args: argparse.Namespace) -> None:
         specs = resolve_pe(args.pe)
         if not specs:
             raise ValueError("nothing to precompute: give --pe")
+        transforms = transforms_of(specs)
+        if not transforms:
+            raise ValueError(f"nothing to precompute: {args.pe} is learned inside the model")
         bundle = load_dataset(args.dataset, args.root, download=args.download)
         start = time.perf_counter()
         for split in ("train", "val", "test"):
-            precompute(getattr(bundle, split), [s.transform() for s in specs],
+            precompute(getattr(bundle, split), transforms,
                        cache_dir=args.cache_dir)
         print(f"encoded {args.dataset} with {args.pe} in {time.perf_counter() - start:.2f} s; "
               f"cache in {args.cache_dir}")
@@ -266,7 +271,7 @@ def evaluate_checkpoint(args: argparse.Namespace) -> None:
 
     from graphpe.datasets import load_dataset
     from graphpe.nn import load_model
-    from graphpe.presets import resolve_pe
+    from graphpe.presets import resolve_pe, transforms_of
     from graphpe.train import encode_bundle, evaluate
 
     _check_device(args.device)
@@ -275,7 +280,7 @@ def evaluate_checkpoint(args: argparse.Namespace) -> None:
     model = load_model(args.checkpoint).to(args.device)
     bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
     specs = resolve_pe(record.get("pe", []))
-    encoded, _ = encode_bundle(bundle, [s.transform() for s in specs])
+    encoded, _ = encode_bundle(bundle, transforms_of(specs))
     loader = DataLoader(getattr(encoded, args.split), batch_size=256)
     value = evaluate(model, loader, encoded, args.device, args.split)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": bundle.metric,

@@ -8,6 +8,7 @@ names the files and where they go (see the offline copies' README).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -142,6 +143,37 @@ def stratified_split(labels: torch.Tensor, fractions=(0.8, 0.1, 0.1), seed: int 
     return tuple(torch.tensor(sorted(p), dtype=torch.long) for p in parts)
 
 
+def check_split(split) -> tuple[float, float, float]:
+    """``split`` as three floats ``(train, val, test)``: each in (0, 1), summing to 1 (to 1e-6);
+    otherwise a ValueError naming the problem."""
+    try:
+        fractions = tuple(float(f) for f in split)
+    except (TypeError, ValueError):
+        raise ValueError(f"split must be three fractions (train, val, test), got {split!r}") \
+            from None
+    if len(fractions) != 3 or isinstance(split, (str, bytes)):
+        raise ValueError(f"split must be three fractions (train, val, test), got {split!r}")
+    if not all(0.0 < f < 1.0 for f in fractions):
+        raise ValueError(f"split fractions must each be in (0, 1), got {split!r}")
+    if abs(sum(fractions) - 1.0) > 1e-6:
+        raise ValueError(f"split fractions must sum to 1, got {split!r} (sum "
+                         f"{sum(fractions):.6g})")
+    return fractions
+
+
+def node_split_masks(labels: torch.Tensor, fractions=(0.5, 0.25, 0.25), seed: int = 0,
+                     fold: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Boolean train/val/test node masks of a random split stratified by label, the node
+    version of :func:`stratified_split` (same ``fractions``, ``seed`` and ``fold``)."""
+    labels = labels.view(-1)
+    masks = []
+    for part in stratified_split(labels.cpu(), check_split(fractions), seed=seed, fold=fold):
+        mask = torch.zeros(labels.numel(), dtype=torch.bool)
+        mask[part] = True
+        masks.append(mask)
+    return tuple(masks)
+
+
 def _zinc(root: Path, pre_transform, download: bool = False, **_) -> DatasetBundle:
     from torch_geometric.datasets import ZINC
 
@@ -178,7 +210,8 @@ def _ogb(name: str, root: Path, pre_transform, download: bool = False, **_) -> D
 
 
 def _tu(name: str, root: Path, pre_transform, seed: int = 0, fold: int = 0,
-        download: bool = False) -> DatasetBundle:
+        download: bool = False, split: tuple[float, float, float] | None = None
+        ) -> DatasetBundle:
     from torch_geometric.datasets import TUDataset
 
     folder = root / name
@@ -188,14 +221,15 @@ def _tu(name: str, root: Path, pre_transform, seed: int = 0, fold: int = 0,
     # use_edge_attr: the edge labels/attributes (MUTAG's bond types) reach the model, so "gine"
     # is a GINE there and not a GIN
     ds = TUDataset(str(root), name, pre_transform=pre_transform, use_edge_attr=True)
-    train, val, test = stratified_split(ds._data.y, seed=seed, fold=fold)
+    train, val, test = stratified_split(ds._data.y, fractions=split or (0.8, 0.1, 0.1),
+                                        seed=seed, fold=fold)
     categorical = ds._data.x.dtype == torch.long
     edge_dim = ds.num_edge_features or None
     return DatasetBundle(name, ds[train], ds[val], ds[test], task="graph_classification",
                          metric="accuracy", out_dim=ds.num_classes,
                          node_dim=None if categorical else ds.num_node_features,
                          node_vocab=int(ds._data.x.max()) + 1 if categorical else None,
-                         edge_dim=edge_dim)
+                         edge_dim=edge_dim, extra={"dataset": ds})
 
 
 def _csl(root: Path, pre_transform, fold: int = 0, download: bool = False,
@@ -220,7 +254,8 @@ def _exp(root: Path, pre_transform, seed: int = 0, fold: int = 0) -> DatasetBund
                          metric="accuracy", out_dim=2, node_dim=2)
 
 
-def _planetoid(name: str, root: Path, pre_transform, download: bool = False,
+def _planetoid(name: str, root: Path, pre_transform, download: bool = False, seed: int = 0,
+               fold: int = 0, split: tuple[float, float, float] | None = None,
                **_) -> DatasetBundle:
     from torch_geometric.datasets import Planetoid
 
@@ -228,9 +263,17 @@ def _planetoid(name: str, root: Path, pre_transform, download: bool = False,
     _require(name, [folder / "raw" / f"ind.{name.lower()}.x", folder / "processed"],
              f"{folder}/raw/ind.{name.lower()}.*", download)
     ds = Planetoid(str(root), name, pre_transform=pre_transform)
-    # one graph; the standard public split lives in its train/val/test masks
+    # one graph; the standard public split lives in its train/val/test masks, a random one
+    # (split given) replaces them in a copy of the storage
+    if split is not None:
+        data = copy.copy(ds._data)
+        data.train_mask, data.val_mask, data.test_mask = node_split_masks(
+            data.y, split, seed=seed, fold=fold)
+        ds = copy.copy(ds)
+        ds._data, ds._data_list = data, None
     return DatasetBundle(name, ds, ds, ds, task="node_classification", metric="accuracy",
-                         out_dim=ds.num_classes, node_dim=ds.num_node_features)
+                         out_dim=ds.num_classes, node_dim=ds.num_node_features,
+                         extra={"dataset": ds})
 
 
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
@@ -246,19 +289,31 @@ def load_dataset(
     seed: int = 0,
     fold: int = 0,
     download: bool = False,
+    split: tuple[float, float, float] | None = None,
 ) -> DatasetBundle:
     """Load ``name`` from ``root`` with its standard splits (ZINC, OGB, the public Planetoid
     masks for node classification) or a seeded stratified split (CSL, EXP, TU: 80/10/10,
-    ``fold`` choosing the test part). ``name`` is one of :data:`DATASETS`, any OGB molecule
-    set ``ogbg-mol*`` (official split and Evaluator), any other TU dataset by its name (node
-    and edge features kept), or ``module:function`` for an own dataset: ``function(root,
-    pre_transform=..., seed=..., fold=..., download=...)`` returning a :class:`DatasetBundle`
-    (see ``examples/own_dataset.py``). Graphs without node features (CSL, IMDB-BINARY) get a
-    constant categorical ``x`` through ``pre_transform``. ``download`` lets the standard
-    loaders fetch missing files."""
+    ``fold`` choosing the test part). ``split=(train, val, test)`` fractions (each in (0, 1),
+    summing to 1) choose other sizes: for TU datasets the seeded stratified split with those
+    fractions (a k-fold with ``k = round(1 / test)``, so the test part is exact when ``1 / test``
+    is an integer, e.g. ``(0.5, 0.25, 0.25)``), for Cora/CiteSeer random stratified node masks
+    (seeded by ``seed``) in place of the public ones; other datasets keep their standard
+    splits and refuse it. TU and Planetoid bundles carry the whole dataset in
+    ``extra["dataset"]``, for callers that draw their own splits. ``name`` is one of
+    :data:`DATASETS`, any OGB molecule set ``ogbg-mol*`` (official split and Evaluator), any
+    other TU dataset by its name (node and edge features kept), or ``module:function`` for an
+    own dataset: ``function(root, pre_transform=..., seed=..., fold=..., download=...)``
+    returning a :class:`DatasetBundle` (see ``examples/own_dataset.py``). Graphs without node
+    features (CSL, IMDB-BINARY) get a constant categorical ``x`` through ``pre_transform``.
+    ``download`` lets the standard loaders fetch missing files."""
     root = Path(root)
     if not isinstance(name, str) or not name:
         raise ValueError(f"dataset must be a name, got {name!r}")
+    if split is not None:
+        split = check_split(split)
+        if name in ("ZINC", "CSL", "EXP") or ":" in name or name.startswith("ogbg-"):
+            raise ValueError(f"{name}: split applies to TU datasets and Cora/CiteSeer; "
+                             f"{name} keeps its standard split")
     if ":" in name:
         return _own(name, root, pre_transform, seed=seed, fold=fold, download=download)
     if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
@@ -271,11 +326,12 @@ def load_dataset(
     if name == "EXP":
         return _exp(root, pre_transform, seed=seed, fold=fold)
     if name in PLANETOID_NAMES:
-        return _planetoid(name, root, pre_transform, download=download)
+        return _planetoid(name, root, pre_transform, download=download, seed=seed,
+                          fold=fold, split=split)
     constant = _with_constant_x(pre_transform)
     if name == "CSL":
         return _csl(root, constant, fold=fold, download=download)
-    return _tu(name, root, constant, seed=seed, fold=fold, download=download)
+    return _tu(name, root, constant, seed=seed, fold=fold, download=download, split=split)
 
 
 def _own(spec: str, root: Path, pre_transform, **kwargs) -> DatasetBundle:

@@ -4,11 +4,13 @@ disagree (a mismatch used to be a shape error at best).
 
     from graphpe.presets import resolve_pe
     specs = resolve_pe({"rwse": {"walk_length": 20}, "lap": {}})
-    transforms = [s.transform() for s in specs]            # for precompute / pre_transform
+    transforms = transforms_of(specs)                      # for precompute / pre_transform
     model = build_model({..., "pe": pe_model_config(specs)})  # the matching encoders
 
-A spec is a name (``lap``, ``signnet``, ``spe``, ``rwse``, ``rfp``, ``lcp``) and settings over
-the defaults of :data:`PE_DEFAULTS`; an unknown name or setting is a ValueError naming the
+A spec is a name (``lap``, ``signnet``, ``spe``, ``rwse``, ``rfp``, ``lcp``, ``hkdiag``,
+``elstatic``, ``pearl`` (learned in the model: no transform); pairwise ``rrwp``, ``spd``,
+``rd``, ``heat``) and settings over the defaults of
+:data:`PE_DEFAULTS`; an unknown name or setting is a ValueError naming the
 allowed ones. This is the top layer: it imports ``transforms``, and ``nn`` stays importable
 without it.
 """
@@ -26,6 +28,9 @@ from graphpe.transforms import (
     RRWP,
     RWSE,
     SPD,
+    ElstaticSE,
+    HeatKernel,
+    HKdiagSE,
     LaplacianPE,
     PETransform,
     ResistanceDistance,
@@ -43,15 +48,25 @@ PE_DEFAULTS: dict[str, dict[str, Any]] = {
     "signnet": {"k": 8, "normalization": "sym"},
     "spe": {"k": 8, "normalization": "sym", "m": 8, "rho_hidden": 32, "rho_layers": 2},
     "rwse": {"walk_length": 16},
+    # readout: what RFPEncoder's phi sees of each draw (gram: rotation-invariant inner products)
     "rfp": {"dim": 16, "steps": 8, "num_draws": 4, "operator": "gcn", "normalization": "qr",
-            "seed": 0},
+            "seed": 0, "readout": "gram"},
     "lcp": {"curvature": "orc", "alpha": 0.0},
+    "hkdiag": {"times": list(range(1, 17)), "normalization": "none", "keep_trivial": False},
+    "elstatic": {"per_component": False},
+    # learned inside the model from the graph (no transform); lighter than the paper's ZINC
+    # setting (the PEARLEncoder defaults: 120 samples, 8 layers), for CPU runs
+    "pearl": {"variant": "random", "num_samples": 32, "layers": 4, "hidden": 32, "pe_dim": 32,
+              "powers": None, "mlp_layers": 2, "mlp_hidden": 32, "pooling": "sum",
+              "max_nodes": 512, "seed": 0},
     # pairwise: an attention bias of GPS (build_model's "pair" entry), not a node encoding
     "rrwp": {"num_steps": 21},
     "spd": {"max_dist": 8},
     "rd": {},
+    "heat": {"times": [1, 2, 4, 8, 16], "normalization": "none", "keep_trivial": False},
 }
-PAIRWISE = ("rrwp", "spd", "rd")
+PAIRWISE = ("rrwp", "spd", "rd", "heat")
+LEARNED = ("pearl",)  # computed by the model from the graph: no transform
 
 
 @dataclass(frozen=True)
@@ -61,9 +76,12 @@ class PESpec:
     name: str
     settings: Mapping[str, Any] = field(default_factory=dict)
 
-    def transform(self) -> PETransform:
-        """The transform that computes this encoding."""
+    def transform(self) -> PETransform | None:
+        """The transform that computes this encoding; None for one learned inside the model
+        from the graph alone (``pearl``), which needs no precomputed input."""
         s = self.settings
+        if self.name in LEARNED:
+            return None
         if self.name in ATTR_NAMES:
             return LaplacianPE(s["k"], normalization=s["normalization"],
                                keep_trivial=self.name == "spe",
@@ -80,6 +98,12 @@ class PESpec:
             return SPD(s["max_dist"])
         if self.name == "rd":
             return ResistanceDistance()
+        if self.name in ("hkdiag", "heat"):
+            cls = HKdiagSE if self.name == "hkdiag" else HeatKernel
+            return cls(s["times"], normalization=s["normalization"],
+                       keep_trivial=s["keep_trivial"])
+        if self.name == "elstatic":
+            return ElstaticSE(per_component=s["per_component"])
         return LCP(curvature=s["curvature"], alpha=s["alpha"])
 
     def encoder_config(self) -> dict[str, Any]:
@@ -93,8 +117,12 @@ class PESpec:
         if self.name == "rwse":
             return {"walk_length": s["walk_length"]}
         if self.name == "rfp":
-            return {"dim": s["dim"], "steps": s["steps"]}
-        if self.name in PAIRWISE:
+            return {"dim": s["dim"], "steps": s["steps"], "readout": s["readout"]}
+        if self.name == "hkdiag":
+            return {"num_times": len(s["times"])}
+        if self.name == "elstatic":
+            return {}
+        if self.name in PAIRWISE or self.name in LEARNED:
             return dict(s)
         return {"num_stats": 5}
 
@@ -111,13 +139,25 @@ def pe_spec(name: str, **settings: Any) -> PESpec:
         raise ValueError(f"unknown setting(s) {sorted(unknown)} for PE {name!r}; allowed: "
                          f"{sorted(PE_DEFAULTS[name])}")
     spec = PESpec(name, {**PE_DEFAULTS[name], **settings})
-    spec.transform()  # the transform validates the values (and names what is allowed)
+    transform = spec.transform()  # the transform validates the values (and names what is allowed)
+    if transform is None:  # a learned PE: its encoder validates them
+        from graphpe.nn import PEARLEncoder
+
+        PEARLEncoder(1, **spec.settings)
+    from graphpe.nn.rfp import READOUTS
+
+    if name == "rfp" and spec.settings["readout"] not in READOUTS:
+        raise ValueError(f"readout must be one of {READOUTS}, got {spec.settings['readout']!r}")
+    if "times" in spec.settings:  # one form, ready for JSON records: a list of floats
+        spec = PESpec(name, {**spec.settings, "times": list(transform.times)})
     return spec
 
 
 def parse_pe(text: str) -> list[dict]:
     """``'rwse:walk_length=20,lap'`` -> ``[{"name": "rwse", "walk_length": 20}, {"name":
-    "lap"}]`` (values read as JSON where they parse, else as strings)."""
+    "lap"}]`` (values read as JSON where they parse, else as strings). A list is written with
+    ``/`` between its items (a comma separates the PEs): ``'hkdiag:times=1/2/4.5'`` gives
+    ``{"name": "hkdiag", "times": [1, 2, 4.5]}``; a single item needs no ``/``."""
     specs = []
     for item in (p.strip() for p in text.split(",")):
         if not item or item == "none":
@@ -128,12 +168,24 @@ def parse_pe(text: str) -> list[dict]:
             key, sep, value = pair.partition("=")
             if not sep:
                 raise ValueError(f"--pe: {pair!r} in {item!r} is not key=value")
-            try:
-                spec[key.strip()] = json.loads(value)
-            except json.JSONDecodeError:
-                spec[key.strip()] = value.strip()
+            spec[key.strip()] = _parse_value(value)
         specs.append(spec)
     return specs
+
+
+def _parse_value(text: str) -> Any:
+    """One value of :func:`parse_pe`: JSON where it parses, a list for ``a/b/c`` whose items
+    all parse as JSON, else the string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    if "/" in text:
+        try:
+            return [json.loads(item) for item in text.split("/")]
+        except json.JSONDecodeError:
+            pass
+    return text.strip()
 
 
 def resolve_pe(pe: str | Sequence[Any] | Mapping[str, Any] | None) -> list[PESpec]:
@@ -161,6 +213,11 @@ def resolve_pe(pe: str | Sequence[Any] | Mapping[str, Any] | None) -> list[PESpe
     if len(set(names)) != len(names):
         raise ValueError(f"each PE may appear once, got {names}")
     return specs
+
+
+def transforms_of(specs: Sequence[PESpec]) -> list[PETransform]:
+    """The transforms of ``specs``, skipping the learned encodings that have none."""
+    return [t for t in (s.transform() for s in specs) if t is not None]
 
 
 def pe_model_config(specs: Sequence[PESpec]) -> dict[str, dict[str, Any]]:

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
 from graphpe.nn import build_model
-from graphpe.presets import pair_model_config, pe_model_config, resolve_pe
+from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.transforms import PETransform
 
 
@@ -38,7 +38,7 @@ def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]
     """The transforms and the ``pe`` config of :func:`graphpe.nn.build_model` for PEs given in
     any form :func:`graphpe.presets.resolve_pe` takes (names, or names with settings)."""
     specs = resolve_pe(pe)
-    return [s.transform() for s in specs], pe_model_config(specs)
+    return transforms_of(specs), pe_model_config(specs)
 
 
 @dataclass
@@ -420,7 +420,7 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     config, so it says how to reproduce the run."""
     config = config or TrainConfig()
     specs = resolve_pe(pe)
-    transforms = [s.transform() for s in specs]
+    transforms = transforms_of(specs)
     encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress,
                                         cache_dir=config.cache_dir)
     seed_everything(config.seed)

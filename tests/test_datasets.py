@@ -27,3 +27,67 @@ def test_offline_exp(tmp_path):
     ds = EXP(root)
     assert len(ds) == 1200
     assert set(ds._data.y.tolist()) == {0, 1}
+
+
+def test_split_fractions_are_checked(tmp_path):
+    from graphpe.datasets import check_split, load_dataset
+
+    assert check_split([0.5, 0.25, 0.25]) == (0.5, 0.25, 0.25)
+    with pytest.raises(ValueError, match=r"split fractions must sum to 1, got \(0\.5, 0\.3, "
+                                         r"0\.3\) \(sum 1\.1\)"):
+        load_dataset("MUTAG", tmp_path, split=(0.5, 0.3, 0.3))
+    with pytest.raises(ValueError, match=r"split fractions must each be in \(0, 1\), got "
+                                         r"\(1\.0, 0\.0, 0\.0\)"):
+        load_dataset("MUTAG", tmp_path, split=(1.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match=r"split must be three fractions \(train, val, test\), "
+                                         r"got \(0\.5, 0\.5\)"):
+        load_dataset("MUTAG", tmp_path, split=(0.5, 0.5))
+    with pytest.raises(ValueError, match="split must be three fractions"):
+        load_dataset("MUTAG", tmp_path, split="0.5,0.25,0.25")
+    with pytest.raises(ValueError, match="ZINC: split applies to TU datasets and Cora/CiteSeer"):
+        load_dataset("ZINC", tmp_path, split=(0.5, 0.25, 0.25))
+
+
+def test_node_split_masks_are_stratified_and_seeded():
+    from graphpe.datasets import node_split_masks
+
+    y = torch.arange(400) % 4
+    train, val, test = node_split_masks(y, (0.5, 0.25, 0.25), seed=3)
+    assert (train.int() + val.int() + test.int()).eq(1).all()  # a partition
+    for c in range(4):
+        assert [int(m[y == c].sum()) for m in (train, val, test)] == [50, 25, 25]
+    again = node_split_masks(y, (0.5, 0.25, 0.25), seed=3)
+    assert all(torch.equal(a, b) for a, b in zip((train, val, test), again, strict=True))
+    other = node_split_masks(y, (0.5, 0.25, 0.25), seed=4)
+    assert not torch.equal(train, other[0])
+
+
+def test_tu_split_argument(tmp_path):
+    from graphpe.datasets import load_dataset
+
+    copy_shared("tu/MUTAG", tmp_path / "MUTAG")
+    bundle = load_dataset("MUTAG", tmp_path, split=(0.5, 0.25, 0.25), seed=1)
+    sizes = [len(bundle.train), len(bundle.val), len(bundle.test)]
+    assert sum(sizes) == 188 and abs(sizes[0] - 94) <= 2 and abs(sizes[2] - 47) <= 2
+    assert len(bundle.extra["dataset"]) == 188
+    default = load_dataset("MUTAG", tmp_path)
+    assert len(default.test) in (18, 19, 20)  # 80/10/10 unchanged
+    other = load_dataset("MUTAG", tmp_path, split=(0.5, 0.25, 0.25), seed=2)
+    assert bundle.test.indices() != other.test.indices()
+
+
+def test_planetoid_random_split(tmp_path):
+    from graphpe.datasets import load_dataset
+
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    public = load_dataset("Cora", tmp_path)
+    assert int(public.train[0].train_mask.sum()) == 140
+    bundle = load_dataset("Cora", tmp_path, split=(0.5, 0.25, 0.25), seed=0)
+    data = bundle.train[0]
+    counts = [int(data[f"{s}_mask"].sum()) for s in ("train", "val", "test")]
+    assert sum(counts) == data.num_nodes == 2708
+    assert abs(counts[0] - 1354) <= 7 and abs(counts[2] - 677) <= 7
+    assert not (data.train_mask & data.test_mask).any()
+    # the loaded dataset keeps its public masks (the random ones live in a copy)
+    assert int(public.train[0].train_mask.sum()) == 140
+    assert int(load_dataset("Cora", tmp_path).train[0].train_mask.sum()) == 140

@@ -38,7 +38,8 @@ def test_the_forms_a_pe_can_take():
 
 
 def test_bad_specs_name_what_is_allowed():
-    with pytest.raises(ValueError, match=r"unknown PE 'magic'; choose from \['lap', 'lcp'"):
+    with pytest.raises(ValueError, match=r"unknown PE 'magic'; choose from \['elstatic', 'heat', "
+                                         r"'hkdiag', 'lap', 'lcp'"):
         pe_spec("magic")
     with pytest.raises(ValueError, match=r"unknown setting\(s\) \['length'\] for PE 'rwse'; "
                                          r"allowed: \['walk_length'\]"):
@@ -68,3 +69,48 @@ def test_pairwise_specs_train_a_gps_with_an_attention_bias():
     with pytest.raises(ValueError, match="are attention biases: use model='gps'"):
         run(bundle, "spd", model="gine", channels=8, layers=1,
             config=TrainConfig(epochs=1, batch_size=8, progress=False))
+
+
+def test_spectral_specs_parse_lists_and_build_their_encoders():
+    """hkdiag / elstatic node encodings and the heat attention bias: '/'-separated lists,
+    canonical float times (JSON round trip), and the matching encoders."""
+    import json
+
+    from graphpe.presets import pair_model_config, parse_pe
+
+    assert parse_pe("hkdiag:times=0.5/1/2,elstatic") == [
+        {"name": "hkdiag", "times": [0.5, 1, 2]}, {"name": "elstatic"}]
+    assert parse_pe("heat:times=[3]")[0]["times"] == [3]
+    assert parse_pe("x:path=a/b,y:n=2")[0]["path"] == "a/b"  # not numbers: a string
+    specs = resolve_pe("hkdiag:times=0.5/1/2,elstatic:per_component=true,heat:times=1/4")
+    assert specs[0].settings == {"times": [0.5, 1.0, 2.0], "normalization": "none",
+                                 "keep_trivial": False}
+    assert specs[1].settings == {"per_component": True}
+    assert resolve_pe(json.loads(json.dumps([s.to_dict() for s in specs]))) == specs
+    assert resolve_pe("heat:times=2")[0].settings["times"] == [2.0]
+    assert PE_DEFAULTS["hkdiag"]["times"] == list(range(1, 17))
+    assert pe_model_config(specs) == {"hkdiag": {"num_times": 3}, "elstatic": {}}
+    assert pair_model_config(specs) == {"heat": {"times": [1.0, 4.0], "normalization": "none",
+                                                 "keep_trivial": False}}
+
+    graphs = molecule_like_graphs(5, min_nodes=4, max_nodes=9, seed=3)
+    for g in graphs:
+        g.x = torch.zeros(g.num_nodes, 1, dtype=torch.long)
+    batch = Batch.from_data_list(graphs)
+    for spec in specs:
+        batch = spec.transform()(batch)
+    assert batch.hkdiag.shape[1] == 3 and batch.elstatic.shape[1] == 10
+    assert batch.heat.shape[1] == 2
+    model = build_model({"model": "gps", "channels": 8, "layers": 1, "node_vocab": 1,
+                         "heads": 2, "pe": pe_model_config(specs),
+                         "pair": pair_model_config(specs)})
+    assert model.pair_encoder.in_dim == 2 and model.pair_encoder.attr_name == "heat"
+    assert model(batch).shape == (5, 1)
+
+    with pytest.raises(ValueError, match="times must not be empty"):
+        pe_spec("hkdiag", times=[])
+    with pytest.raises(ValueError, match="times must be a sequence of non-negative numbers, "
+                                         "got '1/x'"):
+        resolve_pe("hkdiag:times=1/x")
+    with pytest.raises(ValueError, match="times must be finite and non-negative, got -1"):
+        resolve_pe("heat:times=1/-1")

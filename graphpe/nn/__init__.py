@@ -6,6 +6,8 @@ Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transfor
 
 from graphpe.nn.attention import GraphLayout, LinearAttention, MultiheadGraphAttention, graph_layout
 from graphpe.nn.encoders import (
+    ElstaticSEEncoder,
+    HKdiagSEEncoder,
     LapPEEncoder,
     LCPEncoder,
     LinearSEEncoder,
@@ -15,19 +17,23 @@ from graphpe.nn.encoders import (
     SPEEncoder,
 )
 from graphpe.nn.models import GINE, GPS, GPSLayer, PEGraphModel, build_model, load_model
+from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 
 __all__ = [
+    "ElstaticSEEncoder",
     "GINE",
     "GPS",
     "GPSLayer",
     "GraphLayout",
+    "HKdiagSEEncoder",
     "LCPEncoder",
     "LapPEEncoder",
     "LearnedRFP",
     "LinearAttention",
     "LinearSEEncoder",
     "MultiheadGraphAttention",
+    "PEARLEncoder",
     "PEGraphModel",
     "PairBiasEncoder",
     "RFPEncoder",

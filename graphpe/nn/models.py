@@ -10,7 +10,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.nn import GINConv, GINEConv, global_add_pool, global_max_pool, global_mean_pool
+from torch_geometric.nn import (
+    GCNConv,
+    GINConv,
+    GINEConv,
+    global_add_pool,
+    global_max_pool,
+    global_mean_pool,
+)
 from torch_geometric.nn.resolver import normalization_resolver
 
 from graphpe.nn.attention import (
@@ -22,6 +29,8 @@ from graphpe.nn.attention import (
 )
 from graphpe.nn.conv import GINLayer
 from graphpe.nn.encoders import (
+    ElstaticSEEncoder,
+    HKdiagSEEncoder,
     LapPEEncoder,
     LCPEncoder,
     PairBiasEncoder,
@@ -29,6 +38,7 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
+from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
 
 MPNNS = ("gine", "gin", None)
@@ -403,7 +413,12 @@ PE_ENCODERS = {
                                       attr_names=cfg.get("attr_names", _SPECTRAL)),
     "rwse": lambda cfg, ch: RWSEEncoder(cfg.get("walk_length", 16), ch),
     "lcp": lambda cfg, ch: LCPEncoder(cfg.get("num_stats", 5), ch),
-    "rfp": lambda cfg, ch: RFPEncoder(cfg.get("dim", 16) * (cfg.get("steps", 8) + 1), ch),
+    "rfp": lambda cfg, ch: RFPEncoder(cfg.get("dim", 16) * (cfg.get("steps", 8) + 1), ch,
+                                      readout=cfg.get("readout", "trajectory"),
+                                      steps=cfg.get("steps", 8)),
+    "pearl": lambda cfg, ch: PEARLEncoder(ch, **cfg),
+    "hkdiag": lambda cfg, ch: HKdiagSEEncoder(cfg.get("num_times", 16), ch),
+    "elstatic": lambda cfg, ch: ElstaticSEEncoder(ch),
 }
 
 
@@ -414,15 +429,17 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                      "task": "graph_regression", "node_vocab": 28, "edge_vocab": 4,
                      "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
 
-    ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``) to
-    their encoder settings. :func:`graphpe.presets.pe_model_config` builds this entry from the
-    same specs that build the transforms, so the two always agree. Every other key is passed
-    to :class:`GINE` / :class:`GPS`.
+    ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``,
+    ``hkdiag``, ``elstatic``) to their encoder settings.
+    :func:`graphpe.presets.pe_model_config` builds this entry from the same specs that build
+    the transforms, so the two always agree. Every other key is passed
+    to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
+    (:class:`GPS`), ``gcn`` (:class:`GCN`) or ``gin`` (:class:`GIN`).
     """
     config = dict(config)
     kind = config.pop("model", "gine")
-    if kind not in ("gine", "gps"):
-        raise ValueError(f"model must be 'gine' or 'gps', got {kind!r}")
+    if kind not in MODELS:
+        raise ValueError(f"model must be one of {tuple(MODELS)}, got {kind!r}")
     channels = config.pop("channels", 64)
     layers = config.pop("layers", 4)
     out_dim = config.pop("out_dim", 1)
@@ -443,15 +460,17 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                 1, heads, "spd", num_categories=settings.get("max_dist", 8) + 2)
         elif name == "rd":
             config["pair_encoder"] = PairBiasEncoder(1, heads, "rd")
+        elif name == "heat":
+            config["pair_encoder"] = PairBiasEncoder(
+                len(settings.get("times", (1, 2, 4, 8, 16))), heads, "heat")
         else:
             raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
-                             "['rd', 'rrwp', 'spd']")
+                             "['heat', 'rd', 'rrwp', 'spd']")
     unknown = set(pe) - set(PE_ENCODERS)
     if unknown:
         raise ValueError(f"unknown PE {sorted(unknown)}; choose from {sorted(PE_ENCODERS)}")
     encoders = [PE_ENCODERS[name](settings or {}, channels) for name, settings in pe.items()]
-    cls = GPS if kind == "gps" else GINE
-    return cls(channels, layers, out_dim, pe_encoders=encoders, **config)
+    return MODELS[kind](channels, layers, out_dim, pe_encoders=encoders, **config)
 
 
 def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
@@ -468,3 +487,73 @@ def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PE
     model = build_model(ckpt["model_config"])
     model.load_state_dict(ckpt["state_dict"])
     return model.eval()
+
+
+class GCN(PEGraphModel):
+    r"""A GCN network (Kipf & Welling, "Semi-Supervised Classification with Graph
+    Convolutional Networks", ICLR 2017), as the GCN baseline of the LCP paper (Fesser & Weber,
+    "Effective Structural Encodings via Local Curvature Profiles", ICLR 2024): after the input
+    embedding, ``num_layers`` layers
+
+    .. math:: H' = \mathrm{Dropout}\big(\mathrm{ReLU}(\hat D^{-1/2} (A + I) \hat D^{-1/2}
+              H W + b)\big), \qquad \hat D = \mathrm{diag}\big((A + I) \mathbf{1}\big),
+
+    (PyG's ``GCNConv``: self loops added, symmetric normalization), then pooling (``pool``,
+    e.g. ``mean`` as in the paper) for graph tasks and an MLP head. No residuals and no norms,
+    as in the paper's code. GCN has no edge term: ``edge_vocab`` / ``edge_dim`` are accepted
+    (so a :class:`~graphpe.datasets.DatasetBundle`'s ``model_kwargs()`` can be passed as is)
+    and ignored. See :class:`PEGraphModel` for the other arguments (PE encoders included).
+    """
+
+    def __init__(self, channels: int = 64, num_layers: int = 4, out_dim: int = 1,
+                 **kwargs: Any) -> None:
+        kwargs.update(edge_vocab=None, edge_dim=None)
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+        self.convs = nn.ModuleList(GCNConv(channels, channels) for _ in range(num_layers))
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        for i, conv in enumerate(self.convs):
+            if self.reinject is not None:
+                h = h + self.reinject[i](pe)
+            h = F.dropout(F.relu(conv(h, batch.edge_index)), self.dropout, self.training)
+        return h
+
+
+class GIN(PEGraphModel):
+    r"""A GIN network (Xu et al., "How Powerful are Graph Neural Networks?", ICLR 2019), as the
+    GIN baseline of the LCP paper (Fesser & Weber, ICLR 2024): after the input embedding,
+    ``num_layers`` layers
+
+    .. math:: h_i' = \mathrm{Dropout}\Big(\mathrm{ReLU}\big(\mathrm{MLP}\big((1 + \epsilon)
+              h_i + \textstyle\sum_{j \in N(i)} h_j\big)\big)\Big),
+
+    with the paper code's two-layer MLP ``Linear -> BatchNorm -> ReLU -> Linear`` and a fixed
+    :math:`\epsilon = 0` (``train_eps`` to learn it), then pooling (``pool``) for graph tasks
+    and an MLP head. No residuals (unlike :class:`GINE`). The layer is
+    :class:`~graphpe.nn.conv.GINLayer` (PyG ``GINConv``'s maths and state). GIN has no edge
+    term: ``edge_vocab`` / ``edge_dim`` are accepted and ignored (use :class:`GINE` for edge
+    features). See :class:`PEGraphModel` for the other arguments.
+    """
+
+    def __init__(self, channels: int = 64, num_layers: int = 4, out_dim: int = 1,
+                 train_eps: bool = False, **kwargs: Any) -> None:
+        kwargs.update(edge_vocab=None, edge_dim=None)
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+
+        def mlp():
+            return nn.Sequential(nn.Linear(channels, channels), nn.BatchNorm1d(channels),
+                                 nn.ReLU(), nn.Linear(channels, channels))
+
+        self.convs = nn.ModuleList(GINLayer(mlp(), train_eps=train_eps)
+                                   for _ in range(num_layers))
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        for i, conv in enumerate(self.convs):
+            if self.reinject is not None:
+                h = h + self.reinject[i](pe)
+            h = F.dropout(F.relu(conv(h, batch.edge_index)), self.dropout, self.training)
+        return h
+
+
+# build_model's "model" names
+MODELS = {"gine": GINE, "gps": GPS, "gcn": GCN, "gin": GIN}

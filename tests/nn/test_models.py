@@ -146,7 +146,7 @@ def test_bad_configurations():
         GINE(16, 2, 1, node_vocab=5, reinject_pe=True)
     with pytest.raises(ValueError, match="unknown PE"):
         build_model({"pe": {"magic": {}}, "node_vocab": 5})
-    with pytest.raises(ValueError, match="model must be 'gine' or 'gps'"):
+    with pytest.raises(ValueError, match="model must be one of"):
         build_model({"model": "gat", "node_vocab": 5})
     with pytest.raises(ValueError, match="num_layers must be a positive int"):
         GINE(16, 0, 1, node_vocab=5)
@@ -179,3 +179,79 @@ def test_gps_with_a_pairwise_attention_bias(pair):
                                          "model='gps'"):
         build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
                      "pair": pair})
+
+
+@pytest.mark.parametrize("kind", ["gcn", "gin"])
+def test_gcn_gin_build_and_shapes(kind):
+    """GCN/GIN of the LCP paper through build_model: graph and node outputs, continuous x,
+    PE encoders, and edge features accepted but unused."""
+    from graphpe.nn.models import GCN, GIN
+
+    batch = make_batch()
+    batch.x = torch.randn(batch.num_nodes, 7)
+    torch.manual_seed(0)
+    model = build_model({"model": kind, "channels": 16, "layers": 3, "out_dim": 2,
+                         "task": "graph_classification", "node_dim": 7, "edge_vocab": 3,
+                         "pool": "mean", "dropout": 0.5})
+    assert isinstance(model, GCN if kind == "gcn" else GIN)
+    assert model.edge_input is None and len(model.convs) == 3
+    assert model(batch).shape == (5, 2)
+    model.train()
+    model(batch).pow(2).sum().backward()
+    missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
+    assert not missing
+    node = build_model({"model": kind, "channels": 8, "layers": 2, "out_dim": 4,
+                        "task": "node_classification", "node_dim": 7,
+                        "pe": {"rwse": {"walk_length": 8}, "lcp": {}}, "pe_combine": "concat",
+                        "reinject_pe": True}).eval()
+    assert node(batch).shape == (batch.num_nodes, 4)
+    defaults = (GCN if kind == "gcn" else GIN)(node_dim=3)
+    assert defaults.channels == 64 and len(defaults.convs) == 4
+
+
+@pytest.mark.parametrize("kind", ["gcn", "gin"])
+def test_gcn_gin_permutation_invariance(kind):
+    batch = make_batch()
+    rng = np.random.default_rng(1)
+    perms = [torch.from_numpy(rng.permutation(int(n))) for n in batch.ptr.diff()]
+    permuted = permute_batch(batch, perms)
+    torch.manual_seed(0)
+    graph_model = build_model({"model": kind, "channels": 16, "layers": 4, "out_dim": 3,
+                               "node_vocab": 5, "pool": "mean", "dropout": 0.5,
+                               "pe": {"rwse": {"walk_length": 8}, "lcp": {}}}).eval()
+    with torch.no_grad():
+        assert torch.allclose(graph_model(permuted), graph_model(batch), atol=1e-5)
+    node_model = build_model({"model": kind, "channels": 16, "layers": 3, "out_dim": 3,
+                              "task": "node_classification", "node_vocab": 5}).eval()
+    with torch.no_grad():
+        out, out_perm = node_model(batch), node_model(permuted)
+    offset = 0
+    for perm in perms:
+        n = perm.numel()
+        assert torch.allclose(out_perm[offset : offset + n], out[offset : offset + n][perm],
+                              atol=1e-5)
+        offset += n
+
+
+def test_gin_matches_pyg_ginconv_stack():
+    """Each GIN layer is PyG's GINConv (eps = 0) on the paper's MLP, then ReLU."""
+    from torch_geometric.nn import GINConv
+
+    batch = make_batch()
+    torch.manual_seed(0)
+    model = build_model({"model": "gin", "channels": 8, "layers": 2, "out_dim": 2,
+                         "node_vocab": 5}).eval()
+    h = model.node_input(batch.x)
+    expected = h
+    for layer in model.convs:
+        ref = GINConv(layer.nn).eval()
+        expected = ref(expected, batch.edge_index).relu()
+    with torch.no_grad():
+        got = model.layers_forward(h, batch, None, None)
+    assert torch.allclose(got, expected, atol=1e-5)
+
+
+def test_unknown_model_name_is_refused():
+    with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'gcn', "
+                                         r"'gin'\), got 'gat'"):
+        build_model({"model": "gat", "node_vocab": 5})

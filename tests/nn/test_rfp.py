@@ -49,3 +49,30 @@ def test_learned_rfp_gradients_and_policies(families):
         assert not torch.equal(fresh(h, batch.edge_index), fresh(h, batch.edge_index))
     with pytest.raises(ValueError, match="resample must be one of"):
         LearnedRFP(6, resample="batch")
+
+
+def test_gram_readout_is_rotation_and_draw_invariant(families):
+    """Rotating a draw's features (X -> X Q, Q orthogonal) leaves the gram readout unchanged;
+    the readout scales by graph size, so a Batch equals each graph alone."""
+    graphs = list(families.values())
+    batch = RFP(dim=4, steps=2, num_draws=3, normalization="l2", seed=0)(
+        Batch.from_data_list(graphs))
+    enc = RFPEncoder(12, 8, readout="gram", steps=2)
+    out = enc(batch)
+    assert out.shape == (batch.num_nodes, 8)
+    q, _ = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64))
+    rotated = batch.clone()
+    rotated.rfp = (batch.rfp.double().view(batch.num_nodes, 3, 3, 4) @ q).view(
+        batch.num_nodes, 3, 12).float()
+    assert torch.allclose(enc(rotated), out, atol=1e-4)
+    for lo, hi in zip(batch.ptr[:-1].tolist(), batch.ptr[1:].tolist(), strict=True):
+        assert torch.allclose(enc(batch.rfp[lo:hi]), out[lo:hi], atol=1e-5)
+    x = batch.rfp[: batch.ptr[1]].view(-1, 3, 3, 4)
+    n = int(batch.ptr[1])
+    g00 = (x[:, :, 0] * x[:, :, 0]).sum(-1) * n / 4
+    assert torch.allclose(enc.gram(batch.rfp[:n])[..., 0], g00, atol=1e-5)
+    with pytest.raises(ValueError, match="readout must be one of"):
+        RFPEncoder(12, 8, readout="dot")
+    with pytest.raises(ValueError, match=r"readout='gram' needs steps, an int >= 0 with steps \+ 1 "
+                       r"dividing in_dim=12, got steps=4"):
+        RFPEncoder(12, 8, readout="gram", steps=4)
