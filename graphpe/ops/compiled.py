@@ -239,6 +239,68 @@ def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: n
                 row[c] += v * src[c]
 
 
+# ----------------------------------------------------------------------------- RRWP
+
+
+def relative_walk_probs(csr: HostCSR, ptr: np.ndarray, pair_ptr: np.ndarray, num_steps: int,
+                        pair_index: np.ndarray, out: np.ndarray) -> None:
+    """RRWP of every graph: ``out[p, k] = (M^k)_ij`` for the pair ``p = (i, j)`` (row-major
+    per graph from ``pair_ptr[g]``) and ``M = D^-1 A`` with the self loops; fills
+    ``pair_index [2, P]`` (global node ids) and ``out [P, K]`` (float32 or float64)."""
+    _relative_walk_probs(csr.indptr, csr.indices, csr.weight, csr.loops, ptr, pair_ptr,
+                         num_steps, pair_index, out)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _relative_walk_probs(indptr, indices, weight, loops, ptr, pair_ptr, num_steps, pair_index,
+                         out):  # pragma: no cover - compiled
+    # M^k is advanced by one sparse product per step, M^(k+1) = M M^k (nnz * n multiply-adds,
+    # against n^3 for a dense product), in two n x n scratch arrays of the largest graph, and
+    # each power is written into its column of the graph's contiguous [n * n, K] output block,
+    # which stays in cache while it is filled.
+    n_all = indptr.shape[0] - 1
+    values = np.zeros(indices.shape[0])
+    diag = np.zeros(n_all)
+    for i in range(n_all):
+        # each row divided by its largest weight first: 1e300 weights cannot overflow the sum
+        top = loops[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            top = max(top, weight[p])
+        if top > 0:
+            total = loops[i] / top
+            for p in range(indptr[i], indptr[i + 1]):
+                total += weight[p] / top
+            diag[i] = loops[i] / top / total
+            for p in range(indptr[i], indptr[i + 1]):
+                values[p] = weight[p] / top / total
+    num_graphs = ptr.shape[0] - 1
+    big = 0
+    for g in range(num_graphs):
+        big = max(big, ptr[g + 1] - ptr[g])
+    store = np.empty(2 * big * big)
+    for g in range(num_graphs):  # compiled: each graph at its own size, no padding
+        s = ptr[g]
+        n = ptr[g + 1] - s
+        if n == 0:
+            continue
+        base = pair_ptr[g]
+        x = store[: n * n].reshape((n, n))
+        y = store[big * big: big * big + n * n].reshape((n, n))
+        for i in range(n):
+            for j in range(n):
+                r = base + i * n + j
+                pair_index[0, r] = s + i
+                pair_index[1, r] = s + j
+                x[i, j] = 1.0 if i == j else 0.0
+                out[r, 0] = x[i, j]
+        for k in range(1, num_steps):
+            _sparse_times_dense(indptr, indices, values, diag, s, n, x, y)
+            for i in range(n):
+                for j in range(n):
+                    out[base + i * n + j, k] = y[i, j]
+            x, y = y, x
+
+
 # ----------------------------------------------------------------------------- LapPE
 
 # Up to this size the compiled solver below (its own Householder reduction) is fastest: LAPACK's

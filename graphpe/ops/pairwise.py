@@ -27,6 +27,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from graphpe.ops.compiled import relative_walk_probs, simple_csr, use_compiled
 from graphpe.ops.graph import (
     connected_components,
     dense_adjacency,
@@ -78,20 +79,33 @@ def _prepare(edge_index: Tensor, num_nodes: int, ptr: Tensor | None,
 def _per_bucket(edge_index: Tensor, ptr: Tensor, edge_weight: Tensor | None, dtype: torch.dtype,
                 self_loops: bool, fn, width: int, out_dtype: torch.dtype) -> PairEncoding:
     """``fn(adj [B, n, n]) -> [B, n, n, width]`` over groups of equal-sized graphs, written
-    into ``values [P, width]`` in pair order."""
-    pair_index, pair_ptr = all_pairs(ptr)
-    out = torch.zeros(pair_index.size(1), width, dtype=out_dtype, device=ptr.device)
+    into ``values [P, width]`` in pair order.
+
+    The pair index is built per bucket beside the values (one broadcast add of the graphs'
+    node offsets to the ``n x n`` local pattern), not by :func:`all_pairs`'s per-pair integer
+    division; every row is written once, so the outputs start uninitialized."""
+    device = ptr.device
     sizes = ptr[1:] - ptr[:-1]
-    buckets = size_buckets(sizes)  # exact sizes: no padding
+    counts = sizes * sizes
+    pair_ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    total = int(pair_ptr[-1])
+    pair_index = torch.empty(2, total, dtype=torch.long, device=device)
+    out = torch.empty(total, width, dtype=out_dtype, device=device)
+    buckets = size_buckets(sizes)  # exact sizes: no padding; 0-node graphs have no pairs
     if not buckets:
         return PairEncoding(pair_index, out, pair_ptr)
     blocks = dense_adjacency(edge_index, ptr, buckets, edge_weight, dtype, self_loops)
     for bucket, adj in zip(buckets, blocks, strict=True):
         n = bucket.size
-        values = fn(adj).reshape(-1, width).to(out_dtype)  # [B * n * n, width]
-        g = bucket.graphs.to(ptr.device)
-        rows = (pair_ptr[g].unsqueeze(1) + torch.arange(n * n, device=ptr.device)).flatten()
-        out.index_copy_(0, rows, values)
+        g = bucket.graphs.to(device)
+        rows = (pair_ptr[g].unsqueeze(1) + torch.arange(n * n, device=device)).flatten()
+        local = torch.arange(n, device=device)
+        start = ptr[g].view(-1, 1, 1)
+        pair_index[0].index_copy_(0, rows, (start + local.view(1, n, 1)).expand(-1, n, n)
+                                  .flatten())
+        pair_index[1].index_copy_(0, rows, (start + local.view(1, 1, n)).expand(-1, n, n)
+                                  .flatten())
+        out.index_copy_(0, rows, fn(adj).reshape(-1, width).to(out_dtype))
     return PairEncoding(pair_index, out, pair_ptr)
 
 
@@ -105,14 +119,28 @@ def relative_random_walk_probs(
     compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
     max_nodes: int = PAIRWISE_MAX_NODES,
+    kernel: str = "auto",
 ) -> PairEncoding:
     """RRWP: ``values[p, k] = (M^k)_{ij}`` for the pair ``p = (i, j)``, ``k = 0..num_steps-1``,
     ``M = D^-1 A`` on the undirected graph with its self loops (a walk may stay on one, as in
     RWSE); a node without edges has a zero row. ``compute_dtype`` defaults to float64 on the
-    CPU (exact to rounding) and float32 elsewhere."""
+    CPU (exact to rounding) and float32 elsewhere. ``kernel``: ``compiled`` (CPU: one compiled
+    loop over the graphs, sparse products, float64), ``tensor`` (batched dense products per
+    size bucket; CUDA) or ``auto`` (compiled for CPU tensors unless ``compute_dtype`` asks
+    for another precision)."""
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
     ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
+    compiled = use_compiled(kernel, ptr.device) and compute_dtype in (None, torch.float64)
+    if compiled and dtype in (torch.float32, torch.float64):
+        sizes = ptr[1:] - ptr[:-1]
+        pair_ptr = torch.cat([sizes.new_zeros(1), (sizes * sizes).cumsum(0)])
+        total = int(pair_ptr[-1])
+        pair_index = torch.empty(2, total, dtype=torch.long)
+        values = torch.empty(total, num_steps, dtype=dtype)
+        relative_walk_probs(simple_csr(edge_index, num_nodes, edge_weight), ptr.numpy(),
+                            pair_ptr.numpy(), num_steps, pair_index.numpy(), values.numpy())
+        return PairEncoding(pair_index, values, pair_ptr)
     if compute_dtype is None:
         compute_dtype = torch.float64 if ptr.device.type == "cpu" else torch.float32
     if edge_weight is not None and edge_weight.is_floating_point():
@@ -121,10 +149,15 @@ def relative_random_walk_probs(
     def powers(adj: Tensor) -> Tensor:
         deg = adj.sum(-1, keepdim=True)
         walk = torch.where(deg > 0, adj / deg.clamp(min=torch.finfo(adj.dtype).tiny), 0.0)
-        out = [torch.eye(adj.size(-1), dtype=adj.dtype, device=adj.device).expand_as(adj)]
-        for _ in range(1, num_steps):
-            out.append(out[-1] @ walk)
-        return torch.stack(out, dim=-1)
+        # each power goes straight into its column of the output (in the output dtype): no
+        # stack of K float64 matrices and no second conversion pass
+        out = adj.new_empty(*adj.shape, num_steps, dtype=dtype)
+        power = torch.eye(adj.size(-1), dtype=adj.dtype, device=adj.device).expand_as(adj)
+        out[..., 0] = power
+        for k in range(1, num_steps):
+            power = power @ walk
+            out[..., k] = power
+        return out
 
     return _per_bucket(edge_index, ptr, edge_weight, compute_dtype, True, powers, num_steps,
                        dtype)

@@ -109,3 +109,29 @@ def test_pair_layout_and_bad_inputs():
     with pytest.raises(ValueError, match=r"a graph has 2000 nodes: all-pairs encodings "
                                          r"allocate n\^2 values per graph, and max_nodes=1024"):
         shortest_path_distances(ei, 2000, 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_rrwp_compiled_kernel_equals_tensor_kernel(data):
+    """The compiled CPU loop (sparse products per graph) and the batched dense products give
+    the same pairs and values, with duplicates, self loops, weights and empty graphs."""
+    graphs = data.draw(st.lists(raw_graph(max_nodes=9), min_size=1, max_size=4))
+    if data.draw(st.booleans()):
+        graphs.insert(1, Data(edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=0))
+    batch = Batch.from_data_list(graphs)
+    weight = None
+    if data.draw(st.booleans()):  # weights with zeros (no edge) and a huge scale
+        weight = torch.tensor(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]),
+                                                 min_size=batch.num_edges,
+                                                 max_size=batch.num_edges)),
+                              dtype=torch.float64) * data.draw(st.sampled_from([1.0, 1e300]))
+    args = (batch.edge_index, batch.num_nodes, 5)
+    fast = relative_random_walk_probs(*args, ptr=batch.ptr, edge_weight=weight,
+                                      kernel="compiled")
+    slow = relative_random_walk_probs(*args, ptr=batch.ptr, edge_weight=weight, kernel="tensor")
+    assert torch.equal(fast.pair_index, slow.pair_index)
+    assert torch.equal(fast.pair_ptr, slow.pair_ptr)
+    assert torch.allclose(fast.values, slow.values, atol=1e-6)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        relative_random_walk_probs(*args, ptr=batch.ptr, kernel="numba")
