@@ -120,8 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p_train)
     p_train.add_argument("--config", default=None,
                          help="TOML/JSON file of these options (flags given here override it)")
-    p_train.add_argument("--model", choices=["gine", "gps"], default="gine",
-                         help="GINE stack or GPS (GINE + multi-head attention)")
+    p_train.add_argument("--model", choices=["gine", "gps", "gcn", "gin"], default="gine",
+                         help="GINE stack, GPS (GINE + multi-head attention), GCN or GIN")
     p_train.add_argument("--channels", type=int, default=64, help="hidden width")
     p_train.add_argument("--layers", type=int, default=4, help="number of layers")
     p_train.add_argument("--dropout", type=float, default=0.0,
@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
     p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
+    p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
+    p_train.add_argument("--pool", choices=["sum", "mean", "max"], default="sum",
+                         help="graph pooling (graph-level tasks)")
     p_train.add_argument("--warmup", type=int, default=5,
                          help="epochs of linear learning-rate warm-up before cosine decay")
     p_train.add_argument("--patience", type=int, default=30,
@@ -245,11 +248,12 @@ def _dispatch(args: argparse.Namespace) -> None:
         _check_device(args.device)
         bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
         config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                             warmup_epochs=args.warmup, patience=args.patience, seed=args.seed,
+                             weight_decay=args.weight_decay, warmup_epochs=args.warmup,
+                             patience=args.patience, seed=args.seed,
                              device=args.device, checkpoint=args.checkpoint,
                              results=args.results, compile=args.compile,
                              cache_dir=args.cache_dir, resume=args.resume)
-        extra = {"dropout": args.dropout}
+        extra = {"dropout": args.dropout, "pool": args.pool}
         if args.model == "gps":
             extra.update(heads=args.heads, attn_dropout=args.attn_dropout)
         record = run(bundle, args.pe, model=args.model, channels=args.channels,

@@ -46,7 +46,8 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
     monkeypatch.syspath_prepend(str(examples))
     config = tmp_path / "run.toml"
     config.write_text('model = "gps"\nchannels = 16\nlayers = 2\nepochs = 2\nbatch-size = 32\n'
-                      'pe = "rwse:walk_length=6,lap:k=3"\nwarmup = 1\n')
+                      'pe = "rwse:walk_length=6,lap:k=3"\nwarmup = 1\npool = "mean"\n'
+                      'weight-decay = 3e-6\n')
     results, ckpt = tmp_path / "r.json", tmp_path / "best.pt"
     code, out, err = run_cli(["train", "--dataset", "own_dataset:build", "--root",
                               str(tmp_path), "--config", str(config), "--layers", "1",
@@ -56,6 +57,8 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
     record = json.loads(results.read_text())
     assert record["model_config"]["layers"] == 1  # the flag overrides the file
     assert record["model_config"]["model"] == "gps" and record["config"]["warmup_epochs"] == 1
+    assert record["model_config"]["pool"] == "mean"
+    assert record["config"]["weight_decay"] == 3e-6
     assert record["pe"] == [{"name": "rwse", "walk_length": 6},
                             {"name": "lap", "k": 3, "normalization": "sym",
                              "sign": "canonical"}]

@@ -148,3 +148,22 @@ def test_spectral_structural_encoders():
         ElstaticSEEncoder(8)(data)
     with pytest.raises(ValueError, match=r"expected hkdiag \[N, 4\], got \[20, 3\]"):
         HKdiagSEEncoder(4, 8)(Data(hkdiag=torch.zeros(20, 3), num_nodes=20))
+
+
+def test_spe_batch_norm_ignores_padding_and_single_rows(families):
+    """SPE's rho normalizes over real entries only: a graph's output in eval() is the same
+    alone as next to a larger graph (whose size sets the padding); one node trains."""
+    graphs = [families["petersen"], families["path7"]]
+    t = LaplacianPE(4, keep_trivial=True, attr_names=("spe_pe", "spe_eigvals", "spe_mask"))
+    enc = SPEEncoder(4, 8, attr_names=("spe_pe", "spe_eigvals", "spe_mask"))
+    enc.train()
+    enc(t(Batch.from_data_list(graphs)))  # moves the running statistics off their start
+    enc.eval()
+    both = enc(t(Batch.from_data_list(graphs)))
+    alone = enc(t(Batch.from_data_list(graphs[1:])))
+    assert torch.allclose(both[graphs[0].num_nodes:], alone, atol=1e-5)
+    enc.train()
+    single = t(Batch.from_data_list([Data(edge_index=torch.zeros(2, 0, dtype=torch.long),
+                                          num_nodes=1)]))
+    assert enc(single).shape == (1, 8)
+    assert SPEEncoder(4, 8, batch_norm=False).rho.norms is None

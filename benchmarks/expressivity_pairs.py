@@ -1,0 +1,364 @@
+"""Which encodings tell apart graphs that 1-WL cannot: node encodings against pairwise ones.
+
+    python benchmarks/expressivity_pairs.py [--regular-pairs 200] [--seed 0]
+
+Every pair below is 1-WL-equivalent (same colour histogram after refinement from constant
+colours) and not isomorphic. An encoding *separates* a pair when colour refinement seeded by it
+gives different colour histograms on the two graphs (refined jointly, so colours compare):
+
+- a node encoding (RWSE 16, LCP, HKdiagSE, ElstaticSE, and all four at once) is the initial
+  colour of each node, refined by 1-WL over the edges:
+  ``c_i <- (c_i, {{c_j : j ~ i}})``;
+- a pairwise encoding (RRWP 21, SPD, resistance distance, heat kernel) is refined over all pairs
+  of the graph, the generalized distance WL of Zhang et al. (ICLR 2023):
+  ``c_i <- (c_i, {{(c_j, p_ij) : j in G}})``.
+
+Values closer than 1e-5 (relative) count as equal. A control checks every graph against
+a random relabelling of itself: an encoding that "separates" those is numerically unsound, and
+the run says so.
+
+Pair families (generated in code, seeded):
+- random d-regular pairs (d = 3, 4; 10-20 nodes): 1-WL sees only the degree;
+- circular skip-link pairs CSL(41, s) vs CSL(41, s') (Murphy et al., 2019);
+- a strongly regular pair with equal parameters (4x4 rook's graph vs Shrikhande, both
+  SRG(16, 6, 2, 2)): cospectral, equal walk counts, diameter 2;
+- disjoint unions of cycles vs one cycle (C3 + C3 vs C6, C3 + C5 vs C8, ...);
+- Cai-Fuerer-Immerman pairs over small base graphs (cycles, K4, the prism, K3,3, the cube);
+- molecules' classic pair (decalin vs bicyclopentyl) and two cycles glued at a cut vertex vs
+  other such pairs of cycles;
+- the 600 pairs of EXP when its offline copy is there (its node labels seed every colouring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import torch
+from torch_geometric.data import Data
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
+
+from graphpe.transforms import (  # noqa: E402
+    LCP,
+    RRWP,
+    RWSE,
+    SPD,
+    ElstaticSE,
+    HeatKernel,
+    HKdiagSE,
+    ResistanceDistance,
+)
+
+NODE = {"RWSE": (RWSE(16), "rwse"), "LCP": (LCP(), "lcp"),
+        "HKdiagSE": (HKdiagSE(), "hkdiag"), "ElstaticSE": (ElstaticSE(), "elstatic")}
+PAIR = {"RRWP": (RRWP(21), "rrwp"), "SPD": (SPD(8), "spd"),
+        "RD": (ResistanceDistance(), "rd"), "heat": (HeatKernel(), "heat")}
+TOLERANCE = 1e-5  # relative: values closer than this are one value (float32 outputs)
+
+
+def to_data(g: nx.Graph) -> Data:
+    g = nx.convert_node_labels_to_integers(g)
+    edges = [(u, v) for u, v in g.edges() if u != v]
+    ei = torch.tensor(edges + [(v, u) for u, v in edges], dtype=torch.long).reshape(-1, 2).t()
+    return Data(edge_index=ei.contiguous(), num_nodes=g.number_of_nodes())
+
+
+def quantize(views: list[dict]) -> None:
+    """Replace the float labels of the views (``init`` rows and pair labels) by cluster ids:
+    all values of all graphs sorted together and split where two neighbours differ by more
+    than ``TOLERANCE`` (relative). Rounding instead would put float32 noise on both sides of a
+    rounding boundary and "separate" a graph from a relabelled copy of itself."""
+    values = []
+    for v in views:
+        for row in v["init"]:
+            values.extend(row)
+        for nbrs in v["nbrs"]:
+            for _, lab in nbrs:
+                values.extend(lab)
+    if not values:
+        return
+    uniq = np.unique(np.asarray(values, dtype=np.float64))
+    finite = np.isfinite(uniq)
+    gaps = np.diff(uniq) > TOLERANCE * np.maximum(1.0, np.abs(uniq[1:]))
+    gaps |= ~finite[1:] | ~finite[:-1]
+    ids = np.concatenate([[0], np.cumsum(gaps)])
+    cluster = dict(zip(uniq.tolist(), ids.tolist(), strict=True))
+    for v in views:
+        v["init"] = [tuple(cluster[x] for x in row) for row in v["init"]]
+        v["nbrs"] = [[(j, tuple(cluster[x] for x in lab)) for j, lab in nbrs]
+                     for nbrs in v["nbrs"]]
+
+
+def refine(graphs: list[dict]) -> bool:
+    """Joint colour refinement of the graphs; True when their colour histograms differ at
+    some round. Each graph is ``{"n", "init": [n] hashables, "nbrs": per node a list of
+    (j, label) the node aggregates over}``."""
+    colours = [list(g["init"]) for g in graphs]
+    palette: dict = {}
+    for c in colours:
+        for i, x in enumerate(c):
+            c[i] = palette.setdefault(("init", x), len(palette))
+    rounds = max(g["n"] for g in graphs) + 1
+    for _ in range(rounds):
+        if len({tuple(sorted(Counter(c).items())) for c in colours}) > 1:
+            return True
+        before = len(set(itertools.chain.from_iterable(colours)))
+        new_palette: dict = {}
+        updated = []
+        for g, c in zip(graphs, colours, strict=True):
+            updated.append([new_palette.setdefault(
+                (c[i], tuple(sorted((c[j], lab) for j, lab in g["nbrs"][i]))), len(new_palette))
+                for i in range(g["n"])])
+        colours = updated
+        if len(set(itertools.chain.from_iterable(colours))) == before:
+            break
+    return len({tuple(sorted(Counter(c).items())) for c in colours}) > 1
+
+
+def labels_of(data: Data) -> np.ndarray:
+    """The graph's own node labels (EXP's literal/clause marks), ``[n, 0]`` without any."""
+    x = data.get("x")
+    return np.zeros((data.num_nodes, 0)) if x is None else x.double().reshape(
+        data.num_nodes, -1).numpy()
+
+
+def node_view(data: Data, names: list[str]) -> dict:
+    n = data.num_nodes
+    feats = [labels_of(data)]
+    for name in names:
+        t, attr = NODE[name]
+        feats.append(t(data.clone())[attr].double().reshape(n, -1).numpy())
+    x = np.concatenate(feats, 1)
+    nbrs = [[] for _ in range(n)]
+    for u, v in data.edge_index.t().tolist():
+        nbrs[u].append((v, ()))
+    return {"n": n, "init": [tuple(row.tolist()) for row in x], "nbrs": nbrs}
+
+
+def pair_view(data: Data, names: str | list[str]) -> dict:
+    """Pair labels of one pairwise encoding, or of several side by side (their pair lists are
+    all pairs in the same order)."""
+    index, parts = None, []
+    for name in [names] if isinstance(names, str) else names:
+        t, attr = PAIR[name]
+        out = t(data.clone())
+        index = out[f"{attr}_index"]
+        parts.append(out[attr].double().reshape(out[attr].size(0), -1))
+    values = torch.cat(parts, 1)
+    n = data.num_nodes
+    nbrs = [[] for _ in range(n)]
+    for (i, j), row in zip(index.t().tolist(), values.numpy(), strict=True):
+        nbrs[i].append((j, tuple(row.tolist())))
+    return {"n": n, "init": [tuple(row.tolist()) for row in labels_of(data)], "nbrs": nbrs}
+
+
+def separates(pair: tuple[Data, Data], kind: str, names) -> bool:
+    views = ([node_view(g, names) for g in pair] if kind == "node"
+             else [pair_view(g, names) for g in pair])
+    quantize(views)
+    return refine(views)
+
+
+# ------------------------------------------------------------------------------ pair families
+
+
+def wl_equivalent(a: nx.Graph, b: nx.Graph) -> bool:
+    return (nx.weisfeiler_lehman_graph_hash(a, iterations=a.number_of_nodes())
+            == nx.weisfeiler_lehman_graph_hash(b, iterations=b.number_of_nodes())
+            and a.number_of_nodes() == b.number_of_nodes())
+
+
+def regular_pairs(count: int, rng: random.Random) -> list[tuple[str, nx.Graph, nx.Graph]]:
+    out = []
+    tries = 0
+    while len(out) < count and tries < 50 * count:
+        tries += 1
+        d = rng.choice([3, 4])
+        n = rng.choice([k for k in range(10, 21) if (k * d) % 2 == 0])
+        a = nx.random_regular_graph(d, n, seed=rng.randrange(2**31))
+        b = nx.random_regular_graph(d, n, seed=rng.randrange(2**31))
+        if not nx.is_isomorphic(a, b):
+            out.append((f"regular d={d} n={n}", a, b))
+    return out
+
+
+def csl(n: int, s: int) -> nx.Graph:
+    g = nx.cycle_graph(n)
+    g.add_edges_from((i, (i + s) % n) for i in range(n))
+    return g
+
+
+def named_pairs() -> list[tuple[str, nx.Graph, nx.Graph]]:
+    pairs = []
+    skips = [2, 3, 4, 5, 6, 9, 11, 12, 13, 16]
+    for s, t in itertools.combinations(skips, 2):
+        pairs.append((f"CSL(41,{s}) vs CSL(41,{t})", csl(41, s), csl(41, t)))
+    rook4 = nx.cartesian_product(nx.complete_graph(4), nx.complete_graph(4))
+    shrikhande = nx.Graph()
+    shrikhande.add_edges_from(((a, b), ((a + da) % 4, (b + db) % 4)) for a in range(4)
+                              for b in range(4)
+                              for da, db in [(0, 1), (0, 3), (1, 0), (3, 0), (1, 1), (3, 3)])
+    pairs.append(("SRG(16,6,2,2): rook 4x4 vs Shrikhande", rook4, shrikhande))
+    cycles = [(3, 3, 6), (4, 4, 8), (3, 5, 8), (3, 6, 9), (4, 5, 9), (5, 5, 10), (3, 7, 10)]
+    for a, b, c in cycles:
+        pairs.append((f"C{a} + C{b} vs C{c}", nx.disjoint_union(nx.cycle_graph(a),
+                                                               nx.cycle_graph(b)),
+                      nx.cycle_graph(c)))
+    # biconnectivity (Zhang et al., ICLR 2023, Fig. 2 style): two cycles glued at a vertex
+    # (a cut vertex) vs the 1-WL-equivalent graphs of the same degrees without one
+    for a, b in [(3, 3), (4, 4), (3, 5), (5, 5)]:
+        bow = nx.disjoint_union(nx.cycle_graph(a), nx.cycle_graph(b))
+        bow = nx.contracted_nodes(bow, 0, a, self_loops=False)
+        for other in _same_wl_candidates(bow):
+            pairs.append((f"C{a} . C{b} (cut vertex) vs {other[0]}", bow, other[1]))
+    pairs.append(("decalin vs bicyclopentyl", _decalin(), _bicyclopentyl()))
+    for label, base in [("C3", nx.cycle_graph(3)), ("C4", nx.cycle_graph(4)),
+                        ("C5", nx.cycle_graph(5)), ("K4", nx.complete_graph(4)),
+                        ("prism", nx.circular_ladder_graph(3)),
+                        ("K3,3", nx.complete_bipartite_graph(3, 3)),
+                        ("cube", nx.hypercube_graph(3))]:
+        pairs.append((f"CFI({label})", *cfi_pair(base)))
+    return [(name, a, b) for name, a, b in pairs if wl_equivalent(a, b)
+            and not nx.is_isomorphic(a, b)]
+
+
+def cfi_pair(base: nx.Graph) -> tuple[nx.Graph, nx.Graph]:
+    """The Cai-Fuerer-Immerman pair over ``base`` (Cai, Fuerer, Immerman, Combinatorica 1992):
+    each vertex ``v`` becomes a gadget (a middle vertex per even subset of its edges, two end
+    vertices per edge, a middle vertex joined to end 1 of the edges in its subset and end 0 of
+    the others); each base edge joins the gadgets' matching ends, and in the second graph one
+    edge is twisted (end i to end 1 - i). Not isomorphic for a connected base, and not told
+    apart by k-WL below the base's treewidth."""
+    def build(twisted: bool) -> nx.Graph:
+        g = nx.Graph()
+        for v in base.nodes():
+            edges = sorted(tuple(sorted(e)) for e in base.edges(v))
+            for size in range(0, len(edges) + 1, 2):
+                for subset in itertools.combinations(edges, size):
+                    for e in edges:
+                        g.add_edge(("m", v, subset), ("a", v, e, int(e in subset)))
+        for k, (u, v) in enumerate(sorted(tuple(sorted(e)) for e in base.edges())):
+            for i in (0, 1):
+                j = 1 - i if (twisted and k == 0) else i
+                g.add_edge(("a", u, (u, v), i), ("a", v, (u, v), j))
+        return g
+    return build(False), build(True)
+
+
+def _decalin() -> nx.Graph:
+    g = nx.cycle_graph(10)
+    g.add_edge(0, 5)
+    return g
+
+
+def _bicyclopentyl() -> nx.Graph:
+    g = nx.disjoint_union(nx.cycle_graph(5), nx.cycle_graph(5))
+    g.add_edge(0, 5)
+    return g
+
+
+def _same_wl_candidates(g: nx.Graph) -> list[tuple[str, nx.Graph]]:
+    """Other pairs of cycles glued at one vertex with ``g``'s node count (the caller keeps
+    those 1-WL-equivalent to ``g`` and not isomorphic to it)."""
+    n = g.number_of_nodes()
+    out = []
+    for k in range(3, n - 2):
+        h = nx.disjoint_union(nx.cycle_graph(k), nx.cycle_graph(n - k + 1))
+        h = nx.contracted_nodes(h, 0, k, self_loops=False)
+        out.append((f"C{k} . C{n - k + 1}", h))
+    return out
+
+
+def exp_pairs(root: Path, shared: Path) -> list[tuple[str, Data, Data]]:
+    if not place("EXP", root, shared):
+        return []
+    from graphpe.datasets import read_exp
+
+    graphs = read_exp(root / "EXP" / "raw" / "GRAPHSAT.txt")
+    return [(f"EXP {i // 2}", graphs[i], graphs[i + 1]) for i in range(0, len(graphs) - 1, 2)]
+
+
+def permuted(data: Data, rng: random.Random) -> Data:
+    perm = list(range(data.num_nodes))
+    rng.shuffle(perm)
+    mapping = torch.tensor(perm)
+    x = data.get("x")
+    if x is not None:
+        x = x[torch.argsort(mapping)]
+    return Data(edge_index=mapping[data.edge_index], x=x, num_nodes=data.num_nodes)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--regular-pairs", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-exp", action="store_true")
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--json", type=Path,
+                    default=Path("benchmarks/results/expressivity_pairs.json"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    rng = random.Random(args.seed)
+    families: dict[str, list[tuple[Data, Data]]] = {}
+    for _name, a, b in regular_pairs(args.regular_pairs, rng):
+        families.setdefault("random regular (d=3,4; 10-20 nodes)", []).append(
+            (to_data(a), to_data(b)))
+    for name, a, b in named_pairs():
+        family = ("CSL(41, s) pairs" if name.startswith("CSL") else
+                  "CFI pairs (C3, C4, C5, K4, prism, K3,3, cube)" if name.startswith("CFI") else
+                  "strongly regular" if name.startswith("SRG") else
+                  "disjoint cycles vs one cycle" if " + " in name else
+                  "cut vertex vs none / molecules")
+        families.setdefault(family, []).append((to_data(a), to_data(b)))
+    if not args.no_exp:
+        for _, a, b in exp_pairs(args.root, args.shared):
+            families.setdefault("EXP (1-WL-equivalent SAT pairs)", []).append(
+                (Data(edge_index=a.edge_index, x=a.x, num_nodes=a.num_nodes),
+                 Data(edge_index=b.edge_index, x=b.x, num_nodes=b.num_nodes)))
+    columns = [("node", [n]) for n in NODE] + [("node", list(NODE))] + \
+        [("pair", n) for n in PAIR] + [("pair", list(PAIR))]
+    labels = list(NODE) + ["all node"] + [f"{n} (pair)" for n in PAIR] + ["all pair"]
+    rows = []
+    start = time.perf_counter()
+    for family, pairs in families.items():
+        row = {"family": family, "pairs": len(pairs)}
+        for (kind, names), label in zip(columns, labels, strict=True):
+            row[label] = sum(separates(p, kind, names) for p in pairs)
+        rows.append(row)
+        print(f"{family:<40} {len(pairs):>4} pairs  " +
+              "  ".join(f"{lab} {row[lab]}" for lab in labels), flush=True)
+    # control: a graph against a relabelled copy of itself is never separated
+    control = [(g, permuted(g, rng)) for pairs in families.values() for g, _ in pairs[:20]]
+    false = {lab: sum(separates(p, kind, names) for p in control)
+             for (kind, names), lab in zip(columns, labels, strict=True)}
+    total = {lab: sum(r[lab] for r in rows) for lab in labels}
+    total_pairs = sum(r["pairs"] for r in rows)
+    best_node = total["all node"]
+    best_pair = max([total[f"{n} (pair)"] for n in PAIR] + [total["all pair"]])
+    print(f"{'total':<40} {total_pairs:>4} pairs  " +
+          "  ".join(f"{lab} {total[lab]}" for lab in labels))
+    print(f"control (graph vs relabelled copy, {len(control)} pairs): "
+          + ", ".join(f"{lab} {v}" for lab, v in false.items()))
+    print(f"best pairwise {best_pair} vs all node encodings {best_node}: "
+          f"{'pairwise separates strictly more' if best_pair > best_node else 'NOT more'}"
+          f"  [{time.perf_counter() - start:.0f} s]")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({"rows": rows, "total": total, "pairs": total_pairs,
+                                     "control_false_separations": false, "labels": labels,
+                                     "tolerance": TOLERANCE, "seed": args.seed}, indent=1))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
