@@ -23,6 +23,8 @@ Pair families (generated in code, seeded):
 - a strongly regular pair with equal parameters (4x4 rook's graph vs Shrikhande, both
   SRG(16, 6, 2, 2)): cospectral, equal walk counts, diameter 2;
 - disjoint unions of cycles vs one cycle (C3 + C3 vs C6, C3 + C5 vs C8, ...);
+- cospectral non-isomorphic circulant graphs (vertex-transitive: every node has the same
+  closed-walk counts in both graphs);
 - Cai-Fuerer-Immerman pairs over small base graphs (cycles, K4, the prism, K3,3, the cube);
 - molecules' classic pair (decalin vs bicyclopentyl) and two cycles glued at a cut vertex vs
   other such pairs of cycles;
@@ -222,6 +224,7 @@ def named_pairs() -> list[tuple[str, nx.Graph, nx.Graph]]:
         for other in _same_wl_candidates(bow):
             pairs.append((f"C{a} . C{b} (cut vertex) vs {other[0]}", bow, other[1]))
     pairs.append(("decalin vs bicyclopentyl", _decalin(), _bicyclopentyl()))
+    pairs += cospectral_circulants()
     for label, base in [("C3", nx.cycle_graph(3)), ("C4", nx.cycle_graph(4)),
                         ("C5", nx.cycle_graph(5)), ("K4", nx.complete_graph(4)),
                         ("prism", nx.circular_ladder_graph(3)),
@@ -253,6 +256,31 @@ def cfi_pair(base: nx.Graph) -> tuple[nx.Graph, nx.Graph]:
                 g.add_edge(("a", u, (u, v), i), ("a", v, (u, v), j))
         return g
     return build(False), build(True)
+
+
+def cospectral_circulants(max_nodes: int = 30) -> list[tuple[str, nx.Graph, nx.Graph]]:
+    """Connected circulant graphs ``C_n(S)`` (``|S|`` = 2 or 3, ``n <= max_nodes``) with the
+    same adjacency spectrum that are not isomorphic. They are vertex-transitive and cospectral,
+    so every node has the same closed-walk counts in both graphs: RWSE and the heat kernel
+    diagonal cannot tell them apart."""
+    pairs = []
+    for n in range(8, max_nodes + 1):
+        groups: dict = {}
+        for size in (2, 3):
+            for s in itertools.combinations(range(1, n // 2 + 1), size):
+                g = nx.circulant_graph(n, s)
+                if not nx.is_connected(g):
+                    continue
+                spectrum = np.round(np.linalg.eigvalsh(nx.to_numpy_array(g)), 6)
+                groups.setdefault((g.number_of_edges(), tuple(spectrum)), []).append((s, g))
+        for members in groups.values():
+            distinct: list = []
+            for s, g in members:
+                if not any(nx.is_isomorphic(g, h) for _, h in distinct):
+                    distinct.append((s, g))
+            for (s1, g1), (s2, g2) in itertools.combinations(distinct, 2):
+                pairs.append((f"circulant C{n}{s1} vs C{n}{s2}", g1, g2))
+    return pairs
 
 
 def _decalin() -> nx.Graph:
@@ -317,6 +345,7 @@ def main(argv=None) -> None:
     for name, a, b in named_pairs():
         family = ("CSL(41, s) pairs" if name.startswith("CSL") else
                   "CFI pairs (C3, C4, C5, K4, prism, K3,3, cube)" if name.startswith("CFI") else
+                  "cospectral circulants (n <= 30)" if name.startswith("circulant") else
                   "strongly regular" if name.startswith("SRG") else
                   "disjoint cycles vs one cycle" if " + " in name else
                   "cut vertex vs none / molecules")

@@ -159,6 +159,135 @@ def pairwise_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def papers_lcp_table(data: dict) -> str:
+    """The LCP paper's table against graphpe (from ``benchmarks/papers/lcp.py``)."""
+    datasets = [d for d in ("IMDB-BINARY", "MUTAG", "PROTEINS", "Cora", "CiteSeer")
+                if any(r["dataset"] == d for r in data["rows"])]
+    datasets += sorted({r["dataset"] for r in data["rows"]} - set(datasets))
+    pes = ("none", "lap", "rwse", "lcp", "lcp+rwse")
+    cells = {(r["dataset"], r["model"], r["pe"]): r for r in data["rows"]}
+    settings = sorted({(r["max_epochs"], r["patience"]) for r in data["rows"]})
+    lines = [
+        "Test accuracy (%), mean +- 2 std / sqrt(trials); paper (100 trials) / graphpe (trials "
+        "in brackets). graphpe: `python benchmarks/papers/lcp.py`, PEs concatenated to x, at "
+        "most " + ", ".join(f"{m} epochs (patience {p})" for m, p in settings) + ".",
+        "",
+        "| model | PE | " + " | ".join(datasets) + " |",
+        "| --- | --- |" + " ---: |" * len(datasets),
+    ]
+
+    def paper(r: dict) -> str:
+        if r.get("paper_mean") is None:
+            return "-"
+        ci = r.get("paper_ci")
+        return f"{r['paper_mean']:.1f}" + ("" if ci is None else f" +- {ci:.1f}")
+
+    for model in ("gcn", "gin"):
+        for pe in pes:
+            row = [cells.get((d, model, pe)) for d in datasets]
+            if not any(row):
+                continue
+            texts = []
+            for r in row:
+                if r is None:
+                    texts.append("")
+                    continue
+                texts.append(f"{paper(r)} / **{r['test_mean']:.1f} +- "
+                             f"{r['test_ci']:.1f}** ({r['trials']})")
+            label = {"none": "none", "lap": "LapPE", "rwse": "RWPE", "lcp": "LCP",
+                     "lcp+rwse": "LCP+RWPE"}[pe]
+            lines.append(f"| {model.upper()} | {label} | " + " | ".join(texts) + " |")
+    timing = {t["dataset"]: t for t in data.get("orc_timing", [])}
+    if timing:
+        lines += ["", "ORC preprocessing (exact, alpha = 0, one process):", "",
+                  "| dataset | graphs | edges | graphpe LCP | GraphRicciCurvature | speedup | "
+                  "max LCP diff |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for d in datasets + sorted(set(timing) - set(datasets)):
+            t = timing.get(d)
+            if t is None:
+                continue
+            if t.get("reference_seconds") is None:
+                ref, speedup, diff = "n/a", "", ""
+            else:
+                ref = f"{t['reference_seconds']:.1f} s"
+                if t["reference_extrapolated"]:
+                    ref += (f" (extrapolated from {t['reference_graphs_timed']} of "
+                            f"{t['graphs']} graphs)")
+                speedup, diff = f"{t['speedup']:,.0f}x", f"{t['max_lcp_diff']:.0e}"
+            lines.append(f"| {d} | {t['graphs']:,} | {t['undirected_edges']:,} | "
+                         f"{t['graphpe_seconds']:.2f} s | {ref} | {speedup} | {diff} |")
+    return "\n".join(lines)
+
+
+def papers_rfp_table(data: dict) -> str:
+    """RFP on CSL and EXP against frozen random features and LapPE (from
+    ``benchmarks/papers/rfp.py``)."""
+    rows = data["rows"]
+    datasets = sorted({r["dataset"] for r in rows})
+    order = ["rfp", "rfp-trajectory", "rfp-frozen", "random-frozen", "lap"]
+    labels = {"rfp": "RFP, gram readout, resampled every epoch (graphpe default)",
+              "rfp-trajectory": "RFP, raw trajectory readout, resampled",
+              "rfp-frozen": "RFP, gram readout, drawn once (frozen)",
+              "random-frozen": "random node features, drawn once (no propagation)",
+              "lap": "LapPE k=8"}
+    cells = {(r["dataset"], r["variant"]): r for r in rows}
+    epochs = sorted({r["epochs"] for r in rows})
+    lines = [f"`python benchmarks/papers/rfp.py` (GINE 4 x 32, {'/'.join(map(str, epochs))} "
+             "epochs, test accuracy at the best validation epoch, mean over folds):", "",
+             "| variant | " + " | ".join(datasets) + " |",
+             "| --- |" + " ---: |" * len(datasets)]
+    for variant in order:
+        row = [cells.get((d, variant)) for d in datasets]
+        if not any(row):
+            continue
+        lines.append(f"| {labels[variant]} | " + " | ".join(
+            "" if r is None else f"{r['test_accuracy']:.3f} ({len(r['folds'])} folds)"
+            for r in row) + " |")
+    targets = []
+    for d in datasets:
+        r = cells.get((d, "rfp"))
+        if r and r["target"]:
+            met = "met" if r["test_accuracy"] >= r["target"] else "**not met**"
+            targets.append(f"{d} >= {r['target']:.2f}: {met}")
+    if targets:
+        lines += ["", "Targets (RFP default): " + "; ".join(targets) + "."]
+    return "\n".join(lines)
+
+
+def papers_spe_table(data: dict) -> str:
+    """SPE's ZINC model for a short budget (from ``benchmarks/papers/spe.py``)."""
+    lines = ["`python benchmarks/papers/spe.py` (GINE 4 x 128, mean pooling, batch 128, "
+             "1 thread; the paper trains 1000 epochs):", "",
+             "| PE | epochs | train graphs | test MAE | best val MAE | paper (1000 epochs) | "
+             "parameters | s/epoch |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in sorted(data["rows"], key=lambda r: (r["epochs"], r["train_graphs"],
+                                                ["none", "signnet", "spe"].index(r["pe"]))):
+        lines.append(f"| {r['pe']} | {r['epochs']} | {r['train_graphs']:,} | "
+                     f"{r['test_mae']:.4f} | {r['val_mae']:.4f} | "
+                     f"{r['paper_test_mae_1000_epochs']:.4f} | {r['params']:,} | "
+                     f"{r['seconds_per_epoch']:.0f} |")
+    return "\n".join(lines)
+
+
+def expressivity_pairs_table(data: dict) -> str:
+    """Pairs separated per encoding (from ``benchmarks/expressivity_pairs.py``)."""
+    labels = data["labels"]
+    lines = ["`python benchmarks/expressivity_pairs.py` (1-WL-equivalent, non-isomorphic "
+             "pairs; an encoding separates a pair when colour refinement seeded by it tells "
+             "the two graphs apart):", "",
+             "| family | pairs | " + " | ".join(labels) + " |",
+             "| --- | ---: |" + " ---: |" * len(labels)]
+    for r in data["rows"]:
+        lines.append(f"| {r['family']} | {r['pairs']} | " +
+                     " | ".join(str(r[lab]) for lab in labels) + " |")
+    lines.append(f"| **total** | {data['pairs']} | " +
+                 " | ".join(f"**{data['total'][lab]}**" for lab in labels) + " |")
+    false = sum(data["control_false_separations"].values())
+    lines += ["", f"Control: a graph against a relabelled copy of itself is separated "
+                  f"{false} times over all encodings."]
+    return "\n".join(lines)
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
@@ -168,6 +297,11 @@ TABLES = {
     "precompute_workers": ("benchmarks/results/precompute_workers.json",
                            precompute_workers_table),
     "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
+    "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
+    "papers_rfp": ("benchmarks/results/papers_rfp.json", papers_rfp_table),
+    "papers_spe": ("benchmarks/results/papers_spe.json", papers_spe_table),
+    "expressivity_pairs": ("benchmarks/results/expressivity_pairs.json",
+                           expressivity_pairs_table),
 }
 
 
