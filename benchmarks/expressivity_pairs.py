@@ -26,8 +26,7 @@ Pair families (generated in code, seeded):
 - cospectral non-isomorphic circulant graphs (vertex-transitive: every node has the same
   closed-walk counts in both graphs);
 - Cai-Fuerer-Immerman pairs over small base graphs (cycles, K4, the prism, K3,3, the cube);
-- molecules' classic pair (decalin vs bicyclopentyl) and two cycles glued at a cut vertex vs
-  other such pairs of cycles;
+- molecules' classic pair (decalin vs bicyclopentyl);
 - the 600 pairs of EXP when its offline copy is there (its node labels seed every colouring).
 """
 
@@ -216,13 +215,6 @@ def named_pairs() -> list[tuple[str, nx.Graph, nx.Graph]]:
         pairs.append((f"C{a} + C{b} vs C{c}", nx.disjoint_union(nx.cycle_graph(a),
                                                                nx.cycle_graph(b)),
                       nx.cycle_graph(c)))
-    # biconnectivity (Zhang et al., ICLR 2023, Fig. 2 style): two cycles glued at a vertex
-    # (a cut vertex) vs the 1-WL-equivalent graphs of the same degrees without one
-    for a, b in [(3, 3), (4, 4), (3, 5), (5, 5)]:
-        bow = nx.disjoint_union(nx.cycle_graph(a), nx.cycle_graph(b))
-        bow = nx.contracted_nodes(bow, 0, a, self_loops=False)
-        for other in _same_wl_candidates(bow):
-            pairs.append((f"C{a} . C{b} (cut vertex) vs {other[0]}", bow, other[1]))
     pairs.append(("decalin vs bicyclopentyl", _decalin(), _bicyclopentyl()))
     pairs += cospectral_circulants()
     for label, base in [("C3", nx.cycle_graph(3)), ("C4", nx.cycle_graph(4)),
@@ -295,18 +287,6 @@ def _bicyclopentyl() -> nx.Graph:
     return g
 
 
-def _same_wl_candidates(g: nx.Graph) -> list[tuple[str, nx.Graph]]:
-    """Other pairs of cycles glued at one vertex with ``g``'s node count (the caller keeps
-    those 1-WL-equivalent to ``g`` and not isomorphic to it)."""
-    n = g.number_of_nodes()
-    out = []
-    for k in range(3, n - 2):
-        h = nx.disjoint_union(nx.cycle_graph(k), nx.cycle_graph(n - k + 1))
-        h = nx.contracted_nodes(h, 0, k, self_loops=False)
-        out.append((f"C{k} . C{n - k + 1}", h))
-    return out
-
-
 def exp_pairs(root: Path, shared: Path) -> list[tuple[str, Data, Data]]:
     if not place("EXP", root, shared):
         return []
@@ -348,7 +328,7 @@ def main(argv=None) -> None:
                   "cospectral circulants (n <= 30)" if name.startswith("circulant") else
                   "strongly regular" if name.startswith("SRG") else
                   "disjoint cycles vs one cycle" if " + " in name else
-                  "cut vertex vs none / molecules")
+                  "molecules (decalin vs bicyclopentyl)")
         families.setdefault(family, []).append((to_data(a), to_data(b)))
     if not args.no_exp:
         for _, a, b in exp_pairs(args.root, args.shared):
