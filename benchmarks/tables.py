@@ -288,6 +288,23 @@ def expressivity_pairs_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def expressivity_table(runs: list[list[dict]]) -> str:
+    """CSL/EXP test accuracy per PE (from ``benchmarks/expressivity.py``, one JSON per
+    dataset)."""
+    rows = [r for run in runs if isinstance(run, list) for r in run]  # not expressivity_pairs
+    pes = list(dict.fromkeys(r["pe_label"] for r in rows))
+    lines = ["`python benchmarks/expressivity.py --datasets NAME --folds ...` (GINE 4 x 32, "
+             "100 epochs, test accuracy at the best validation epoch, mean over folds):", "",
+             "| dataset | folds | " + " | ".join(pes) + " |",
+             "| --- | ---: |" + " ---: |" * len(pes)]
+    for dataset in dict.fromkeys(r["dataset"] for r in rows):
+        cells = {r["pe_label"]: r for r in rows if r["dataset"] == dataset}
+        folds = sorted({r["folds"] for r in cells.values()})
+        lines.append(f"| {dataset} | {'/'.join(map(str, folds))} | " + " | ".join(
+            f"{cells[pe]['test_accuracy']:.3f}" if pe in cells else "" for pe in pes) + " |")
+    return "\n".join(lines)
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
@@ -298,6 +315,7 @@ TABLES = {
                            precompute_workers_table),
     "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
+    "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),
     "papers_rfp": ("benchmarks/results/papers_rfp.json", papers_rfp_table),
     "papers_spe": ("benchmarks/results/papers_spe.json", papers_spe_table),
     "expressivity_pairs": ("benchmarks/results/expressivity_pairs.json",
