@@ -171,3 +171,40 @@ def test_pairwise_benchmark_runs(tmp_path, monkeypatch):
                              "--root", str(tmp_path / "data"), "--json", str(out)], monkeypatch)
     rows = json.loads(out.read_text())["rows"]
     assert rows[0]["max_error"] < 1e-6 and len(rows) == 3
+
+
+def test_lcp_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
+    """benchmarks/papers/lcp.py on MUTAG (1 trial, 2 epochs): rows keyed by dataset/model/pe
+    are merged into the JSON across invocations, with the ORC timing and the README table."""
+    if not (SHARED_DATA / "tu" / "MUTAG").exists():
+        import pytest
+
+        pytest.skip("the offline MUTAG copy (../shared/data/tu/MUTAG) is absent")
+    out = tmp_path / "lcp.json"
+    common = ["--datasets", "MUTAG", "--trials", "1", "--max-epochs", "2", "--ref-seconds",
+              "0.5", "--root", str(tmp_path / "data"), "--json", str(out)]
+    _run_script("papers/lcp", [*common, "--pes", "none,lcp"], monkeypatch)
+    _run_script("papers/lcp", [*common, "--pes", "lcp+rwse", "--models", "gin",
+                               "--skip-orc-timing"], monkeypatch)
+    data = json.loads(out.read_text())
+    keys = {(r["dataset"], r["model"], r["pe"]) for r in data["rows"]}
+    assert keys == {("MUTAG", m, p) for m in ("gcn", "gin") for p in ("none", "lcp")} | {
+        ("MUTAG", "gin", "lcp+rwse")}
+    for r in data["rows"]:
+        assert r["trials"] == 1 and len(r["tests"]) == 1 and r["max_epochs"] == 2
+        assert 0.0 <= r["test_mean"] <= 100.0 and r["test_ci"] == 0.0
+    widths = {r["pe"]: r["x_width"] for r in data["rows"]}
+    assert widths == {"none": 7, "lcp": 12, "lcp+rwse": 28}  # PEs concatenated to x
+    lcp_gcn = next(r for r in data["rows"] if r["model"] == "gcn" and r["pe"] == "lcp")
+    assert lcp_gcn["paper_mean"] == 79.0 and lcp_gcn["paper_ci"] == 2.9
+    (timing,) = data["orc_timing"]
+    assert timing["dataset"] == "MUTAG" and timing["graphpe_seconds"] > 0
+    if timing.get("reference_seconds") is not None:  # GraphRicciCurvature installed
+        assert timing["max_lcp_diff"] < 1e-6 and timing["reference_graphs_timed"] >= 1
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    table = tables.papers_lcp_table(data)
+    assert "| GCN | LCP | 79.0 +- 2.9 / **" in table and "| MUTAG | 188 |" in table
