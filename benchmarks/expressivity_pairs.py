@@ -199,9 +199,11 @@ def csl(n: int, s: int) -> nx.Graph:
     return g
 
 
-def named_pairs() -> list[tuple[str, nx.Graph, nx.Graph]]:
+def named_pairs(quick: bool = False) -> list[tuple[str, nx.Graph, nx.Graph]]:
+    """The named families; ``quick``: 3 CSL skip lengths, circulants up to 16 nodes, CFI over
+    C3 and C4 only."""
     pairs = []
-    skips = [2, 3, 4, 5, 6, 9, 11, 12, 13, 16]
+    skips = [2, 3, 4] if quick else [2, 3, 4, 5, 6, 9, 11, 12, 13, 16]
     for s, t in itertools.combinations(skips, 2):
         pairs.append((f"CSL(41,{s}) vs CSL(41,{t})", csl(41, s), csl(41, t)))
     rook4 = nx.cartesian_product(nx.complete_graph(4), nx.complete_graph(4))
@@ -216,12 +218,12 @@ def named_pairs() -> list[tuple[str, nx.Graph, nx.Graph]]:
                                                                nx.cycle_graph(b)),
                       nx.cycle_graph(c)))
     pairs.append(("decalin vs bicyclopentyl", _decalin(), _bicyclopentyl()))
-    pairs += cospectral_circulants()
-    for label, base in [("C3", nx.cycle_graph(3)), ("C4", nx.cycle_graph(4)),
-                        ("C5", nx.cycle_graph(5)), ("K4", nx.complete_graph(4)),
-                        ("prism", nx.circular_ladder_graph(3)),
-                        ("K3,3", nx.complete_bipartite_graph(3, 3)),
-                        ("cube", nx.hypercube_graph(3))]:
+    pairs += cospectral_circulants(16 if quick else 30)
+    bases = [("C3", nx.cycle_graph(3)), ("C4", nx.cycle_graph(4)),
+             ("C5", nx.cycle_graph(5)), ("K4", nx.complete_graph(4)),
+             ("prism", nx.circular_ladder_graph(3)),
+             ("K3,3", nx.complete_bipartite_graph(3, 3)), ("cube", nx.hypercube_graph(3))]
+    for label, base in bases[:2] if quick else bases:
         pairs.append((f"CFI({label})", *cfi_pair(base)))
     return [(name, a, b) for name, a, b in pairs if wl_equivalent(a, b)
             and not nx.is_isomorphic(a, b)]
@@ -311,6 +313,7 @@ def main(argv=None) -> None:
     ap.add_argument("--regular-pairs", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-exp", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="smaller named families (a smoke run)")
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
     ap.add_argument("--json", type=Path,
@@ -322,7 +325,7 @@ def main(argv=None) -> None:
     for _name, a, b in regular_pairs(args.regular_pairs, rng):
         families.setdefault("random regular (d=3,4; 10-20 nodes)", []).append(
             (to_data(a), to_data(b)))
-    for name, a, b in named_pairs():
+    for name, a, b in named_pairs(args.quick):
         family = ("CSL(41, s) pairs" if name.startswith("CSL") else
                   "CFI pairs (C3, C4, C5, K4, prism, K3,3, cube)" if name.startswith("CFI") else
                   "cospectral circulants (n <= 30)" if name.startswith("circulant") else

@@ -1,6 +1,9 @@
 """ZINC-12k: GINE and GPS with each PE — test MAE, parameters, time per epoch.
 
-    python benchmarks/zinc.py [--epochs 20] [--models gine,gps] [--pes none,lap,rwse,...]
+    python benchmarks/zinc.py [--epochs 20] [--models gine,gps] [--pes none,lap,rwse,rwse+rrwp,...]
+
+``+`` joins encodings used together in one model (``rwse+rrwp``: RWSE on the nodes and the RRWP
+attention bias).
 
 A short run by default (the published numbers need about 1000 epochs); the train split of the
 offline copy is a different 10k sample of the same pool as the official one (see the data
@@ -49,7 +52,7 @@ def main(argv=None):
             config = TrainConfig(epochs=args.epochs, batch_size=128, lr=1e-3,
                                  warmup_epochs=min(5, args.epochs), patience=args.epochs,
                                  progress=False)
-            record = run(bundle, [] if pe == "none" else [pe], model=model,
+            record = run(bundle, [] if pe == "none" else pe.split("+"), model=model,
                          channels=args.channels, layers=args.layers, config=config)
             rows.append({"dataset": "ZINC", "model": model, "pe_label": pe,
                          "test_mae": record["test"], "val_mae": record["val"],

@@ -208,3 +208,42 @@ def test_lcp_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
         sys.path.remove(str(BENCH))
     table = tables.papers_lcp_table(data)
     assert "| GCN | LCP | 79.0 +- 2.9 / **" in table and "| MUTAG | 188 |" in table
+
+
+def test_rfp_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
+    """benchmarks/papers/rfp.py on CSL (1 fold, 1 epoch): rows keyed by dataset/variant, a
+    second invocation adds to the JSON, and the README table builds from it."""
+    if not (SHARED_DATA / "csl" / "CSL").exists():
+        import pytest
+
+        pytest.skip("the offline CSL copy (../shared/data/csl/CSL) is absent")
+    out = tmp_path / "rfp.json"
+    common = ["--datasets", "CSL", "--folds", "0", "--epochs", "1", "--root",
+              str(tmp_path / "data"), "--json", str(out)]
+    _run_script("papers/rfp", [*common, "--variants", "rfp,lap"], monkeypatch)
+    _run_script("papers/rfp", [*common, "--variants", "random-frozen"], monkeypatch)
+    data = json.loads(out.read_text())
+    assert {(r["dataset"], r["variant"]) for r in data["rows"]} == {
+        ("CSL", "rfp"), ("CSL", "lap"), ("CSL", "random-frozen")}
+    for r in data["rows"]:
+        assert 0.0 <= r["test_accuracy"] <= 1.0 and r["folds"] == [0] and r["target"] == 0.95
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    assert "| LapPE k=8 |" in tables.papers_rfp_table(data)
+
+
+def test_expressivity_pairs_benchmark_runs(tmp_path, monkeypatch):
+    """A few generated pairs: every named family is 1-WL-equivalent, the relabelling control
+    separates nothing."""
+    out = tmp_path / "pairs.json"
+    _run_script("expressivity_pairs", ["--regular-pairs", "2", "--no-exp", "--quick", "--json",
+                                         str(out)],
+                monkeypatch)
+    data = json.loads(out.read_text())
+    assert data["pairs"] >= 15
+    assert sum(data["control_false_separations"].values()) == 0
+    regular = next(r for r in data["rows"] if r["family"].startswith("random regular"))
+    assert regular["pairs"] == 2 and regular["RWSE"] == 2
