@@ -512,11 +512,7 @@ class GCN(PEGraphModel):
         self.convs = nn.ModuleList(GCNConv(channels, channels) for _ in range(num_layers))
 
     def layers_forward(self, h, batch, edge_attr, pe):
-        for i, conv in enumerate(self.convs):
-            if self.reinject is not None:
-                h = h + self.reinject[i](pe)
-            h = F.dropout(F.relu(conv(h, batch.edge_index)), self.dropout, self.training)
-        return h
+        return _plain_stack(self, h, batch, pe)
 
 
 class GIN(PEGraphModel):
@@ -548,11 +544,17 @@ class GIN(PEGraphModel):
                                    for _ in range(num_layers))
 
     def layers_forward(self, h, batch, edge_attr, pe):
-        for i, conv in enumerate(self.convs):
-            if self.reinject is not None:
-                h = h + self.reinject[i](pe)
-            h = F.dropout(F.relu(conv(h, batch.edge_index)), self.dropout, self.training)
-        return h
+        return _plain_stack(self, h, batch, pe)
+
+
+def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Tensor:
+    """The layers of :class:`GCN` and :class:`GIN`: ``h = Dropout(ReLU(conv(h)))`` per layer,
+    no residual (the LCP paper's baselines), with the PE re-injected first if asked."""
+    for i, conv in enumerate(model.convs):
+        if model.reinject is not None:
+            h = h + model.reinject[i](pe)
+        h = F.dropout(F.relu(conv(h, batch.edge_index)), model.dropout, model.training)
+    return h
 
 
 # build_model's "model" names
