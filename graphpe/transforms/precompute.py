@@ -388,6 +388,12 @@ def _run(
                     counts = t.pair_counts(chunk_ptr[1:] - chunk_ptr[:-1])
                     graph = torch.repeat_interleave(torch.arange(counts.numel()), counts)
                     value = value.cpu() - chunk_ptr[graph]
+                if name is None:
+                    # attr_name=None of several transforms: columns of one block for x, in
+                    # the transforms' order (as applying them one after another would give)
+                    earlier = [i for i, (other, _) in enumerate(out) if other is None]
+                    if earlier:
+                        value = concat_to_x(out.pop(earlier[0])[1], value)
                 out.append((name, value.cpu()))
         return out
 

@@ -145,3 +145,22 @@ def test_sharded_precompute_equals_one_worker_bit_for_bit(tmp_path):
     assert all(torch.equal(a.rfp, b.rfp) for a, b in zip(*rand, strict=True))
     with pytest.raises(ValueError, match="num_workers must be a positive int, got 0"):
         precompute(graphs, RWSE(3), num_workers=0, progress=False)
+
+
+def test_several_encodings_appended_to_x(families):
+    """Transforms with attr_name=None each append their columns to x, in order, as applying
+    them one after another does (lists and the InMemoryDataset path, equal and unequal
+    widths, a named encoding in between)."""
+    from graphpe.transforms import LCP
+
+    graphs = with_x([g for g in families.values() if g.num_nodes > 0])
+    for transforms in ([LCP(attr_name=None), RWSE(16, attr_name=None)],
+                       [RWSE(5, attr_name=None), LaplacianPE(3), LCP(attr_name=None)]):
+        for data in (graphs, TinyDataset(graphs)):
+            out = precompute(data, transforms, batch_size=4, progress=False)
+            for i, g in enumerate(graphs):
+                ref = g.clone()
+                for t in transforms:
+                    ref = t(ref)
+                assert out[i].x.shape == ref.x.shape
+                assert torch.allclose(out[i].x, ref.x, atol=1e-6)
