@@ -86,3 +86,19 @@ def report(rows: list[dict], columns: list[tuple[str, str, str]], title: str, js
     png = json_path.with_suffix(".png")
     fig.savefig(png, dpi=120)
     print(f"wrote {png}")
+
+
+def replace_row(rows: list[dict], row: dict, key: tuple[str, ...]) -> list[dict]:
+    """``rows`` with the row of ``row``'s ``key`` fields replaced by ``row`` (or it added):
+    how the paper scripts build one table over several invocations."""
+    ident = tuple(row[k] for k in key)
+    return [r for r in rows if tuple(r[k] for k in key) != ident] + [row]
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON through a temporary file, so an interrupted run never leaves a
+    half-written results file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1))
+    os.replace(tmp, path)

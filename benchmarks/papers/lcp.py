@@ -41,7 +41,6 @@ import copy
 import dataclasses
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -52,7 +51,14 @@ import torch.nn.functional as F
 
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
-from common import DEFAULT_ROOT, DEFAULT_SHARED, OFFLINE, place  # noqa: E402
+from common import (  # noqa: E402
+    DEFAULT_ROOT,
+    DEFAULT_SHARED,
+    OFFLINE,
+    place,
+    replace_row,
+    write_json_atomic,
+)
 
 from graphpe.datasets import load_dataset, node_split_masks, stratified_split  # noqa: E402
 from graphpe.train import TrainConfig, run, versions  # noqa: E402
@@ -160,19 +166,13 @@ def merge(path: Path, row: dict | None = None, timing: dict | None = None,
     if protocol is not None:
         data["protocol"] = protocol
     if row is not None:
-        key = (row["dataset"], row["model"], row["pe"])
-        data["rows"] = [r for r in data["rows"]
-                        if (r["dataset"], r["model"], r["pe"]) != key] + [row]
+        data["rows"] = replace_row(data["rows"], row, ("dataset", "model", "pe"))
         order = {n: i for i, n in enumerate(("IMDB-BINARY", "MUTAG", "PROTEINS", *NODE_TASKS))}
         data["rows"].sort(key=lambda r: (r["model"], PES.index(r["pe"]) if r["pe"] in PES
                                          else 99, order.get(r["dataset"], 99), r["dataset"]))
     if timing is not None:
-        data["orc_timing"] = [t for t in data["orc_timing"]
-                              if t["dataset"] != timing["dataset"]] + [timing]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+        data["orc_timing"] = replace_row(data["orc_timing"], timing, ("dataset",))
+    write_json_atomic(path, data)
 
 
 def _lcp_stats(values: list[float]) -> list[float]:

@@ -35,7 +35,13 @@ import torch
 
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
-from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
+from common import (  # noqa: E402
+    DEFAULT_ROOT,
+    DEFAULT_SHARED,
+    place,
+    replace_row,
+    write_json_atomic,
+)
 
 from graphpe.datasets import load_dataset  # noqa: E402
 from graphpe.train import TrainConfig, run, versions  # noqa: E402
@@ -55,13 +61,9 @@ DEFAULT_FOLDS = {"CSL": "0,1,2,3,4", "EXP": "0,1,2"}
 def merge(path: Path, row: dict) -> None:
     """Write ``row`` into the JSON at ``path`` (replacing the one with its key)."""
     data = json.loads(path.read_text()) if path.exists() else {"rows": []}
-    key = (row["dataset"], row["variant"])
-    data["rows"] = [r for r in data["rows"] if (r["dataset"], r["variant"]) != key] + [row]
+    data["rows"] = replace_row(data["rows"], row, ("dataset", "variant"))
     data["versions"] = versions()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    tmp.replace(path)
+    write_json_atomic(path, data)
 
 
 def run_cell(name: str, variant: str, folds: list[int], args) -> dict:

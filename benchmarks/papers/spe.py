@@ -26,7 +26,13 @@ import torch
 
 BENCH = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(BENCH))
-from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
+from common import (  # noqa: E402
+    DEFAULT_ROOT,
+    DEFAULT_SHARED,
+    place,
+    replace_row,
+    write_json_atomic,
+)
 
 from graphpe.datasets import load_dataset  # noqa: E402
 from graphpe.train import TrainConfig, run, versions  # noqa: E402
@@ -74,12 +80,9 @@ def main(argv=None) -> None:
                "seconds_per_epoch": record["seconds_per_epoch"],
                "pe_seconds": record["pe_seconds"], "paper_test_mae_1000_epochs": PAPER[pe],
                "curve": record["history"], "spec": PES[pe]}
-        key = (pe, args.epochs, row["train_graphs"])
-        data["rows"] = [r for r in data["rows"]
-                        if (r["pe"], r["epochs"], r["train_graphs"]) != key] + [row]
+        data["rows"] = replace_row(data["rows"], row, ("pe", "epochs", "train_graphs"))
         data["versions"] = versions()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(data, indent=1))
+        write_json_atomic(args.json, data)
         print(f"ZINC {pe:<8} test MAE {record['test']:.4f} after {args.epochs} epochs "
               f"(paper after 1000: {PAPER[pe]:.4f}); {record['params']:,} parameters, "
               f"{record['seconds_per_epoch']:.0f} s/epoch  "
