@@ -247,3 +247,19 @@ def test_expressivity_pairs_benchmark_runs(tmp_path, monkeypatch):
     assert sum(data["control_false_separations"].values()) == 0
     regular = next(r for r in data["rows"] if r["family"].startswith("random regular"))
     assert regular["pairs"] == 2 and regular["RWSE"] == 2
+
+
+def test_spe_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
+    """benchmarks/papers/spe.py for one epoch on 64 graphs: a rerun replaces its row."""
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data/zinc12k-subset-raw.tar.xz) is absent")
+    out = tmp_path / "spe.json"
+    argv = ["--pes", "none", "--epochs", "1", "--limit", "64", "--root", str(tmp_path / "data"),
+            "--json", str(out)]
+    _run_script("papers/spe", argv, monkeypatch)
+    _run_script("papers/spe", argv, monkeypatch)
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["pe"] == "none" and row["train_graphs"] == 64 and row["test_mae"] > 0
+    assert len(row["curve"]) == 1 and row["paper_test_mae_1000_epochs"] == 0.1772
