@@ -1,23 +1,60 @@
 #!/usr/bin/env bash
-# Everything that needs a GPU, as one call of the `device` tool (about 8 minutes on the H200):
-# the CUDA tests, benchmarks/gpu.py, then benchmarks/train_step.py (the GPS step and one ZINC
-# epoch against PyG's example, compiled and with OnTheFlyPE). Results land in $OUT
-# (gpu_tests.log, gpu.json, gpu_bench.log, train_step_gpu.json, train_step.log).
+# Everything that needs a GPU, as one call of the `device` tool, inside one time budget
+# (GPU_BUDGET_S, default 540 s; each part also has its own cap and is skipped when less than
+# 20 s are left). Parts, most important first:
+#   1. the CUDA tests (tests/ops/test_cuda.py)                          -> gpu_tests.log
+#   2. benchmarks/train_step.py: the GPS step and one ZINC epoch against PyG's example,
+#      compiled and with OnTheFlyPE (issue 12's GPU target)             -> train_step_gpu.json
+#   3. benchmarks/gpu.py: ZINC-12k encodings, the GPS step with OnTheFlyPE, a 1M-node graph
+#                                                                         -> gpu.json
+#   4. benchmarks/papers/spe.py on cuda: SPE, SignNet, no PE on all of ZINC-12k's training set
+#      for SPE_EPOCHS epochs (issue 17)                                   -> papers_spe_gpu.json
+# Logs of parts 2-4 are in run.log. Every script writes its JSON as it goes, so a part stopped
+# by its cap keeps what it finished.
 #
-# Here, once (the offline ZINC copy does not travel with the repository by itself):
-#   mkdir -p .device_data && cp ../shared/data/zinc12k-subset-raw.tar.xz .device_data/
+# Here, once (the offline data does not travel with the repository by itself):
+#   mkdir -p .device_data && cp -r ../shared/data/* .device_data/
 #   grep -qx '/.device_data/' .git/info/exclude || echo /.device_data/ >> .git/info/exclude
-# Then: run(command="bash benchmarks/gpu_device.sh", carry=[".device_data"], timeout_s=540)
+# Then: run(command="bash benchmarks/gpu_device.sh", carry=[".device_data"], timeout_s=600)
 set -uo pipefail
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 OUT="${OUT:-/tmp/graphpe-gpu-out}"
+BUDGET="${GPU_BUDGET_S:-540}"
+SPE_EPOCHS="${SPE_EPOCHS:-20}"
+ROOT=/tmp/graphpe-data  # one processed ZINC for every part
+START=$(date +%s)
 mkdir -p "$OUT"
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu_info.txt"
-python3 -c "import torch, cupy; print('torch', torch.__version__, 'cupy', cupy.__version__)" \
-    | tee -a "$OUT/gpu_info.txt"
-timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py 2>&1 \
-    | tee "$OUT/gpu_tests.log"
-timeout 220 python3 benchmarks/gpu.py --shared .device_data --json "$OUT/gpu.json" 2>&1 \
-    | grep -v "it/s" | tee "$OUT/gpu_bench.log"
-timeout 190 python3 benchmarks/train_step.py --device cuda --shared .device_data --epoch \
-    --compile --on-the-fly --json "$OUT/train_step_gpu.json" 2>&1 | tee "$OUT/train_step.log"
+
+part() {  # part NAME CAP_S COMMAND...: run COMMAND for at most CAP_S and what the budget allows
+    local name=$1 cap=$2 left
+    shift 2
+    left=$((BUDGET - ($(date +%s) - START)))
+    ((left < cap)) && cap=$left
+    if ((cap < 20)); then
+        echo "== $name: skipped, ${left} s of the budget left"
+        return
+    fi
+    echo "== $name (up to ${cap} s, at $(($(date +%s) - START)) s)"
+    timeout "$cap" "$@"
+    echo "== $name: exit $? at $(($(date +%s) - START)) s"
+}
+
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c "import torch, torch_geometric as g; print('torch', torch.__version__, \
+'cuda', torch.version.cuda, 'torch_geometric', g.__version__)"
+    python3 -c "import cupy; print('cupy', cupy.__version__)" 2>&1 | tail -1
+    nproc
+} 2>&1 | tee "$OUT/gpu_info.txt"
+
+part "CUDA tests" 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
+    2>&1 | tee "$OUT/gpu_tests.log"
+{
+    part "train_step" 200 python3 benchmarks/train_step.py --device cuda --shared .device_data \
+        --root "$ROOT" --epoch --compile --on-the-fly --json "$OUT/train_step_gpu.json"
+    part "gpu.py" 130 python3 benchmarks/gpu.py --shared .device_data --root "$ROOT" \
+        --parts zinc,train,large --large-nodes 1000000 --large-degree 20 --json "$OUT/gpu.json"
+    part "SPE on ZINC" 600 python3 benchmarks/papers/spe.py --device cuda \
+        --shared-data .device_data --root "$ROOT" --pes spe,signnet,none \
+        --epochs "$SPE_EPOCHS" --json "$OUT/papers_spe_gpu.json"
+} 2>&1 | grep -v "it/s" | tee "$OUT/run.log"

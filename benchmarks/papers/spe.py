@@ -54,6 +54,7 @@ def main(argv=None) -> None:
     parser.add_argument("--limit", type=int, default=None,
                         help="use only the first N training graphs")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "papers_spe.json")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -70,7 +71,7 @@ def main(argv=None) -> None:
             bundle.train = bundle.train[: args.limit]
         config = TrainConfig(epochs=args.epochs, batch_size=128, lr=1e-3, weight_decay=3e-6,
                              warmup_epochs=min(5, args.epochs), patience=args.epochs,
-                             seed=0, progress=False)
+                             seed=0, progress=False, device=args.device)
         start = time.perf_counter()
         record = run(bundle, PES[pe], model="gine", channels=128, layers=4, pool="mean",
                      config=config)
@@ -78,9 +79,9 @@ def main(argv=None) -> None:
                "test_mae": record["test"], "val_mae": record["val"],
                "best_epoch": record["best_epoch"], "params": record["params"],
                "seconds_per_epoch": record["seconds_per_epoch"],
-               "pe_seconds": record["pe_seconds"], "paper_test_mae_1000_epochs": PAPER[pe],
+               "pe_seconds": record["pe_seconds"], "device": args.device, "paper_test_mae_1000_epochs": PAPER[pe],
                "curve": record["history"], "spec": PES[pe]}
-        data["rows"] = replace_row(data["rows"], row, ("pe", "epochs", "train_graphs"))
+        data["rows"] = replace_row(data["rows"], row, ("pe", "epochs", "train_graphs", "device"))
         data["versions"] = versions()
         write_json_atomic(args.json, data)
         print(f"ZINC {pe:<8} test MAE {record['test']:.4f} after {args.epochs} epochs "

@@ -201,3 +201,50 @@ def test_spectral_kernels_on_cuda(batch):
         gpu = fn(cuda.edge_index, cuda.num_nodes, *args, ptr=cuda.ptr)
         assert torch.equal(gpu.pair_index.cpu(), cpu.pair_index)
         torch.testing.assert_close(gpu.values.cpu(), cpu.values, atol=1e-5, rtol=1e-5)
+
+
+def test_rrwp_and_spd_on_cuda(batch):
+    """RRWP (the batched tensor kernel CUDA takes) and SPD on CUDA equal the CPU result."""
+    from graphpe.ops.pairwise import relative_random_walk_probs, shortest_path_distances
+
+    cuda = batch.to("cuda")
+    cpu = relative_random_walk_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)
+    gpu = relative_random_walk_probs(cuda.edge_index, cuda.num_nodes, 6, ptr=cuda.ptr)
+    assert gpu.values.device.type == "cuda"
+    assert torch.equal(gpu.pair_index.cpu(), cpu.pair_index)
+    torch.testing.assert_close(gpu.values.cpu(), cpu.values, atol=1e-5, rtol=1e-5)
+    cpu = shortest_path_distances(batch.edge_index, batch.num_nodes, 4, ptr=batch.ptr)
+    gpu = shortest_path_distances(cuda.edge_index, cuda.num_nodes, 4, ptr=cuda.ptr)
+    assert torch.equal(gpu.pair_index.cpu(), cpu.pair_index)
+    assert torch.equal(gpu.values.cpu(), cpu.values)
+
+
+@pytest.mark.parametrize("spec", [
+    {"pair": {"rrwp": {"num_steps": 5}}},
+    {"pe": {"spe": {"k": 6, "m": 4, "rho_hidden": 8, "rho_layers": 2}}},
+    {"pe": {"pearl": {"variant": "basis", "layers": 2, "hidden": 8, "pe_dim": 8}}},
+    {"pe": {"pearl": {"variant": "random", "num_samples": 8, "layers": 2, "hidden": 8,
+                      "pe_dim": 8}}},
+])
+def test_pair_bias_spe_and_pearl_models_on_cuda(spec):
+    """GPS with an RRWP attention bias, and models with SPE (masked BatchNorm in rho) and PEARL
+    encoders: eval outputs on CUDA equal the CPU's, and a training step runs there."""
+    from graphpe.nn import build_model
+    from graphpe.transforms import RRWP
+    from tests.nn.test_models import make_batch
+
+    batch = make_batch()
+    if "pair" in spec:
+        batch = RRWP(5)(batch)
+    torch.manual_seed(0)
+    model = build_model({"model": "gps", "channels": 16, "layers": 2, "out_dim": 1,
+                         "node_vocab": 5, "edge_vocab": 3, "heads": 2, **spec})
+    outs = []
+    for device in ("cpu", "cuda"):
+        m = copy.deepcopy(model).to(device).eval()
+        with torch.no_grad():
+            outs.append(m(batch.to(device)).cpu())
+    torch.testing.assert_close(outs[1], outs[0], atol=1e-4, rtol=1e-4)
+    m = copy.deepcopy(model).to("cuda").train()
+    m(batch.to("cuda")).square().sum().backward()
+    assert all(p.grad is not None for p in m.parameters() if p.requires_grad)
