@@ -82,7 +82,7 @@ def zinc_rows(graphs, device, repeats: int, pyg_graphs: int) -> list[dict]:
     from torch_geometric.transforms import AddLaplacianEigenvectorPE, AddRandomWalkPE
 
     batch = Batch.from_data_list(graphs)
-    on_device = batch.to(device)
+    on_device = batch.clone().to(device)  # Batch.to moves in place: keep the CPU batch
     ei, n, ptr = on_device.edge_index, on_device.num_nodes, on_device.ptr
     encodings = {
         "LapPE k=16": LaplacianPE(16),

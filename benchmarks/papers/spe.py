@@ -79,7 +79,8 @@ def main(argv=None) -> None:
                "test_mae": record["test"], "val_mae": record["val"],
                "best_epoch": record["best_epoch"], "params": record["params"],
                "seconds_per_epoch": record["seconds_per_epoch"],
-               "pe_seconds": record["pe_seconds"], "device": args.device, "paper_test_mae_1000_epochs": PAPER[pe],
+               "pe_seconds": record["pe_seconds"], "device": args.device,
+               "paper_test_mae_1000_epochs": PAPER[pe],
                "curve": record["history"], "spec": PES[pe]}
         data["rows"] = replace_row(data["rows"], row, ("pe", "epochs", "train_graphs", "device"))
         data["versions"] = versions()

@@ -20,7 +20,7 @@ def batch(families):
 
 
 def test_rwse_and_lappe_on_cuda(batch):
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     cpu_rw = random_walk_landing_probs(batch.edge_index, batch.num_nodes, 8, ptr=batch.ptr)
     gpu_rw = random_walk_landing_probs(cuda.edge_index, cuda.num_nodes, 8, ptr=cuda.ptr)
     assert torch.allclose(gpu_rw.cpu(), cpu_rw, atol=1e-5)
@@ -35,14 +35,14 @@ def test_rfp_on_cuda(batch, normalization):
     x0 = torch.randn(batch.num_nodes, 2, 4)
     op = propagation_operator(batch.edge_index, batch.num_nodes, "gcn")
     cpu = propagate(op, x0, 4, normalization, ptr=batch.ptr)
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     op_gpu = propagation_operator(cuda.edge_index, cuda.num_nodes, "gcn")
     gpu = propagate(op_gpu, x0.cuda(), 4, normalization, ptr=cuda.ptr)
     assert torch.allclose(gpu.cpu(), cpu, atol=1e-5)
 
 
 def test_curvature_fast_tier_on_cuda(batch):
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     for fn in (lambda e, n: curvature_bounds(e, n)[0], lambda e, n: forman_curvature(e, n, True)):
         cpu = fn(batch.edge_index, batch.num_nodes)
         gpu = fn(cuda.edge_index, cuda.num_nodes)
@@ -55,7 +55,7 @@ def test_curvature_fast_tier_on_cuda(batch):
 def test_exact_orc_and_profiles_on_cuda(batch):
     from graphpe.ops.curvature import ollivier_ricci
 
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     cpu = ollivier_ricci(batch.edge_index, batch.num_nodes)
     gpu = ollivier_ricci(cuda.edge_index, cuda.num_nodes)
     assert gpu.device.type == "cuda"
@@ -91,7 +91,7 @@ def test_lappe_cupy_and_host_paths_agree_on_mid_sized_graphs():
               for n in (40, 40, 57, 120)]
     batch = Batch.from_data_list(graphs)
     cpu = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     for backend in ("auto", "host"):
         gpu = laplacian_eigenpairs(cuda.edge_index, cuda.num_nodes, 6, ptr=cuda.ptr,
                                    eigh_backend=backend)
@@ -119,7 +119,7 @@ def test_chebyshev_sparse_path_on_cuda(dtype):
 def test_graph_structure_kernels_on_cuda(batch, normalization):
     from graphpe.ops import connected_components, degree, laplacian, undirected_simple
 
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     n = batch.num_nodes
     cpu_lap = laplacian(batch.edge_index, n, normalization=normalization).to_dense()
     gpu_lap = laplacian(cuda.edge_index, n, normalization=normalization).to_dense()
@@ -144,7 +144,7 @@ def test_normalization_and_orthonormalize_on_cuda(batch):
 
 
 def test_augmented_forman_on_cuda(batch):
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     for augmented in (False, True):
         cpu = forman_curvature(batch.edge_index, batch.num_nodes, augmented)
         gpu = forman_curvature(cuda.edge_index, cuda.num_nodes, augmented)
@@ -188,7 +188,7 @@ def test_spectral_kernels_on_cuda(batch):
     from graphpe.ops.pairwise import heat_kernels, resistance_distances
     from graphpe.ops.spectral import electrostatic_encoding, heat_kernel_diagonals
 
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     for fn, kwargs in ((heat_kernel_diagonals, {"times": [0.5, 2.0]}),
                        (electrostatic_encoding, {"per_component": True}),
                        (electrostatic_encoding, {})):
@@ -207,7 +207,7 @@ def test_rrwp_and_spd_on_cuda(batch):
     """RRWP (the batched tensor kernel CUDA takes) and SPD on CUDA equal the CPU result."""
     from graphpe.ops.pairwise import relative_random_walk_probs, shortest_path_distances
 
-    cuda = batch.to("cuda")
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
     cpu = relative_random_walk_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)
     gpu = relative_random_walk_probs(cuda.edge_index, cuda.num_nodes, 6, ptr=cuda.ptr)
     assert gpu.values.device.type == "cuda"
