@@ -110,6 +110,39 @@ def train_step_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def gpu_table(data: dict) -> str:
+    """Encodings, one large graph and the GPS step with OnTheFlyPE on a GPU (from
+    ``benchmarks/gpu.py``)."""
+    info = data["info"]
+    lines = [f"`python benchmarks/gpu.py` ({info.get('gpu', info['device'])}, torch "
+             f"{info['torch']}; PyG graph by graph on the same machine's CPU, one thread):", "",
+             "| what | size | seconds | throughput | vs PyG (CPU) | check |",
+             "| --- | --- | ---: | ---: | ---: | --- |"]
+    for r in data["rows"]:
+        if r["part"] == "zinc":
+            ratio = (f"{r['speedup_vs_pyg_cpu']:.0f}x" if "speedup_vs_pyg_cpu" in r else "")
+            check = next((f"max diff vs CPU {r[k]:.1e}" for k in
+                          ("max_eigval_diff_vs_cpu", "max_diff_vs_cpu") if k in r), "")
+            lines.append(f"| {r['encoding']} | {r['graphs']:,} ZINC graphs, one batch | "
+                         f"{r['seconds']:.3f} | {r['graphs_per_s']:,.0f} graphs/s | {ratio} | "
+                         f"{check} |")
+        elif r["part"] == "large":
+            extra = (f"{r['ratio_to_bare']:.2f}x a bare SpMM" if "ratio_to_bare" in r else "")
+            lines.append(f"| {r['method']} | {r['nodes']:,} nodes, {r['nnz']:,} nonzeros | "
+                         f"{r['seconds']:.4f} | | | {extra} |")
+        elif r["part"] == "train":
+            extra = (f"+{r['overhead']:.0%} over the precomputed step"
+                     if "overhead" in r and "alone" not in r["method"] else "")
+            lines.append(f"| {r['method']} | batch of {r['batch']} | {r['seconds']:.4f} | | | "
+                         f"{extra} |")
+    return "\n".join(lines)
+
+
+def train_step_gpu_table(data: dict) -> str:
+    """``benchmarks/train_step.py --device cuda``: the same table as on the CPU."""
+    return train_step_table(data)
+
+
 def gps_curve_table(runs: list[dict]) -> str:
     """Test MAE of bucketed vs padded attention (from ``benchmarks/gps_curve.py``)."""
     lines = ["| attention | seeds | epochs | test MAE per seed | mean |",
@@ -325,6 +358,8 @@ TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
     "train_step": ("benchmarks/results/train_step.json", train_step_table),
+    "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
+    "gpu": ("benchmarks/results/gpu.json", gpu_table),
     "gps_curve": ("benchmarks/results/gps_curve_*.json", gps_curve_table),
     "ddp": ("benchmarks/results/ddp.json", ddp_table),
     "precompute_workers": ("benchmarks/results/precompute_workers.json",
