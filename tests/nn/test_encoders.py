@@ -167,3 +167,21 @@ def test_spe_batch_norm_ignores_padding_and_single_rows(families):
                                           num_nodes=1)]))
     assert enc(single).shape == (1, 8)
     assert SPEEncoder(4, 8, batch_norm=False).rho.norms is None
+
+
+def test_spe_output_norm_keeps_the_scale_independent_of_graph_size():
+    """rho's sum over a graph's n columns grows with n; with ``output_norm`` (the default) the
+    pooled features reach the output map standardized (BatchNorm, training mode), whatever
+    the sizes, and ``output_norm=False`` keeps the paper's raw sum."""
+    graphs = [nx_to_data(nx.cycle_graph(n)) for n in (8, 41, 80)]
+    batch = lap_batch(graphs, 7)
+    torch.manual_seed(0)
+    enc = SPEEncoder(7, 8, rho_hidden=16).train()
+    seen = {}
+    enc.out.register_forward_hook(lambda m, inputs, out: seen.update(h=inputs[0].detach()))
+    enc(batch)
+    h = seen["h"]
+    assert torch.allclose(h.mean(0), torch.zeros(16), atol=1e-5)
+    assert torch.allclose(h.var(0, unbiased=False), torch.ones(16), atol=1e-3)
+    raw = SPEEncoder(7, 8, rho_hidden=16, output_norm=False).train()
+    assert raw.out_norm is None and len(list(raw.parameters())) == len(list(enc.parameters())) - 2
