@@ -45,6 +45,43 @@ PES = {
 PAPER = {"none": 0.1772, "signnet": 0.0853, "spe": 0.0693}
 
 
+def plot_curves(data: dict, png: Path) -> None:
+    """Validation MAE per epoch of every run in ``data``, one panel per (device, epochs,
+    training graphs) setting, the paper's 1000-epoch test MAE as dotted lines; nothing
+    without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no plot)")
+        return
+    settings = sorted({(r.get("device", "cpu"), r["epochs"], r["train_graphs"])
+                       for r in data["rows"]})
+    fig, axes = plt.subplots(1, len(settings), figsize=(5 * len(settings), 3.6), squeeze=False)
+    colors = {"none": "tab:gray", "signnet": "tab:blue", "spe": "tab:red"}
+    for ax, (device, epochs, graphs) in zip(axes[0], settings, strict=True):
+        for r in data["rows"]:
+            if (r.get("device", "cpu"), r["epochs"], r["train_graphs"]) != (device, epochs,
+                                                                                graphs):
+                continue
+            color = colors.get(r["pe"])
+            ax.plot([h["epoch"] + 1 for h in r["curve"]], [h["val"] for h in r["curve"]],
+                    color=color, label=f"{r['pe']} (test {r['test_mae']:.3f})")
+            ax.axhline(r["paper_test_mae_1000_epochs"], color=color, linestyle=":")
+        ax.set_yscale("log")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("validation MAE")
+        ax.set_title(f"{device}, {graphs:,} training graphs", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.suptitle("SPE's ZINC setup (dotted: the paper after 1000 epochs)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+    print(f"wrote {png}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
@@ -56,7 +93,12 @@ def main(argv=None) -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "papers_spe.json")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the curves of --json (next to it, .png) and stop")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        plot_curves(json.loads(args.json.read_text()), args.json.with_suffix(".png"))
+        return
     torch.set_num_threads(args.threads)
     unknown = set(args.pes.split(",")) - set(PES)
     if unknown:
@@ -85,6 +127,7 @@ def main(argv=None) -> None:
         data["rows"] = replace_row(data["rows"], row, ("pe", "epochs", "train_graphs", "device"))
         data["versions"] = versions()
         write_json_atomic(args.json, data)
+        plot_curves(data, args.json.with_suffix(".png"))
         print(f"ZINC {pe:<8} test MAE {record['test']:.4f} after {args.epochs} epochs "
               f"(paper after 1000: {PAPER[pe]:.4f}); {record['params']:,} parameters, "
               f"{record['seconds_per_epoch']:.0f} s/epoch  "
