@@ -7,7 +7,7 @@ disagree (a mismatch used to be a shape error at best).
     transforms = transforms_of(specs)                      # for precompute / pre_transform
     model = build_model({..., "pe": pe_model_config(specs)})  # the matching encoders
 
-A spec is a name (``lap``, ``signnet``, ``spe``, ``rwse``, ``rfp``, ``lcp``, ``hkdiag``,
+A spec is a name (``lap``, ``signnet``, ``spe``, ``peg``, ``rwse``, ``rfp``, ``lcp``, ``hkdiag``,
 ``elstatic``, ``pearl`` (learned in the model: no transform); pairwise ``rrwp``, ``spd``,
 ``rd``, ``heat``) and settings over the defaults of
 :data:`PE_DEFAULTS`; an unknown name or setting is a ValueError naming the
@@ -41,12 +41,15 @@ ATTR_NAMES = {
     "lap": ("lap_pe", "lap_eigvals", "lap_mask"),
     "signnet": ("sn_pe", "sn_eigvals", "sn_mask"),
     "spe": ("spe_pe", "spe_eigvals", "spe_mask"),
+    "peg": ("peg_pe", "peg_eigvals", "peg_mask"),
 }
 
 PE_DEFAULTS: dict[str, dict[str, Any]] = {
     "lap": {"k": 8, "normalization": "sym", "sign": "canonical"},
     "signnet": {"k": 8, "normalization": "sym"},
     "spe": {"k": 8, "normalization": "sym", "m": 8, "rho_hidden": 32, "rho_layers": 2},
+    # PEG / EquivStableLapPE: eigenvector distances gate the messages (no node encoder)
+    "peg": {"k": 8, "normalization": "sym"},
     "rwse": {"walk_length": 16},
     # readout: what RFPEncoder's phi sees of each draw (gram: rotation-invariant inner products)
     "rfp": {"dim": 16, "steps": 8, "num_draws": 4, "operator": "gcn", "normalization": "qr",
@@ -109,7 +112,7 @@ class PESpec:
     def encoder_config(self) -> dict[str, Any]:
         """The settings of this encoding's entry in ``build_model``'s ``pe``."""
         s = self.settings
-        if self.name in ("lap", "signnet"):
+        if self.name in ("lap", "signnet", "peg"):
             return {"k": s["k"], "attr_names": ATTR_NAMES[self.name]}
         if self.name == "spe":
             return {"k": s["k"], "m": s["m"], "rho_hidden": s["rho_hidden"],

@@ -5,6 +5,7 @@ Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transfor
 """
 
 from graphpe.nn.attention import GraphLayout, LinearAttention, MultiheadGraphAttention, graph_layout
+from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     ElstaticSEEncoder,
     HKdiagSEEncoder,
@@ -23,6 +24,7 @@ from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 __all__ = [
     "ElstaticSEEncoder",
     "GINE",
+    "GINLayer",
     "GPS",
     "GPSLayer",
     "GraphLayout",
@@ -34,6 +36,7 @@ __all__ = [
     "LinearSEEncoder",
     "MultiheadGraphAttention",
     "PEARLEncoder",
+    "PEGGate",
     "PEGraphModel",
     "PairBiasEncoder",
     "RFPEncoder",
@@ -43,4 +46,5 @@ __all__ = [
     "build_model",
     "graph_layout",
     "load_model",
+    "pe_distances",
 ]

@@ -32,9 +32,11 @@ class GINLayer(nn.Module):
         else:
             self.register_buffer("eps", torch.tensor([float(eps)]))
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None) -> Tensor:
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None = None,
+                edge_weight: Tensor | None = None) -> Tensor:
         """``x [N, C]``, ``edge_index [2, E]`` (messages flow ``edge_index[0] -> [1]``),
-        ``edge_attr [E, C]`` (GINE) or None (GIN) -> ``[N, out]``."""
+        ``edge_attr [E, C]`` (GINE) or None (GIN) -> ``[N, out]``. ``edge_weight [E, 1]``
+        scales each message (e.g. :class:`PEGGate`)."""
         src, dst = edge_index[0], edge_index[1]
         msg = x.index_select(0, src)
         if edge_attr is not None:
@@ -42,8 +44,46 @@ class GINLayer(nn.Module):
                 raise ValueError(f"edge_attr must have shape {tuple(msg.shape)} (one row of "
                                  f"width {x.size(1)} per edge), got {tuple(edge_attr.shape)}")
             msg = (msg + edge_attr).relu()
+        if edge_weight is not None:
+            if edge_weight.shape != (msg.size(0), 1):
+                raise ValueError(f"edge_weight must have shape ({msg.size(0)}, 1), got "
+                                 f"{tuple(edge_weight.shape)}")
+            msg = msg * edge_weight
         agg = torch.zeros_like(x).index_add_(0, dst, msg)
         return self.nn(agg + (1.0 + self.eps) * x)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(nn={self.nn})"
+
+
+def pe_distances(pe: Tensor, edge_index: Tensor) -> Tensor:
+    """``||p_i - p_j||^2`` of every edge ``(i, j)``: ``[E, 1]`` from node positions
+    ``pe [N, k]`` (zero columns, e.g. masked eigenvectors of small graphs, add nothing)."""
+    return (pe.index_select(0, edge_index[0]) - pe.index_select(0, edge_index[1])).square().sum(
+        -1, keepdim=True)
+
+
+class PEGGate(nn.Module):
+    r"""The edge gate of PEG (Wang, Yin, Zhang, Li, "Equivariant and Stable Positional
+    Encoding for More Powerful Graph Neural Networks", ICLR 2022), GraphGPS's
+    ``EquivStableLapPE``: a message along ``(j, i)`` is scaled by
+    :math:`\sigma(\mathrm{MLP}(\lVert p_i - p_j \rVert^2))`, with ``p`` the Laplacian
+    eigenvectors kept out of the node features. Distances between eigenvector rows do not
+    change when an eigenvector's sign flips or a whole eigenspace's basis rotates, and move
+    little when the graph does: the layer is permutation-equivariant and stable (PEG's
+    Theorem 3.6). GraphGPS first maps the eigenvectors by a learned linear layer, which gives
+    up both; graphpe gates with the raw distances, as the paper.
+
+    Args:
+        hidden: width of the MLP ``Linear(1, hidden) -> ReLU -> Linear(hidden, 1)``.
+    """
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+            raise ValueError(f"hidden must be a positive int, got {hidden!r}")
+        self.mlp = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
+
+    def forward(self, distances: Tensor) -> Tensor:
+        """``[E, 1]`` squared distances (:func:`pe_distances`) -> ``[E, 1]`` gates in (0, 1)."""
+        return torch.sigmoid(self.mlp(distances))

@@ -12,8 +12,6 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import (
     GCNConv,
-    GINConv,
-    GINEConv,
     global_add_pool,
     global_max_pool,
     global_mean_pool,
@@ -27,7 +25,7 @@ from graphpe.nn.attention import (
     MultiheadGraphAttention,
     layout_from_batch,
 )
-from graphpe.nn.conv import GINLayer
+from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     ElstaticSEEncoder,
     HKdiagSEEncoder,
@@ -133,20 +131,22 @@ class GPSLayer(nn.Module):
         num_graphs: int | None = None,
         pair_bias: Tensor | None = None,
         pair_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
     ) -> Tensor:
         """``x [N, channels]`` -> ``[N, channels]``. ``batch`` maps nodes to graphs (None: one
         graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
         here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``;
         ``pair_bias [P, heads]`` is added to the attention logits of the pairs ``pair_index``
-        (``multihead`` attention only)."""
+        (``multihead`` attention only); ``edge_weight [E, 1]`` scales the MPNN's messages
+        (PEG gates)."""
         hs = []
         if self.conv is not None:
             if self.mpnn == "gine":
                 if edge_attr is None:
                     raise ValueError("mpnn='gine' needs edge_attr of width channels")
-                h = self.conv(x, edge_index, edge_attr)
+                h = self.conv(x, edge_index, edge_attr, edge_weight)
             else:
-                h = self.conv(x, edge_index)
+                h = self.conv(x, edge_index, None, edge_weight)
             if self.dropout > 0.0:
                 h = F.dropout(h, p=self.dropout, training=self.training)
             hs.append(self._norm(self.norm1, h + x, batch, num_graphs))
@@ -277,6 +277,22 @@ class PEGraphModel(nn.Module):
                        pe: Tensor | None) -> Tensor:
         raise NotImplementedError
 
+    def _build_peg(self, peg_attr: str | None, num_layers: int) -> None:
+        """One :class:`~graphpe.nn.conv.PEGGate` per layer, reading the eigenvectors
+        ``batch[peg_attr]`` (None: no gates)."""
+        self.peg_attr = peg_attr
+        self.peg_gates = (nn.ModuleList(PEGGate(self.channels) for _ in range(num_layers))
+                          if peg_attr is not None else None)
+
+    def _peg_distances(self, batch) -> Tensor | None:
+        if self.peg_gates is None:
+            return None
+        pe = batch.get(self.peg_attr)
+        if pe is None:
+            raise ValueError(f"PEG gates read batch.{self.peg_attr} (the eigenvectors of "
+                             f"LaplacianPE(attr_names=({self.peg_attr!r}, ...)))")
+        return pe_distances(pe, batch.edge_index)
+
     def encode_pe(self, batch) -> Tensor | None:
         if not self.pe_encoders:
             return None
@@ -309,28 +325,31 @@ class PEGraphModel(nn.Module):
 
 class GINE(PEGraphModel):
     """A GINE network (Hu et al., 2020; GIN when there are no edge features): layers
-    ``h = h + ReLU(BN(GINE(h)))``, then pooling and an MLP head. See :class:`PEGraphModel`
-    for the arguments."""
+    ``h = h + ReLU(BN(GINE(h)))``, then pooling and an MLP head. ``peg_attr`` names the
+    eigenvectors whose distances gate every layer's messages (:class:`~graphpe.nn.conv.
+    PEGGate`, PEG / EquivStableLapPE; None: no gates). See :class:`PEGraphModel` for the
+    other arguments."""
 
-    def __init__(self, channels: int, num_layers: int, out_dim: int, **kwargs: Any) -> None:
+    def __init__(self, channels: int, num_layers: int, out_dim: int,
+                 peg_attr: str | None = None, **kwargs: Any) -> None:
         super().__init__(channels, num_layers, out_dim, **kwargs)
-        has_edges = self.edge_input is not None
 
         def conv():
             inner = nn.Sequential(nn.Linear(channels, channels), nn.BatchNorm1d(channels),
                                   nn.ReLU(), nn.Linear(channels, channels))
-            return GINEConv(inner, train_eps=True) if has_edges else GINConv(inner,
-                                                                              train_eps=True)
+            return GINLayer(inner, train_eps=True)  # PyG GINEConv/GINConv's maths and state
 
         self.convs = nn.ModuleList(conv() for _ in range(num_layers))
         self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in range(num_layers))
+        self._build_peg(peg_attr, num_layers)
 
     def layers_forward(self, h, batch, edge_attr, pe):
+        distances = self._peg_distances(batch)
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms, strict=True)):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
-            out = conv(h, batch.edge_index, edge_attr) if edge_attr is not None \
-                else conv(h, batch.edge_index)
+            gate = self.peg_gates[i](distances) if distances is not None else None
+            out = conv(h, batch.edge_index, edge_attr, gate)
             h = h + F.dropout(F.relu(norm(out)), self.dropout, self.training)
         return h
 
@@ -363,6 +382,7 @@ class GPS(PEGraphModel):
         norm: str | None = "batch_norm",
         attention_buckets: int = MAX_BUCKETS,
         pair_encoder: nn.Module | None = None,
+        peg_attr: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(channels, num_layers, out_dim, **kwargs)
@@ -382,6 +402,9 @@ class GPS(PEGraphModel):
             GPSLayer(channels, mpnn, attention, heads, self.dropout, attn_dropout, norm)
             for _ in range(num_layers)
         )
+        if peg_attr is not None and mpnn is None:
+            raise ValueError("peg_attr gates the MPNN's messages: it needs an mpnn")
+        self._build_peg(peg_attr, num_layers)
 
     def layers_forward(self, h, batch, edge_attr, pe):
         graph = batch.get("batch")
@@ -392,11 +415,13 @@ class GPS(PEGraphModel):
         pair_bias = pair_index = None
         if self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
             pair_bias, pair_index = self.pair_encoder(batch)
+        distances = self._peg_distances(batch)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
+            gate = self.peg_gates[i](distances) if distances is not None else None
             h = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
-                      pair_index)
+                      pair_index, gate)
         return h
 
 
@@ -430,7 +455,8 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                      "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
 
     ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``,
-    ``hkdiag``, ``elstatic``) to their encoder settings.
+    ``hkdiag``, ``elstatic``, ``pearl``) to their encoder settings; ``peg`` (eigenvectors
+    ``attr_names``) adds PEG gates to the messages of ``gine``/``gps`` instead of an encoder.
     :func:`graphpe.presets.pe_model_config` builds this entry from the same specs that build
     the transforms, so the two always agree. Every other key is passed
     to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
@@ -466,6 +492,12 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
         else:
             raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
                              "['heat', 'rd', 'rrwp', 'spd']")
+    pe = dict(pe)
+    peg = pe.pop("peg", None)
+    if peg is not None:  # not a node encoder: gates on every layer's messages
+        if kind not in ("gine", "gps"):
+            raise ValueError("peg gates the messages of model='gine' or 'gps'")
+        config["peg_attr"] = (peg or {}).get("attr_names", ("peg_pe",))[0]
     unknown = set(pe) - set(PE_ENCODERS)
     if unknown:
         raise ValueError(f"unknown PE {sorted(unknown)}; choose from {sorted(PE_ENCODERS)}")

@@ -255,3 +255,46 @@ def test_unknown_model_name_is_refused():
     with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'gcn', "
                                          r"'gin'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
+
+
+@pytest.mark.parametrize("kind", ["gine", "gps"])
+def test_peg_gates_are_invariant_to_any_orthogonal_map_of_the_eigenvectors(kind):
+    """PEG (EquivStableLapPE): the gates read ||p_i - p_j||^2 only, so rotating the
+    eigenvector columns by any orthogonal matrix (sign flips, bases of repeated eigenspaces)
+    leaves the model's output unchanged; the gates get gradients and change the output."""
+    from graphpe.presets import resolve_pe, transforms_of
+
+    (transform,) = transforms_of(resolve_pe("peg:k=4"))
+    batch = transform(make_batch())
+    torch.manual_seed(0)
+    extra = {"heads": 2} if kind == "gps" else {}
+    model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 1,
+                         "node_vocab": 5, "edge_vocab": 3, "pe": {"peg": {}}, **extra}).eval()
+    q, _ = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64))
+    rotated = batch.clone()
+    rotated.peg_pe = (batch.peg_pe.double() @ q).float()
+    with torch.no_grad():
+        before = model(batch)
+        assert torch.allclose(model(rotated), before, atol=1e-5)
+        for p in model.peg_gates.parameters():
+            p.add_(torch.randn_like(p))
+        assert not torch.allclose(model(batch), before)
+    model.train()
+    model(batch).square().sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0
+               for p in model.peg_gates.parameters())
+
+
+def test_peg_bad_uses():
+    with pytest.raises(ValueError, match="peg gates the messages of model='gine' or 'gps'"):
+        build_model({"model": "gcn", "channels": 8, "layers": 1, "node_vocab": 5,
+                     "pe": {"peg": {}}})
+    model = build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
+                         "edge_vocab": 3, "pe": {"peg": {}}})
+    with pytest.raises(ValueError, match=r"PEG gates read batch.peg_pe"):
+        model(make_batch())
+    from graphpe.nn import GINLayer
+
+    layer = GINLayer(torch.nn.Linear(4, 4))
+    with pytest.raises(ValueError, match=r"edge_weight must have shape \(2, 1\), got \(2,\)"):
+        layer(torch.randn(3, 4), torch.tensor([[0, 1], [1, 2]]), edge_weight=torch.ones(2))
