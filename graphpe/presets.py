@@ -63,8 +63,8 @@ PE_DEFAULTS: dict[str, dict[str, Any]] = {
               "powers": None, "mlp_layers": 2, "mlp_hidden": 32, "pooling": "sum",
               "max_nodes": 512, "seed": 0},
     # pairwise: an attention bias of GPS (build_model's "pair" entry), not a node encoding
-    "rrwp": {"num_steps": 21},
-    "spd": {"max_dist": 8},
+    "rrwp": {"num_steps": 21, "hops": None},
+    "spd": {"max_dist": 8, "local": False},
     "rd": {},
     "heat": {"times": [1, 2, 4, 8, 16], "normalization": "none", "keep_trivial": False},
 }
@@ -96,9 +96,9 @@ class PESpec:
             return RFP(dim=s["dim"], steps=s["steps"], num_draws=s["num_draws"],
                        operator=s["operator"], normalization=s["normalization"], seed=s["seed"])
         if self.name == "rrwp":
-            return RRWP(s["num_steps"])
+            return RRWP(s["num_steps"], hops=s["hops"])
         if self.name == "spd":
-            return SPD(s["max_dist"])
+            return SPD(s["max_dist"], local=s["local"])
         if self.name == "rd":
             return ResistanceDistance()
         if self.name in ("hkdiag", "heat"):
@@ -126,7 +126,8 @@ class PESpec:
         if self.name == "elstatic":
             return {}
         if self.name in PAIRWISE or self.name in LEARNED:
-            return dict(s)
+            # which pairs are listed (hops, local) is the transform's business, not the encoder's
+            return {k: v for k, v in s.items() if k not in ("hops", "local")}
         return {"num_stats": 5}
 
     def to_dict(self) -> dict[str, Any]:

@@ -301,6 +301,139 @@ def _relative_walk_probs(indptr, indices, weight, loops, ptr, pair_ptr, num_step
             x, y = y, x
 
 
+def local_pairs_host(csr: HostCSR, hops: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair ``(i, j)`` with ``d(i, j) <= hops`` (``i`` itself included):
+    ``(pair_index [2, P], dist [P])``, sorted by ``i`` then ``j``, by one breadth-first search
+    per source cut at ``hops`` levels; memory ``O(P)``, never ``n^2``."""
+    n = csr.indptr.shape[0] - 1
+    counts = np.zeros(n + 1, dtype=np.int64)
+    scratch = (np.full(n, -1, dtype=np.int64), np.empty(n, dtype=np.int64),
+               np.empty(n, dtype=np.int64))
+    _local_pairs(csr.indptr, csr.indices, hops, counts, np.empty((2, 0), np.int64),
+                 np.empty(0, np.int64), True, *scratch)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts[:n], out=starts[1:])
+    pair_index = np.empty((2, starts[-1]), dtype=np.int64)
+    dist = np.empty(starts[-1], dtype=np.int64)
+    scratch[0][:] = -1
+    _local_pairs(csr.indptr, csr.indices, hops, starts, pair_index, dist, False, *scratch)
+    return pair_index, dist
+
+
+@numba.njit(cache=True, nogil=True)
+def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, seen, queue,
+                 level):  # pragma: no cover - compiled
+    # count_only: offsets[i] <- the size of i's ball; else write i's ball, sorted by node, at
+    # offsets[i]. seen[v] == i marks v as reached from source i (no reset between sources).
+    n = indptr.shape[0] - 1
+    for i in range(n):
+        seen[i] = i
+        queue[0] = i
+        level[i] = 0
+        head, tail = 0, 1
+        while head < tail:
+            v = queue[head]
+            head += 1
+            if level[v] == hops:
+                continue
+            for p in range(indptr[v], indptr[v + 1]):
+                u = indices[p]
+                if seen[u] != i:
+                    seen[u] = i
+                    level[u] = level[v] + 1
+                    queue[tail] = u
+                    tail += 1
+        if count_only:
+            offsets[i] = tail
+            continue
+        ball = np.sort(queue[:tail])
+        base = offsets[i]
+        for r in range(tail):
+            pair_index[0, base + r] = i
+            pair_index[1, base + r] = ball[r]
+            dist[base + r] = level[ball[r]]
+
+
+def local_walk_probs_host(csr: HostCSR, pair_index: np.ndarray, num_steps: int,
+                          out: np.ndarray) -> None:
+    """``out[p, k] = (M^k)_ij`` for the pairs ``p = (i, j)`` of ``pair_index`` (sorted by
+    ``i``; as :func:`local_pairs_host` gives them), ``M = D^-1 A`` with the self loops as in
+    :func:`relative_walk_probs`: exact, from one sparse walk of ``num_steps - 1`` steps per
+    source over the nodes it reaches (cost ``n`` times the ``(num_steps - 1)``-hop ball)."""
+    _local_walk_probs(csr.indptr, csr.indices, csr.weight, csr.loops, pair_index, num_steps,
+                      out)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _local_walk_probs(indptr, indices, weight, loops, pair_index, num_steps,
+                      out):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    values = np.zeros(indices.shape[0])
+    diag = np.zeros(n)
+    for i in range(n):  # M's rows, scaled as in _relative_walk_probs
+        top = loops[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            top = max(top, weight[p])
+        if top > 0:
+            total = loops[i] / top
+            for p in range(indptr[i], indptr[i + 1]):
+                total += weight[p] / top
+            diag[i] = loops[i] / top / total
+            for p in range(indptr[i], indptr[i + 1]):
+                values[p] = weight[p] / top / total
+    x = np.zeros(n)
+    y = np.zeros(n)
+    on = np.full(n, -1, dtype=np.int64)  # on[v] == stamp: v is already in the next support
+    stamp = 0  # one per step of every source, so nothing is reset between sources
+    support = np.empty(n, dtype=np.int64)
+    nxt = np.empty(n, dtype=np.int64)
+    num_pairs = pair_index.shape[1]
+    start = 0
+    while start < num_pairs:
+        i = pair_index[0, start]
+        stop = start
+        while stop < num_pairs and pair_index[0, stop] == i:
+            stop += 1
+        for r in range(start, stop):
+            out[r, 0] = 1.0 if pair_index[1, r] == i else 0.0
+        x[i] = 1.0
+        support[0] = i
+        size = 1
+        for k in range(1, num_steps):
+            # y = x M over the support (a row vector walking one step), then swap
+            stamp += 1
+            count = 0
+            for a in range(size):
+                v = support[a]
+                xv = x[v]
+                if diag[v] != 0.0:
+                    if on[v] != stamp:
+                        on[v] = stamp
+                        nxt[count] = v
+                        count += 1
+                    y[v] += xv * diag[v]
+                for p in range(indptr[v], indptr[v + 1]):
+                    u = indices[p]
+                    if on[u] != stamp:
+                        on[u] = stamp
+                        nxt[count] = u
+                        count += 1
+                    y[u] += xv * values[p]
+            for a in range(size):
+                x[support[a]] = 0.0
+            for a in range(count):
+                v = nxt[a]
+                x[v] = y[v]
+                y[v] = 0.0
+                support[a] = v
+            size = count
+            for r in range(start, stop):
+                out[r, k] = x[pair_index[1, r]]
+        for a in range(size):
+            x[support[a]] = 0.0
+        start = stop
+
+
 # ----------------------------------------------------------------------------- LapPE
 
 # Up to this size the compiled solver below (its own Householder reduction) is fastest: LAPACK's

@@ -18,20 +18,34 @@ graph, graphs in order: ``pair_index [2, P]`` (global node ids, like ``edge_inde
 computed densely, one batched product per group of equal-sized graphs (no padding), on the
 data's device; all pairs of an ``n``-node graph are ``n^2`` values, so this is for graphs of
 molecule to peptide size (``max_nodes``, default 1,024).
+
+For larger graphs, RRWP and SPD take ``hops``: only the pairs within ``hops`` hops are
+listed (:func:`local_pairs`, sorted by source then target; a pair not listed is farther),
+computed on the host by one breadth-first search and, for RRWP, one sparse walk per source,
+so memory follows the number of such pairs and never ``n^2``.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import Tensor
 
-from graphpe.ops.compiled import relative_walk_probs, simple_csr, use_compiled
+from graphpe.ops.compiled import (
+    local_pairs_host,
+    local_walk_probs_host,
+    relative_walk_probs,
+    simple_csr,
+    use_compiled,
+)
 from graphpe.ops.graph import (
     connected_components,
     dense_adjacency,
+    single_graph_ptr,
     size_buckets,
+    validate_graph,
     weights_scaled_per_graph,
 )
 from graphpe.ops.spectral import (
@@ -68,6 +82,29 @@ def all_pairs(ptr: Tensor) -> tuple[Tensor, Tensor]:
     n = sizes[graph]
     start = ptr[graph]
     return torch.stack([start + local // n.clamp(min=1), start + local % n.clamp(min=1)]), pair_ptr
+
+
+def local_pairs(edge_index: Tensor, num_nodes: int, hops: int, *,
+                ptr: Tensor | None = None) -> PairEncoding:
+    """Every ordered pair ``(i, j)`` with hop distance ``d(i, j) <= hops`` (``(i, i)``
+    included): ``values [P]`` (int64) is ``d(i, j)``; pairs sorted by ``i`` then ``j``
+    (graph by graph, as the nodes), ``pair_ptr [G + 1]`` where each graph's pairs start.
+    Breadth-first searches on the host, ``O(P)`` memory; the result is on the edges' device."""
+    if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
+        raise ValueError(f"hops must be a non-negative int, got {hops!r}")
+    validate_graph(edge_index, num_nodes, None, ptr)
+    ptr = single_graph_ptr(num_nodes, edge_index.device) if ptr is None else ptr
+    pair_index, dist = local_pairs_host(simple_csr(edge_index, num_nodes), hops)
+    pair_ptr = np.searchsorted(pair_index[0], ptr.cpu().numpy())  # a graph's first pair
+    device = edge_index.device
+    return PairEncoding(torch.from_numpy(pair_index).to(device),
+                        torch.from_numpy(dist).to(device),
+                        torch.from_numpy(pair_ptr.astype(np.int64)).to(device))
+
+
+def _check_hops(hops: int | None) -> None:
+    if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int) or hops < 0):
+        raise ValueError(f"hops must be None or a non-negative int, got {hops!r}")
 
 
 def _prepare(edge_index: Tensor, num_nodes: int, ptr: Tensor | None,
@@ -120,6 +157,7 @@ def relative_random_walk_probs(
     dtype: torch.dtype = torch.float32,
     max_nodes: int = PAIRWISE_MAX_NODES,
     kernel: str = "auto",
+    hops: int | None = None,
 ) -> PairEncoding:
     """RRWP: ``values[p, k] = (M^k)_{ij}`` for the pair ``p = (i, j)``, ``k = 0..num_steps-1``,
     ``M = D^-1 A`` on the undirected graph with its self loops (a walk may stay on one, as in
@@ -127,9 +165,22 @@ def relative_random_walk_probs(
     CPU (exact to rounding) and float32 elsewhere. ``kernel``: ``compiled`` (CPU: one compiled
     loop over the graphs, sparse products, float64), ``tensor`` (batched dense products per
     size bucket; CUDA) or ``auto`` (compiled for CPU tensors unless ``compute_dtype`` asks
-    for another precision)."""
+    for another precision).
+
+    ``hops``: only the pairs within ``hops`` hops (:func:`local_pairs`; any graph size), with
+    the same values, exact (float64 on the host: one sparse walk of ``num_steps - 1`` steps
+    per source, over the ``num_steps - 1``-hop ball it reaches); other pairs are not listed
+    (with ``hops >= num_steps - 1`` those are exactly the pairs whose values are all 0)."""
     if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
         raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    _check_hops(hops)
+    if hops is not None:
+        validate_graph(edge_index, num_nodes, edge_weight, ptr)
+        pairs = local_pairs(edge_index, num_nodes, hops, ptr=ptr)
+        values = np.empty((pairs.pair_index.size(1), num_steps))
+        local_walk_probs_host(simple_csr(edge_index, num_nodes, edge_weight),
+                              pairs.pair_index.cpu().numpy(), num_steps, values)
+        return pairs._replace(values=torch.from_numpy(values).to(edge_index.device, dtype))
     ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
     compiled = use_compiled(kernel, ptr.device) and compute_dtype in (None, torch.float64)
     if compiled and dtype in (torch.float32, torch.float64):
@@ -170,12 +221,16 @@ def shortest_path_distances(
     *,
     ptr: Tensor | None = None,
     max_nodes: int = PAIRWISE_MAX_NODES,
+    local: bool = False,
 ) -> PairEncoding:
     """Hop distances of all pairs (``values [P]``, int64), capped: pairs farther than
     ``max_dist`` hops or in different components get ``max_dist + 1``. Unweighted; an edge of
-    any weight connects."""
+    any weight connects. ``local=True``: only the pairs within ``max_dist`` hops
+    (:func:`local_pairs`, any graph size; a pair not listed is farther)."""
     if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
         raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
+    if local:
+        return local_pairs(edge_index, num_nodes, max_dist, ptr=ptr)
     ptr = _prepare(edge_index, num_nodes, ptr, None, max_nodes)
 
     def levels(adj: Tensor) -> Tensor:

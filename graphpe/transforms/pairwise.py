@@ -53,21 +53,29 @@ class RRWP(PairwiseTransform):
         num_steps: ``K`` (GRIT uses 21 on ZINC).
         attr_name: base name of the two attributes.
         max_nodes: largest graph (all pairs: ``n^2`` values each).
+        hops: list only the pairs within ``hops`` hops, for graphs of any size (memory
+            follows those pairs, never ``n^2``; the attention bias of a pair not listed is
+            0); None lists all pairs. Values are exact either way.
     """
 
     def __init__(self, num_steps: int, attr_name: str = "rrwp",
-                 max_nodes: int = PAIRWISE_MAX_NODES) -> None:
+                 max_nodes: int = PAIRWISE_MAX_NODES, hops: int | None = None) -> None:
         if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
             raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+        if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int)
+                                 or hops < 0):
+            raise ValueError(f"hops must be None or a non-negative int, got {hops!r}")
         self.num_steps, self.attr_name, self.max_nodes = num_steps, attr_name, max_nodes
+        self.hops = hops
 
     def settings(self) -> dict[str, Any]:
-        return {"num_steps": self.num_steps, "attr_name": self.attr_name}
+        return {"num_steps": self.num_steps, "attr_name": self.attr_name,
+                **({} if self.hops is None else {"hops": self.hops})}
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return self._write(relative_random_walk_probs(
             edge_index, num_nodes, self.num_steps, ptr=ptr, edge_weight=edge_weight,
-            max_nodes=self.max_nodes))
+            max_nodes=self.max_nodes, hops=self.hops))
 
 
 class SPD(PairwiseTransform):
@@ -79,20 +87,25 @@ class SPD(PairwiseTransform):
         max_dist: largest distance told apart.
         attr_name: base name of the two attributes.
         max_nodes: largest graph.
+        local: list only the pairs within ``max_dist`` hops, for graphs of any size (a pair
+            not listed is farther; its attention bias is 0, not the "farther" one).
     """
 
     def __init__(self, max_dist: int = 8, attr_name: str = "spd",
-                 max_nodes: int = PAIRWISE_MAX_NODES) -> None:
+                 max_nodes: int = PAIRWISE_MAX_NODES, local: bool = False) -> None:
         if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
             raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
         self.max_dist, self.attr_name, self.max_nodes = max_dist, attr_name, max_nodes
+        self.local = bool(local)
 
     def settings(self) -> dict[str, Any]:
-        return {"max_dist": self.max_dist, "attr_name": self.attr_name}
+        return {"max_dist": self.max_dist, "attr_name": self.attr_name,
+                **({"local": True} if self.local else {})}
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return self._write(shortest_path_distances(edge_index, num_nodes, self.max_dist,
-                                                   ptr=ptr, max_nodes=self.max_nodes))
+                                                   ptr=ptr, max_nodes=self.max_nodes,
+                                                   local=self.local))
 
 
 class ResistanceDistance(PairwiseTransform):

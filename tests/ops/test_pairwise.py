@@ -135,3 +135,52 @@ def test_rrwp_compiled_kernel_equals_tensor_kernel(data):
     assert torch.allclose(fast.values, slow.values, atol=1e-6)
     with pytest.raises(ValueError, match="kernel must be one of"):
         relative_random_walk_probs(*args, ptr=batch.ptr, kernel="numba")
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs=st.lists(raw_graph(), min_size=1, max_size=4), hops=st.integers(0, 4),
+       steps=st.integers(1, 6))
+def test_local_pairs_are_the_all_pairs_within_hops_with_the_same_values(graphs, hops, steps):
+    """hops=r lists exactly the pairs within r hops (as all-pairs SPD, in the same order) with
+    all-pairs RRWP's values; with r >= K - 1 the pairs left out are exactly the all-zero ones."""
+    from graphpe.ops.pairwise import local_pairs
+
+    batch = Batch.from_data_list(graphs)
+    args = (batch.edge_index, batch.num_nodes)
+    full_spd = shortest_path_distances(*args, 5, ptr=batch.ptr)
+    near = full_spd.values <= hops
+    local = local_pairs(*args, hops, ptr=batch.ptr)
+    assert torch.equal(local.pair_index, full_spd.pair_index[:, near])
+    assert torch.equal(local.values, full_spd.values[near])
+    graph_of_pair = batch.batch[local.pair_index[0]]
+    assert torch.equal(local.pair_ptr, torch.searchsorted(graph_of_pair, torch.arange(
+        batch.num_graphs + 1)))
+    full = relative_random_walk_probs(*args, steps, ptr=batch.ptr, dtype=torch.float64)
+    mine = relative_random_walk_probs(*args, steps, ptr=batch.ptr, dtype=torch.float64,
+                                      hops=hops)
+    assert torch.equal(mine.pair_index, local.pair_index)
+    torch.testing.assert_close(mine.values, full.values[near], atol=1e-12, rtol=0)
+    if hops >= steps - 1:
+        assert not full.values[~near].any()
+    if 1 <= hops <= 5:
+        spd = shortest_path_distances(*args, hops, ptr=batch.ptr, local=True)
+        assert torch.equal(spd.values, local.values)
+
+
+def test_local_pairs_on_a_graph_too_large_for_all_pairs():
+    """A 30,000-node graph: all pairs refuse (n^2 values), hops=2 lists its ~0.4M near pairs."""
+    gen = torch.Generator().manual_seed(0)
+    n = 30_000
+    ei = torch.randint(0, n, (2, 3 * n), generator=gen)
+    ei = torch.cat([ei, ei.flip(0)], 1)
+    with pytest.raises(ValueError, match="a graph has 30000 nodes: all-pairs encodings "
+                                         "allocate n\\^2 values per graph, and max_nodes=1024"):
+        relative_random_walk_probs(ei, n, 3)
+    enc = relative_random_walk_probs(ei, n, 3, hops=2)
+    deg = torch.bincount(ei[0], minlength=n)
+    assert n < enc.pair_index.size(1) < n * (1 + 6 * 7) and enc.values.shape[1] == 3
+    # every row of M sums to 1 (a node with an edge) and lies within 1 hop: the listed step-1
+    # values add up to the number of such nodes
+    assert torch.allclose(enc.values[:, 1].sum(), torch.tensor(float((deg > 0).sum())), rtol=1e-4)
+    with pytest.raises(ValueError, match="hops must be None or a non-negative int, got -1"):
+        relative_random_walk_probs(ei, n, 3, hops=-1)

@@ -1,3 +1,4 @@
+import networkx as nx
 import pytest
 import torch
 from torch_geometric.data import Batch
@@ -5,6 +6,7 @@ from torch_geometric.loader import DataLoader
 
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import RRWP, SPD, OnTheFlyPE, ResistanceDistance, precompute
+from tests.conftest import nx_to_data
 
 
 def test_pre_transformed_pairs_collate_like_edges_and_equal_the_batch_call():
@@ -61,3 +63,18 @@ def test_precompute_stores_pairs_per_graph_like_edges(tmp_path, workers):
             fly = OnTheFlyPE(transforms)(Batch.from_data_list([g.clone() for g in graphs]))
             assert torch.equal(loaded.spd_index, fly.spd_index)
             assert torch.equal(loaded.spd, fly.spd)
+
+
+def test_local_pairs_collate_like_edges_and_equal_the_batch_call():
+    """RRWP(hops=) and SPD(local=True) on single graphs, collated by the DataLoader, equal the
+    transform on the whole Batch (pair indices offset like edge_index)."""
+    graphs = [nx_to_data(nx.path_graph(6)), nx_to_data(nx.cycle_graph(5)),
+              nx_to_data(nx.star_graph(4))]
+    for transform in (RRWP(4, hops=2), SPD(3, local=True)):
+        one_by_one = Batch.from_data_list([transform(g) for g in graphs])
+        whole = transform(Batch.from_data_list(graphs))
+        name = transform.attr_name
+        assert torch.equal(one_by_one[f"{name}_index"], whole[f"{name}_index"])
+        assert torch.equal(one_by_one[name], whole[name])
+    assert "hops=2" in repr(RRWP(4, hops=2)) and "hops" not in repr(RRWP(4))
+    assert "local=True" in repr(SPD(3, local=True))
