@@ -20,7 +20,7 @@ from common import DEFAULT_ROOT, DEFAULT_SHARED, place, report  # noqa: E402
 from graphpe.datasets import load_dataset  # noqa: E402
 from graphpe.train import TrainConfig, run  # noqa: E402
 
-PES = ["none", "lap", "signnet", "spe", "rwse", "rfp", "lcp"]
+PES = ["none", "lap", "signnet", "spe", "peg", "rwse", "rfp", "lcp"]
 
 
 def main(argv=None):
