@@ -192,6 +192,21 @@ def pairwise_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def pairwise_large_table(data: dict) -> str:
+    """Pairs within a few hops of one large graph (from ``benchmarks/pairwise_large.py``)."""
+    lines = [f"`python benchmarks/pairwise_large.py --threads {data['threads']}` (random graph, "
+             f"{data['nodes']:,} nodes, {data['undirected_edges']:,} edges; "
+             f"{data['pairs']:,} pairs listed of {data['all_pairs']:,}):", "",
+             "| what | seconds | peak memory | networkx (scaled from sampled sources) |",
+             "| --- | ---: | ---: | --- |"]
+    for r in data["rows"]:
+        ref = (f"{r['reference_seconds']:.1f} s, graphpe {r['speedup']:.1f}x, same pairs: "
+               f"{'yes' if r['same_pairs_on_sampled_sources'] else '**no**'}"
+               if "reference_seconds" in r else "")
+        lines.append(f"| {r['what']} | {r['seconds']:.2f} | {r['peak_mb']:.0f} MB | {ref} |")
+    return "\n".join(lines)
+
+
 def papers_lcp_table(data: dict) -> str:
     """The LCP paper's table against graphpe (from ``benchmarks/papers/lcp.py``)."""
     datasets = [d for d in ("IMDB-BINARY", "MUTAG", "PROTEINS", "Cora", "CiteSeer")
@@ -365,6 +380,7 @@ TABLES = {
     "precompute_workers": ("benchmarks/results/precompute_workers.json",
                            precompute_workers_table),
     "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
+    "pairwise_large": ("benchmarks/results/pairwise_large.json", pairwise_large_table),
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
     "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),
     "zinc_pairwise": ("benchmarks/results/zinc_pairwise*.json", zinc_pairwise_table),

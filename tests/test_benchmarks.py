@@ -173,6 +173,15 @@ def test_pairwise_benchmark_runs(tmp_path, monkeypatch):
     assert rows[0]["max_error"] < 1e-6 and len(rows) == 3
 
 
+def test_pairwise_large_benchmark_runs(tmp_path, monkeypatch):
+    out = tmp_path / "pl.json"
+    _run_script("pairwise_large", ["--nodes", "3000", "--edges", "9000", "--reference-sources",
+                                   "100", "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert data["rows"][0]["same_pairs_on_sampled_sources"] and len(data["rows"]) == 2
+    assert 3000 < data["pairs"] < 3000 * 3000
+
+
 def test_lcp_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
     """benchmarks/papers/lcp.py on MUTAG (1 trial, 2 epochs): rows keyed by dataset/model/pe
     are merged into the JSON across invocations, with the ORC timing and the README table."""
