@@ -67,7 +67,8 @@ DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molh
                 "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
                 "module:function for an own dataset (see examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp, hkdiag, "
-           "elstatic, pearl; attention biases with --model gps: rrwp, spd, rd, heat) with optional "
+           "elstatic, pearl; peg: eigenvector distances gating gine/gps messages; attention "
+           "biases with --model gps: rrwp, spd, rd, heat) with optional "
            "settings, e.g. 'rwse:walk_length=20,lap:k=4', lists with '/': "
            "'hkdiag:times=1/2/4'; 'none' for no PE")
 
