@@ -242,6 +242,28 @@ def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: n
 # ----------------------------------------------------------------------------- RRWP
 
 
+@numba.njit(cache=True, nogil=True)
+def _walk_matrix(indptr, indices, weight, loops):  # pragma: no cover - compiled
+    """``M = D^-1 A`` with the self loops, as the CSR's ``values`` and a ``diag``; a node
+    without edges has a zero row. Each row is divided by its largest weight first, so 1e300
+    weights cannot overflow the sum."""
+    n = indptr.shape[0] - 1
+    values = np.zeros(indices.shape[0])
+    diag = np.zeros(n)
+    for i in range(n):
+        top = loops[i]
+        for p in range(indptr[i], indptr[i + 1]):
+            top = max(top, weight[p])
+        if top > 0:
+            total = loops[i] / top
+            for p in range(indptr[i], indptr[i + 1]):
+                total += weight[p] / top
+            diag[i] = loops[i] / top / total
+            for p in range(indptr[i], indptr[i + 1]):
+                values[p] = weight[p] / top / total
+    return values, diag
+
+
 def relative_walk_probs(csr: HostCSR, ptr: np.ndarray, pair_ptr: np.ndarray, num_steps: int,
                         pair_index: np.ndarray, out: np.ndarray) -> None:
     """RRWP of every graph: ``out[p, k] = (M^k)_ij`` for the pair ``p = (i, j)`` (row-major
@@ -258,21 +280,7 @@ def _relative_walk_probs(indptr, indices, weight, loops, ptr, pair_ptr, num_step
     # against n^3 for a dense product), in two n x n scratch arrays of the largest graph, and
     # each power is written into its column of the graph's contiguous [n * n, K] output block,
     # which stays in cache while it is filled.
-    n_all = indptr.shape[0] - 1
-    values = np.zeros(indices.shape[0])
-    diag = np.zeros(n_all)
-    for i in range(n_all):
-        # each row divided by its largest weight first: 1e300 weights cannot overflow the sum
-        top = loops[i]
-        for p in range(indptr[i], indptr[i + 1]):
-            top = max(top, weight[p])
-        if top > 0:
-            total = loops[i] / top
-            for p in range(indptr[i], indptr[i + 1]):
-                total += weight[p] / top
-            diag[i] = loops[i] / top / total
-            for p in range(indptr[i], indptr[i + 1]):
-                values[p] = weight[p] / top / total
+    values, diag = _walk_matrix(indptr, indices, weight, loops)
     num_graphs = ptr.shape[0] - 1
     big = 0
     for g in range(num_graphs):
@@ -368,19 +376,7 @@ def local_walk_probs_host(csr: HostCSR, pair_index: np.ndarray, num_steps: int,
 def _local_walk_probs(indptr, indices, weight, loops, pair_index, num_steps,
                       out):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
-    values = np.zeros(indices.shape[0])
-    diag = np.zeros(n)
-    for i in range(n):  # M's rows, scaled as in _relative_walk_probs
-        top = loops[i]
-        for p in range(indptr[i], indptr[i + 1]):
-            top = max(top, weight[p])
-        if top > 0:
-            total = loops[i] / top
-            for p in range(indptr[i], indptr[i + 1]):
-                total += weight[p] / top
-            diag[i] = loops[i] / top / total
-            for p in range(indptr[i], indptr[i + 1]):
-                values[p] = weight[p] / top / total
+    values, diag = _walk_matrix(indptr, indices, weight, loops)
     x = np.zeros(n)
     y = np.zeros(n)
     on = np.full(n, -1, dtype=np.int64)  # on[v] == stamp: v is already in the next support
