@@ -67,13 +67,8 @@ def report(rows: list[dict], columns: list[tuple[str, str, str]], title: str, js
     print(f"\nwrote {json_path}")
     if plot_key is None:
         return
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib not installed: no plot)")
+    plt = pyplot()
+    if plt is None:
         return
     labels = [f"{r.get('dataset', '')} {r.get('model', '')} {r.get('pe_label', '')}".strip()
               for r in rows]
@@ -86,6 +81,19 @@ def report(rows: list[dict], columns: list[tuple[str, str, str]], title: str, js
     png = json_path.with_suffix(".png")
     fig.savefig(png, dpi=120)
     print(f"wrote {png}")
+
+
+def pyplot():
+    """matplotlib's pyplot on the Agg backend, or None (with a line saying so) without it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no plot)")
+        return None
+    return plt
 
 
 def replace_row(rows: list[dict], row: dict, key: tuple[str, ...]) -> list[dict]:

@@ -56,6 +56,7 @@ from common import (  # noqa: E402
     DEFAULT_SHARED,
     OFFLINE,
     place,
+    pyplot,
     replace_row,
     write_json_atomic,
 )
@@ -307,6 +308,42 @@ def protocol(args) -> dict:
     }
 
 
+def plot(data: dict, png: Path) -> None:
+    """Paper vs graphpe per model (rows) and dataset (columns), one bar pair per PE, graphpe's
+    with its 2 std / sqrt(trials) interval and the trial count."""
+    plt = pyplot()
+    if plt is None or not data["rows"]:
+        return
+    order = ("IMDB-BINARY", "MUTAG", "PROTEINS", *NODE_TASKS)
+    datasets = [d for d in order if any(r["dataset"] == d for r in data["rows"])]
+    models = [m for m in ("gcn", "gin") if any(r["model"] == m for r in data["rows"])]
+    fig, axes = plt.subplots(len(models), len(datasets), squeeze=False,
+                             figsize=(3.2 * len(datasets), 2.8 * len(models)))
+    for ax_row, model in zip(axes, models, strict=True):
+        for ax, dataset in zip(ax_row, datasets, strict=True):
+            rows = {r["pe"]: r for r in data["rows"]
+                    if r["model"] == model and r["dataset"] == dataset}
+            pes = [p for p in PES if p in rows]
+            xs = range(len(pes))
+            paper = [rows[p]["paper_mean"] or 0 for p in pes]
+            ax.bar([x - 0.2 for x in xs], paper, 0.4, color="lightgray", label="paper")
+            ax.bar([x + 0.2 for x in xs], [rows[p]["test_mean"] for p in pes], 0.4,
+                   yerr=[rows[p]["test_ci"] for p in pes], color="tab:blue", label="graphpe")
+            for x, p in zip(xs, pes, strict=True):
+                ax.text(x + 0.2, 2, str(rows[p]["trials"]), ha="center", fontsize=6,
+                        color="white")
+            ax.set_xticks(list(xs), pes, fontsize=7, rotation=30)
+            ax.set_ylim(0, 100)
+            ax.set_title(f"{model.upper()} {dataset}", fontsize=8)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("LCP paper (100 trials) vs graphpe (trial count on the bars): test accuracy "
+                 "%", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    print(f"wrote {png}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="MUTAG,PROTEINS,IMDB-BINARY,Cora,CiteSeer")
@@ -322,7 +359,12 @@ def main(argv=None) -> None:
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
     parser.add_argument("--shared-data", type=Path, default=DEFAULT_SHARED)
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "papers_lcp.json")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the plot of --json (next to it, .png) and stop")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        plot(load_json(args.json), args.json.with_suffix(".png"))
+        return
     torch.set_num_threads(args.threads)
     models = [m for m in args.models.split(",") if m]
     pes = [p for p in args.pes.split(",") if p]
@@ -366,6 +408,7 @@ def main(argv=None) -> None:
             for model in models:
                 row = run_cell(base, encoded, name, model, pe, args, pe_seconds)
                 merge(args.json, row=row)
+                plot(load_json(args.json), args.json.with_suffix(".png"))
                 done.append(row)
                 print(cell_text(row), flush=True)
     print(f"\nLCP paper vs graphpe (mean +- 2 std / sqrt(trials), test accuracy %); max "

@@ -39,6 +39,7 @@ from common import (  # noqa: E402
     DEFAULT_ROOT,
     DEFAULT_SHARED,
     place,
+    pyplot,
     replace_row,
     write_json_atomic,
 )
@@ -84,6 +85,31 @@ def run_cell(name: str, variant: str, folds: list[int], args) -> dict:
             "pe_seconds": pe_s, "train_seconds": train_s}
 
 
+def plot(data: dict, png: Path) -> None:
+    """Test accuracy per variant on each dataset (bars: mean, dots: folds), targets dashed."""
+    plt = pyplot()
+    if plt is None or not data["rows"]:
+        return
+    datasets = list(dict.fromkeys(r["dataset"] for r in data["rows"]))
+    fig, axes = plt.subplots(1, len(datasets), squeeze=False, figsize=(4.5 * len(datasets), 3.2))
+    for ax, dataset in zip(axes[0], datasets, strict=True):
+        rows = [r for r in data["rows"] if r["dataset"] == dataset]
+        for x, r in enumerate(rows):
+            ax.bar(x, r["test_accuracy"], 0.6, color="tab:blue")
+            ax.plot([x] * len(r["per_fold"]), r["per_fold"], "k.", markersize=4)
+            if r.get("target"):
+                ax.hlines(r["target"], x - 0.4, x + 0.4, colors="tab:red", linestyles="--")
+        ax.set_xticks(range(len(rows)), [r["variant"] for r in rows], fontsize=7, rotation=30)
+        ax.set_ylim(0, 1.05)
+        ax.set_title(f"{dataset} ({len(rows[0]['per_fold'])} folds)", fontsize=9)
+        ax.set_ylabel("test accuracy")
+    fig.suptitle("RFP on the expressivity sets (dots: folds; dashed: targets)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    print(f"wrote {png}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", type=Path, default=DEFAULT_ROOT)
@@ -95,7 +121,12 @@ def main(argv=None) -> None:
     parser.add_argument("--epochs", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", type=Path, default=BENCH / "results" / "papers_rfp.json")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the plot of --json (next to it, .png) and stop")
     args = parser.parse_args(argv)
+    if args.plot_only:
+        plot(json.loads(args.json.read_text()), args.json.with_suffix(".png"))
+        return
     torch.set_num_threads(args.threads)
     unknown = set(args.variants.split(",")) - set(VARIANTS)
     if unknown:
@@ -110,6 +141,7 @@ def main(argv=None) -> None:
             start = time.perf_counter()
             row = run_cell(name, variant, folds, args)
             merge(args.json, row)
+            plot(json.loads(args.json.read_text()), args.json.with_suffix(".png"))
             target = f" (target {row['target']:.2f})" if row["target"] else ""
             print(f"{name} {variant:<15} test acc {row['test_accuracy']:.3f} over "
                   f"{len(folds)} folds{target}  [{time.perf_counter() - start:.0f} s]",

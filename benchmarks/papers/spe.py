@@ -30,6 +30,7 @@ from common import (  # noqa: E402
     DEFAULT_ROOT,
     DEFAULT_SHARED,
     place,
+    pyplot,
     replace_row,
     write_json_atomic,
 )
@@ -49,13 +50,8 @@ def plot_curves(data: dict, png: Path) -> None:
     """Validation MAE per epoch of every run in ``data``, one panel per (device, epochs,
     training graphs) setting, the paper's 1000-epoch test MAE as dotted lines; nothing
     without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib not installed: no plot)")
+    plt = pyplot()
+    if plt is None:
         return
     settings = sorted({(r.get("device", "cpu"), r["epochs"], r["train_graphs"])
                        for r in data["rows"]})
