@@ -213,10 +213,17 @@ def test_rrwp_and_spd_on_cuda(batch):
     assert gpu.values.device.type == "cuda"
     assert torch.equal(gpu.pair_index.cpu(), cpu.pair_index)
     torch.testing.assert_close(gpu.values.cpu(), cpu.values, atol=1e-5, rtol=1e-5)
-    cpu = shortest_path_distances(batch.edge_index, batch.num_nodes, 4, ptr=batch.ptr)
-    gpu = shortest_path_distances(cuda.edge_index, cuda.num_nodes, 4, ptr=cuda.ptr)
-    assert torch.equal(gpu.pair_index.cpu(), cpu.pair_index)
-    assert torch.equal(gpu.values.cpu(), cpu.values)
+    for local in (False, True):  # local: pairs within 4 hops, computed on the host
+        cpu = shortest_path_distances(batch.edge_index, batch.num_nodes, 4, ptr=batch.ptr,
+                                      local=local)
+        gpu = shortest_path_distances(cuda.edge_index, cuda.num_nodes, 4, ptr=cuda.ptr,
+                                      local=local)
+        assert gpu.values.device.type == "cuda"
+        assert torch.equal(gpu.pair_index.cpu(), cpu.pair_index)
+        assert torch.equal(gpu.values.cpu(), cpu.values)
+    cpu = relative_random_walk_probs(batch.edge_index, batch.num_nodes, 4, ptr=batch.ptr, hops=2)
+    gpu = relative_random_walk_probs(cuda.edge_index, cuda.num_nodes, 4, ptr=cuda.ptr, hops=2)
+    assert gpu.values.device.type == "cuda" and torch.equal(gpu.values.cpu(), cpu.values)
 
 
 @pytest.mark.parametrize("spec", [
