@@ -32,7 +32,11 @@ class PairwiseTransform(PETransform):
         return {self.attr_name, f"{self.attr_name}_index"}
 
     def pair_counts(self, sizes: Tensor) -> Tensor:
-        """Pairs written per graph of ``sizes`` nodes: all ordered pairs, ``n^2``."""
+        """Pairs written per graph of ``sizes`` nodes: all ordered pairs, ``n^2``. (Pairs
+        within some hops depend on the edges; ``precompute`` counts those from the index.)"""
+        if getattr(self, "hops", None) is not None or getattr(self, "local", False):
+            raise ValueError(f"{self!r} lists the pairs within some hops: their number "
+                             "depends on the edges, not only on the graph's size")
         return sizes * sizes
 
     def _write(self, encoding) -> dict[str, Tensor]:

@@ -341,12 +341,13 @@ def _precompute(
             LOG.info("cache hit: %s", path)
             outputs = cached["outputs"]
     edge_level = set().union(*(t.edge_attributes() for t in pe))
-    pair_level = _pair_offsets(structure, pe)
     if outputs is None:
         outputs = _run(structure, pe, batch_size, device, progress, num_workers)
         if path is not None:
             _save_atomic(path, {"format": CACHE_FORMAT, "key": key, "outputs": outputs})
             LOG.info("cache written: %s", path)
+    outputs = dict(outputs)
+    pair_level = _pair_offsets(structure, pe, outputs)
 
     if graphs is None:
         return _attach_to_storage(dataset, structure, outputs, edge_level, others, pair_level)
@@ -383,11 +384,15 @@ def _run(
             pair_names = t.pair_attributes() if hasattr(t, "pair_attributes") else set()
             for name, value in values.items():
                 if name in pair_names and name.endswith("_index"):
-                    # stored per graph, as edge_index is: node ids local to the pair's graph
+                    # stored per graph, as edge_index is: node ids local to the pair's graph.
+                    # Pairs come graph by graph; how many each graph has is read off the index
+                    # (all pairs: n^2; pairs within some hops: whatever the graph has).
                     chunk_ptr = ptr.cpu()
-                    counts = t.pair_counts(chunk_ptr[1:] - chunk_ptr[:-1])
-                    graph = torch.repeat_interleave(torch.arange(counts.numel()), counts)
-                    value = value.cpu() - chunk_ptr[graph]
+                    value = value.cpu()
+                    graph = torch.searchsorted(chunk_ptr, value[0], right=True) - 1
+                    out.append((f"{name}{PAIR_COUNTS}",
+                                torch.bincount(graph, minlength=chunk_ptr.numel() - 1)))
+                    value = value - chunk_ptr[graph]
                 if name is None:
                     # attr_name=None of several transforms: columns of one block for x, in
                     # the transforms' order (as applying them one after another would give)
@@ -420,13 +425,21 @@ def _run(
             for name, values in parts.items()}
 
 
-def _pair_offsets(structure: _Structure, transforms: list[PETransform]) -> dict[str, Tensor]:
-    """Per pair-level output name: where each graph's pairs start (``[G + 1]``)."""
+# suffix of the per-graph pair counts that _run writes beside a pair index (not an attribute)
+PAIR_COUNTS = ":pair_counts"
+
+
+def _pair_offsets(structure: _Structure, transforms: list[PETransform],
+                  outputs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """Per pair-level output name: where each graph's pairs start (``[G + 1]``), from the
+    counts ``_run`` stored (taken out of ``outputs``), else (a cache written before those) from
+    the transform's own count of all pairs."""
     sizes = structure.ptr[1:] - structure.ptr[:-1]
     out = {}
     for t in transforms:
         if hasattr(t, "pair_attributes"):
-            counts = t.pair_counts(sizes)
+            stored = outputs.pop(f"{t.attr_name}_index{PAIR_COUNTS}", None)
+            counts = stored if stored is not None else t.pair_counts(sizes)
             pptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
             out.update({name: pptr for name in t.pair_attributes()})
     return out

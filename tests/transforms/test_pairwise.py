@@ -37,10 +37,12 @@ def test_settings_and_errors():
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_precompute_stores_pairs_per_graph_like_edges(tmp_path, workers):
+@pytest.mark.parametrize("local", [False, True])
+def test_precompute_stores_pairs_per_graph_like_edges(tmp_path, workers, local):
     """precompute on a list and on an InMemoryDataset, chunked and threaded: each graph gets
     its own pairs with local ids (what the transform gives it alone), and the DataLoader's
-    batches equal one call on the Batch; a second run reads the cache."""
+    batches equal one call on the Batch; a second run reads the cache. ``local``: pairs
+    within 2 hops, whose number per graph depends on its edges."""
     from torch_geometric.data import InMemoryDataset
 
     class Graphs(InMemoryDataset):
@@ -49,13 +51,17 @@ def test_precompute_stores_pairs_per_graph_like_edges(tmp_path, workers):
             self.data, self.slices = self.collate(graphs)
 
     graphs = molecule_like_graphs(23, min_nodes=3, max_nodes=12, seed=4)
-    transforms = [RRWP(4), SPD(3)]
+    def make():
+        return [RRWP(4, hops=2), SPD(3, local=True)] if local else [RRWP(4), SPD(3)]
+
+    transforms = make()
     for dataset in (graphs, Graphs([g.clone() for g in graphs])):
         for _ in range(2):  # computed, then from the cache
             out = precompute(dataset, transforms, batch_size=5, num_workers=workers,
                              cache_dir=tmp_path / type(dataset).__name__, progress=False)
             for i, g in enumerate(graphs):
-                alone = SPD(3)(RRWP(4)(g.clone()))
+                rrwp, spd = make()
+                alone = spd(rrwp(g.clone()))
                 for name in ("rrwp_index", "rrwp", "spd_index", "spd"):
                     assert torch.equal(out[i][name], alone[name].to(out[i][name].dtype)) or \
                         torch.allclose(out[i][name], alone[name], atol=1e-6), (name, i)
