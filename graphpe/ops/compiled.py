@@ -283,7 +283,7 @@ def _relative_walk_probs(indptr, indices, weight, loops, ptr, pair_ptr, num_step
     values, diag = _walk_matrix(indptr, indices, weight, loops)
     num_graphs = ptr.shape[0] - 1
     big = 0
-    for g in range(num_graphs):
+    for g in range(num_graphs):  # compiled: the largest graph sizes the two scratch blocks
         big = max(big, ptr[g + 1] - ptr[g])
     store = np.empty(2 * big * big)
     for g in range(num_graphs):  # compiled: each graph at its own size, no padding

@@ -93,10 +93,16 @@ def local_pairs(edge_index: Tensor, num_nodes: int, hops: int, *,
     if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
         raise ValueError(f"hops must be a non-negative int, got {hops!r}")
     validate_graph(edge_index, num_nodes, None, ptr)
-    ptr = single_graph_ptr(num_nodes, edge_index.device) if ptr is None else ptr
-    pair_index, dist = local_pairs_host(simple_csr(edge_index, num_nodes), hops)
-    pair_ptr = np.searchsorted(pair_index[0], ptr.cpu().numpy())  # a graph's first pair
-    device = edge_index.device
+    return _local_pairs(simple_csr(edge_index, num_nodes), num_nodes, hops, ptr,
+                        edge_index.device)
+
+
+def _local_pairs(csr, num_nodes: int, hops: int, ptr: Tensor | None,
+                 device: torch.device) -> PairEncoding:
+    """:func:`local_pairs` on a validated graph's host CSR (shared with RRWP's walk)."""
+    pair_index, dist = local_pairs_host(csr, hops)
+    ptr = single_graph_ptr(num_nodes) if ptr is None else ptr.cpu()
+    pair_ptr = np.searchsorted(pair_index[0], ptr.numpy())  # a graph's first pair
     return PairEncoding(torch.from_numpy(pair_index).to(device),
                         torch.from_numpy(dist).to(device),
                         torch.from_numpy(pair_ptr.astype(np.int64)).to(device))
@@ -176,10 +182,12 @@ def relative_random_walk_probs(
     _check_hops(hops)
     if hops is not None:
         validate_graph(edge_index, num_nodes, edge_weight, ptr)
-        pairs = local_pairs(edge_index, num_nodes, hops, ptr=ptr)
+        # one host CSR for the searches and the walks (an edge of weight 0 carries no walk,
+        # so pairs joined only through such edges, all-zero, are not listed)
+        csr = simple_csr(edge_index, num_nodes, edge_weight)
+        pairs = _local_pairs(csr, num_nodes, hops, ptr, edge_index.device)
         values = np.empty((pairs.pair_index.size(1), num_steps))
-        local_walk_probs_host(simple_csr(edge_index, num_nodes, edge_weight),
-                              pairs.pair_index.cpu().numpy(), num_steps, values)
+        local_walk_probs_host(csr, pairs.pair_index.cpu().numpy(), num_steps, values)
         return pairs._replace(values=torch.from_numpy(values).to(edge_index.device, dtype))
     ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
     compiled = use_compiled(kernel, ptr.device) and compute_dtype in (None, torch.float64)
