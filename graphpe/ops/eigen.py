@@ -188,15 +188,19 @@ def laplacian_eigenpairs(
     cols = torch.arange(k, device=device)
     for g in large:
         start, end = int(ptr[g]), int(ptr[g + 1])
-        if labels is None:
-            labels = connected_components(linked, num_nodes)
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
         graph = undirected_simple(sub_ei, end - start, sub_w)
+        if labels is None:  # (the compiled path): this graph's components only
+            sub_linked = graph.edge_index if graph.edge_weight is None else \
+                graph.edge_index[:, graph.edge_weight > 0]
+            sub_labels = connected_components(sub_linked, end - start)
+        else:
+            sub_labels = labels[start:end]
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
         vals = vecs = None
         if sparse_solver != "arpack":
             vals, vecs = _chebyshev_smallest(
-                ei, off, diag, deg, labels[start:end], k, keep_trivial, normalization,
+                ei, off, diag, deg, sub_labels, k, keep_trivial, normalization,
                 sparse_tol, sparse_max_iter, warn=sparse_solver == "chebyshev")
             if vals is None:
                 warnings.warn(
