@@ -14,6 +14,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -355,17 +357,26 @@ def expressivity_table(runs: list[list[dict]]) -> str:
 
 
 def zinc_pairwise_table(runs: list[list[dict]]) -> str:
-    """GPS on ZINC with node encodings and pairwise attention biases (from
-    ``benchmarks/zinc.py --models gps --pes rwse,rrwp,rwse+rrwp``)."""
+    """GPS on ZINC with node encodings and pairwise attention biases, every PE trained with the
+    same seeds in one run (``benchmarks/zinc.py --models gps --pes rwse,rrwp,rwse+rrwp --seeds
+    0,1,2``): mean and spread over the seeds, and each seed's test MAE."""
     rows = [r for run in runs for r in run]
     epochs = sorted({r["epochs"] for r in rows})
-    lines = [f"`python benchmarks/zinc.py --models gps --pes ... --epochs "
-             f"{'/'.join(map(str, epochs))} --threads 1` (GPS 4 x 64, one seed):", "",
-             "| PE | test MAE | val MAE | parameters | s/epoch |",
-             "| --- | ---: | ---: | ---: | ---: |"]
-    for r in rows:
-        lines.append(f"| {r['pe_label']} | {r['test_mae']:.4f} | {r['val_mae']:.4f} | "
-                     f"{r['params']:,} | {r['seconds_per_epoch']:.1f} |")
+    seeds = sorted({r.get("seed", 0) for r in rows})
+    lines = [f"`python benchmarks/zinc.py --models gps --pes rwse,rrwp,rwse+rrwp --seeds "
+             f"{','.join(map(str, seeds))} --epochs {'/'.join(map(str, epochs))} --threads 1` "
+             "(GPS 4 x 64; mean +- standard deviation over the seeds):", "",
+             "| PE | test MAE | val MAE | test MAE per seed | parameters | s/epoch |",
+             "| --- | ---: | ---: | --- | ---: | ---: |"]
+    for pe in dict.fromkeys(r["pe_label"] for r in rows):
+        cell = sorted((r for r in rows if r["pe_label"] == pe), key=lambda r: r.get("seed", 0))
+        test = np.array([r["test_mae"] for r in cell])
+        val = np.array([r["val_mae"] for r in cell])
+        per_seed = ", ".join(f"{r['test_mae']:.4f}" for r in cell)
+        lines.append(f"| {pe} | {test.mean():.4f} +- {test.std():.4f} | "
+                     f"{val.mean():.4f} +- {val.std():.4f} | {per_seed} | "
+                     f"{cell[0]['params']:,} | "
+                     f"{np.mean([r['seconds_per_epoch'] for r in cell]):.1f} |")
     return "\n".join(lines)
 
 
