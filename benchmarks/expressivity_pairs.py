@@ -23,8 +23,17 @@ Pair families (generated in code, seeded):
 - a strongly regular pair with equal parameters (4x4 rook's graph vs Shrikhande, both
   SRG(16, 6, 2, 2)): cospectral, equal walk counts, diameter 2;
 - disjoint unions of cycles vs one cycle (C3 + C3 vs C6, C3 + C5 vs C8, ...);
-- cospectral non-isomorphic circulant graphs (vertex-transitive: every node has the same
-  closed-walk counts in both graphs);
+- every pair of cospectral non-isomorphic connected circulants C_n(S) with n <= 48 and 2 to 4
+  jump lengths (84 pairs). Circulants are vertex-transitive, so every node encoding gives all
+  nodes of a graph one value and 1-WL over edges refines nothing: a node encoding separates
+  only if that one value differs. Cospectral, they have equal RWSE and HKdiagSE (closed-walk
+  counts); ElstaticSE's statistics are then all spectral except the largest resistance; LCP
+  sees the curvatures of one node's edges. Generalized distance WL sees a node's whole row
+  (all resistances, walk probabilities, heat values), which can differ with every node
+  statistic equal (e.g. C_24(1,3,4,9) vs C_24(1,4,5,7)): 13 pairs, none the other way round.
+  Enumerated whole, no pair picked for what separates it. The tolerance decides 4 of them: in
+  2 of those 13 the largest resistances differ by 4.5e-6 and 9e-6 (under it, so ElstaticSE
+  counts as blind), and the 2 pairs no encoding separates have resistance rows <= 1.3e-6 apart;
 - Cai-Fuerer-Immerman pairs over small base graphs (cycles, K4, the prism, K3,3, the cube);
 - molecules' classic pair (decalin vs bicyclopentyl);
 - the 600 pairs of EXP when its offline copy is there (its node labels seed every colouring).
@@ -35,6 +44,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import random
 import sys
 import time
@@ -218,7 +228,7 @@ def named_pairs(quick: bool = False) -> list[tuple[str, nx.Graph, nx.Graph]]:
                                                                nx.cycle_graph(b)),
                       nx.cycle_graph(c)))
     pairs.append(("decalin vs bicyclopentyl", _decalin(), _bicyclopentyl()))
-    pairs += cospectral_circulants(16 if quick else 30)
+    pairs += cospectral_circulants(circulant_max_nodes(quick))
     bases = [("C3", nx.cycle_graph(3)), ("C4", nx.cycle_graph(4)),
              ("C5", nx.cycle_graph(5)), ("K4", nx.complete_graph(4)),
              ("prism", nx.circular_ladder_graph(3)),
@@ -252,29 +262,63 @@ def cfi_pair(base: nx.Graph) -> tuple[nx.Graph, nx.Graph]:
     return build(False), build(True)
 
 
-def cospectral_circulants(max_nodes: int = 30) -> list[tuple[str, nx.Graph, nx.Graph]]:
-    """Connected circulant graphs ``C_n(S)`` (``|S|`` = 2 or 3, ``n <= max_nodes``) with the
-    same adjacency spectrum that are not isomorphic. They are vertex-transitive and cospectral,
-    so every node has the same closed-walk counts in both graphs: RWSE and the heat kernel
-    diagonal cannot tell them apart."""
+def circulant_max_nodes(quick: bool) -> int:
+    return 16 if quick else 48
+
+
+def cospectral_circulants(max_nodes: int = 48,
+                          max_jumps: int = 4) -> list[tuple[str, nx.Graph, nx.Graph]]:
+    """Every pair of connected circulants ``C_n(S)`` (``8 <= n <= max_nodes``; ``S``: 2 to
+    ``max_jumps`` jump lengths ``s`` in ``1..n/2``, edges ``i ~ i +- s``) with the same adjacency
+    spectrum that are not isomorphic. They are vertex-transitive and cospectral, so every node
+    has the same closed-walk counts in both graphs: RWSE and the heat kernel diagonal cannot
+    tell them apart.
+
+    ``C_n(uS)`` is isomorphic to ``C_n(S)`` for every unit ``u`` of ``Z_n``, so only the least
+    jump set of each such orbit is kept (which also keeps the isomorphism tests few); the
+    spectrum ``sum_s 2 cos(2 pi k s / n)`` (``cos`` once for ``s = n/2``) needs no
+    eigensolver. Orbits that are still isomorphic (non-CI orders) are merged by
+    ``nx.is_isomorphic``, tried only where the cheap invariant ``_walk_row`` agrees (VF2 is
+    slow on vertex-transitive graphs)."""
     pairs = []
     for n in range(8, max_nodes + 1):
+        units = [u for u in range(1, n) if math.gcd(u, n) == 1]
+        freq = np.arange(n)
         groups: dict = {}
-        for size in (2, 3):
+        for size in range(2, max_jumps + 1):
             for s in itertools.combinations(range(1, n // 2 + 1), size):
-                g = nx.circulant_graph(n, s)
-                if not nx.is_connected(g):
+                if math.gcd(n, *s) != 1:
+                    continue  # the jumps generate a proper subgroup: disconnected
+                if any(tuple(sorted(min(u * x % n, n - u * x % n) for x in s)) < s
+                       for u in units):
                     continue
-                spectrum = np.round(np.linalg.eigvalsh(nx.to_numpy_array(g)), 6)
-                groups.setdefault((g.number_of_edges(), tuple(spectrum)), []).append((s, g))
+                spectrum = sum((1 if 2 * x == n else 2) * np.cos(2 * np.pi * freq * x / n)
+                               for x in s)
+                # the size fixes the degree (2 per jump, 1 for n/2), so it keys the group too
+                key = (size, tuple(np.round(np.sort(spectrum), 6)))
+                groups.setdefault(key, []).append(s)
         for members in groups.values():
+            if len(members) < 2:
+                continue
             distinct: list = []
-            for s, g in members:
-                if not any(nx.is_isomorphic(g, h) for _, h in distinct):
-                    distinct.append((s, g))
-            for (s1, g1), (s2, g2) in itertools.combinations(distinct, 2):
+            for s in members:
+                g = nx.circulant_graph(n, s)
+                walks = _walk_row(g)
+                if not any(walks == w and nx.is_isomorphic(g, h) for _, h, w in distinct):
+                    distinct.append((s, g, walks))
+            for (s1, g1, _), (s2, g2, _) in itertools.combinations(distinct, 2):
                 pairs.append((f"circulant C{n}{s1} vs C{n}{s2}", g1, g2))
     return pairs
+
+
+def _walk_row(g: nx.Graph, length: int = 4) -> list[tuple[int, ...]]:
+    """The multiset over nodes j of the walk counts ``(A^k)_0j``, ``k = 1..length``: an
+    isomorphism invariant of a vertex-transitive graph (node 0 is any node)."""
+    adj = nx.to_numpy_array(g, nodelist=sorted(g), dtype=np.int64)
+    rows = [adj[0]]
+    for _ in range(length - 1):
+        rows.append(rows[-1] @ adj)
+    return sorted(zip(*(r.tolist() for r in rows), strict=True))
 
 
 def _decalin() -> nx.Graph:
@@ -328,7 +372,8 @@ def main(argv=None) -> None:
     for name, a, b in named_pairs(args.quick):
         family = ("CSL(41, s) pairs" if name.startswith("CSL") else
                   "CFI pairs (C3, C4, C5, K4, prism, K3,3, cube)" if name.startswith("CFI") else
-                  "cospectral circulants (n <= 30)" if name.startswith("circulant") else
+                  f"cospectral circulants (n <= {circulant_max_nodes(args.quick)}, 2-4 jumps)"
+                  if name.startswith("circulant") else
                   "strongly regular" if name.startswith("SRG") else
                   "disjoint cycles vs one cycle" if " + " in name else
                   "molecules (decalin vs bicyclopentyl)")

@@ -181,7 +181,10 @@ def test_spe_output_norm_keeps_the_scale_independent_of_graph_size():
     enc.out.register_forward_hook(lambda m, inputs, out: seen.update(h=inputs[0].detach()))
     enc(batch)
     h = seen["h"]
-    assert torch.allclose(h.mean(0), torch.zeros(16), atol=1e-5)
+    # float32 BatchNorm: the pooled sums are large next to their spread, so the normalized
+    # mean is zero only to ~1e-5 (it moves at that level with rounding-level changes of the
+    # eigenvectors)
+    assert torch.allclose(h.mean(0), torch.zeros(16), atol=1e-4)
     assert torch.allclose(h.var(0, unbiased=False), torch.ones(16), atol=1e-3)
     raw = SPEEncoder(7, 8, rho_hidden=16, output_norm=False).train()
     assert raw.out_norm is None and len(list(raw.parameters())) == len(list(enc.parameters())) - 2
