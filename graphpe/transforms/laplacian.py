@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor
 
-from graphpe.ops.eigen import check_eigenpair_options, laplacian_eigenpairs
+from graphpe.ops.eigen import DENSE_MAX_NODES, check_eigenpair_options, laplacian_eigenpairs
 from graphpe.ops.graph import per_node
 from graphpe.transforms.base import PETransform, check_seed
 
@@ -57,7 +57,7 @@ class LaplacianPE(PETransform):
         seed: int | None = None,
         pad_value: float = 0.0,
         attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
-        dense_max_nodes: int = 384,
+        dense_max_nodes: int = DENSE_MAX_NODES,
         sparse_solver: str = "auto",
         eigh_backend: str = "auto",
         attr_name: str | None = "",

@@ -65,7 +65,7 @@ def test_compose_repr_and_custom_names(families):
     assert {"pe", "ev", "m", "rwse"} <= set(out.keys())
     assert repr(LaplacianPE(k=3)) == (
         "LaplacianPE(k=3, normalization='sym', keep_trivial=False, sign='canonical', seed=None, "
-        "pad_value=0.0, attr_names=('lap_pe', 'lap_eigvals', 'lap_mask'), dense_max_nodes=384, "
+        "pad_value=0.0, attr_names=('lap_pe', 'lap_eigvals', 'lap_mask'), dense_max_nodes=640, "
         "sparse_solver='auto', eigh_backend='auto')"
     )
 
