@@ -341,3 +341,51 @@ def test_laplacian_eigenpairs_compiled_mid_sized_hard_cases():
             scale = max(1.0, np.abs(lap).max())
             assert np.abs(lap @ v - v * lam).max() <= 1e-10 * scale
             assert np.abs(v.T @ v - np.eye(m)).max() <= 1e-10
+
+
+@st.composite
+def mid_sized_graph(draw) -> Data:
+    """A graph above SMALL_EIGH_MAX nodes built from parts with the solver's hard cases:
+    copies of one part (equal eigenvalues in separate components), complete graphs and stars
+    (high multiplicity), isolated nodes, random trees with chords."""
+    parts = []
+    total = 0
+    while total < 80:
+        kind = draw(st.sampled_from(["path", "cycle", "star", "complete", "tree", "isolated"]))
+        n = draw(st.integers(1, 40))
+        copies = draw(st.integers(1, 3))
+        if kind == "path":
+            g = nx.path_graph(n)
+        elif kind == "cycle":
+            g = nx.cycle_graph(max(n, 3))
+        elif kind == "star":
+            g = nx.star_graph(n)
+        elif kind == "complete":
+            g = nx.complete_graph(min(n, 25))
+        elif kind == "isolated":
+            g = nx.empty_graph(n)
+        else:
+            seed = draw(st.integers(0, 10_000))
+            g = nx.random_labeled_tree(max(n, 2), seed=seed)
+            rng = np.random.default_rng(seed)
+            for _ in range(draw(st.integers(0, 4))):
+                u, v = rng.integers(0, g.number_of_nodes(), size=2)
+                if u != v:
+                    g.add_edge(int(u), int(v))
+        parts += [g] * copies
+        total += g.number_of_nodes() * copies
+    return nx_to_data(nx.disjoint_union_all(parts))
+
+
+@settings(max_examples=25, deadline=None)
+@given(mid_sized_graph(), st.sampled_from(["sym", "rw", "none"]), st.booleans(),
+       st.integers(1, 24))
+def test_laplacian_eigenpairs_compiled_equals_tensor_mid_sized(graph, normalization,
+                                                               keep_trivial, k):
+    """Above SMALL_EIGH_MAX nodes (LAPACK reduction; bisection or QL for the eigenvalues),
+    on generated graphs with many components and repeated eigenvalues."""
+    from graphpe.ops.compiled import SMALL_EIGH_MAX
+
+    assert graph.num_nodes > SMALL_EIGH_MAX
+    assert_eigenpairs_match(batch_of([graph]), k, normalization=normalization,
+                            keep_trivial=keep_trivial)
