@@ -195,8 +195,8 @@ def per_node(per_graph: Tensor, ptr: Tensor | None, num_nodes: int) -> Tensor:
     ``ptr`` None means one graph."""
     if per_graph.device.type == "cpu":  # numpy: torch.repeat costs ~20 us on a tiny tensor
         array = per_graph.numpy()
-        if ptr is None:
-            return torch.from_numpy(np.broadcast_to(array, (num_nodes,) + array.shape[1:]).copy())
+        if ptr is None:  # (np.repeat: ~1 us, a broadcast copy ~3)
+            return torch.from_numpy(np.repeat(array, num_nodes, axis=0))
         counts = ptr.numpy()
         return torch.from_numpy(np.repeat(array, counts[1:] - counts[:-1], axis=0))
     if ptr is None:
