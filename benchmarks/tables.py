@@ -112,6 +112,25 @@ def train_step_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def train_step_breakdown_table(data: dict) -> str:
+    """Phases of the GPS step and the attention core's cost (from
+    ``benchmarks/train_step_breakdown.py``)."""
+    lines = [f"`{data['command']}` (CPU, {data['threads']} thread, batch {data['batch_size']}, "
+             f"torch {data['torch']}; median of {data['rounds']} rounds x {data['steps']} "
+             "steps, ms; rows marked * are diagnostics with the attention core changed, "
+             "not models):", "",
+             "| | forward | backward | optimizer | step | vs PyG | matrix products |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["rows"]:
+        mm = "" if "matmul_ms_per_step" not in r else (
+            f"{r['matmul_ms_per_step']:.1f} ms ({r['matmul_share']:.0%})")
+        lines.append(f"| {r['variant']}{' *' if r['diagnostic'] else ''} | "
+                     f"{r['forward_ms']:.1f} | {r['backward_ms']:.1f} | "
+                     f"{r['optimizer_ms']:.1f} | {r['step_ms']:.1f} | "
+                     f"{r['speedup_vs_pyg']:.2f}x | {mm} |")
+    return "\n".join(lines)
+
+
 def gpu_table(data: dict) -> str:
     """Encodings, one large graph and the GPS step with OnTheFlyPE on a GPU (from
     ``benchmarks/gpu.py``)."""
@@ -384,6 +403,8 @@ TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
     "train_step": ("benchmarks/results/train_step.json", train_step_table),
+    "train_step_breakdown": ("benchmarks/results/train_step_breakdown.json",
+                             train_step_breakdown_table),
     "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
     "gpu": ("benchmarks/results/gpu.json", gpu_table),
     "gps_curve": ("benchmarks/results/gps_curve_*.json", gps_curve_table),

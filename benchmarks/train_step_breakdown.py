@@ -1,0 +1,153 @@
+"""Where a GPS training step's time goes: PyG's example model against graphpe's GPS, phase by
+phase, and what graphpe's attention core costs.
+
+    python benchmarks/train_step_breakdown.py --threads 1
+
+Same models, batches and optimizer (plain Adam) as ``benchmarks/train_step.py``. Reports, as
+medians over rounds in which the variants take turns:
+
+- forward, backward and optimizer milliseconds per step for both models;
+- graphpe's step with its attention core replaced (diagnostics, not models: their outputs
+  are wrong): without the attention-weight dropout, and with the core (scores, softmax,
+  dropout, ``PV`` and their backward) replaced by passing ``V`` through;
+- the share of the step that matrix products take (``mm``, ``addmm``, ``bmm``, ``baddbmm``;
+  self CPU time under ``torch.profiler``), and the rate of the linear layers' products.
+
+It says how far graphpe's step is from the issue-12 target (2x PyG on the CPU): the products
+are a floor no re-arrangement removes, the rest is what fusion could still save.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEFAULT_ROOT, DEFAULT_SHARED  # noqa: E402
+from train_step import PygGPS, graphpe_gps, load_zinc  # noqa: E402
+
+import graphpe.nn.attention as attention  # noqa: E402
+
+MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+
+
+def phases(model, opt, batch) -> tuple[float, float, float]:
+    """Forward, backward and optimizer seconds of one training step."""
+    t0 = time.perf_counter()
+    opt.zero_grad(set_to_none=True)
+    loss = (model(batch).squeeze(-1) - batch.y).abs().mean()
+    t1 = time.perf_counter()
+    loss.backward()
+    t2 = time.perf_counter()
+    opt.step()
+    return t1 - t0, t2 - t1, time.perf_counter() - t2
+
+
+def pass_values(qkv, layout, heads, dropout, pair_bias=None, pair_slots=None):
+    """Diagnostic stand-in for the attention core: the values, unattended."""
+    return qkv[:, 2 * qkv.size(1) // 3:] * 1.0
+
+
+def matmul_share(model, opt, batches) -> dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for b in batches:
+            phases(model, opt, b)
+    events = prof.key_averages()
+    total = sum(e.self_cpu_time_total for e in events)
+    mm = sum(e.self_cpu_time_total for e in events if e.key in MATMULS)
+    return {"matmul_share": mm / total, "matmul_ms_per_step": mm / 1e3 / len(batches)}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=10, help="steps per variant per round")
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--json", type=Path,
+                    default=Path("benchmarks/results/train_step_breakdown.json"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    graphs = load_zinc(args.root, args.shared, args.batch_size * (args.steps + 2), 20)
+    if graphs is None:
+        print("[skip] no offline ZINC copy: nothing measured", file=sys.stderr)
+        return
+    from torch_geometric.loader import DataLoader
+
+    batches = list(DataLoader(graphs, batch_size=args.batch_size))
+    warm, timed = batches[:2], batches[2:]
+    torch.manual_seed(0)
+    models = {"pyg GPSConv": PygGPS(), "graphpe": graphpe_gps()}
+    opts = {name: torch.optim.Adam(m.train().parameters(), lr=1e-3)
+            for name, m in models.items()}
+    core = attention._attention_core
+
+    def no_dropout(qkv, layout, heads, dropout, pair_bias=None, pair_slots=None):
+        return core(qkv, layout, heads, 0.0, pair_bias, pair_slots)
+
+    variants = {  # (model, attention core)
+        "pyg GPSConv": ("pyg GPSConv", core),
+        "graphpe": ("graphpe", core),
+        "graphpe, no attention dropout": ("graphpe", no_dropout),
+        "graphpe, no attention core": ("graphpe", pass_values),
+    }
+    per_round = {name: {"forward": [], "backward": [], "optimizer": []} for name in variants}
+    try:
+        for r in range(args.rounds + 1):  # round 0 warms every variant up
+            for name, (model, use_core) in variants.items():
+                attention._attention_core = use_core
+                for b in warm:
+                    phases(models[model], opts[model], b)
+                sums = [0.0, 0.0, 0.0]
+                for b in timed:
+                    for i, t in enumerate(phases(models[model], opts[model], b)):
+                        sums[i] += t
+                if r:
+                    for key, total in zip(("forward", "backward", "optimizer"), sums,
+                                          strict=True):
+                        per_round[name][key].append(total / len(timed) * 1e3)
+    finally:
+        attention._attention_core = core
+    shares = {name: matmul_share(models[name], opts[name], timed) for name in models}
+
+    rows = []
+    base = None
+    print(f"GPS training step, ZINC, batch {args.batch_size}, CPU, {args.threads} thread(s): "
+          f"median of {args.rounds} rounds x {len(timed)} steps (ms)")
+    print(f"{'':<32}{'forward':>9}{'backward':>10}{'optimizer':>11}{'step':>8}{'vs PyG':>8}")
+    for name in variants:
+        med = {k: statistics.median(v) for k, v in per_round[name].items()}
+        step = sum(med.values())
+        base = step if base is None else base
+        row = {"variant": name, **{f"{k}_ms": round(v, 2) for k, v in med.items()},
+               "step_ms": round(step, 2), "speedup_vs_pyg": round(base / step, 2),
+               "diagnostic": name.startswith("graphpe,")}
+        if name in shares:
+            row.update({k: round(v, 3) for k, v in shares[name].items()})
+        rows.append(row)
+        print(f"{name:<32}{med['forward']:>9.1f}{med['backward']:>10.1f}"
+              f"{med['optimizer']:>11.1f}{step:>8.1f}{base / step:>7.2f}x")
+    for name, share in shares.items():
+        print(f"{name}: matrix products {share['matmul_ms_per_step']:.1f} ms per step "
+              f"({share['matmul_share']:.0%} of its self CPU time under the profiler)")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps({
+        "command": " ".join(["python benchmarks/train_step_breakdown.py",
+                             *(sys.argv[1:] if argv is None else argv)]),
+        "threads": args.threads, "batch_size": args.batch_size, "rounds": args.rounds,
+        "steps": len(timed), "torch": torch.__version__, "rows": rows}, indent=2))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
