@@ -137,6 +137,31 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
     assert "| padded | 0 | 1 |" in tables.gps_curve_table([run])
 
 
+def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    import graphpe.nn.attention as attention
+
+    core = attention._attention_core
+    out = tmp_path / "b.json"
+    _run_script("train_step_breakdown", ["--root", str(tmp_path / "data"), "--rounds", "1",
+                                         "--steps", "1", "--batch-size", "4", "--json",
+                                         str(out)], monkeypatch)
+    assert attention._attention_core is core  # the diagnostics put the real core back
+    data = json.loads(out.read_text())
+    assert [r["variant"] for r in data["rows"]] == [
+        "pyg GPSConv", "graphpe", "graphpe, no attention dropout", "graphpe, no attention core"]
+    assert all(r["step_ms"] > 0 for r in data["rows"])
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    assert "| graphpe, no attention core * |" in tables.train_step_breakdown_table(data)
+
+
 def test_ddp_benchmark_runs(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest
