@@ -389,3 +389,36 @@ def test_laplacian_eigenpairs_compiled_equals_tensor_mid_sized(graph, normalizat
     assert graph.num_nodes > SMALL_EIGH_MAX
     assert_eigenpairs_match(batch_of([graph]), k, normalization=normalization,
                             keep_trivial=keep_trivial)
+
+
+def test_smallest_by_bisection_on_split_tridiagonals():
+    """The wanted smallest eigenvalues of a tridiagonal matrix split into blocks (equal blocks
+    give equal eigenvalues in different blocks; a 1x1 block; a zero block), each with the
+    block it belongs to, against numpy to the bisection tolerance."""
+    from graphpe.ops.compiled import _smallest_by_bisection, _split_blocks
+
+    rng = np.random.default_rng(0)
+    pieces = [(rng.uniform(0, 2, 9), rng.uniform(-1, 1, 8))]
+    pieces.append(pieces[0])  # an equal block: every eigenvalue twice
+    pieces += [(np.array([0.3]), np.zeros(0)), (np.zeros(4), np.zeros(3)),
+               (rng.uniform(0, 2, 30), rng.uniform(-1, 1, 29))]
+    d = np.concatenate([p[0] for p in pieces])
+    e = np.zeros(d.size)  # e[i] couples i - 1 and i
+    at = 0
+    for diag, off in pieces:
+        e[at + 1 : at + diag.size] = off
+        at += diag.size
+    n = d.size
+    dense = np.diag(d) + np.diag(e[1:], 1) + np.diag(e[1:], -1)
+    block_of = np.empty(n)
+    tnorm = _split_blocks(n, d, e.copy(), block_of)
+    starts = [i for i in range(n) if i == 0 or e[i] == 0]  # (the zero piece: four 1x1 blocks)
+    assert sorted(set(block_of.astype(int))) == starts
+    for want in (1, 5, 12, n):
+        lams, blocks = np.empty(n + 1), np.empty(n + 1)
+        _smallest_by_bisection(n, d, e, block_of, want, 1e-12 * tnorm, lams, blocks,
+                               np.empty((4, n + 1)), np.empty(n + 1, dtype=np.int64))
+        np.testing.assert_allclose(lams[:want], np.linalg.eigvalsh(dense)[:want], atol=1e-11)
+        for lam, b in zip(lams[:want], blocks[:want].astype(int), strict=True):
+            end = starts[starts.index(b) + 1] if b != starts[-1] else n
+            assert np.abs(np.linalg.eigvalsh(dense[b:end, b:end]) - lam).min() <= 1e-11
