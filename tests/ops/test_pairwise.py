@@ -184,3 +184,21 @@ def test_local_pairs_on_a_graph_too_large_for_all_pairs():
     assert torch.allclose(enc.values[:, 1].sum(), torch.tensor(float((deg > 0).sum())), rtol=1e-4)
     with pytest.raises(ValueError, match="hops must be None or a non-negative int, got -1"):
         relative_random_walk_probs(ei, n, 3, hops=-1)
+
+
+def test_rrwp_compiled_kernel_on_both_sides_of_the_stacked_size():
+    """Graphs up to RRWP_STACK_MAX_NODES keep all powers and write pair by pair, larger ones
+    power by power: one batch mixing both (and an empty graph) equals the tensor kernel."""
+    from graphpe.ops.compiled import RRWP_STACK_MAX_NODES
+
+    graphs = [nx_to_data(nx.cycle_graph(7)),
+              nx_to_data(nx.random_labeled_tree(RRWP_STACK_MAX_NODES + 20, seed=1)),
+              Data(edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=0),
+              nx_to_data(nx.grid_2d_graph(10, 10)),  # 100 nodes
+              nx_to_data(nx.path_graph(RRWP_STACK_MAX_NODES))]
+    batch = Batch.from_data_list(graphs)
+    args = (batch.edge_index, batch.num_nodes, 6)
+    fast = relative_random_walk_probs(*args, ptr=batch.ptr, kernel="compiled")
+    slow = relative_random_walk_probs(*args, ptr=batch.ptr, kernel="tensor")
+    assert torch.equal(fast.pair_index, slow.pair_index)
+    assert torch.allclose(fast.values, slow.values, atol=1e-6)
