@@ -772,6 +772,16 @@ def _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: 
         w[i] = sorted_w[i] * scale
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _block_end(block_of, b0, n):  # pragma: no cover - compiled
+    """One past the last position of the unreduced block starting at ``b0`` (``block_of``
+    as written by :func:`_split_blocks`)."""
+    b1 = b0 + 1
+    while b1 < n and block_of[b1] == b0:
+        b1 += 1
+    return b1
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
 def _inverse_iteration(n, first, lams, blocks, count, v, work, tnorm):  # pragma: no cover
     """Eigenvectors of the (split) tridiagonal matrix in ``work`` for the ascending eigenvalues
@@ -788,9 +798,7 @@ def _inverse_iteration(n, first, lams, blocks, count, v, work, tnorm):  # pragma
     for c in range(count):
         lam = lams[c]
         b0 = int(blocks[c])
-        b1 = b0 + 1
-        while b1 < n and block_of[b1] == b0:
-            b1 += 1
+        b1 = _block_end(block_of, b0, n)
         nb = b1 - b0
         shift = lam
         for q in range(c):  # keep shifts apart within a cluster of this block
@@ -851,9 +859,7 @@ def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
     total = 0
     b0 = 0
     while b0 < n:
-        b1 = b0 + 1
-        while b1 < n and block_of[b1] == b0:
-            b1 += 1
+        b1 = _block_end(block_of, b0, n)
         r = min(want, b1 - b0)
         glo, ghi = np.inf, -np.inf  # Gershgorin bounds of the block
         for i in range(b0, b1):
@@ -918,7 +924,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
     (blocked: ~1.2x faster than the compiled loop of :func:`_eigh_vectors` at 150 nodes)."""
     deg, dis = _degrees(indptr, weight)
     nmax = 1
-    for g in graphs:
+    for g in graphs:  # compiled: the largest graph sizes the scratch
         nmax = max(nmax, ptr[g + 1] - ptr[g])
     kk = max(k, 1)
     lap_store = np.empty(nmax * nmax)
@@ -940,7 +946,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
     # the C-order lower triangle that _fill_laplacian and _unit_scale write is, read column
     # major as LAPACK does, the upper triangle: hence uplo 'U'
     chars = np.array([ord("U"), ord("L"), ord("N")], dtype=np.uint8)
-    for g in graphs:
+    for g in graphs:  # compiled: one solve per graph at its own size (the kernel's design)
         s = ptr[g]
         n = ptr[g + 1] - s
         skip = 0 if keep_trivial else _component_count(indptr, indices, s, n, parent)
@@ -968,9 +974,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
                                work, tnorm)
             for c in range(m):  # the Rayleigh quotient: accurate to rounding
                 b0 = int(blocks[skip + c])
-                b1 = b0 + 1
-                while b1 < n and work[10][b1] == b0:
-                    b1 += 1
+                b1 = _block_end(work[10], b0, n)
                 rq = d[b0] * v[b0, c] * v[b0, c]
                 for i in range(b0 + 1, b1):
                     rq += v[i, c] * (d[i] * v[i, c] + 2.0 * e[i] * v[i - 1, c])
