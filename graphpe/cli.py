@@ -67,8 +67,9 @@ DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molh
                 "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
                 "module:function for an own dataset (see examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp, hkdiag, "
-           "elstatic, pearl; peg: eigenvector distances gating gine/gps messages; attention "
-           "biases with --model gps: rrwp, spd, rd, heat) with optional "
+           "elstatic, pearl; peg: eigenvector distances gating gine/gps messages; pairwise, as "
+           "attention biases with --model gps or pair features with --model grit: rrwp, spd, "
+           "rd, heat) with optional "
            "settings, e.g. 'rwse:walk_length=20,lap:k=4', lists with '/': "
            "'hkdiag:times=1/2/4'; 'none' for no PE")
 
@@ -121,15 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p_train)
     p_train.add_argument("--config", default=None,
                          help="TOML/JSON file of these options (flags given here override it)")
-    p_train.add_argument("--model", choices=["gine", "gps", "gcn", "gin"], default="gine",
-                         help="GINE stack, GPS (GINE + multi-head attention), GCN or GIN")
+    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin"],
+                         default="gine",
+                         help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
+                              "over pair features, e.g. --pe rrwp), GCN or GIN")
     p_train.add_argument("--channels", type=int, default=64, help="hidden width")
     p_train.add_argument("--layers", type=int, default=4, help="number of layers")
     p_train.add_argument("--dropout", type=float, default=0.0,
                          help="dropout in the layers and the head")
-    p_train.add_argument("--heads", type=int, default=4, help="attention heads (gps)")
+    p_train.add_argument("--heads", type=int, default=4, help="attention heads (gps, grit)")
     p_train.add_argument("--attn-dropout", type=float, default=0.0,
-                         help="dropout on the attention weights (gps)")
+                         help="dropout on the attention weights (gps, grit)")
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
     p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
@@ -255,7 +258,7 @@ def _dispatch(args: argparse.Namespace) -> None:
                              results=args.results, compile=args.compile,
                              cache_dir=args.cache_dir, resume=args.resume)
         extra = {"dropout": args.dropout, "pool": args.pool}
-        if args.model == "gps":
+        if args.model in ("gps", "grit"):
             extra.update(heads=args.heads, attn_dropout=args.attn_dropout)
         record = run(bundle, args.pe, model=args.model, channels=args.channels,
                      layers=args.layers, config=config, **extra)

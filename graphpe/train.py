@@ -428,9 +428,9 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}
     pair = pair_model_config(specs)
     if pair is not None:
-        if model != "gps":
-            raise ValueError(f"pairwise encodings ({sorted(pair)}) are attention biases: "
-                             "use model='gps'")
+        if model not in ("gps", "grit"):
+            raise ValueError(f"pairwise encodings ({sorted(pair)}) are attention biases or "
+                             "GRIT's pair features: use model='gps' or 'grit'")
         model_config["pair"] = pair
     net = build_model(model_config)
     random_pe = [t for t in transforms if _is_random(t)]

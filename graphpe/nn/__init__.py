@@ -13,11 +13,13 @@ from graphpe.nn.encoders import (
     LCPEncoder,
     LinearSEEncoder,
     PairBiasEncoder,
+    PairFeatureEncoder,
     RWSEEncoder,
     SignNetEncoder,
     SPEEncoder,
 )
-from graphpe.nn.models import GINE, GPS, GPSLayer, PEGraphModel, build_model, load_model
+from graphpe.nn.grit import GRITAttention
+from graphpe.nn.models import GINE, GPS, GRIT, GPSLayer, PEGraphModel, build_model, load_model
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 
@@ -27,6 +29,8 @@ __all__ = [
     "GINLayer",
     "GPS",
     "GPSLayer",
+    "GRIT",
+    "GRITAttention",
     "GraphLayout",
     "HKdiagSEEncoder",
     "LCPEncoder",
@@ -39,6 +43,7 @@ __all__ = [
     "PEGGate",
     "PEGraphModel",
     "PairBiasEncoder",
+    "PairFeatureEncoder",
     "RFPEncoder",
     "RWSEEncoder",
     "SPEEncoder",

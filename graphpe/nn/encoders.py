@@ -388,15 +388,74 @@ class PairBiasEncoder(nn.Module):
     def forward(self, batch) -> tuple[Tensor, Tensor]:
         """``batch`` with ``<attr_name>`` ``[P, in_dim]`` (or ``[P]``) and
         ``<attr_name>_index`` ``[2, P]`` -> ``(bias [P, heads], pair_index [2, P])``."""
-        producer = f"a pairwise transform with attr_name={self.attr_name!r}"
-        values = read_attribute(batch, self.attr_name, producer)
-        index = read_attribute(batch, f"{self.attr_name}_index", producer)
+        values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories)
         if self.num_categories is not None:
-            return self.table(values.long().view(-1).clamp(0, self.num_categories - 1)), index
-        x = values.float().view(values.size(0), -1)
-        if x.size(1) != self.in_dim:
-            raise ValueError(f"expected {self.attr_name} [P, {self.in_dim}], got "
-                             f"{list(values.shape)}")
-        far = torch.isinf(x).any(-1, keepdim=True)
-        x = torch.where(torch.isinf(x), torch.zeros_like(x), x)
-        return self.mlp(torch.cat([x, far.to(x.dtype)], -1)), index
+            return self.table(values), index
+        return self.mlp(values), index
+
+
+def _pair_inputs(batch, attr_name: str, in_dim: int,
+                 num_categories: int | None) -> tuple[Tensor, Tensor]:
+    """A pairwise encoding's values as a model input and its ``pair_index``: categorical values
+    as clamped category ids ``[P]``; continuous ones as ``[P, in_dim + 1]`` floats, an infinite
+    value (no path: another component) replaced by 0 and flagged in the last column."""
+    producer = f"a pairwise transform with attr_name={attr_name!r}"
+    values = read_attribute(batch, attr_name, producer)
+    index = read_attribute(batch, f"{attr_name}_index", producer)
+    if num_categories is not None:
+        return values.long().view(-1).clamp(0, num_categories - 1), index
+    x = values.float().view(values.size(0), -1)
+    if x.size(1) != in_dim:
+        raise ValueError(f"expected {attr_name} [P, {in_dim}], got {list(values.shape)}")
+    far = torch.isinf(x)
+    x = torch.where(far, torch.zeros_like(x), x)
+    return torch.cat([x, far.any(-1, keepdim=True).to(x.dtype)], -1), index
+
+
+class PairFeatureEncoder(nn.Module):
+    """Pairwise encoding -> pair features of width ``channels`` (the input of GRIT's attention,
+    :class:`~graphpe.nn.grit.GRITAttention`, which updates them layer by layer), and, for
+    encodings whose diagonal describes the node itself (RRWP: the diagonal is RWSE with the
+    0-step 1 in front), a node encoding from the pairs ``(i, i)``, as GRIT's RRWP node and edge
+    encoders (Ma et al., ICML 2023).
+
+    Continuous values go through one linear map (its bias is the feature of a pair with all-zero
+    values), an infinite value becoming 0 plus an indicator; categorical values (SPD) get one
+    learned vector per category.
+
+    Args:
+        in_dim: width of a pair's values (``K`` for RRWP, 1 for SPD or resistance, the number
+            of times for heat kernels).
+        channels: width of the pair (and node) features.
+        attr_name: base name of the attributes read (``<attr_name>``, ``<attr_name>_index``).
+        num_categories: for categorical values (SPD: ``max_dist + 2``), else None.
+        node_from_diagonal: also encode the diagonal pairs as a node feature.
+    """
+
+    def __init__(self, in_dim: int, channels: int, attr_name: str = "rrwp",
+                 num_categories: int | None = None, node_from_diagonal: bool = True) -> None:
+        super().__init__()
+        _positive("in_dim", in_dim)
+        _positive("channels", channels)
+        self.in_dim, self.channels, self.attr_name = in_dim, channels, attr_name
+        self.num_categories, self.node_from_diagonal = num_categories, node_from_diagonal
+        if num_categories is not None:
+            _positive("num_categories", num_categories)
+            self.pair = nn.Embedding(num_categories, channels)
+            self.node = nn.Embedding(num_categories, channels) if node_from_diagonal else None
+        else:
+            self.pair = nn.Linear(in_dim + 1, channels)
+            self.node = nn.Linear(in_dim + 1, channels) if node_from_diagonal else None
+
+    def forward(self, batch) -> tuple[Tensor | None, Tensor, Tensor]:
+        """``batch`` with ``<attr_name>`` and ``<attr_name>_index`` -> ``(node [N, channels] or
+        None, pair [P, channels], pair_index [2, P])``; a node whose pair ``(i, i)`` is not
+        listed gets a zero node feature."""
+        values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories)
+        pair = self.pair(values)
+        if self.node is None:
+            return None, pair, index
+        diagonal = torch.nonzero(index[0] == index[1]).flatten()
+        node = pair.new_zeros(batch.num_nodes, self.channels).index_copy_(
+            0, index[0, diagonal], self.node(values.index_select(0, diagonal)))
+        return node, pair, index

@@ -32,15 +32,18 @@ from graphpe.nn.encoders import (
     LapPEEncoder,
     LCPEncoder,
     PairBiasEncoder,
+    PairFeatureEncoder,
     RWSEEncoder,
     SignNetEncoder,
     SPEEncoder,
 )
+from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
+from graphpe.ops.pairwise import pair_ids_of_edges
 
 MPNNS = ("gine", "gin", None)
-ATTENTIONS = ("multihead", "linear", None)
+ATTENTIONS = ("multihead", "linear", "grit", None)
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 TASKS = ("graph_regression", "graph_classification", "node_classification")
 PE_COMBINE = ("sum", "concat")
@@ -61,15 +64,21 @@ class GPSLayer(nn.Module):
     ``multihead`` attention runs over size buckets of the batch's graphs
     (:class:`~graphpe.nn.attention.MultiheadGraphAttention`), not one block padded to the
     largest graph; pass the batch's ``layout`` when calling several layers, so it is built once.
+    The ``grit`` attention (:class:`~graphpe.nn.grit.GRITAttention`) takes its logits from pair
+    features and updates them: the layer then also returns the new pair features,
+    :math:`e' = \mathrm{norm}_e(e + \mathrm{Dropout}(\hat e))` (GRIT's layer when ``mpnn`` is
+    None).
 
     Args:
         channels: width.
         mpnn: ``gine`` (needs ``edge_attr`` of width ``channels``), ``gin`` or None.
-        attention: ``multihead``, ``linear`` or None.
+        attention: ``multihead``, ``linear``, ``grit`` or None.
         heads: attention heads.
         dropout: dropout after each branch and inside the FFN.
         attn_dropout: dropout on the attention weights (``multihead``).
         norm: ``batch_norm``, ``layer_norm`` or None (PyG's resolver names).
+        update_pairs: with ``grit``, return the new pair features (False for a last layer:
+            ``(x', None)``).
     """
 
     def __init__(
@@ -81,6 +90,7 @@ class GPSLayer(nn.Module):
         dropout: float = 0.0,
         attn_dropout: float = 0.0,
         norm: str | None = "batch_norm",
+        update_pairs: bool = True,
     ) -> None:
         super().__init__()
         if mpnn not in MPNNS:
@@ -99,19 +109,25 @@ class GPSLayer(nn.Module):
             self.attn = MultiheadGraphAttention(channels, heads, attn_dropout)
         elif attention == "linear":
             self.attn = LinearAttention(channels, heads)
+        elif attention == "grit":
+            self.attn = GRITAttention(channels, heads, attn_dropout,
+                                      update_pairs=update_pairs)
         else:
             self.attn = None
         self.mlp = nn.Sequential(
             nn.Linear(channels, 2 * channels), nn.ReLU(), nn.Dropout(dropout),
             nn.Linear(2 * channels, channels), nn.Dropout(dropout),
         )
-        self.norm1 = normalization_resolver(norm, channels)
+        # a norm per branch that exists (GPSConv builds norm1 even without its MPNN)
+        self.norm1 = normalization_resolver(norm, channels) if mpnn is not None else None
         self.norm2 = normalization_resolver(norm, channels)
         self.norm3 = normalization_resolver(norm, channels)
+        self.norm_pair = (normalization_resolver(norm, channels)
+                          if attention == "grit" and update_pairs else None)
         # as GPSConv: norms that work per graph (PyG's LayerNorm in graph mode, GraphNorm, ...)
         # get the batch vector; without it they would normalize over the whole batch
-        self.norm_with_batch = self.norm1 is not None and (
-            "batch" in inspect.signature(self.norm1.forward).parameters)
+        self.norm_with_batch = self.norm3 is not None and (
+            "batch" in inspect.signature(self.norm3.forward).parameters)
 
     def _norm(self, norm: nn.Module | None, h: Tensor, batch: Tensor | None,
               num_graphs: int | None) -> Tensor:
@@ -132,13 +148,20 @@ class GPSLayer(nn.Module):
         pair_bias: Tensor | None = None,
         pair_index: Tensor | None = None,
         edge_weight: Tensor | None = None,
-    ) -> Tensor:
+        pair_attr: Tensor | None = None,
+        log_deg: Tensor | None = None,
+    ) -> Tensor | tuple[Tensor, Tensor]:
         """``x [N, channels]`` -> ``[N, channels]``. ``batch`` maps nodes to graphs (None: one
         graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
         here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``;
         ``pair_bias [P, heads]`` is added to the attention logits of the pairs ``pair_index``
         (``multihead`` attention only); ``edge_weight [E, 1]`` scales the MPNN's messages
-        (PEG gates)."""
+        (PEG gates). With ``attention='grit'``: ``pair_attr [P, channels]`` are the features
+        of the pairs ``pair_index``, ``log_deg [N, 1]`` feeds the degree scaler (computed from
+        ``edge_index`` when None), and the result is ``(x', pair_attr')``."""
+        if self.attention == "grit" and (pair_attr is None or pair_index is None):
+            raise ValueError("attention='grit' needs pair_attr [P, channels] and pair_index "
+                             "[2, P] (e.g. from PairFeatureEncoder over RRWP)")
         hs = []
         if self.conv is not None:
             if self.mpnn == "gine":
@@ -150,8 +173,23 @@ class GPSLayer(nn.Module):
             if self.dropout > 0.0:
                 h = F.dropout(h, p=self.dropout, training=self.training)
             hs.append(self._norm(self.norm1, h + x, batch, num_graphs))
+        new_pairs = None
         if self.attn is not None:
-            if self.attention == "multihead":
+            if self.attention == "grit":
+                if pair_bias is not None:
+                    raise ValueError("pair biases need attention='multihead'; the grit "
+                                     "attention takes pair features (pair_attr)")
+                if log_deg is None:
+                    log_deg = log_degree(edge_index, x.size(0), x.dtype)
+                h, pairs = self.attn(x, pair_attr, pair_index, log_deg)
+                if pairs is not None:
+                    if self.dropout > 0.0:
+                        pairs = F.dropout(pairs, p=self.dropout, training=self.training)
+                    pair_graph = batch.index_select(0, pair_index[0]) if (
+                        self.norm_with_batch and batch is not None) else None
+                    new_pairs = self._norm(self.norm_pair, pairs + pair_attr, pair_graph,
+                                           num_graphs)
+            elif self.attention == "multihead":
                 if layout is None:
                     layout = layout_from_batch(batch, x.size(0))
                 h = self.attn(x, layout, pair_bias, pair_index)
@@ -166,7 +204,8 @@ class GPSLayer(nn.Module):
                 h = F.dropout(h, p=self.dropout, training=self.training)
             hs.append(self._norm(self.norm2, h + x, batch, num_graphs))
         out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
-        return self._norm(self.norm3, out + self.mlp(out), batch, num_graphs)
+        out = self._norm(self.norm3, out + self.mlp(out), batch, num_graphs)
+        return (out, new_pairs) if self.attention == "grit" else out
 
 
 class _Input(nn.Module):
@@ -366,9 +405,11 @@ class GPS(PEGraphModel):
     ``mpnn`` (default ``gine`` with edge features, else ``gin``), ``attention``, ``heads``,
     ``attn_dropout``, ``norm``, ``attention_buckets`` (the most size buckets the ``multihead``
     attention pads the batch's graphs into, built once per forward; 1 pads every graph to the
-    largest, as PyG's ``GPSConv``), ``pair_encoder`` (e.g. :class:`PairBiasEncoder`: an
-    attention bias per node pair and head, shared by the layers); the rest as
-    :class:`PEGraphModel`."""
+    largest, as PyG's ``GPSConv``), ``pair_encoder`` (``multihead`` attention: e.g.
+    :class:`PairBiasEncoder`, an attention bias per node pair and head, shared by the layers;
+    ``grit`` attention: a :class:`PairFeatureEncoder`, whose pair features the layers update,
+    with the edge embeddings added on the pairs that are edges, and whose diagonal node
+    encoding is added to the node embedding); the rest as :class:`PEGraphModel`."""
 
     def __init__(
         self,
@@ -386,8 +427,17 @@ class GPS(PEGraphModel):
         **kwargs: Any,
     ) -> None:
         super().__init__(channels, num_layers, out_dim, **kwargs)
-        if pair_encoder is not None and attention != "multihead":
+        if attention == "grit":
+            if not isinstance(pair_encoder, PairFeatureEncoder) or \
+                    pair_encoder.channels != channels:
+                raise ValueError(f"attention='grit' needs a PairFeatureEncoder with {channels} "
+                                 "channels as pair_encoder (e.g. pair={'rrwp': {}} in "
+                                 "build_model)")
+        elif pair_encoder is not None and attention != "multihead":
             raise ValueError("a pair_encoder (attention bias) needs attention='multihead'")
+        elif isinstance(pair_encoder, PairFeatureEncoder):
+            raise ValueError("a PairFeatureEncoder feeds attention='grit'; the multihead "
+                             "attention takes a bias (PairBiasEncoder)")
         self.pair_encoder = pair_encoder
         if (isinstance(attention_buckets, bool) or not isinstance(attention_buckets, int)
                 or attention_buckets < 1):
@@ -398,9 +448,11 @@ class GPS(PEGraphModel):
             mpnn = "gine" if self.edge_input is not None else "gin"
         if mpnn == "gine" and self.edge_input is None:
             raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
+        # the last layer's pair features would not be read: it does not compute them
         self.layers = nn.ModuleList(
-            GPSLayer(channels, mpnn, attention, heads, self.dropout, attn_dropout, norm)
-            for _ in range(num_layers)
+            GPSLayer(channels, mpnn, attention, heads, self.dropout, attn_dropout, norm,
+                     update_pairs=i < num_layers - 1)
+            for i in range(num_layers)
         )
         if peg_attr is not None and mpnn is None:
             raise ValueError("peg_attr gates the MPNN's messages: it needs an mpnn")
@@ -412,8 +464,16 @@ class GPS(PEGraphModel):
         layout = None
         if self.attention == "multihead":  # one layout for all layers
             layout = _layout(graph, h.size(0), batch.get("ptr"), self.attention_buckets)
-        pair_bias = pair_index = None
-        if self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
+        pair_bias = pair_index = pair_attr = log_deg = None
+        if self.attention == "grit":  # pair features, updated by every layer
+            node, pair_attr, pair_index = self.pair_encoder(batch)
+            if node is not None:
+                h = h + node
+            if edge_attr is not None:
+                edge_pairs = pair_ids_of_edges(pair_index, batch.edge_index, h.size(0))
+                pair_attr = pair_attr.index_add(0, edge_pairs, edge_attr)
+            log_deg = log_degree(batch.edge_index, h.size(0), h.dtype)
+        elif self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
             pair_bias, pair_index = self.pair_encoder(batch)
         distances = self._peg_distances(batch)
         for i, layer in enumerate(self.layers):
@@ -421,8 +481,25 @@ class GPS(PEGraphModel):
                 h = h + self.reinject[i](pe)
             gate = self.peg_gates[i](distances) if distances is not None else None
             h = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
-                      pair_index, gate)
+                      pair_index, gate, pair_attr, log_deg)
+            if self.attention == "grit":
+                h, pair_attr = h
         return h
+
+
+class GRIT(GPS):
+    """GRIT (Ma et al., "Graph Inductive Biases in Transformers without Message Passing", ICML
+    2023): :class:`GPS` with ``attention='grit'`` and no MPNN by default, so each layer is
+    GRIT's: attention over pair features that it updates (RRWP in the paper, given as
+    ``pair_encoder``, a :class:`PairFeatureEncoder`), the degree scaler, residuals, norms and
+    the FFN. ``mpnn='gine'`` adds GPS's message passing beside it. Arguments as :class:`GPS`."""
+
+    def __init__(self, channels: int, num_layers: int, out_dim: int, mpnn: str | None = None,
+                 attention: str | None = "grit", **kwargs: Any) -> None:
+        if attention != "grit":
+            raise ValueError(f"GRIT's attention is 'grit', got {attention!r}")
+        super().__init__(channels, num_layers, out_dim, mpnn=mpnn, attention=attention,
+                         **kwargs)
 
 
 _SPECTRAL = ("lap_pe", "lap_eigvals", "lap_mask")
@@ -454,13 +531,15 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                      "task": "graph_regression", "node_vocab": 28, "edge_vocab": 4,
                      "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
 
-    ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``,
-    ``hkdiag``, ``elstatic``, ``pearl``) to their encoder settings; ``peg`` (eigenvectors
-    ``attr_names``) adds PEG gates to the messages of ``gine``/``gps`` instead of an encoder.
-    :func:`graphpe.presets.pe_model_config` builds this entry from the same specs that build
-    the transforms, so the two always agree. Every other key is passed
-    to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
-    (:class:`GPS`), ``gcn`` (:class:`GCN`) or ``gin`` (:class:`GIN`).
+    ``pair`` names one pairwise encoding (``rrwp``, ``spd``, ``rd``, ``heat``) with its
+    settings: an attention bias for ``gps``, the pair features of ``grit`` (or of ``gps`` with
+    ``attention='grit'``). ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``,
+    ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``) to their encoder
+    settings; ``peg`` (eigenvectors ``attr_names``) adds PEG gates to the messages of
+    ``gine``/``gps`` instead of an encoder. :func:`graphpe.presets.pe_model_config` builds this
+    entry from the same specs that build the transforms, so the two always agree. Every other
+    key is passed to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
+    (:class:`GPS`), ``grit`` (:class:`GRIT`), ``gcn`` (:class:`GCN`) or ``gin`` (:class:`GIN`).
     """
     config = dict(config)
     kind = config.pop("model", "gine")
@@ -472,13 +551,15 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     pe = config.pop("pe", {}) or {}
     pair = config.pop("pair", None)
     if pair:
-        if kind != "gps" or len(pair) != 1:
-            raise ValueError("pair (an attention bias) takes one pairwise encoding and "
-                             "model='gps'")
+        if kind not in ("gps", "grit") or len(pair) != 1:
+            raise ValueError("pair (an attention bias, or GRIT's pair features) takes one "
+                             "pairwise encoding and model='gps' or 'grit'")
         (name, settings), = pair.items()
         settings = settings or {}
         heads = config.get("heads", 4)
-        if name == "rrwp":
+        if kind == "grit" or config.get("attention") == "grit":
+            config["pair_encoder"] = _pair_feature_encoder(name, settings, channels)
+        elif name == "rrwp":
             config["pair_encoder"] = PairBiasEncoder(settings.get("num_steps", 21), heads,
                                                      "rrwp")
         elif name == "spd":
@@ -503,6 +584,25 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
         raise ValueError(f"unknown PE {sorted(unknown)}; choose from {sorted(PE_ENCODERS)}")
     encoders = [PE_ENCODERS[name](settings or {}, channels) for name, settings in pe.items()]
     return MODELS[kind](channels, layers, out_dim, pe_encoders=encoders, **config)
+
+
+def _pair_feature_encoder(name: str, settings: dict[str, Any],
+                          channels: int) -> PairFeatureEncoder:
+    """GRIT's input for the pairwise encoding ``name`` (settings as its transform's). The
+    diagonal feeds the nodes only where it describes them (RRWP: RWSE; heat: HKdiagSE); SPD's
+    and resistance's diagonals are 0."""
+    attr = settings.get("attr_name", name)
+    if name == "rrwp":
+        return PairFeatureEncoder(settings.get("num_steps", 21), channels, attr)
+    if name == "spd":
+        return PairFeatureEncoder(1, channels, attr, node_from_diagonal=False,
+                                  num_categories=settings.get("max_dist", 8) + 2)
+    if name == "rd":
+        return PairFeatureEncoder(1, channels, attr, node_from_diagonal=False)
+    if name == "heat":
+        return PairFeatureEncoder(len(settings.get("times", (1, 2, 4, 8, 16))), channels, attr)
+    raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
+                     "['heat', 'rd', 'rrwp', 'spd']")
 
 
 def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
@@ -590,4 +690,4 @@ def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Te
 
 
 # build_model's "model" names
-MODELS = {"gine": GINE, "gps": GPS, "gcn": GCN, "gin": GIN}
+MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "gin": GIN}

@@ -84,6 +84,26 @@ def all_pairs(ptr: Tensor) -> tuple[Tensor, Tensor]:
     return torch.stack([start + local // n.clamp(min=1), start + local % n.clamp(min=1)]), pair_ptr
 
 
+def pair_ids_of_edges(pair_index: Tensor, edge_index: Tensor, num_nodes: int) -> Tensor:
+    """For every edge ``(i, j)`` of ``edge_index [2, E]``, the column of ``pair_index [2, P]``
+    holding the same ordered pair: ``[E]`` int64. Pairs are matched by the key ``i * N + j``
+    (one sort of the pairs, a binary search per edge). Raises a ValueError when an edge is not
+    among the pairs (a pair list cut to fewer hops than the edges span) or a pair is listed
+    twice."""
+    if edge_index.numel() == 0:
+        return edge_index.new_zeros(0)
+    pair_key = pair_index[0] * num_nodes + pair_index[1]
+    sorted_key, order = torch.sort(pair_key)
+    if sorted_key.numel() > 1 and bool((sorted_key[1:] == sorted_key[:-1]).any()):
+        raise ValueError("pair_index lists a pair more than once")
+    edge_key = edge_index[0] * num_nodes + edge_index[1]
+    pos = torch.searchsorted(sorted_key, edge_key).clamp(max=max(sorted_key.numel() - 1, 0))
+    if sorted_key.numel() == 0 or bool((sorted_key[pos] != edge_key).any()):
+        raise ValueError("an edge of edge_index is not among the pairs of pair_index: list "
+                         "all pairs, or the pairs within at least one hop")
+    return order[pos]
+
+
 def local_pairs(edge_index: Tensor, num_nodes: int, hops: int, *,
                 ptr: Tensor | None = None) -> PairEncoding:
     """Every ordered pair ``(i, j)`` with hop distance ``d(i, j) <= hops`` (``(i, i)``

@@ -176,7 +176,7 @@ def test_gps_with_a_pairwise_attention_bias(pair):
             p.add_(torch.randn_like(p))
         assert not torch.allclose(model(batch), before)
     with pytest.raises(ValueError, match="pair .* takes one pairwise encoding and "
-                                         "model='gps'"):
+                                         "model='gps' or 'grit'"):
         build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
                      "pair": pair})
 
@@ -252,8 +252,8 @@ def test_gin_matches_pyg_ginconv_stack():
 
 
 def test_unknown_model_name_is_refused():
-    with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'gcn', "
-                                         r"'gin'\), got 'gat'"):
+    with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'grit', "
+                                         r"'gcn', 'gin'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 

@@ -202,3 +202,19 @@ def test_rrwp_compiled_kernel_on_both_sides_of_the_stacked_size():
     slow = relative_random_walk_probs(*args, ptr=batch.ptr, kernel="tensor")
     assert torch.equal(fast.pair_index, slow.pair_index)
     assert torch.allclose(fast.values, slow.values, atol=1e-6)
+
+
+def test_pair_ids_of_edges():
+    from graphpe.ops.pairwise import pair_ids_of_edges
+
+    pair_index = torch.tensor([[2, 0, 1, 0, 1], [2, 1, 0, 0, 2]])
+    edge_index = torch.tensor([[0, 1, 1], [1, 0, 2]])
+    ids = pair_ids_of_edges(pair_index, edge_index, 3)
+    assert torch.equal(pair_index[:, ids], edge_index)
+    assert pair_ids_of_edges(pair_index, edge_index[:, :0], 3).numel() == 0
+    with pytest.raises(ValueError, match="an edge of edge_index is not among the pairs"):
+        pair_ids_of_edges(pair_index, torch.tensor([[2], [0]]), 3)
+    with pytest.raises(ValueError, match="an edge of edge_index is not among the pairs"):
+        pair_ids_of_edges(pair_index[:, :0], edge_index, 3)
+    with pytest.raises(ValueError, match="pair_index lists a pair more than once"):
+        pair_ids_of_edges(torch.cat([pair_index, pair_index[:, :1]], 1), edge_index, 3)
