@@ -381,45 +381,83 @@ def expressivity_table(runs: list[list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def zinc_pairwise_table(runs: list[list[dict]]) -> str:
-    """GPS on ZINC with node encodings and pairwise attention biases, every PE of a run
-    trained with the same seeds (``benchmarks/zinc.py --models gps --pes rwse,rwse+rrwp
-    --seeds 0,1,2``; several runs add seeds): mean and spread over all seeds, and each seed's
-    test MAE."""
-    commands = []
-    for run in runs:
-        pes = ",".join(dict.fromkeys(r["pe_label"] for r in run))
-        seeds = ",".join(str(s) for s in sorted({r.get("seed", 0) for r in run}))
-        epochs = "/".join(str(e) for e in sorted({r["epochs"] for r in run}))
-        commands.append(f"`python benchmarks/zinc.py --models gps --pes {pes} --seeds {seeds} "
-                        f"--epochs {epochs} --threads 1`")
+def _zinc_seeds_table(runs: list[list[dict]], label, baseline: str, command, shape: str,
+                      header: str) -> str:
+    """Models trained with the same seeds in each run: per ``label(row)``, mean and spread of
+    the test and validation MAE over all seeds and each seed's test MAE, then every label's
+    seed-by-seed difference to ``baseline`` (the fair comparison: each seed's models share a
+    run)."""
     rows = [r for run in runs for r in run]
-    lines = [f"{' and '.join(commands)} (GPS 4 x 64; mean +- standard deviation over the "
-             "seeds):", "",
-             "| PE | test MAE | val MAE | test MAE per seed | parameters | s/epoch |",
+    lines = [f"{' and '.join(command(run) for run in runs)} ({shape}; mean +- standard "
+             "deviation over the seeds):", "",
+             f"| {header} | test MAE | val MAE | test MAE per seed | parameters | s/epoch |",
              "| --- | ---: | ---: | --- | ---: | ---: |"]
-    for pe in dict.fromkeys(r["pe_label"] for r in rows):
-        cell = sorted((r for r in rows if r["pe_label"] == pe), key=lambda r: r.get("seed", 0))
+    labels = list(dict.fromkeys(label(r) for r in rows))
+    for name in labels:
+        cell = sorted((r for r in rows if label(r) == name), key=lambda r: r.get("seed", 0))
         test = np.array([r["test_mae"] for r in cell])
         val = np.array([r["val_mae"] for r in cell])
         per_seed = ", ".join(f"{r['test_mae']:.4f}" for r in cell)
-        lines.append(f"| {pe} | {test.mean():.4f} +- {test.std():.4f} | "
+        lines.append(f"| {name} | {test.mean():.4f} +- {test.std():.4f} | "
                      f"{val.mean():.4f} +- {val.std():.4f} | {per_seed} | "
                      f"{cell[0]['params']:,} | "
                      f"{np.mean([r['seconds_per_epoch'] for r in cell]):.1f} |")
-    # each seed's models share a run: the paired differences to RWSE are the fair comparison
-    by_seed = {(r["pe_label"], r.get("seed", 0)): r["test_mae"] for r in rows}
+    by_seed = {(label(r), r.get("seed", 0)): r["test_mae"] for r in rows}
     notes = []
-    for pe in dict.fromkeys(r["pe_label"] for r in rows):
-        seeds = sorted(s for p, s in by_seed if p == pe and ("rwse", s) in by_seed)
-        if pe == "rwse" or len(seeds) < 2:
+    for name in labels:
+        seeds = sorted(s for n, s in by_seed if n == name and (baseline, s) in by_seed)
+        if name == baseline or len(seeds) < 2:
             continue
-        diff = np.array([by_seed[(pe, s)] - by_seed[("rwse", s)] for s in seeds])
-        notes.append(f"{pe} minus rwse, seed by seed ({len(seeds)} seeds): mean "
+        diff = np.array([by_seed[(name, s)] - by_seed[(baseline, s)] for s in seeds])
+        notes.append(f"{name} minus {baseline}, seed by seed ({len(seeds)} seeds): mean "
                      f"{diff.mean():+.4f}, standard deviation {diff.std(ddof=1):.4f}, lower "
                      f"in {(diff < 0).sum()}")
     if notes:
         lines += ["", "Test MAE " + "; ".join(notes) + "."]
+    return "\n".join(lines)
+
+
+def _seeds_and_epochs(run: list[dict]) -> str:
+    seeds = ",".join(str(s) for s in sorted({r.get("seed", 0) for r in run}))
+    epochs = "/".join(str(e) for e in sorted({r["epochs"] for r in run}))
+    return f"--seeds {seeds} --epochs {epochs} --threads 1"
+
+
+def zinc_pairwise_table(runs: list[list[dict]]) -> str:
+    """GPS on ZINC with node encodings and pairwise attention biases, every PE of a run
+    trained with the same seeds (``benchmarks/zinc.py --models gps --pes rwse,rwse+rrwp
+    --seeds 0,1,2``; several runs add seeds)."""
+    def command(run):
+        pes = ",".join(dict.fromkeys(r["pe_label"] for r in run))
+        return f"`python benchmarks/zinc.py --models gps --pes {pes} {_seeds_and_epochs(run)}`"
+
+    return _zinc_seeds_table(runs, lambda r: r["pe_label"], "rwse", command, "GPS 4 x 64",
+                             "PE")
+
+
+def zinc_grit_table(runs: list[list[dict]]) -> str:
+    """ZINC with GRIT's attention over RRWP pair features against GPS with RWSE, the same
+    seeds in one run (``benchmarks/zinc.py --runs gps:rwse,gps-grit:rrwp --seeds 0,1,2``)."""
+    def command(run):
+        pairs = ",".join(dict.fromkeys(f"{r['model']}:{r['pe_label']}" for r in run))
+        return f"`python benchmarks/zinc.py --runs {pairs} {_seeds_and_epochs(run)}`"
+
+    return _zinc_seeds_table(runs, lambda r: f"{r['model']}:{r['pe_label']}", "gps:rwse",
+                             command, "4 layers x 64 channels, batch 128", "model:PE")
+
+
+def grit_step_table(data: dict) -> str:
+    """GRIT's training step with graphpe's compiled pair kernels against the torch
+    formulation (``benchmarks/grit_step.py``)."""
+    lines = [f"`{data['command']}` (GRIT 4 x 64, 4 heads, RRWP K=21 over all pairs, ZINC "
+             f"batches of {data['batch_size']} graphs, {data['pairs_per_batch']:,.0f} pairs; "
+             f"{data['threads']} thread; median of {data['rounds']} rounds, the paths taking "
+             "turns):", "",
+             "| path | forward ms | backward ms | optimizer ms | step ms | speedup |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["rows"]:
+        lines.append(f"| {r['path']} | {r['forward_ms']:.1f} | {r['backward_ms']:.1f} | "
+                     f"{r['optimizer_ms']:.1f} | {r['step_ms']:.1f} | {r['speedup']:.2f}x |")
     return "\n".join(lines)
 
 
@@ -440,6 +478,8 @@ TABLES = {
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
     "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),
     "zinc_pairwise": ("benchmarks/results/zinc_pairwise*.json", zinc_pairwise_table),
+    "zinc_grit": ("benchmarks/results/zinc_grit*.json", zinc_grit_table),
+    "grit_step": ("benchmarks/results/grit_step.json", grit_step_table),
     "papers_rfp": ("benchmarks/results/papers_rfp.json", papers_rfp_table),
     "papers_spe": ("benchmarks/results/papers_spe.json", papers_spe_table),
     "expressivity_pairs": ("benchmarks/results/expressivity_pairs.json",

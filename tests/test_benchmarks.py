@@ -162,6 +162,34 @@ def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     assert "| graphpe, no attention core * |" in tables.train_step_breakdown_table(data)
 
 
+def test_grit_benchmarks_run(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    root = tmp_path / "data"
+    _run_script("grit_step", ["--root", str(root), "--rounds", "1", "--steps", "1",
+                              "--batch-size", "4", "--num-steps", "5", "--json",
+                              str(tmp_path / "g.json")], monkeypatch)
+    step = json.loads((tmp_path / "g.json").read_text())
+    assert [r["path"] for r in step["rows"]] == ["torch operations", "graphpe compiled kernels"]
+    _run_script("zinc", ["--root", str(root), "--runs", "gps:rwse,gps-grit:rrwp",
+                         "--epochs", "1", "--limit", "64", "--seeds", "0,1", "--json",
+                         str(tmp_path / "zinc_grit.json")], monkeypatch)
+    rows = json.loads((tmp_path / "zinc_grit.json").read_text())
+    assert [(r["model"], r["pe_label"], r["seed"]) for r in rows] == [
+        (m, pe, s) for s in (0, 1) for m, pe in (("gps", "rwse"), ("gps-grit", "rrwp"))]
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    table = tables.zinc_grit_table([rows])
+    assert "--runs gps:rwse,gps-grit:rrwp --seeds 0,1" in table
+    assert "gps-grit:rrwp minus gps:rwse, seed by seed (2 seeds)" in table
+    assert "| graphpe compiled kernels |" in tables.grit_step_table(step)
+
+
 def test_ddp_benchmark_runs(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest

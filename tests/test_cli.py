@@ -170,3 +170,25 @@ def test_datasets_graphpe_does_not_list_train_from_the_cli(tmp_path, capsys):
     assert code == 0, err
     record = json.loads(results.read_text())
     assert record["dataset"] == "ogbg-mollipo" and record["metric"] == "rmse"
+
+
+def test_grit_trains_from_the_cli_and_its_checkpoint_reloads(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    monkeypatch.syspath_prepend(str(examples))
+    results, ckpt = tmp_path / "r.json", tmp_path / "grit.pt"
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            "--model", "grit", "--pe", "rrwp:num_steps=6", "--channels", "16",
+                            "--layers", "2", "--heads", "2", "--attn-dropout", "0.2",
+                            "--epochs", "1", "--results", str(results),
+                            "--checkpoint", str(ckpt)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["model_config"]["model"] == "grit"
+    assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 6}}
+    assert record["model_config"]["attn_dropout"] == 0.2
+    code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
+                              "own_dataset:build", "--root", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["value"] == pytest.approx(record["test"])
