@@ -8,6 +8,7 @@ One model (GRIT 4 x 64, 4 heads, RRWP K=21 over all pairs, batch 128), the same 
 batches; the two paths take turns within each round (``GRITAttention.use_kernels``), and the
 median over rounds is reported, with the pairs per batch and the step's forward, backward and
 optimizer milliseconds. The tests check that both paths give the same values and gradients.
+With ``--device cuda`` only the torch formulation runs (the compiled kernels are CPU code).
 """
 
 from __future__ import annotations
@@ -27,21 +28,28 @@ from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 from graphpe.nn import GRITAttention, build_model  # noqa: E402
 
 
-def phases(model, opt, batch) -> tuple[float, float, float]:
-    """Forward, backward and optimizer seconds of one training step."""
-    t0 = time.perf_counter()
+def phases(model, opt, batch, device: torch.device) -> tuple[float, float, float]:
+    """Forward, backward and optimizer seconds of one training step (the device synchronized
+    between phases)."""
+    def now():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return time.perf_counter()
+
+    t0 = now()
     opt.zero_grad(set_to_none=True)
     loss = (model(batch).squeeze(-1) - batch.y).abs().mean()
-    t1 = time.perf_counter()
+    t1 = now()
     loss.backward()
-    t2 = time.perf_counter()
+    t2 = now()
     opt.step()
-    return t1 - t0, t2 - t1, time.perf_counter() - t2
+    return t1 - t0, t2 - t1, now() - t2
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--steps", type=int, default=4, help="steps per path per round")
     ap.add_argument("--rounds", type=int, default=5)
@@ -62,32 +70,37 @@ def main(argv=None) -> None:
     bundle = load_dataset("ZINC", args.root)
     graphs = precompute(bundle.train[: args.batch_size * (args.steps + 1)],
                         RRWP(args.num_steps), progress=False)
-    batches = list(DataLoader(graphs, batch_size=args.batch_size))
+    device = torch.device(args.device)
+    batches = [b.to(device) for b in DataLoader(graphs, batch_size=args.batch_size)]
     warm, timed = batches[:1], batches[1:]
     torch.manual_seed(0)
     model = build_model({"model": "grit", "channels": 64, "layers": 4, "heads": 4,
                          **bundle.model_kwargs(),
-                         "pair": {"rrwp": {"num_steps": args.num_steps}}}).train()
+                         "pair": {"rrwp": {"num_steps": args.num_steps}}}).to(device).train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     attentions = [m for m in model.modules() if isinstance(m, GRITAttention)]
     paths = {"torch operations": False, "graphpe compiled kernels": True}
+    if device.type != "cpu":
+        paths = {f"torch operations ({device.type})": False}
     per_round = {name: {"forward": [], "backward": [], "optimizer": []} for name in paths}
     for r in range(args.rounds + 1):  # round 0 warms both paths up (and compiles)
         for name, use_kernels in paths.items():
             for a in attentions:
                 a.use_kernels = use_kernels
             for b in warm:
-                phases(model, opt, b)
+                phases(model, opt, b, device)
             sums = [0.0, 0.0, 0.0]
             for b in timed:
-                for i, t in enumerate(phases(model, opt, b)):
+                for i, t in enumerate(phases(model, opt, b, device)):
                     sums[i] += t
             if r:
                 for key, total in zip(("forward", "backward", "optimizer"), sums, strict=True):
                     per_round[name][key].append(total / len(timed) * 1e3)
     pairs = statistics.mean(b.rrwp.size(0) for b in timed)
-    print(f"GRIT training step, ZINC, batch {args.batch_size} ({pairs:,.0f} pairs), CPU, "
-          f"{args.threads} thread(s): median of {args.rounds} rounds x {len(timed)} steps (ms)")
+    where = (f"CPU, {args.threads} thread(s)" if device.type == "cpu"
+             else torch.cuda.get_device_name(device))
+    print(f"GRIT training step, ZINC, batch {args.batch_size} ({pairs:,.0f} pairs), {where}: "
+          f"median of {args.rounds} rounds x {len(timed)} steps (ms)")
     print(f"{'':<28}{'forward':>9}{'backward':>10}{'optimizer':>11}{'step':>8}{'speedup':>9}")
     rows, base = [], None
     for name in paths:
@@ -102,9 +115,9 @@ def main(argv=None) -> None:
     args.json.write_text(json.dumps({
         "command": " ".join(["python benchmarks/grit_step.py",
                              *(sys.argv[1:] if argv is None else argv)]),
-        "threads": args.threads, "batch_size": args.batch_size, "pairs_per_batch": pairs,
-        "rounds": args.rounds, "steps": len(timed), "torch": torch.__version__,
-        "rows": rows}, indent=2))
+        "device": args.device, "threads": args.threads, "batch_size": args.batch_size,
+        "pairs_per_batch": pairs, "rounds": args.rounds, "steps": len(timed),
+        "torch": torch.__version__, "rows": rows}, indent=2))
     print(f"wrote {args.json}")
 
 

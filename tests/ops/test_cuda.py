@@ -228,14 +228,16 @@ def test_rrwp_and_spd_on_cuda(batch):
 
 @pytest.mark.parametrize("spec", [
     {"pair": {"rrwp": {"num_steps": 5}}},
+    {"model": "grit", "pair": {"rrwp": {"num_steps": 5}}},
     {"pe": {"spe": {"k": 6, "m": 4, "rho_hidden": 8, "rho_layers": 2}}},
     {"pe": {"pearl": {"variant": "basis", "layers": 2, "hidden": 8, "pe_dim": 8}}},
     {"pe": {"pearl": {"variant": "random", "num_samples": 8, "layers": 2, "hidden": 8,
                       "pe_dim": 8}}},
 ])
 def test_pair_bias_spe_and_pearl_models_on_cuda(spec):
-    """GPS with an RRWP attention bias, and models with SPE (masked BatchNorm in rho) and PEARL
-    encoders: eval outputs on CUDA equal the CPU's, and a training step runs there."""
+    """GPS with an RRWP attention bias, GRIT (the torch formulation on CUDA against the compiled
+    kernels on the CPU), and models with SPE (masked BatchNorm in rho) and PEARL encoders: eval
+    outputs on CUDA equal the CPU's, and a training step runs there."""
     from graphpe.nn import build_model
     from graphpe.transforms import RRWP
     from tests.nn.test_models import make_batch
