@@ -183,6 +183,10 @@ class GRITAttention(nn.Module):
         k, v = kv[:, :self.channels], kv[:, self.channels:]
         ewb = self.pair_in(pair_attr)  # [W_Ew e | W_Eb e]
         compiled = self.use_kernels and _compiled_path(x, pair_attr, ewb)
+        if compiled and pair_index.numel() and (int(pair_index.min()) < 0
+                                                or int(pair_index.max()) >= n):
+            # the compiled loops index node rows unchecked
+            raise ValueError(f"pair_index holds node ids outside [0, {n})")
         if compiled:
             pair, logits = _PairScores.apply(q, k.contiguous(), ewb, self.score, query, key)
         else:

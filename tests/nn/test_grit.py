@@ -89,6 +89,8 @@ def test_attention_bad_inputs():
         att(x, torch.randn(2, 4), index, torch.zeros(3, 1))
     with pytest.raises(ValueError, match=r"pair_index must be \[2, 3\], got \[2, 2\]"):
         att(x, torch.randn(3, 8), index, torch.zeros(3, 1))
+    with pytest.raises(ValueError, match=r"pair_index holds node ids outside \[0, 3\)"):
+        att(x, torch.randn(2, 8), torch.tensor([[0, 3], [1, 0]]), torch.zeros(3, 1))
     with pytest.raises(ValueError, match="the degree scaler needs log_deg"):
         att(x, torch.randn(2, 8), index)
     with pytest.raises(ValueError, match="channels=10 must be divisible by heads=4"):
