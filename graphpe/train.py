@@ -101,6 +101,32 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int) -> Da
     return DataLoader(graphs, batch_size=config.batch_size, sampler=sampler)
 
 
+# glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def retain_freed_host_memory() -> bool:
+    """Keep freed host memory in this process for reuse instead of handing it back to the
+    operating system (glibc's ``mallopt``: no ``mmap`` for large blocks, no trimming).
+
+    By default glibc maps every block above its threshold (128 KB, raised up to 32 MB as
+    blocks are freed) freshly and unmaps it when freed, so every large tensor of a training
+    step (GRIT's ``[pairs, channels]`` features: tens of MB) is new memory whose pages fault in
+    on first touch: an elementwise op over a 18 MB tensor then costs ~4x its arithmetic. With
+    the blocks kept, later steps reuse them. Process-wide and permanent: the resident memory
+    stays at its peak. ``graphpe train`` calls it on the CPU (``--no-retain-memory`` not to).
+    Returns whether it took effect (False where the C library is not glibc)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1))
+
+
 def versions() -> dict[str, str | None]:
     """Versions of graphpe and its stack, and the git commit of a source checkout (None when
     graphpe is not run from one)."""
