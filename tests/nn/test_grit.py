@@ -256,3 +256,18 @@ def test_compiled_kernels_pass_gradcheck():
         lambda *a: _PairScores.apply(*a, index[0], index[1]), (q, k, ewb, score))
     assert torch.autograd.gradcheck(
         lambda *a: _PairWeightedSums.apply(*a, index[0], index[1], n), (alpha, v, pair))
+
+
+def test_grit_attends_over_local_pairs_of_larger_graphs():
+    """With RRWP(K, hops=r) only the pairs within r hops exist: GRIT attends over those (every
+    node has its own pair, so every softmax has a key) and trains."""
+    graphs = molecules(3, seed=5, min_nodes=30, max_nodes=40)
+    batch = Batch.from_data_list([RRWP(5, hops=2)(g) for g in graphs])
+    full = sum(g.num_nodes ** 2 for g in graphs)
+    assert batch.rrwp.size(0) < full
+    model = build_model({"model": "grit", "channels": 8, "layers": 2, "node_vocab": 5,
+                         "edge_vocab": 3, "heads": 2, "pair": {"rrwp": {"num_steps": 5}}})
+    out = model(batch)
+    assert torch.isfinite(out).all()
+    out.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
