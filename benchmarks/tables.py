@@ -443,7 +443,8 @@ def zinc_grit_table(runs: list[list[dict]]) -> str:
         return f"`python benchmarks/zinc.py --runs {pairs} {_seeds_and_epochs(run)}`"
 
     return _zinc_seeds_table(runs, lambda r: f"{r['model']}:{r['pe_label']}", "gps:rwse",
-                             command, "4 layers x 64 channels, batch 128", "model:PE")
+                             command,
+                             "4 layers, 64 channels (gps-72: 72), batch 128", "model:PE")
 
 
 def grit_step_table(data: dict) -> str:

@@ -88,7 +88,8 @@ def main(argv=None):
                      "test_mae": record["test"], "val_mae": record["val"],
                      "params": record["params"], "pe_seconds": record["pe_seconds"],
                      "seconds_per_epoch": record["seconds_per_epoch"],
-                     "epochs": record["epochs_run"]})
+                     "epochs": record["epochs_run"], "best_epoch": record.get("best_epoch"),
+                     "history": record["history"]})
         print(f"ZINC {model} {pe} seed {seed}: test MAE {record['test']:.4f}", flush=True)
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=2))  # as it goes: a long run
