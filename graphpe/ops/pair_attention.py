@@ -16,7 +16,7 @@ and ``W_Eb e`` (last ``C``); ``score [d, H]`` (``C = H d``, channel ``c`` of hea
 
 The ``[P, ...]`` outputs are allocated by the callers with numpy, not inside the kernels:
 numpy advises the kernel to back large arrays with huge pages, and a fresh 36 MB array then
-costs ~2 ms of page faults instead of ~18 ms with 4 KB pages (torch and numba's own
+costs ~4 ms of page faults instead of ~19 ms with 4 KB pages (torch and numba's own
 allocations get the small pages). :func:`empty` is that allocation.
 """
 
