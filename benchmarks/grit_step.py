@@ -17,33 +17,15 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
+from train_step_breakdown import phases  # noqa: E402
 
 from graphpe.nn import GRITAttention, build_model  # noqa: E402
-
-
-def phases(model, opt, batch, device: torch.device) -> tuple[float, float, float]:
-    """Forward, backward and optimizer seconds of one training step (the device synchronized
-    between phases)."""
-    def now():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return time.perf_counter()
-
-    t0 = now()
-    opt.zero_grad(set_to_none=True)
-    loss = (model(batch).squeeze(-1) - batch.y).abs().mean()
-    t1 = now()
-    loss.backward()
-    t2 = now()
-    opt.step()
-    return t1 - t0, t2 - t1, now() - t2
 
 
 def main(argv=None) -> None:

@@ -30,23 +30,29 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED  # noqa: E402
-from train_step import PygGPS, graphpe_gps, load_zinc  # noqa: E402
+from train_step import PygGPS, graphpe_gps, load_zinc, sync  # noqa: E402
 
 import graphpe.nn.attention as attention  # noqa: E402
 
+CPU = torch.device("cpu")
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
 
 
-def phases(model, opt, batch) -> tuple[float, float, float]:
-    """Forward, backward and optimizer seconds of one training step."""
-    t0 = time.perf_counter()
+def phases(model, opt, batch, device: torch.device = CPU) -> tuple[float, float, float]:
+    """Forward, backward and optimizer seconds of one training step (the device synchronized
+    between phases)."""
+    def now():
+        sync(device)
+        return time.perf_counter()
+
+    t0 = now()
     opt.zero_grad(set_to_none=True)
     loss = (model(batch).squeeze(-1) - batch.y).abs().mean()
-    t1 = time.perf_counter()
+    t1 = now()
     loss.backward()
-    t2 = time.perf_counter()
+    t2 = now()
     opt.step()
-    return t1 - t0, t2 - t1, time.perf_counter() - t2
+    return t1 - t0, t2 - t1, now() - t2
 
 
 def pass_values(qkv, layout, heads, dropout, pair_bias=None, pair_slots=None):

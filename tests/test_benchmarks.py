@@ -10,6 +10,16 @@ from tests.conftest import SHARED_DATA
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def _tables():
+    """benchmarks/tables.py as a module."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import tables
+    finally:
+        sys.path.remove(str(BENCH))
+    return tables
+
+
 def test_precompute_benchmark_runs(tmp_path, monkeypatch, capsys):
     out = tmp_path / "p.json"
     monkeypatch.setattr(sys, "argv", ["precompute.py", "--quick", "--synthetic", "50",
@@ -89,11 +99,7 @@ def test_gpu_benchmark_runs_on_cpu(tmp_path, monkeypatch):
 
 def test_readme_tables_come_from_the_json(tmp_path):
     """benchmarks/tables.py fills the marked README blocks from benchmark JSON."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
+    tables = _tables()
     results = tmp_path / "benchmarks" / "results"
     results.mkdir(parents=True)
     row = {"kind": "zinc", "dataset": "D", "encoding": "RWSE T=16", "path": "dataset",
@@ -128,11 +134,7 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
                               "--variants", "padded", "--json-dir", str(tmp_path)], monkeypatch)
     run = json.loads((tmp_path / "gps_curve_padded_seed0.json").read_text())
     assert run["epochs"] == 1 and run["test_mae"] > 0
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
+    tables = _tables()
     assert "| graphpe |" in tables.train_step_table(data)
     assert "| padded | 0 | 1 |" in tables.gps_curve_table([run])
 
@@ -154,11 +156,7 @@ def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     assert [r["variant"] for r in data["rows"]] == [
         "pyg GPSConv", "graphpe", "graphpe, no attention dropout", "graphpe, no attention core"]
     assert all(r["step_ms"] > 0 for r in data["rows"])
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
+    tables = _tables()
     assert "| graphpe, no attention core * |" in tables.train_step_breakdown_table(data)
 
 
@@ -179,11 +177,7 @@ def test_grit_benchmarks_run(tmp_path, monkeypatch):
     rows = json.loads((tmp_path / "zinc_grit.json").read_text())
     assert [(r["model"], r["pe_label"], r["seed"]) for r in rows] == [
         (m, pe, s) for s in (0, 1) for m, pe in (("gps", "rwse"), ("gps-grit", "rrwp"))]
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
+    tables = _tables()
     table = tables.zinc_grit_table([rows])
     assert "--runs gps:rwse,gps-grit:rrwp --seeds 0,1" in table
     assert "gps-grit:rrwp minus gps:rwse, seed by seed (2 seeds)" in table
@@ -263,11 +257,7 @@ def test_lcp_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
     assert timing["dataset"] == "MUTAG" and timing["graphpe_seconds"] > 0
     if timing.get("reference_seconds") is not None:  # GraphRicciCurvature installed
         assert timing["max_lcp_diff"] < 1e-6 and timing["reference_graphs_timed"] >= 1
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
+    tables = _tables()
     table = tables.papers_lcp_table(data)
     assert "| GCN | LCP | 79.0 +- 2.9 / **" in table and "| MUTAG | 188 |" in table
 
@@ -289,11 +279,7 @@ def test_rfp_paper_benchmark_runs_and_merges(tmp_path, monkeypatch):
         ("CSL", "rfp"), ("CSL", "lap"), ("CSL", "random-frozen")}
     for r in data["rows"]:
         assert 0.0 <= r["test_accuracy"] <= 1.0 and r["folds"] == [0] and r["target"] == 0.95
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
+    tables = _tables()
     assert "| LapPE k=8 |" in tables.papers_rfp_table(data)
 
 

@@ -480,10 +480,9 @@ class GPS(PEGraphModel):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
             gate = self.peg_gates[i](distances) if distances is not None else None
-            h = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
-                      pair_index, gate, pair_attr, log_deg)
-            if self.attention == "grit":
-                h, pair_attr = h
+            out = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
+                        pair_index, gate, pair_attr, log_deg)
+            h, pair_attr = out if self.attention == "grit" else (out, None)
         return h
 
 
