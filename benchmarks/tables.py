@@ -213,9 +213,15 @@ def pairwise_table(data: dict) -> str:
     for r in data["rows"]:
         if "write_floor_graphs_per_s" in r:
             floor = r["write_floor_graphs_per_s"]
-            lines += ["", f"Only writing {r['encoding']}'s output (values and pair index) into "
-                      f"fresh memory, as every call must: {floor:,.0f} graphs/s, "
-                      f"{floor / r['reference_graphs_per_s']:.1f}x the reference."]
+            text = (f"Only writing {r['encoding']}'s output (values and pair index) into "
+                    f"fresh memory, as every call must: {floor:,.0f} graphs/s, "
+                    f"{floor / r['reference_graphs_per_s']:.1f}x the reference")
+            if "write_floor_torch_empty_graphs_per_s" in r:
+                torch_floor = r["write_floor_torch_empty_graphs_per_s"]
+                text += (f" (numpy's huge pages, as graphpe's kernel allocates; into "
+                         f"`torch.empty`'s 4 KB pages {torch_floor:,.0f} graphs/s, "
+                         f"{torch_floor / r['reference_graphs_per_s']:.1f}x)")
+            lines += ["", text + "."]
     return "\n".join(lines)
 
 
