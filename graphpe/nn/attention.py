@@ -17,6 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from graphpe.ops.dropout import dropout_host
+
 # The cost model that picks the buckets: a bucket of ``g`` graphs padded to ``n`` nodes costs
 # ``g * n * n`` score entries per head, plus a fixed overhead per bucket (the kernel calls of
 # its forward and backward) expressed in score entries. On one CPU thread a bucket's ~15
@@ -54,7 +56,7 @@ class GraphLayout:
     _bias_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def pair_slots(self, pair_index: Tensor, heads: int) -> tuple[list[Tensor], list[Tensor]]:
-        """Where the logits of pairs ``(i, j)`` sit in the buckets' ``[graphs, heads, n, n]``
+        """Where the logits of pairs ``(i, j)`` sit in the buckets' ``[heads, graphs, n, n]``
         score blocks: per bucket, the pair ids it holds and their flat positions
         ``[pairs, heads]``. Cached per ``pair_index`` and ``heads``, so all layers share it."""
         key = ("pairs", heads)
@@ -71,21 +73,45 @@ class GraphLayout:
             graph, a = ri // b.size, ri % b.size
             if bool(((rj // b.size) != graph).any()) or bool((rj < 0).any()):
                 raise ValueError("pair_index holds a pair of nodes from different graphs")
-            base = graph * heads * b.size * b.size + a * b.size + rj % b.size
-            heads_off = torch.arange(heads, device=base.device) * b.size * b.size
+            # score blocks are head-major: [heads * graphs, n, n]
+            base = graph * b.size * b.size + a * b.size + rj % b.size
+            heads_off = torch.arange(heads, device=base.device) * (b.num_graphs * b.size
+                                                                   * b.size)
             ids.append(pairs)
             flats.append(base.unsqueeze(1) + heads_off)
         self._bias_cache[key] = (pair_index, (ids, flats))
         return ids, flats
 
     def head_bias(self, bucket: Bucket, heads: int, dtype: torch.dtype) -> Tensor:
-        """``bucket.key_bias`` repeated per head: ``[num_graphs * heads, 1, size]``, built once
-        per layout (every layer reuses it)."""
+        """``bucket.key_bias`` repeated per head, head-major: ``[heads * num_graphs, 1,
+        size]``, built once per layout (every layer reuses it)."""
         key = (bucket.start, heads, dtype)
         if key not in self._bias_cache:
             g, n = bucket.num_graphs, bucket.size
-            self._bias_cache[key] = bucket.key_bias.to(dtype).expand(g, heads, 1, n).reshape(
-                g * heads, 1, n)
+            self._bias_cache[key] = bucket.key_bias.to(dtype).view(1, g, 1, n).expand(
+                heads, g, 1, n).reshape(heads * g, 1, n)
+        return self._bias_cache[key]
+
+    def head_rows(self, width: int) -> Tensor:
+        """Where the ``width`` head vectors of each node sit in the head-major padded buffer:
+        ``[num_nodes * width]`` row ids, node-major (the rows of ``x.view(-1, head_dim)`` for
+        ``x [N, width * head_dim]``).
+
+        Bucket ``b`` owns rows ``width * start`` to ``width * (start + graphs * size)`` of
+        the buffer, laid out ``[width, graphs * size]``: so its queries, keys and values are
+        plain views ``[heads * graphs, size, head_dim]`` for the batched products, and
+        neither the forward nor the backward permutes heads and nodes in a copy. Cached per
+        ``width``: every layer reuses it."""
+        key = ("rows", width)
+        if key not in self._bias_cache:
+            device = self.slot.device
+            starts = torch.tensor([b.start for b in self.buckets], device=device)
+            sizes = torch.tensor([b.num_graphs * b.size for b in self.buckets], device=device)
+            which = torch.searchsorted(starts, self.slot, right=True) - 1
+            start, size = starts[which], sizes[which]
+            part = torch.arange(width, device=device)
+            self._bias_cache[key] = ((width * start + self.slot - start).unsqueeze(1)
+                                     + part * size.unsqueeze(1)).flatten()
         return self._bias_cache[key]
 
     @property
@@ -182,11 +208,21 @@ def dropout_scale_mask(like: Tensor, p: float) -> Tensor:
     return torch.rand_like(like).ge_(p).mul_(1.0 / (1.0 - p))
 
 
+def attention_dropout(probs: Tensor, p: float) -> Tensor:
+    """``probs`` with dropout ``p`` (kept entries scaled by ``1 / (1 - p)``), a new tensor. On
+    the CPU one compiled pass with hashed random numbers (:func:`graphpe.ops.dropout.
+    dropout_host`: ~5x faster than drawing a ``rand_like`` mask and multiplying); elsewhere
+    :func:`dropout_scale_mask`."""
+    if probs.device.type == "cpu" and probs.dtype in (torch.float32, torch.float64):
+        return dropout_host(probs, p)
+    return probs * dropout_scale_mask(probs, p)
+
+
 class _GraphAttentionCore(torch.autograd.Function):
     r"""Softmax attention within each graph, all buckets of a :class:`GraphLayout` in one
     autograd node: ``qkv [N, 3 * heads * d]`` (node rows) -> ``[N, heads * d]``.
 
-    Per bucket, with ``Q, K, V`` of shape ``[graphs * heads, n, d]``, key bias ``b`` (0 or
+    Per bucket, with ``Q, K, V`` of shape ``[heads * graphs, n, d]``, key bias ``b`` (0 or
     ``-inf`` on padding) and dropout mask ``M`` (``1/(1-p)`` or 0):
     :math:`P = \mathrm{softmax}(s\,QK^\top + b)`, :math:`\tilde P = P \odot M`,
     :math:`O = \tilde P V`; backward with :math:`G = dO\,V^\top`: :math:`dV = \tilde P^\top
@@ -194,7 +230,8 @@ class _GraphAttentionCore(torch.autograd.Function):
     :math:`dQ = dS\,K`, :math:`dK = dS^\top Q`. Autograd would record ~25 nodes per bucket
     (slices, permutes, unbinds, bias, softmax, dropout, products) and their backward allocates
     a full-size zero gradient per slice; here the whole step is one node, a scatter into the
-    padded buckets, a dozen kernel calls per bucket and a gather back.
+    head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls per bucket
+    and a gather back.
     """
 
     @staticmethod
@@ -202,53 +239,55 @@ class _GraphAttentionCore(torch.autograd.Function):
         num_nodes, width = qkv.shape
         channels, dim = width // 3, width // (3 * heads)
         scale = 1.0 / math.sqrt(dim)
-        padded = qkv.new_zeros(layout.num_slots, width).index_copy_(0, layout.slot, qkv)
-        out_padded = qkv.new_empty(layout.num_slots, channels)
+        slots, w3 = layout.num_slots, 3 * heads
+        # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
+        # and values under the -inf key bias)
+        padded = qkv.new_zeros(w3 * slots, dim).index_copy_(0, layout.head_rows(w3),
+                                                            qkv.reshape(-1, dim))
+        out_padded = qkv.new_empty(heads * slots, dim)
         saved = []
-        for b in layout.buckets:
+        for i, b in enumerate(layout.buckets):
             g, n = b.num_graphs, b.size
-            rows = slice(b.start, b.start + g * n)
-            qkvh = padded[rows].view(g, n, 3, heads, dim).permute(2, 0, 3, 1, 4)
-            qkvh = qkvh.reshape(3, g * heads, n, dim)
+            qkvh = padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
             q, k, v = qkvh[0], qkvh[1], qkvh[2]
             bias = layout.head_bias(b, heads, qkv.dtype)
             scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
-            if pair_bias is not None and pair_slots[0][len(saved) // 3].numel():
-                pairs, flat = pair_slots[0][len(saved) // 3], pair_slots[1][len(saved) // 3]
+            if pair_bias is not None and pair_slots[0][i].numel():
+                pairs, flat = pair_slots[0][i], pair_slots[1][i]
                 scores.view(-1).index_add_(0, flat.flatten(),
                                            pair_bias.index_select(0, pairs).flatten())
             probs = scores.softmax(-1)
-            dropped = probs
-            if dropout > 0.0:
-                dropped = probs * dropout_scale_mask(probs, dropout)
-            o = torch.bmm(dropped, v).view(g, heads, n, dim)
-            out_padded[rows].view(g, n, heads, dim).copy_(o.transpose(1, 2))
+            dropped = attention_dropout(probs, dropout) if dropout > 0.0 else probs
+            torch.bmm(dropped, v, out=out_padded[heads * b.start: heads * (b.start + g * n)]
+                      .view(heads * g, n, dim))
             saved += [qkvh, probs, dropped]
         ctx.layout, ctx.heads, ctx.scale = layout, heads, scale
         ctx.pair_slots = pair_slots if pair_bias is not None else None
         ctx.pair_shape = None if pair_bias is None else pair_bias.shape
         ctx.save_for_backward(*saved)
-        return out_padded.index_select(0, layout.slot)
+        return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels)
 
     @staticmethod
     def backward(ctx, grad_out):
         layout, heads, scale = ctx.layout, ctx.heads, ctx.scale
         saved = ctx.saved_tensors
-        channels = grad_out.size(1)
+        num_nodes, channels = grad_out.shape
         dim = channels // heads
-        grad_padded_out = grad_out.new_zeros(layout.num_slots, channels)
-        grad_padded_out.index_copy_(0, layout.slot, grad_out)
-        grad_padded = grad_out.new_empty(layout.num_slots, 3 * channels)
+        slots, w3 = layout.num_slots, 3 * heads
+        # padding query rows get a zero output gradient: their (real) attention weights then
+        # send nothing to the values and keys
+        grad_padded_out = grad_out.new_zeros(heads * slots, dim).index_copy_(
+            0, layout.head_rows(heads), grad_out.reshape(-1, dim))
+        grad_padded = grad_out.new_empty(w3 * slots, dim)  # padding rows are never read
         grad_pair = (None if ctx.pair_slots is None
                      else grad_out.new_zeros(ctx.pair_shape))
         for i, b in enumerate(layout.buckets):
             qkvh, probs, dropped = saved[3 * i: 3 * i + 3]
             q, k, v = qkvh[0], qkvh[1], qkvh[2]
             g, n = b.num_graphs, b.size
-            rows = slice(b.start, b.start + g * n)
-            d_out = grad_padded_out[rows].view(g, n, heads, dim).transpose(1, 2)
-            d_out = d_out.reshape(g * heads, n, dim)
-            d_qkv = torch.empty_like(qkvh)
+            d_out = grad_padded_out[heads * b.start: heads * (b.start + g * n)].view(
+                heads * g, n, dim)
+            d_qkv = grad_padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
             torch.bmm(dropped.transpose(1, 2), d_out, out=d_qkv[2])
             d_scores = torch.bmm(d_out, v.transpose(1, 2)).mul_(dropped)
             row = d_scores.sum(-1, keepdim=True)
@@ -259,9 +298,8 @@ class _GraphAttentionCore(torch.autograd.Function):
             d_scores.mul_(scale)
             torch.bmm(d_scores, k, out=d_qkv[0])
             torch.bmm(d_scores.transpose(1, 2), q, out=d_qkv[1])
-            grad_padded[rows].view(g, n, 3, heads, dim).copy_(
-                d_qkv.view(3, g, heads, n, dim).permute(1, 3, 0, 2, 4))
-        return grad_padded.index_select(0, layout.slot), grad_pair, None, None, None, None
+        grad_qkv = grad_padded.index_select(0, layout.head_rows(w3)).view(num_nodes, 3 * channels)
+        return grad_qkv, grad_pair, None, None, None, None
 
 
 @torch.compiler.disable

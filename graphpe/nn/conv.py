@@ -6,6 +6,30 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from graphpe.ops import message
+from graphpe.ops.compiled import use_host_kernels
+from graphpe.ops.graph import index_range
+
+
+class _GINEAggregate(torch.autograd.Function):
+    """``(1 + eps) x + sum_{j -> i} ReLU(x_j + e_ji)`` by the compiled host loops of
+    :mod:`graphpe.ops.message`, as one autograd node (``eps`` a constant)."""
+
+    @staticmethod
+    def forward(ctx, x, edge_attr, src, dst, scale):
+        ctx.save_for_backward(x, edge_attr, src, dst)
+        ctx.scale = scale
+        return torch.from_numpy(message.gine_aggregate(
+            x.detach().numpy(), edge_attr.detach().numpy(), src.numpy(), dst.numpy(), scale))
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, edge_attr, src, dst = ctx.saved_tensors
+        grad_x, grad_edge = message.gine_aggregate_backward(
+            x.detach().numpy(), edge_attr.detach().numpy(), src.numpy(), dst.numpy(),
+            ctx.scale, grad_out.contiguous().numpy())
+        return torch.from_numpy(grad_x), torch.from_numpy(grad_edge), None, None, None
+
 
 class GINLayer(nn.Module):
     r"""GIN (Xu et al., "How Powerful are Graph Neural Networks?", ICLR 2019) and, with edge
@@ -16,7 +40,9 @@ class GINLayer(nn.Module):
 
     (GIN: the message is :math:`x_j`). The same maths and state (``nn``, ``eps``) as PyG's
     ``GINEConv`` / ``GINConv`` without ``edge_dim``, so their weights load; the messages are
-    one gather, one add-ReLU and one ``index_add``.
+    one gather, one add-ReLU and one ``index_add``. GINE on the CPU (``eps`` fixed, no edge
+    weights) runs the aggregation as one compiled loop over the edges each way
+    (:mod:`graphpe.ops.message`; ``use_kernels = False`` takes the torch formulation).
 
     Args:
         mlp: :math:`h_\Theta`, e.g. ``Linear -> ReLU -> Linear``.
@@ -27,6 +53,9 @@ class GINLayer(nn.Module):
     def __init__(self, mlp: nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
         super().__init__()
         self.nn = mlp
+        # GINE's aggregation by the compiled CPU loops of graphpe.ops.message where they apply
+        # (False: the torch formulation, the reference)
+        self.use_kernels = True
         if train_eps:
             self.eps = nn.Parameter(torch.tensor([float(eps)]))
         else:
@@ -38,11 +67,21 @@ class GINLayer(nn.Module):
         ``edge_attr [E, C]`` (GINE) or None (GIN) -> ``[N, out]``. ``edge_weight [E, 1]``
         scales each message (e.g. :class:`PEGGate`)."""
         src, dst = edge_index[0], edge_index[1]
+        if edge_attr is not None and edge_attr.shape != (src.numel(), x.size(1)):
+            raise ValueError(f"edge_attr must have shape {(src.numel(), x.size(1))} (one row "
+                             f"of width {x.size(1)} per edge), got {tuple(edge_attr.shape)}")
+        if (self.use_kernels and edge_attr is not None and edge_weight is None
+                and not self.eps.requires_grad and src.numel()
+                and use_host_kernels(x, edge_attr, edge_index)
+                and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long):
+            lo, hi = index_range(edge_index.numpy())
+            if lo < 0 or hi >= x.size(0):  # the compiled loops index rows unchecked
+                raise ValueError(f"edge_index holds node ids outside [0, {x.size(0)})")
+            return self.nn(_GINEAggregate.apply(
+                x.contiguous(), edge_attr.contiguous(), src.contiguous(), dst.contiguous(),
+                float(1.0 + self.eps)))  # in eps's dtype, as the torch path
         msg = x.index_select(0, src)
         if edge_attr is not None:
-            if edge_attr.shape != msg.shape:
-                raise ValueError(f"edge_attr must have shape {tuple(msg.shape)} (one row of "
-                                 f"width {x.size(1)} per edge), got {tuple(edge_attr.shape)}")
             msg = (msg + edge_attr).relu()
         if edge_weight is not None:
             if edge_weight.shape != (msg.size(0), 1):

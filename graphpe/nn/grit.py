@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
 from graphpe.ops import pair_attention as kernels
+from graphpe.ops.compiled import use_host_kernels
 
 # ``sqrt(|x| + eps) - sqrt(eps)`` instead of ``sqrt(|x|)``: the same value to 1e-4 and a
 # gradient bounded by ``1 / (2 sqrt(eps))`` at 0, where the plain square root's is infinite.
@@ -91,13 +92,6 @@ class _PairWeightedSums(torch.autograd.Function):
             _host(grad_pair_out), grad_alpha, grad_pair)
         return (torch.from_numpy(grad_alpha), torch.from_numpy(grad_v),
                 torch.from_numpy(grad_pair), None, None, None)
-
-
-def _compiled_path(*tensors: Tensor) -> bool:
-    """The compiled kernels take CPU float32/float64 tensors (outside torch.compile's
-    tracing); anything else takes the torch formulation."""
-    return (not torch.compiler.is_compiling() and all(t.device.type == "cpu" for t in tensors)
-            and tensors[0].dtype in (torch.float32, torch.float64))
 
 
 class GRITAttention(nn.Module):
@@ -182,7 +176,7 @@ class GRITAttention(nn.Module):
         kv = self.key_value(x)
         k, v = kv[:, :self.channels], kv[:, self.channels:]
         ewb = self.pair_in(pair_attr)  # [W_Ew e | W_Eb e]
-        compiled = self.use_kernels and _compiled_path(x, pair_attr, ewb)
+        compiled = self.use_kernels and use_host_kernels(x, pair_attr, ewb)
         if compiled and pair_index.numel() and (int(pair_index.min()) < 0
                                                 or int(pair_index.max()) >= n):
             # the compiled loops index node rows unchecked

@@ -73,6 +73,15 @@ def use_compiled(kernel: str, device: torch.device) -> bool:
     return kernel == "compiled" or (kernel == "auto" and device.type == "cpu")
 
 
+def use_host_kernels(*tensors: Tensor) -> bool:
+    """Whether a layer's compiled host kernels (GINE's aggregation, GRIT's pair attention) can
+    take ``tensors``: all on the CPU, the first float32 or float64, and not under
+    ``torch.compile``'s tracing (which cannot see into them); otherwise the layer runs its
+    torch formulation."""
+    return (not torch.compiler.is_compiling() and all(t.device.type == "cpu" for t in tensors)
+            and tensors[0].dtype in (torch.float32, torch.float64))
+
+
 def host_array(t: Tensor, dtype: np.dtype | None = None) -> np.ndarray:
     """A numpy view of a CPU tensor (a copy only when ``dtype`` asks for one)."""
     a = t.detach().numpy()

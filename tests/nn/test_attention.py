@@ -10,7 +10,12 @@ from torch_geometric.nn import GINEConv, GPSConv
 from torch_geometric.utils import to_dense_batch
 
 from graphpe.nn import GPSLayer, MultiheadGraphAttention, graph_layout
-from graphpe.nn.attention import _choose_buckets, _GraphAttentionCore, dropout_scale_mask
+from graphpe.nn.attention import (
+    _choose_buckets,
+    _GraphAttentionCore,
+    attention_dropout,
+    dropout_scale_mask,
+)
 
 
 def ptr_of(sizes):
@@ -61,9 +66,9 @@ def test_core_dropout_gradient_matches_autograd_with_the_same_masks():
     qkv = torch.randn(13, 12, dtype=torch.float64, requires_grad=True)
     torch.manual_seed(3)
     got = _GraphAttentionCore.apply(qkv, None, layout, 2, 0.5, None)
-    torch.manual_seed(3)  # the core draws one mask of shape [graphs * heads, n, n]
-    masks = dropout_scale_mask(torch.empty(3 * 2, 5, 5, dtype=torch.float64), 0.5)
-    want = reference_attention(qkv, batch, 2, masks.view(3, 2, 5, 5))
+    torch.manual_seed(3)  # the core draws one mask of shape [heads * graphs, n, n]
+    masks = attention_dropout(torch.ones(2 * 3, 5, 5, dtype=torch.float64), 0.5)
+    want = reference_attention(qkv, batch, 2, masks.view(2, 3, 5, 5).transpose(0, 1))
     assert torch.allclose(got, want, atol=1e-12)
     grad = torch.randn_like(got)
     assert torch.allclose(torch.autograd.grad(got, qkv, grad)[0],

@@ -30,3 +30,69 @@ def test_gin_layer_rejects_edge_features_of_the_wrong_width():
     layer = GINLayer(nn.Linear(4, 4))
     with pytest.raises(ValueError, match=r"edge_attr must have shape \(3, 4\)"):
         layer(torch.randn(5, 4), torch.tensor([[0, 1, 2], [1, 2, 3]]), torch.randn(3, 2))
+
+
+def _both_paths(layer, x, edge_index, edge_attr):
+    """Outputs and gradients (x, edge_attr, parameters) of the compiled and torch paths."""
+    results = []
+    for use_kernels in (True, False):
+        layer.use_kernels = use_kernels
+        out = layer(x, edge_index, edge_attr)
+        grad = torch.ones_like(out) * torch.linspace(-1, 1, out.numel(),
+                                                     dtype=out.dtype).view_as(out)
+        results.append((out, torch.autograd.grad(out, [x, edge_attr, *layer.parameters()],
+                                                 grad)))
+    layer.use_kernels = True
+    return results
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float64, 1e-12), (torch.float32, 2e-5)])
+def test_compiled_gine_aggregation_equals_the_torch_path(dtype, tol):
+    torch.manual_seed(1)
+    # isolated nodes (8, 9), repeated edges, self loops and messages that the ReLU drops
+    edge_index = torch.tensor([[0, 1, 2, 2, 3, 4, 4, 5, 6, 7, 0, 3],
+                               [1, 0, 3, 3, 2, 5, 4, 4, 7, 6, 7, 0]])
+    layer = GINLayer(nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 6)), eps=0.25).to(
+        dtype)
+    x = torch.randn(10, 6, dtype=dtype, requires_grad=True)
+    edge_attr = torch.randn(12, 6, dtype=dtype, requires_grad=True)
+    (got, got_grads), (want, want_grads) = _both_paths(layer, x, edge_index, edge_attr)
+    assert torch.allclose(got, want, atol=tol, rtol=0)
+    for a, b in zip(got_grads, want_grads, strict=True):
+        assert torch.allclose(a, b, atol=tol, rtol=0)
+
+
+def test_compiled_gine_aggregation_passes_gradcheck():
+    from graphpe.nn.conv import _GINEAggregate
+
+    torch.manual_seed(2)
+    x = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
+    # away from the ReLU's kink, where finite differences are not a gradient
+    edge_attr = (torch.rand(9, 3, dtype=torch.float64) + 0.5) * torch.sign(torch.randn(9, 3))
+    edge_attr = (edge_attr * 3).requires_grad_()
+    edge_index = torch.randint(0, 7, (2, 9))
+    assert torch.autograd.gradcheck(
+        lambda a, b: _GINEAggregate.apply(a, b, edge_index[0], edge_index[1], 1.5),
+        (x, edge_attr))
+
+
+def test_gine_layer_takes_the_torch_path_where_the_kernel_does_not_apply():
+    torch.manual_seed(3)
+    x = torch.randn(5, 4, requires_grad=True)
+    edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+    edge_attr = torch.randn(4, 4)
+    # a trainable eps gets its gradient, an edge weight scales the messages
+    layer = GINLayer(nn.Linear(4, 4), eps=0.1, train_eps=True)
+    layer(x, edge_index, edge_attr).sum().backward()
+    assert layer.eps.grad is not None
+    layer = GINLayer(nn.Identity())
+    weight = torch.full((4, 1), 0.5)
+    halved = layer(x, edge_index, edge_attr, weight) - x
+    full = layer(x, edge_index, edge_attr) - x
+    assert torch.allclose(halved, 0.5 * full)
+
+
+def test_compiled_gine_aggregation_rejects_node_ids_out_of_range():
+    layer = GINLayer(nn.Identity())
+    with pytest.raises(ValueError, match=r"edge_index holds node ids outside \[0, 3\)"):
+        layer(torch.randn(3, 2), torch.tensor([[0, 3], [1, 0]]), torch.randn(2, 2))

@@ -1,0 +1,75 @@
+"""Compiled (numba) GINE aggregation on the host CPU, forward and backward.
+
+GINE's input to its MLP, :math:`s\\,x_i + \\sum_{j \\to i} \\mathrm{ReLU}(x_j + e_{ji})` with
+:math:`s = 1 + \\epsilon`, is five or six tensor operations in torch (gather, add, ReLU,
+zero-fill, ``index_add``, scale and add) and as many in its backward, each a full pass over
+``[E, C]`` or ``[N, C]`` rows. On a ZINC batch of 32 molecules (~1,600 edges of 64 channels)
+each costs tens of microseconds, mostly dispatch and memory traffic: here each direction is
+one loop over the edges. The backward recomputes the ReLU's sign from ``x`` and ``e`` rather
+than keeping an ``[E, C]`` mask. The torch formulation in :class:`graphpe.nn.conv.GINLayer` is
+the reference (the tests compare values and gradients) and the path on GPUs.
+
+Layouts: ``x [N, C]`` node rows, ``edge_attr [E, C]``, ``src, dst [E]`` int64 (messages flow
+``src -> dst``); every array C-contiguous, ids checked by the caller.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphpe.ops.compiled import host_empty
+
+# LLVM may reorder nothing here that matters (sums over edges stay in edge order per row)
+_FASTMATH = {"contract", "arcp", "nsz"}
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _gine_aggregate(x, edge_attr, src, dst, scale, out):  # pragma: no cover - compiled
+    channels = x.shape[1]
+    for i in range(x.shape[0]):
+        for c in range(channels):
+            out[i, c] = scale * x[i, c]
+    zero = x.dtype.type(0.0)
+    for e in range(src.shape[0]):
+        s = src[e]
+        d = dst[e]
+        for c in range(channels):
+            out[d, c] += max(x[s, c] + edge_attr[e, c], zero)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _gine_aggregate_backward(x, edge_attr, src, dst, scale, grad_out, grad_x,
+                             grad_edge):  # pragma: no cover - compiled
+    channels = x.shape[1]
+    for i in range(x.shape[0]):
+        for c in range(channels):
+            grad_x[i, c] = scale * grad_out[i, c]
+    zero = x.dtype.type(0.0)
+    for e in range(src.shape[0]):
+        s = src[e]
+        d = dst[e]
+        for c in range(channels):
+            g = grad_out[d, c] if x[s, c] + edge_attr[e, c] > zero else zero
+            grad_edge[e, c] = g
+            grad_x[s, c] += g
+
+
+def gine_aggregate(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                   scale: float) -> np.ndarray:
+    """``out [N, C] = scale * x + sum over edges e of ReLU(x[src[e]] + edge_attr[e])`` at
+    row ``dst[e]`` (a new array)."""
+    out = host_empty(x.shape, x.dtype)
+    _gine_aggregate(x, edge_attr, src, dst, x.dtype.type(scale), out)
+    return out
+
+
+def gine_aggregate_backward(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarray,
+                            dst: np.ndarray, scale: float,
+                            grad_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients of :func:`gine_aggregate` with respect to ``x`` and ``edge_attr``."""
+    grad_x = host_empty(x.shape, x.dtype)
+    grad_edge = host_empty(edge_attr.shape, edge_attr.dtype)
+    _gine_aggregate_backward(x, edge_attr, src, dst, x.dtype.type(scale), grad_out, grad_x,
+                             grad_edge)
+    return grad_x, grad_edge
