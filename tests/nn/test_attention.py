@@ -107,6 +107,22 @@ def test_layout_places_every_node_once_inside_its_graphs_block(sizes, max_bucket
             assert (rows[0] - b.start) % b.size == 0 and size <= b.size
 
 
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 9), min_size=1, max_size=7), max_buckets=st.integers(1, 4),
+       width=st.integers(1, 6))
+def test_head_rows_put_each_head_vector_in_its_buckets_head_major_block(sizes, max_buckets,
+                                                                         width):
+    layout = graph_layout(ptr_of(sizes), max_buckets=max_buckets, bucket_overhead=10)
+    rows = layout.head_rows(width).view(-1, width).numpy()
+    assert len(set(rows.flatten().tolist())) == rows.size  # no two vectors share a row
+    for node, slot in enumerate(layout.slot.tolist()):
+        b = next(b for b in layout.buckets if b.start <= slot < b.start + b.num_graphs * b.size)
+        local, span = slot - b.start, b.num_graphs * b.size
+        # block [width, graphs * size] from row width * start: head h of the node at h*span
+        assert rows[node].tolist() == [width * b.start + h * span + local for h in range(width)]
+    assert layout.head_rows(width) is layout.head_rows(width)  # cached for every layer
+
+
 @settings(max_examples=60, deadline=None)
 @given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=7), max_buckets=st.integers(1, 4),
        overhead=st.integers(0, 3000))
