@@ -95,9 +95,10 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     Allocated by numpy rather than torch on purpose: numpy advises the kernel to back large
     arrays with transparent huge pages, torch's and numba's own allocations get 4 KB pages, and
     the page faults of a freshly allocated output are most of its cost to write. Measured on
-    this project's CPU: filling a fresh 36 MB array took ~6 ms against ~22 ms; a 220 MB RRWP
-    output of 4,096 ZINC graphs 24 ms against 85 ms. (Where the kernel must compact memory to
-    find huge pages, the first such allocation of a process can stall once.)"""
+    this project's CPU: refilling a fresh 36 MB array took ~6 ms against ~22 ms. The first
+    huge-page allocations of a process are slower than 4 KB pages (a 220 MB one took 100-400
+    ms against ~90 ms), so this pays in loops that allocate the same sizes again (training
+    steps), not in one-off outputs: RRWP's precompute output stays a torch allocation."""
     return np.empty(shape, dtype=dtype)
 
 

@@ -34,10 +34,8 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.compiled import (
-    host_empty,
     local_pairs_host,
     local_walk_probs_host,
-    numpy_dtype,
     relative_walk_probs,
     simple_csr,
     use_compiled,
@@ -154,12 +152,8 @@ def _per_bucket(edge_index: Tensor, ptr: Tensor, edge_weight: Tensor | None, dty
     counts = sizes * sizes
     pair_ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     total = int(pair_ptr[-1])
-    if device.type == "cpu" and out_dtype in (torch.float32, torch.float64):
-        pair_index = torch.from_numpy(host_empty((2, total), np.int64))  # huge pages
-        out = torch.from_numpy(host_empty((total, width), numpy_dtype(out_dtype)))
-    else:
-        pair_index = torch.empty(2, total, dtype=torch.long, device=device)
-        out = torch.empty(total, width, dtype=out_dtype, device=device)
+    pair_index = torch.empty(2, total, dtype=torch.long, device=device)
+    out = torch.empty(total, width, dtype=out_dtype, device=device)
     buckets = size_buckets(sizes)  # exact sizes: no padding; 0-node graphs have no pairs
     if not buckets:
         return PairEncoding(pair_index, out, pair_ptr)
@@ -221,9 +215,8 @@ def relative_random_walk_probs(
         sizes = ptr[1:] - ptr[:-1]
         pair_ptr = torch.cat([sizes.new_zeros(1), (sizes * sizes).cumsum(0)])
         total = int(pair_ptr[-1])
-        # numpy allocations (huge pages): writing these fresh outputs is most of the cost
-        pair_index = torch.from_numpy(host_empty((2, total), np.int64))
-        values = torch.from_numpy(host_empty((total, num_steps), numpy_dtype(dtype)))
+        pair_index = torch.empty(2, total, dtype=torch.long)
+        values = torch.empty(total, num_steps, dtype=dtype)
         relative_walk_probs(simple_csr(edge_index, num_nodes, edge_weight), ptr.numpy(),
                             pair_ptr.numpy(), num_steps, pair_index.numpy(), values.numpy())
         return PairEncoding(pair_index, values, pair_ptr)
