@@ -1218,17 +1218,20 @@ OPERATOR_CODES = {"adj": 0, "gcn": 1, "rw": 2, "lap_shift": 3}
 
 
 def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray, steps: int,
-                   normalization: str, rank_tol: float = 1e-6) -> np.ndarray:
+                   normalization: str, rank_tol: float = 1e-6,
+                   out_dtype: np.dtype | type = np.float64) -> np.ndarray:
     """Random Feature Propagation of every graph: ``x0`` ``[N, draws, d]`` (float64) ->
     trajectory ``[N, draws, steps + 1, d]``, as :func:`graphpe.ops.propagate.propagate` with
-    the operator of :func:`graphpe.ops.propagate.propagation_operator`.
+    the operator of :func:`graphpe.ops.propagate.propagation_operator`. The iterates are
+    float64; ``out_dtype`` (float64 or float32) is only how they are stored, so a float32
+    trajectory needs no second conversion pass over the whole output.
 
     ``qr`` orthonormalizes each graph's ``[n, d]`` block per draw by Gram-Schmidt done twice
     (numerically orthogonal), ``diag(R) >= 0``; a column whose remainder after projecting out
     the earlier ones has norm below ``rank_tol`` times the block's largest column norm lies in
     their span (numerical rank) and is set to zero, so ``n < d`` gives ``n`` columns and zeros.
     """
-    out = np.empty((x0.shape[0], x0.shape[1], steps + 1, x0.shape[2]))
+    out = np.empty((x0.shape[0], x0.shape[1], steps + 1, x0.shape[2]), dtype=out_dtype)
     _propagate(csr.indptr, csr.indices, csr.weight, ptr, OPERATOR_CODES[operator], x0, steps,
                normalization == "qr", rank_tol, out)
     return out

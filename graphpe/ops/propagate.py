@@ -338,8 +338,10 @@ def random_feature_propagation(
         biggest = int(np.diff(ptr_np).max(initial=0))
         compiled = kernel == "compiled" or biggest <= COMPILED_MAX_NODES
     if compiled:
+        stored = np.float32 if dtype == torch.float32 else np.float64
         traj = propagate_host(simple_csr(edge_index, num_nodes, edge_weight), ptr_np,
-                              operator, host_array(x0, np.float64), steps, normalization)
+                              operator, host_array(x0, np.float64), steps, normalization,
+                              out_dtype=stored)
         return torch.from_numpy(traj.reshape(num_nodes, draws, width)).to(dtype)
     op = propagation_operator(edge_index, num_nodes, operator, edge_weight, dtype=x0.dtype)
     traj = propagate(op, x0.to(device), steps, normalization, ptr=ptr)
