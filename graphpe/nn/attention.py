@@ -323,7 +323,9 @@ class MultiheadGraphAttention(nn.Module):
     Args:
         channels: width (``heads * head_dim``).
         heads: attention heads.
-        dropout: dropout on the attention weights during training.
+        dropout: dropout on the attention weights during training (on the CPU the masks come
+            from a hash keyed by torch's generator, :func:`attention_dropout`: seeded by
+            ``torch.manual_seed``, not the masks ``torch.nn.Dropout`` would draw).
     """
 
     def __init__(self, channels: int, heads: int = 1, dropout: float = 0.0) -> None:
