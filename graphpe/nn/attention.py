@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphpe.ops.dropout import dropout_host
+from graphpe.ops.dropout import dropout_host, dropout_keys
 
 # The cost model that picks the buckets: a bucket of ``g`` graphs padded to ``n`` nodes costs
 # ``g * n * n`` score entries per head, plus a fixed overhead per bucket (the kernel calls of
@@ -216,6 +216,32 @@ def attention_dropout(probs: Tensor, p: float) -> Tensor:
     if probs.device.type == "cpu" and probs.dtype in (torch.float32, torch.float64):
         return dropout_host(probs, p)
     return probs * dropout_scale_mask(probs, p)
+
+
+class _HashedDropout(torch.autograd.Function):
+    """:func:`graphpe.ops.dropout.dropout_host` as an autograd node: the backward applies the
+    forward's mask by hashing again with the same keys (nothing stored)."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        ctx.p, ctx.keys = p, dropout_keys()
+        return dropout_host(x, p, ctx.keys)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return dropout_host(grad_out, ctx.p, ctx.keys), None
+
+
+def weight_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
+    """``F.dropout(x, p, training)`` for attention weights, differentiable; on CPU float
+    tensors the hashed one-pass masks of :func:`attention_dropout` (about 5x cheaper than
+    torch's Bernoulli draws)."""
+    if not training or p == 0.0:
+        return x
+    if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
+            and not torch.compiler.is_compiling()):
+        return _HashedDropout.apply(x, p)
+    return F.dropout(x, p, training)
 
 
 class _GraphAttentionCore(torch.autograd.Function):

@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
+from graphpe.nn.attention import weight_dropout
 from graphpe.ops import pair_attention as kernels
 from graphpe.ops.compiled import use_host_kernels
 
@@ -192,7 +193,7 @@ class GRITAttention(nn.Module):
         if self.clamp is not None:
             logits = logits.clamp(-self.clamp, self.clamp)
         alpha = softmax(logits, query, num_nodes=n)  # over each query's keys
-        alpha = F.dropout(alpha, self.dropout, self.training)
+        alpha = weight_dropout(alpha, self.dropout, self.training)
         if compiled:
             out, pair_sum = _PairWeightedSums.apply(alpha.contiguous(), v.contiguous(), pair,
                                                     query, key, n)

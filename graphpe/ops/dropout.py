@@ -52,10 +52,18 @@ def _dropout(values, out, key0, key1, threshold, scale):  # pragma: no cover - c
         out[i] = values[i] * (scale * ((h >> shift) >= t))
 
 
-def dropout_host(values: Tensor, p: float) -> Tensor:
+def dropout_keys() -> tuple[int, int]:
+    """Two 32-bit hash keys drawn from torch's default generator (one mask's worth)."""
+    key0, key1 = torch.randint(0, 2**32, (2,), dtype=torch.int64).tolist()
+    return key0, key1
+
+
+def dropout_host(values: Tensor, p: float, keys: tuple[int, int] | None = None) -> Tensor:
     """``values * mask`` with ``mask`` ``1 / (1 - p)`` with probability ``1 - p``, else 0,
     independently per element: a new tensor, ``values`` unchanged. CPU float32/float64
-    tensors (any shape; made contiguous); keys drawn from torch's default generator."""
+    tensors (any shape; made contiguous). ``keys`` (default: fresh :func:`dropout_keys`) fix
+    the mask: the same keys on a tensor of the same size give the same mask, which is how a
+    backward applies the forward's mask without storing it."""
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout probability must be in [0, 1), got {p!r}")
     if values.device.type != "cpu" or values.dtype not in (torch.float32, torch.float64):
@@ -65,7 +73,7 @@ def dropout_host(values: Tensor, p: float) -> Tensor:
         raise ValueError("dropout_host counts elements in 32 bits: at most 2^32 - 1 of them")
     flat = values.detach().contiguous().view(-1).numpy()
     out = host_empty(flat.shape, flat.dtype)
-    key0, key1 = torch.randint(0, 2**32, (2,), dtype=torch.int64).tolist()
+    key0, key1 = dropout_keys() if keys is None else keys
     threshold = round(p * 2**DROPOUT_BITS)
     _dropout(flat, out, key0, key1, threshold, flat.dtype.type(1.0 / (1.0 - p)))
     return torch.from_numpy(out).view(values.shape)

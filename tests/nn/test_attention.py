@@ -15,6 +15,7 @@ from graphpe.nn.attention import (
     _GraphAttentionCore,
     attention_dropout,
     dropout_scale_mask,
+    weight_dropout,
 )
 
 
@@ -241,3 +242,20 @@ def test_pair_bias_enters_the_logits_with_its_gradient(max_buckets):
         lambda t, w: _GraphAttentionCore.apply(t, w, layout, heads, 0.0, slots), (qkv, bias))
     with pytest.raises(ValueError, match="a pair of nodes from different graphs"):
         graph_layout(ptr).pair_slots(torch.tensor([[0], [5]]), heads)
+
+
+def test_weight_dropout_backward_applies_the_forward_mask():
+    torch.manual_seed(4)
+    x = torch.randn(500, 4, dtype=torch.float64).abs_().add_(0.1).requires_grad_()
+    y = weight_dropout(x, 0.3)
+    mask = torch.where(y == 0, torch.zeros_like(x), torch.full_like(x, 1 / 0.7)).detach()
+    assert torch.allclose(y, x * mask, rtol=1e-15, atol=0)  # kept weights are scaled exactly
+    assert 0.2 < (mask == 0).double().mean().item() < 0.4
+    grad = torch.randn_like(y)
+    assert torch.equal(torch.autograd.grad(y, x, grad)[0], grad * mask)
+    # reseeded at every evaluation, the mask is fixed and the Jacobian is diag(mask)
+    assert torch.autograd.gradcheck(
+        lambda t: (torch.manual_seed(0), weight_dropout(t, 0.3))[1], (x[:20].detach()
+                                                                     .requires_grad_(),))
+    assert weight_dropout(x, 0.3, training=False) is x
+    assert weight_dropout(x, 0.0) is x

@@ -69,3 +69,14 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="dropout_host takes a CPU float32 or float64 tensor, "
                                          "got torch.int64 on cpu"):
         dropout_host(torch.ones(3, dtype=torch.long), 0.5)
+
+
+def test_the_same_keys_give_the_same_mask():
+    from graphpe.ops.dropout import dropout_keys
+
+    torch.manual_seed(6)
+    keys = dropout_keys()
+    a = dropout_host(torch.ones(5000), 0.4, keys)
+    b = dropout_host(torch.full((5000,), 2.0), 0.4, keys)
+    assert torch.equal(b, 2 * a)
+    assert not torch.equal(dropout_host(torch.ones(5000), 0.4), a)
