@@ -16,6 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from graphpe.ops.dropout import dropout_host, dropout_keys
 
@@ -228,6 +229,7 @@ class _HashedDropout(torch.autograd.Function):
         return dropout_host(x, p, ctx.keys)
 
     @staticmethod
+    @once_differentiable  # numpy inside: no graph to differentiate again
     def backward(ctx, grad_out):
         return dropout_host(grad_out, ctx.p, ctx.keys), None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from graphpe.ops import message
 from graphpe.ops.compiled import use_host_kernels
@@ -23,6 +24,7 @@ class _GINEAggregate(torch.autograd.Function):
             x.detach().numpy(), edge_attr.detach().numpy(), src.numpy(), dst.numpy(), scale))
 
     @staticmethod
+    @once_differentiable  # numpy inside: no graph to differentiate again
     def backward(ctx, grad_out):
         x, edge_attr, src, dst = ctx.saved_tensors
         grad_x, grad_edge = message.gine_aggregate_backward(
