@@ -11,7 +11,8 @@ medians over rounds in which the variants take turns:
   are wrong): without the attention-weight dropout, and with the core (scores, softmax,
   dropout, ``PV`` and their backward) replaced by passing ``V`` through;
 - the share of the step that matrix products take (``mm``, ``addmm``, ``bmm``, ``baddbmm``;
-  self CPU time under ``torch.profiler``), and the rate of the linear layers' products.
+  self CPU time under ``torch.profiler``), and the rate of the linear layers' products
+  timed alone on a batch's node count (GFLOP/s).
 
 It says how far graphpe's step is from the issue-12 target (2x PyG on the CPU): the products
 are a floor no re-arrangement removes, the rest is what fusion could still save.
@@ -72,6 +73,27 @@ def matmul_share(model, opt, batches) -> dict:
     return {"matmul_share": mm / total, "matmul_ms_per_step": mm / 1e3 / len(batches)}
 
 
+def linear_product_rate(nodes: int, channels: int = 64, repeats: int = 200) -> float:
+    """GFLOP/s of the GPS layer's linear maps (``channels`` -> channels, 2 channels, 3
+    channels and back) on ``nodes`` rows, timed alone: how fast this CPU runs the step's
+    products when nothing else is in the way."""
+    import torch.nn.functional as F
+
+    shapes = [(channels, channels), (channels, 2 * channels), (2 * channels, channels),
+              (channels, 3 * channels)]
+    flops, seconds = 0.0, 0.0
+    for d_in, d_out in shapes:
+        x, w = torch.randn(nodes, d_in), torch.randn(d_out, d_in)
+        for _ in range(20):  # warm-up
+            F.linear(x, w)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            F.linear(x, w)
+        seconds += time.perf_counter() - start
+        flops += 2.0 * nodes * d_in * d_out * repeats
+    return flops / seconds / 1e9
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -125,6 +147,8 @@ def main(argv=None) -> None:
     finally:
         attention._attention_core = core
     shares = {name: matmul_share(models[name], opts[name], timed) for name in models}
+    nodes = round(statistics.mean(b.num_nodes for b in timed))
+    rate = linear_product_rate(nodes)
 
     rows = []
     base = None
@@ -146,12 +170,14 @@ def main(argv=None) -> None:
     for name, share in shares.items():
         print(f"{name}: matrix products {share['matmul_ms_per_step']:.1f} ms per step "
               f"({share['matmul_share']:.0%} of its self CPU time under the profiler)")
+    print(f"the linear layers' products alone on {nodes} rows: {rate:.0f} GFLOP/s")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
         "command": " ".join(["python benchmarks/train_step_breakdown.py",
                              *(sys.argv[1:] if argv is None else argv)]),
         "threads": args.threads, "batch_size": args.batch_size, "rounds": args.rounds,
-        "steps": len(timed), "torch": torch.__version__, "rows": rows}, indent=2))
+        "steps": len(timed), "torch": torch.__version__, "rows": rows,
+        "nodes_per_batch": nodes, "linear_gflops": round(rate, 1)}, indent=2))
     print(f"wrote {args.json}")
 
 
