@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.dropout import dropout_host, dropout_keys
 
 # The cost model that picks the buckets: a bucket of ``g`` graphs padded to ``n`` nodes costs
@@ -214,7 +215,7 @@ def attention_dropout(probs: Tensor, p: float) -> Tensor:
     the CPU one compiled pass with hashed random numbers (:func:`graphpe.ops.dropout.
     dropout_host`: ~5x faster than drawing a ``rand_like`` mask and multiplying); elsewhere
     :func:`dropout_scale_mask`."""
-    if probs.device.type == "cpu" and probs.dtype in (torch.float32, torch.float64):
+    if use_host_kernels(probs):
         return dropout_host(probs, p)
     return probs * dropout_scale_mask(probs, p)
 
@@ -240,8 +241,7 @@ def weight_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     torch's Bernoulli draws)."""
     if not training or p == 0.0:
         return x
-    if (x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64)
-            and not torch.compiler.is_compiling()):
+    if use_host_kernels(x):
         return _HashedDropout.apply(x, p)
     return F.dropout(x, p, training)
 

@@ -14,7 +14,8 @@ from torch_geometric.utils import softmax
 
 from graphpe.nn.attention import weight_dropout
 from graphpe.ops import pair_attention as kernels
-from graphpe.ops.compiled import use_host_kernels
+from graphpe.ops.compiled import host_empty, use_host_kernels
+from graphpe.ops.graph import index_range
 
 # ``sqrt(|x| + eps) - sqrt(eps)`` instead of ``sqrt(|x|)``: the same value to 1e-4 and a
 # gradient bounded by ``1 / (2 sqrt(eps))`` at 0, where the plain square root's is infinite.
@@ -45,8 +46,8 @@ class _PairScores(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, ewb, score, query, key):
         dtype = _host(q).dtype
-        pair = kernels.empty((ewb.size(0), q.size(1)), dtype)
-        logits = kernels.empty((ewb.size(0), score.size(1)), dtype)
+        pair = host_empty((ewb.size(0), q.size(1)), dtype)
+        logits = host_empty((ewb.size(0), score.size(1)), dtype)
         kernels.grit_pair_scores(_host(q), _host(k), _host(ewb), _host(score), _host(query),
                                  _host(key), SIGNED_SQRT_EPS, pair, logits)
         ctx.save_for_backward(q, k, ewb, score, query, key)
@@ -60,7 +61,7 @@ class _PairScores(torch.autograd.Function):
         if grad_logits is None:
             grad_logits = ewb.new_zeros(ewb.size(0), score.size(1))
         ewb_host = _host(ewb)
-        grad_ewb = kernels.empty(ewb_host.shape, ewb_host.dtype)
+        grad_ewb = host_empty(ewb_host.shape, ewb_host.dtype)
         grad_q, grad_k, grad_score = kernels.grit_pair_scores_backward(
             _host(q), _host(k), ewb_host, _host(score), _host(query), _host(key),
             SIGNED_SQRT_EPS, _host(grad_pair), _host(grad_logits), grad_ewb)
@@ -86,8 +87,8 @@ class _PairWeightedSums(torch.autograd.Function):
         if grad_pair_out is None:
             grad_pair_out = v.new_zeros(grad_v_out.shape)
         alpha_host, pair_host = _host(alpha), _host(pair)
-        grad_alpha = kernels.empty(alpha_host.shape, alpha_host.dtype)
-        grad_pair = kernels.empty(pair_host.shape, pair_host.dtype)
+        grad_alpha = host_empty(alpha_host.shape, alpha_host.dtype)
+        grad_pair = host_empty(pair_host.shape, pair_host.dtype)
         grad_v = kernels.pair_weighted_sums_backward(
             alpha_host, _host(v), pair_host, _host(query), _host(key), _host(grad_v_out),
             _host(grad_pair_out), grad_alpha, grad_pair)
@@ -178,10 +179,10 @@ class GRITAttention(nn.Module):
         k, v = kv[:, :self.channels], kv[:, self.channels:]
         ewb = self.pair_in(pair_attr)  # [W_Ew e | W_Eb e]
         compiled = self.use_kernels and use_host_kernels(x, pair_attr, ewb)
-        if compiled and pair_index.numel() and (int(pair_index.min()) < 0
-                                                or int(pair_index.max()) >= n):
-            # the compiled loops index node rows unchecked
-            raise ValueError(f"pair_index holds node ids outside [0, {n})")
+        if compiled and pair_index.numel():
+            lo, hi = index_range(pair_index.numpy())  # one compiled pass
+            if lo < 0 or hi >= n:  # the compiled loops index node rows unchecked
+                raise ValueError(f"pair_index holds node ids outside [0, {n})")
         if compiled:
             pair, logits = _PairScores.apply(q, k.contiguous(), ewb, self.score, query, key)
         else:

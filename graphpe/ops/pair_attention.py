@@ -14,8 +14,8 @@ Layouts: ``q, k, v [N, C]`` node rows; ``ewb [P, 2C]`` the pair terms ``W_Ew e``
 and ``W_Eb e`` (last ``C``); ``score [d, H]`` (``C = H d``, channel ``c`` of head ``c // d``);
 ``query, key [P]`` int64 node ids.
 
-The ``[P, ...]`` outputs are allocated by the callers with :func:`empty`
-(:func:`graphpe.ops.compiled.host_empty`), not inside the kernels: numpy backs large arrays
+The ``[P, ...]`` outputs are allocated by the callers with
+:func:`graphpe.ops.compiled.host_empty`, not inside the kernels: numpy backs large arrays
 with huge pages, and a fresh 36 MB array then costs ~4 ms of page faults instead of ~19 ms
 with the 4 KB pages that torch's and numba's own allocations get.
 """
@@ -26,8 +26,6 @@ import math
 
 import numba
 import numpy as np
-
-from graphpe.ops.compiled import host_empty as empty  # noqa: F401 - the callers' allocation
 
 # LLVM may reorder the per-head sums to vectorize them; nothing relies on IEEE order
 _FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
