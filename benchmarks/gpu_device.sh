@@ -2,9 +2,11 @@
 # Everything that needs a GPU, as one call of the `device` tool, inside one time budget
 # (GPU_BUDGET_S, default 540 s; each part also has its own cap and is skipped when less than
 # 20 s are left). Parts, most important first:
-#   1. the CUDA tests (tests/ops/test_cuda.py)                          -> gpu_tests.log
+#   1. the CUDA tests (tests/ops/test_cuda.py, and the static-shape GPS with CUDA graphs in
+#      tests/nn/test_static.py)                                          -> gpu_tests.log
 #   2. benchmarks/train_step.py: the GPS step and one ZINC epoch against PyG's example,
-#      compiled and with OnTheFlyPE (issue 12's GPU target)             -> train_step_gpu.json
+#      compiled, on static shapes as CUDA graphs, and with OnTheFlyPE (issue 12's GPU target)
+#                                                                         -> train_step_gpu.json
 #   3. benchmarks/gpu.py: ZINC-12k encodings, the GPS step with OnTheFlyPE, a 1M-node graph
 #                                                                         -> gpu.json
 #   4. benchmarks/grit_step.py on cuda: GRIT's training step (torch formulation)
@@ -49,11 +51,12 @@ part() {  # part NAME CAP_S COMMAND...: run COMMAND for at most CAP_S and what t
     nproc
 } 2>&1 | tee "$OUT/gpu_info.txt"
 
-part "CUDA tests" 90 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
+part "CUDA tests" 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
+    tests/nn/test_static.py \
     2>&1 | tee "$OUT/gpu_tests.log"
 {
-    part "train_step" 200 python3 benchmarks/train_step.py --device cuda --shared .device_data \
-        --root "$ROOT" --epoch --compile --on-the-fly --json "$OUT/train_step_gpu.json"
+    part "train_step" 330 python3 benchmarks/train_step.py --device cuda --shared .device_data \
+        --root "$ROOT" --epoch --compile --static --on-the-fly --json "$OUT/train_step_gpu.json"
     part "gpu.py" 130 python3 benchmarks/gpu.py --shared .device_data --root "$ROOT" \
         --parts zinc,train,large --large-nodes 1000000 --large-degree 20 --json "$OUT/gpu.json"
     part "grit_step" 60 python3 benchmarks/grit_step.py --device cuda --shared .device_data \

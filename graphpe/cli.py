@@ -151,6 +151,10 @@ def build_parser() -> argparse.ArgumentParser:
                               "keeps its peak memory)")
     p_train.add_argument("--compile", action="store_true",
                          help="run the model through torch.compile (ignored where unsupported)")
+    p_train.add_argument("--static-shapes", action="store_true",
+                         help="gps only: train on fixed-shape batches (every graph padded to "
+                              "the largest, one shape for the run); with --compile on CUDA the "
+                              "step runs as CUDA graphs")
     p_train.add_argument("--results", default=None,
                          help="JSON record: metrics, curve, PE specs, model and train config, "
                               "versions")
@@ -262,6 +266,7 @@ def _dispatch(args: argparse.Namespace) -> None:
                              patience=args.patience, seed=args.seed,
                              device=args.device, checkpoint=args.checkpoint,
                              results=args.results, compile=args.compile,
+                             static_shapes=args.static_shapes,
                              cache_dir=args.cache_dir, resume=args.resume)
         extra = {"dropout": args.dropout, "pool": args.pool}
         if args.model in ("gps", "grit"):

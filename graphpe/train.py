@@ -56,6 +56,9 @@ class TrainConfig:
     results: str | None = None  # path of the JSON record
     resample_pe: bool = True  # fresh random PE draws (RFP, random signs) for train every epoch
     compile: bool = False  # run the model through torch.compile (where supported)
+    # GPS only: train on fixed-shape batches (graphpe.nn.static): one shape for the whole run,
+    # so with compile the step is one graph (on CUDA, CUDA graphs: mode='reduce-overhead')
+    static_shapes: bool = False
     shuffle: bool = True  # shuffle the training graphs every epoch
     sync_batchnorm: bool = False  # under torchrun: BatchNorm statistics over all processes
     resume: str | None = None  # a training state written by an earlier run (see fit)
@@ -164,10 +167,14 @@ def compile_support(device: str | torch.device) -> str | None:
     return None
 
 
-def maybe_compile(model: nn.Module, enabled: bool, device: str | torch.device) -> nn.Module:
+def maybe_compile(model: nn.Module, enabled: bool, device: str | torch.device,
+                  static: bool = False) -> nn.Module:
     """``torch.compile(model, dynamic=True)`` if ``enabled`` and supported, else ``model``
     (with a warning saying why). Node and edge counts vary from batch to batch, so shapes are
-    dynamic; the host-side parts (the attention layout, the bucket loop) stay eager."""
+    dynamic; the host-side parts (the attention layout, the bucket loop) stay eager. With
+    ``static`` (a :class:`~graphpe.nn.static.StaticGPS` on fixed-shape batches): one whole
+    graph, ``fullgraph=True, dynamic=False``, and on CUDA ``mode='reduce-overhead'`` (CUDA
+    graphs: the step replays instead of launching its kernels one by one)."""
     if not enabled:
         return model
     reason = compile_support(device)
@@ -176,6 +183,9 @@ def maybe_compile(model: nn.Module, enabled: bool, device: str | torch.device) -
 
         warnings.warn(f"compile=True ignored: {reason}", stacklevel=2)
         return model
+    if static:
+        mode = "reduce-overhead" if torch.device(device).type == "cuda" else None
+        return torch.compile(model, fullgraph=True, dynamic=False, mode=mode)
     return torch.compile(model, dynamic=True)
 
 
@@ -322,7 +332,16 @@ def fit(
     val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
     test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
-    forward = maybe_compile(train_model, config.compile, device)
+    shapes = None
+    if config.static_shapes:  # one shape for the run: a single compiled graph
+        from graphpe.nn.static import StaticGPS, static_shapes
+
+        if world > 1:
+            raise ValueError("static_shapes runs in one process (not under torchrun)")
+        shapes = static_shapes(bundle.train, config.batch_size)
+        forward = maybe_compile(StaticGPS(model), config.compile, device, static=True)
+    else:
+        forward = maybe_compile(train_model, config.compile, device)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
     better = (lambda a, b: a > b) if bundle.higher_is_better else (lambda a, b: a < b)
     best = {"epoch": -1, "val": -math.inf if bundle.higher_is_better else math.inf}
@@ -351,20 +370,28 @@ def fit(
         if hasattr(train_loader.sampler, "set_epoch"):
             train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
         model.train()
-        total, count = 0.0, 0
+        # the loss summed on the device and read once per epoch: no host sync per step
+        total, count = torch.zeros((), dtype=torch.float64, device=device), 0
         for batch in train_loader:
-            batch = batch.to(device)
             opt.zero_grad()
-            out, y = forward(batch), batch.y
-            mask = _node_mask(batch, bundle, "train")
-            if mask is not None:
-                out, y = out[mask], y[mask]
+            if shapes is not None:
+                from graphpe.nn.static import static_batch
+
+                sb = static_batch(batch, **shapes).to(device, non_blocking=True)
+                out, y = forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
+            else:
+                batch = batch.to(device)
+                out, y = forward(batch), batch.y
+                mask = _node_mask(batch, bundle, "train")
+                if mask is not None:
+                    out, y = out[mask], y[mask]
             loss = loss_fn(bundle.task, out, y)
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
-            total += loss.item() * batch.num_graphs
+            total += loss.detach().double() * batch.num_graphs
             count += batch.num_graphs
+        total = float(total)
         sched.step()
         if world > 1:  # the training loss over all processes' graphs (sums, not averages)
             import torch.distributed as dist
@@ -373,8 +400,8 @@ def fit(
                                 device=device if "cuda" in str(device) else "cpu")
             dist.all_reduce(sums)
             total, count = float(sums[0]), int(sums[1])
-        val = evaluate(model if world > 1 else forward, val_loader, bundle, device, "val",
-                       gather=shard_eval)
+        val = evaluate(model if world > 1 or shapes is not None else forward, val_loader,
+                       bundle, device, "val", gather=shard_eval)
         history.append({"epoch": epoch, "train_loss": total / max(count, 1), "val": val})
         if better(val, best["val"]):
             best = {"epoch": epoch, "val": val}

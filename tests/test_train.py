@@ -142,6 +142,36 @@ def test_compiled_training_matches_eager():
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
 
 
+def test_static_shapes_training_matches_eager():
+    """Fixed-shape batches (StaticGPS, one shape for the run) train as the eager GPS does."""
+    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+                   config=TrainConfig(epochs=2, batch_size=8, progress=False,
+                                      static_shapes=s))
+               for s in (False, True)]
+    eager, static = (r["history"] for r in records)
+    for a, b in zip(eager, static, strict=True):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-4, abs=1e-5)
+        assert a["val"] == b["val"]
+    with pytest.raises(ValueError, match="StaticGPS runs a GPS model, got GINE"):
+        run(csl_bundle(), ["rwse"], model="gine", channels=8, layers=1,
+            config=TrainConfig(epochs=1, batch_size=8, progress=False, static_shapes=True))
+
+
+@pytest.mark.slow
+def test_static_compiled_training_matches_eager():
+    from graphpe.train import compile_support
+
+    if compile_support("cpu") is not None:
+        pytest.skip(compile_support("cpu"))
+    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+                   config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c,
+                                      static_shapes=True))
+               for c in (False, True)]
+    eager, compiled = (r["history"] for r in records)
+    for a, b in zip(eager, compiled, strict=True):
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
+
+
 def test_resuming_continues_the_run_exactly(tmp_path):
     """Stopped after 2 epochs and resumed to 4: the same curve and weights as 4 epochs at once
     (optimizer, schedule, best model, early-stopping count and every RNG restored)."""

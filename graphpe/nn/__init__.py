@@ -22,6 +22,7 @@ from graphpe.nn.grit import GRITAttention
 from graphpe.nn.models import GINE, GPS, GRIT, GPSLayer, PEGraphModel, build_model, load_model
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
+from graphpe.nn.static import StaticBatch, StaticGPS, static_batch, static_shapes
 
 __all__ = [
     "ElstaticSEEncoder",
@@ -48,8 +49,12 @@ __all__ = [
     "RWSEEncoder",
     "SPEEncoder",
     "SignNetEncoder",
+    "StaticBatch",
+    "StaticGPS",
     "build_model",
     "graph_layout",
     "load_model",
     "pe_distances",
+    "static_batch",
+    "static_shapes",
 ]

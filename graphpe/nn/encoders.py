@@ -89,11 +89,20 @@ class LapPEEncoder(nn.Module):
         optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
         ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
         vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
-        if mask is None:
-            mask = torch.ones_like(vecs, dtype=torch.bool)
+        graph = num_graphs = None
         if self.training and self.random_sign_flip:
             graph = _graph_index(batch)
             num_graphs = int(graph.max()) + 1 if graph.numel() else 0
+        return self.encode(vecs, vals, mask, graph, num_graphs)
+
+    def encode(self, vecs: Tensor, vals: Tensor, mask: Tensor | None, graph: Tensor | None,
+               num_graphs: int | None) -> Tensor:
+        """The encoder on its tensors: eigenvectors and eigenvalues ``[N, k]``, the valid
+        columns ``mask [N, k]`` (None: all), and, for the random sign flips in training, each
+        node's graph ``graph [N]`` among ``num_graphs``."""
+        if mask is None:
+            mask = torch.ones_like(vecs, dtype=torch.bool)
+        if self.training and self.random_sign_flip:
             signs = torch.randint(0, 2, (num_graphs, self.k), device=vecs.device) * 2 - 1
             vecs = vecs * signs[graph].to(vecs.dtype)
         h = self.phi(torch.stack([vecs, vals], dim=-1)) * mask.unsqueeze(-1)

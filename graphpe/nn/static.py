@@ -1,0 +1,336 @@
+"""Fixed-shape batches, so ``torch.compile`` and CUDA graphs can take a whole GPS step.
+
+A PyG ``Batch`` has a different node and edge count every step, and the eager GPS forward reads
+the graph sizes on the host (the attention layout). Neither can be captured once and replayed.
+:func:`static_batch` lays a batch out in fixed shapes instead: graph ``g``'s nodes are rows
+``g * S`` to ``g * S + n_g - 1`` of ``G * S + 1`` rows (``G`` graph slots of ``S`` nodes, and
+one sink row at the end that padding edges point to), its edges padded to a fixed count, with
+masks for the real nodes and graphs. :class:`StaticGPS` runs a :class:`~graphpe.nn.GPS` on such
+a batch with the same parameters and the same maths: the attention is one
+``scaled_dot_product_attention`` over ``[G, heads, S, S]`` with the padding keys masked, the
+norms take their statistics over the real nodes only, and pooling sums the real rows. Its
+forward has no host synchronization and no data-dependent shape, so
+``torch.compile(StaticGPS(model), fullgraph=True, dynamic=False)`` is one graph per shape key
+``(G, S, E)``, and with ``mode="reduce-overhead"`` on CUDA one CUDA graph each.
+
+Every graph is padded to the same ``S``: on a GPU that costs nothing (the step is bound by
+kernel launches, not arithmetic), on a CPU it does (the padded rows go through every matrix
+product): there the eager bucketed path (:class:`~graphpe.nn.attention.GraphLayout`) is the
+fast one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
+
+from graphpe.nn.encoders import LapPEEncoder, LinearSEEncoder, read_attribute
+from graphpe.nn.rfp import RFPEncoder
+
+# Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
+# finite softmax instead of NaN; next to any real key, exp(-1e9 - max) is exactly 0 in float32.
+MASKED_LOGIT = -1e9
+NODE_ATTRS_SKIPPED = ("x", "batch", "ptr", "edge_index", "edge_attr", "y")
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
+@dataclass
+class StaticBatch:
+    """A batch of graphs in fixed shapes (see the module docstring). ``num_graphs`` (``G``)
+    slots of ``graph_size`` (``S``) rows each, then a sink row: ``num_rows = G * S + 1``.
+
+    Attributes:
+        x: node features ``[num_rows, ...]`` (0 on padding rows).
+        edge_index: ``[2, num_edges]`` in padded row ids; padding edges run sink -> sink.
+        edge_attr: ``[num_edges, ...]`` or None.
+        node_mask: ``[num_rows]`` float, 1 on real nodes.
+        graph_mask: ``[G]`` float, 1 on the slots that hold a graph of the batch.
+        graph_count: real graphs (an int: known on the host when the batch is built).
+        y: graph targets ``[G, ...]`` (0 on empty slots) or None.
+        node_attrs: the batch's other node attributes (PEs), padded as ``x``.
+    """
+
+    num_graphs: int
+    graph_size: int
+    x: Tensor
+    edge_index: Tensor
+    edge_attr: Tensor | None
+    node_mask: Tensor
+    graph_mask: Tensor
+    graph_count: int
+    y: Tensor | None = None
+    node_attrs: dict[str, Tensor] = field(default_factory=dict)
+
+    @property
+    def num_rows(self) -> int:
+        return self.num_graphs * self.graph_size + 1
+
+    @property
+    def shape_key(self) -> tuple[int, int, int]:
+        """``(G, S, E)``: batches with equal keys share one compiled graph."""
+        return self.num_graphs, self.graph_size, self.edge_index.size(1)
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> StaticBatch:
+        def move(t):
+            return None if t is None else t.to(device, non_blocking=non_blocking)
+
+        return replace(self, x=move(self.x), edge_index=move(self.edge_index),
+                       edge_attr=move(self.edge_attr), node_mask=move(self.node_mask),
+                       graph_mask=move(self.graph_mask), y=move(self.y),
+                       node_attrs={k: move(v) for k, v in self.node_attrs.items()})
+
+
+def static_batch(
+    batch,
+    num_graphs: int | None = None,
+    graph_size: int | None = None,
+    num_edges: int | None = None,
+    size_multiple: int = 8,
+    edge_multiple: int = 256,
+) -> StaticBatch:
+    """Lay out a PyG ``Batch`` in fixed shapes.
+
+    Args:
+        batch: a ``Batch`` (with ``ptr``) or a single ``Data``.
+        num_graphs: graph slots ``G`` (default: the batch's graph count; give the loader's
+            ``batch_size`` so a short last batch keeps the shape).
+        graph_size: nodes per slot ``S`` (default: the largest graph rounded up to
+            ``size_multiple``; give the dataset's largest graph for one shape throughout).
+        num_edges: padded edge count (default: the batch's rounded up to ``edge_multiple``).
+        size_multiple, edge_multiple: the rounding of the defaults, which bounds how many
+            distinct shapes (compiled graphs) a dataset produces.
+    """
+    ptr = batch.get("ptr")
+    num_nodes = int(batch.num_nodes)
+    if ptr is None:
+        ptr = torch.tensor([0, num_nodes])
+    ptr = ptr.cpu()
+    sizes = ptr[1:] - ptr[:-1]
+    count = sizes.numel()
+    largest = int(sizes.max()) if count else 0
+    edge_index = batch.edge_index
+    edges = edge_index.size(1)
+    G = count if num_graphs is None else num_graphs
+    S = _round_up(max(largest, 1), size_multiple) if graph_size is None else graph_size
+    E = _round_up(max(edges, 1), edge_multiple) if num_edges is None else num_edges
+    for name, value in (("num_graphs", G), ("graph_size", S), ("num_edges", E)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    if count > G:
+        raise ValueError(f"the batch has {count} graphs, more than num_graphs={G}")
+    if largest > S:
+        raise ValueError(f"the batch's largest graph has {largest} nodes, more than "
+                         f"graph_size={S}")
+    if edges > E:
+        raise ValueError(f"the batch has {edges} edges, more than num_edges={E}")
+    rows, sink = G * S + 1, G * S
+    device = edge_index.device
+    graph = torch.repeat_interleave(torch.arange(count), sizes)
+    slot = (graph * S + torch.arange(num_nodes) - ptr[:-1][graph]).to(device)
+
+    def pad_nodes(t: Tensor) -> Tensor:
+        out = t.new_zeros((rows,) + tuple(t.shape[1:]))
+        out[slot] = t
+        return out
+
+    padded_edges = edge_index.new_full((2, E), sink)
+    padded_edges[:, :edges] = slot[edge_index]
+    edge_attr = batch.get("edge_attr")
+    if edge_attr is not None:
+        edge_attr = torch.cat([edge_attr, edge_attr.new_zeros((E - edges,)
+                                                              + tuple(edge_attr.shape[1:]))])
+    node_mask = torch.zeros(rows, device=device)
+    node_mask[slot] = 1.0
+    graph_mask = torch.zeros(G, device=device)
+    graph_mask[:count] = 1.0
+    y = batch.get("y")
+    if y is not None:
+        y = torch.cat([y, y.new_zeros((G - y.size(0),) + tuple(y.shape[1:]))])
+    attrs = {}
+    for key in batch.keys():
+        value = batch[key]
+        if (key not in NODE_ATTRS_SKIPPED and isinstance(value, Tensor) and value.dim() >= 1
+                and value.size(0) == num_nodes and batch.is_node_attr(key)):
+            attrs[key] = pad_nodes(value)
+    x = batch.get("x")
+    return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
+                       node_mask, graph_mask, count, y, attrs)
+
+
+def static_shapes(graphs, batch_size: int, size_multiple: int = 8,
+                  edge_multiple: int = 256) -> dict[str, int]:
+    """One static shape that holds every batch of ``batch_size`` graphs drawn from ``graphs``
+    (an iterable of ``Data``): ``batch_size`` slots of the largest graph's size, and the edges
+    of the ``batch_size`` graphs with the most edges, rounded up. The keyword arguments of
+    :func:`static_batch` (one compiled graph for the whole run)."""
+    nodes, edges = [], []
+    for g in graphs:
+        nodes.append(int(g.num_nodes))
+        edges.append(int(g.edge_index.size(1)))
+    if not nodes:
+        raise ValueError("static_shapes needs at least one graph")
+    top = sum(sorted(edges, reverse=True)[:batch_size])
+    return {"num_graphs": batch_size,
+            "graph_size": _round_up(max(max(nodes), 1), size_multiple),
+            "num_edges": _round_up(max(top, 1), edge_multiple)}
+
+
+def masked_batch_norm(norm: nn.Module | None, x: Tensor, mask: Tensor, count: Tensor) -> Tensor:
+    """``norm`` (``torch.nn.BatchNorm1d`` or PyG's ``BatchNorm``; None: ``x``) applied to
+    ``x [rows, C]`` with its training statistics over the rows ``mask`` marks (``count`` of
+    them, a tensor: no host read). The same output and running-statistics update as the module
+    on those rows alone; in eval mode the running statistics, as the module."""
+    if norm is None or isinstance(norm, nn.Identity):
+        return x
+    bn = norm.module if isinstance(norm, PygBatchNorm) else norm
+    if not isinstance(bn, nn.BatchNorm1d):
+        raise ValueError(f"static batches take batch norms (or none), got {type(norm).__name__}")
+    use_batch = bn.training or bn.running_mean is None
+    if not use_batch:
+        return F.batch_norm(x, bn.running_mean, bn.running_var, bn.weight, bn.bias, False, 0.0,
+                            bn.eps)
+    m = mask.unsqueeze(-1).to(x.dtype)
+    mean = (x * m).sum(0) / count
+    centered = x - mean
+    var = (centered.square() * m).sum(0) / count
+    if bn.training and bn.track_running_stats:
+        with torch.no_grad():
+            bn.num_batches_tracked.add_(1)
+            momentum = (1.0 / bn.num_batches_tracked.to(x.dtype) if bn.momentum is None
+                        else bn.momentum)
+            unbiased = var * count / (count - 1).clamp(min=1)
+            bn.running_mean.mul_(1 - momentum).add_(momentum * mean)
+            bn.running_var.mul_(1 - momentum).add_(momentum * unbiased)
+    out = centered * torch.rsqrt(var + bn.eps)
+    if bn.affine:
+        out = out * bn.weight + bn.bias
+    return out
+
+
+class StaticGPS(nn.Module):
+    """A :class:`~graphpe.nn.GPS` run on a :class:`StaticBatch`: the same parameters (this
+    wraps the model, it copies nothing) and the same maths as ``model(batch)``, in shapes that
+    depend only on ``StaticBatch.shape_key``. Returns the graph predictions ``[G, out_dim]``
+    (rows of empty slots are not meaningful: weight the loss by ``graph_mask``).
+
+    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None; ``attention`` ``multihead``/
+    None; ``norm`` ``batch_norm`` or None; PE encoders :class:`~graphpe.nn.RWSEEncoder` and its
+    siblings (LCP, HKdiagSE, ElstaticSE), :class:`~graphpe.nn.LapPEEncoder` and
+    :class:`~graphpe.nn.RFPEncoder` (trajectory readout); ``reinject_pe``. Anything else raises
+    at construction, naming what is not supported.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        from graphpe.nn.models import GPS
+
+        if not isinstance(model, GPS) or type(model).__name__ == "GRIT":
+            raise ValueError(f"StaticGPS runs a GPS model, got {type(model).__name__}")
+        if model.task == "node_classification":
+            raise ValueError("StaticGPS runs graph-level tasks (graph_regression, "
+                             "graph_classification)")
+        if model.attention not in ("multihead", None):
+            raise ValueError(f"StaticGPS supports attention 'multihead' or None, got "
+                             f"{model.attention!r}")
+        if model.pair_encoder is not None or model.peg_gates is not None:
+            raise ValueError("StaticGPS does not support pair encoders or PEG gates")
+        for layer in model.layers:
+            for norm in (layer.norm1, layer.norm2, layer.norm3):
+                if norm is not None and not isinstance(norm, (PygBatchNorm, nn.BatchNorm1d)):
+                    raise ValueError(f"StaticGPS supports norm='batch_norm' or None, got "
+                                     f"{type(norm).__name__}")
+        for enc in model.pe_encoders:
+            ok = isinstance(enc, (LinearSEEncoder, LapPEEncoder)) or (
+                isinstance(enc, RFPEncoder) and enc.readout == "trajectory")
+            if not ok:
+                raise ValueError(f"StaticGPS does not support the PE encoder "
+                                 f"{type(enc).__name__} (node-wise encoders only: RWSE, LCP, "
+                                 "HKdiagSE, ElstaticSE, LapPE, RFP with readout='trajectory')")
+        self.model = model
+
+    def _encode_pe(self, sb: StaticBatch, mask: Tensor, count: Tensor) -> Tensor | None:
+        model = self.model
+        if not model.pe_encoders:
+            return None
+        outs = []
+        for enc in model.pe_encoders:
+            if isinstance(enc, LinearSEEncoder):
+                x = read_attribute(sb.node_attrs, enc.attr_name, enc.producer.format(enc))
+                outs.append(enc.lin(masked_batch_norm(enc.norm, x.float(), mask, count)))
+            elif isinstance(enc, LapPEEncoder):
+                names = enc.attr_names
+                vecs = read_attribute(sb.node_attrs, names[0], "LaplacianPE")
+                vals = read_attribute(sb.node_attrs, names[1], "LaplacianPE")
+                lap_mask = sb.node_attrs.get(names[2])
+                graph = torch.arange(sb.num_rows, device=mask.device) // sb.graph_size
+                outs.append(enc.encode(vecs, vals, lap_mask, graph.clamp(max=sb.num_graphs - 1),
+                                       sb.num_graphs))
+            else:
+                outs.append(enc(read_attribute(sb.node_attrs, enc.attr_name, "RFP")))
+        return torch.cat(outs, -1) if model.pe_combine == "concat" else sum(outs)
+
+    def _attention(self, attn, x: Tensor, key_bias: Tensor, sb: StaticBatch) -> Tensor:
+        G, S, heads = sb.num_graphs, sb.graph_size, attn.heads
+        qkv = F.linear(x[:G * S], attn.in_proj_weight, attn.in_proj_bias)
+        q, k, v = qkv.view(G, S, 3, heads, attn.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
+        p = attn.dropout if attn.training else 0.0
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=key_bias, dropout_p=p)
+        out = out.transpose(1, 2).reshape(G * S, attn.channels)
+        out = torch.cat([out, out.new_zeros(1, attn.channels)])  # the sink row
+        return attn.out_proj(out)
+
+    def _layer(self, layer, x: Tensor, sb: StaticBatch, edge_attr: Tensor | None,
+               key_bias: Tensor, mask: Tensor, count: Tensor) -> Tensor:
+        hs = []
+        if layer.conv is not None:
+            conv = layer.conv
+            src, dst = sb.edge_index[0], sb.edge_index[1]
+            msg = x.index_select(0, src)
+            if layer.mpnn == "gine":
+                msg = (msg + edge_attr).relu()
+            agg = torch.zeros_like(x).index_add_(0, dst, msg)
+            h = conv.nn(agg + (1.0 + conv.eps) * x)
+            h = F.dropout(h, layer.dropout, layer.training)
+            hs.append(masked_batch_norm(layer.norm1, h + x, mask, count))
+        if layer.attn is not None:
+            h = self._attention(layer.attn, x, key_bias, sb)
+            h = F.dropout(h, layer.dropout, layer.training)
+            hs.append(masked_batch_norm(layer.norm2, h + x, mask, count))
+        out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
+        return masked_batch_norm(layer.norm3, out + layer.mlp(out), mask, count)
+
+    def forward(self, sb: StaticBatch) -> Tensor:
+        model = self.model
+        G, S = sb.num_graphs, sb.graph_size
+        mask = sb.node_mask
+        count = mask.sum()
+        h = model.node_input(sb.x)
+        pe = self._encode_pe(sb, mask, count)
+        if pe is not None:
+            h = model.combine(torch.cat([h, pe], -1)) if model.combine is not None else h + pe
+        edge_attr = model.edge_input(sb.edge_attr) if model.edge_input is not None else None
+        if model.edge_input is not None and sb.edge_attr is None:
+            raise ValueError("the model was built with edge features but the batch has none")
+        # additive key bias [G, 1, 1, S]: 0 on real nodes, MASKED_LOGIT on padding
+        key_bias = ((1.0 - mask[:G * S].view(G, 1, 1, S)) * MASKED_LOGIT).to(h.dtype)
+        for i, layer in enumerate(model.layers):
+            if model.reinject is not None:
+                h = h + model.reinject[i](pe)
+            h = self._layer(layer, h, sb, edge_attr, key_bias, mask, count)
+        nodes = (h * mask.unsqueeze(-1))[:G * S].view(G, S, -1)
+        if model.pool == "sum":
+            pooled = nodes.sum(1)
+        elif model.pool == "mean":
+            pooled = nodes.sum(1) / mask[:G * S].view(G, S).sum(1, keepdim=True).clamp(min=1)
+        else:
+            real = mask[:G * S].view(G, S, 1) > 0
+            pooled = h[:G * S].view(G, S, -1).masked_fill(~real, float("-inf")).amax(1)
+            pooled = torch.where(sb.graph_mask.unsqueeze(-1) > 0, pooled, 0.0)
+        return model.head(pooled)

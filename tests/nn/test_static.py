@@ -1,0 +1,279 @@
+import copy
+import shutil
+
+import pytest
+import torch
+from torch import nn
+from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
+
+from graphpe.nn import StaticGPS, build_model, static_batch, static_shapes
+from graphpe.nn.static import MASKED_LOGIT, masked_batch_norm
+from tests.nn.test_models import make_batch
+
+
+def gps(pe=None, **kwargs):
+    torch.manual_seed(0)
+    config = {"model": "gps", "channels": 16, "layers": 2, "out_dim": 2, "node_vocab": 5,
+              "edge_vocab": 3, "heads": 4,
+              "pe": {"rwse": {"walk_length": 8}} if pe is None else pe}
+    config.update(kwargs)
+    return build_model(config)
+
+
+def calibrate(*models_and_inputs):
+    """A few training-mode forwards without gradients: running statistics near the data's, so
+    eval-mode outputs are of order 1 (fresh running stats give activations in the thousands)."""
+    with torch.no_grad():
+        for model, inputs in models_and_inputs:
+            model.train()
+            for _ in range(30):
+                model(inputs)
+
+
+@pytest.mark.parametrize("pe", [{"rwse": {"walk_length": 8}},
+                                {"lap": {"k": 6}, "lcp": {}, "rfp": {"dim": 4, "steps": 2}}])
+@pytest.mark.parametrize("pool", ["sum", "mean", "max"])
+def test_static_equals_eager_in_training(pe, pool):
+    batch = make_batch(6)
+    eager = gps(pe, pool=pool, attn_dropout=0.0)
+    static_model = copy.deepcopy(eager)
+    for enc in list(eager.pe_encoders) + list(static_model.pe_encoders):
+        if hasattr(enc, "random_sign_flip"):  # random draws differ between the two paths
+            enc.random_sign_flip = False
+    eager.train()
+    static_model.train()
+    sb = static_batch(batch, num_graphs=8, graph_size=16, num_edges=512)
+    out = eager(batch)
+    out_static = StaticGPS(static_model)(sb)
+    assert out_static.shape == (8, 2)
+    torch.testing.assert_close(out_static[: batch.num_graphs], out, rtol=1e-4, atol=1e-4)
+    # gradients, and the running statistics of every norm (real rows only)
+    out.square().sum().backward()
+    out_static[: batch.num_graphs].square().sum().backward()
+    for (name, p), q in zip(eager.named_parameters(), static_model.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=name)
+    for (name, p), q in zip(eager.named_buffers(), static_model.buffers(), strict=True):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_static_equals_eager_in_eval_and_gin():
+    batch = make_batch(5, seed=3)
+    for kwargs in ({}, {"mpnn": "gin"}, {"attention": None}, {"mpnn": None},
+                   {"reinject_pe": True, "pe_combine": "concat"}):
+        eager = gps(**kwargs)
+        static_model = copy.deepcopy(eager)
+        sb = static_batch(batch)
+        calibrate((eager, batch), (StaticGPS(static_model), sb))
+        eager.eval()
+        static_model.eval()
+        torch.testing.assert_close(StaticGPS(static_model)(sb)[: batch.num_graphs],
+                                   eager(batch), rtol=1e-4, atol=1e-4, msg=str(kwargs))
+
+
+def test_static_batch_layout():
+    batch = make_batch(4, seed=1)
+    batch.y = torch.randn(4)
+    sizes = batch.ptr.diff()
+    sb = static_batch(batch, num_graphs=6, graph_size=16, num_edges=400)
+    assert sb.shape_key == (6, 16, 400)
+    assert sb.num_rows == 6 * 16 + 1 and sb.x.size(0) == sb.num_rows
+    assert sb.graph_count == 4
+    torch.testing.assert_close(sb.graph_mask, torch.tensor([1.0, 1, 1, 1, 0, 0]))
+    assert int(sb.node_mask.sum()) == batch.num_nodes
+    for g in range(4):  # graph g in rows g*16 .. g*16 + n_g - 1, in order
+        rows = slice(g * 16, g * 16 + int(sizes[g]))
+        assert bool(sb.node_mask[rows].all())
+        assert not bool(sb.node_mask[g * 16 + int(sizes[g]): (g + 1) * 16].any())
+        torch.testing.assert_close(sb.x[rows], batch.x[batch.ptr[g]: batch.ptr[g + 1]])
+        torch.testing.assert_close(sb.node_attrs["rwse"][rows],
+                                   batch.rwse[batch.ptr[g]: batch.ptr[g + 1]])
+    # real edges keep their order, mapped to padded rows; padding edges run sink -> sink
+    edges = batch.edge_index.size(1)
+    graph = batch.batch[batch.edge_index[0]]
+    expected = batch.edge_index - batch.ptr[graph] + graph * 16
+    torch.testing.assert_close(sb.edge_index[:, :edges], expected)
+    assert bool((sb.edge_index[:, edges:] == 6 * 16).all())
+    assert sb.edge_attr.size(0) == 400 and bool((sb.edge_attr[edges:] == 0).all())
+    torch.testing.assert_close(sb.y[:4], batch.y)
+    # defaults: graph count, largest graph and edges rounded up
+    d = static_batch(batch, size_multiple=8, edge_multiple=256)
+    assert d.shape_key == (4, -(-int(sizes.max()) // 8) * 8, -(-edges // 256) * 256)
+
+
+def test_static_batch_errors():
+    batch = make_batch(4, seed=1)
+    largest, edges = int(batch.ptr.diff().max()), batch.edge_index.size(1)
+    with pytest.raises(ValueError, match="the batch has 4 graphs, more than num_graphs=3"):
+        static_batch(batch, num_graphs=3)
+    with pytest.raises(ValueError, match=f"largest graph has {largest} nodes, more than "
+                                         f"graph_size={largest - 1}"):
+        static_batch(batch, graph_size=largest - 1)
+    with pytest.raises(ValueError, match=f"the batch has {edges} edges, more than "
+                                         f"num_edges={edges - 1}"):
+        static_batch(batch, num_edges=edges - 1)
+    with pytest.raises(ValueError, match="graph_size must be a positive int, got 0"):
+        static_batch(batch, graph_size=0)
+
+
+def test_static_shapes_hold_every_batch():
+    from torch_geometric.loader import DataLoader
+
+    graphs = make_batch(23, seed=2).to_data_list()
+    shapes = static_shapes(graphs, 5)
+    assert shapes["num_graphs"] == 5 and shapes["graph_size"] % 8 == 0
+    keys = {static_batch(b, **shapes).shape_key
+            for b in DataLoader(graphs, batch_size=5, shuffle=True)}
+    assert keys == {(5, shapes["graph_size"], shapes["num_edges"])}
+    with pytest.raises(ValueError, match="needs at least one graph"):
+        static_shapes([], 5)
+
+
+def test_short_last_batch_is_finite():
+    """Empty slots (a short last batch): finite outputs, no gradient from them."""
+    batch = make_batch(3)
+    model = gps(pool="max")
+    model.train()
+    sb = static_batch(batch, num_graphs=8)
+    out = StaticGPS(model)(sb)
+    assert bool(torch.isfinite(out).all())
+    loss = (out[:3].square().sum(-1) * sb.graph_mask[:3]).sum()
+    loss.backward()
+    assert all(bool(torch.isfinite(p.grad).all()) for p in model.parameters()
+               if p.grad is not None)
+
+
+@pytest.mark.parametrize("pyg", [False, True])
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_masked_batch_norm_matches_module_on_real_rows(pyg, momentum):
+    torch.manual_seed(0)
+    x = torch.randn(30, 5) * 3 + 1
+    mask = (torch.rand(30) > 0.4).float()
+    real = mask.bool()
+    norm = PygBatchNorm(5, momentum=momentum) if pyg else nn.BatchNorm1d(5, momentum=momentum)
+    with torch.no_grad():
+        (norm.module if pyg else norm).weight.uniform_(0.5, 2)
+    ref = copy.deepcopy(norm)
+    x_ref = x.clone().requires_grad_()
+    x_masked = x.clone().requires_grad_()
+    for _ in range(2):  # twice: the cumulative average (momentum None) counts batches
+        expected = ref(x_ref[real])
+        out = masked_batch_norm(norm, x_masked, mask, mask.sum())
+    torch.testing.assert_close(out[real], expected)
+    expected.sum().backward()
+    out[real].sum().backward()
+    torch.testing.assert_close(x_masked.grad, torch.where(real.unsqueeze(-1), x_ref.grad, 0.0))
+    for a, b in zip(norm.buffers(), ref.buffers(), strict=True):
+        torch.testing.assert_close(a, b)
+    norm.eval()
+    ref.eval()
+    torch.testing.assert_close(masked_batch_norm(norm, x, mask, mask.sum()), ref(x))
+
+
+def test_masked_batch_norm_rejects_other_norms():
+    with pytest.raises(ValueError, match="static batches take batch norms .* got LayerNorm"):
+        masked_batch_norm(nn.LayerNorm(4), torch.zeros(3, 4), torch.ones(3), torch.tensor(3.0))
+
+
+def test_unsupported_models_raise():
+    with pytest.raises(ValueError, match="StaticGPS runs a GPS model, got GINE"):
+        StaticGPS(build_model({"model": "gine", "channels": 8, "node_vocab": 5}))
+    with pytest.raises(ValueError, match="does not support the PE encoder SignNetEncoder"):
+        StaticGPS(gps({"signnet": {"k": 6}}))
+    with pytest.raises(ValueError, match="supports attention 'multihead' or None, got "
+                                         "'linear'"):
+        StaticGPS(gps(attention="linear"))
+    with pytest.raises(ValueError, match="supports norm='batch_norm' or None, got LayerNorm"):
+        StaticGPS(gps(norm="layer_norm"))
+    with pytest.raises(ValueError, match="graph-level tasks"):
+        StaticGPS(gps(task="node_classification"))
+    with pytest.raises(ValueError, match="pair encoders or PEG gates"):
+        StaticGPS(gps(pair={"spd": {}}))
+
+
+def test_padding_keys_are_masked():
+    """Changing what sits in padding rows changes nothing: the attention cannot see them."""
+    batch = make_batch(4)
+    model = gps(attn_dropout=0.0)
+    model.eval()
+    sb = static_batch(batch, graph_size=24)
+    out = StaticGPS(model)(sb)
+    noisy = copy.copy(sb)
+    pad = sb.node_mask == 0
+    noisy.node_attrs = {k: v.clone() for k, v in sb.node_attrs.items()}
+    noisy.node_attrs["rwse"][pad] = torch.randn(int(pad.sum()), 8) * 100
+    noisy.x = sb.x.clone()
+    noisy.x[pad] = 4
+    torch.testing.assert_close(StaticGPS(model)(noisy), out)
+    assert MASKED_LOGIT < -1e8
+
+
+@pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
+                    reason="torch.compile on the CPU needs a C++ compiler")
+def test_fullgraph_compile_matches_eager():
+    """One graph, no breaks and no host syncs: what CUDA graphs need."""
+    batch = make_batch(4)
+    model = gps(attn_dropout=0.0, layers=1)
+    model.train()
+    sb = static_batch(batch, num_graphs=4, graph_size=16, num_edges=256)
+    ref = copy.deepcopy(model)
+    compiled = torch.compile(StaticGPS(model), fullgraph=True, dynamic=False)
+    out = compiled(sb)
+    expected = StaticGPS(ref)(sb)
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
+    out.sum().backward()
+    expected.sum().backward()
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-3, atol=1e-4)
+    for p, q in zip(model.buffers(), ref.buffers(), strict=True):
+        torch.testing.assert_close(p, q)
+
+
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.mark.gpu
+@cuda
+def test_static_on_cuda_matches_cpu():
+    batch = make_batch(6)
+    model = gps(attn_dropout=0.0)
+    model.train()
+    sb = static_batch(batch, num_graphs=8, graph_size=16, num_edges=512)
+    expected = StaticGPS(copy.deepcopy(model))(sb)
+    out = StaticGPS(model.cuda())(sb.to("cuda"))
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+@cuda
+def test_cuda_graph_steps_match_eager():
+    """Three training steps replayed as CUDA graphs (``mode='reduce-overhead'``) give the
+    parameters of three eager steps."""
+    batches = [make_batch(6, seed=s) for s in range(3)]
+    for b in batches:
+        b.y = torch.randn(b.num_graphs)
+    shapes = static_shapes([g for b in batches for g in b.to_data_list()], 8)
+    model = gps(attn_dropout=0.0).cuda()
+    ref = copy.deepcopy(model)
+    runs = []
+    for net, compiled in ((model, True), (ref, False)):
+        forward = StaticGPS(net)
+        if compiled:
+            forward = torch.compile(forward, fullgraph=True, dynamic=False,
+                                    mode="reduce-overhead")
+        opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+        net.train()
+        losses = []
+        for b in batches:
+            sb = static_batch(b, **shapes).to("cuda")
+            torch.compiler.cudagraph_mark_step_begin()
+            opt.zero_grad(set_to_none=True)
+            pred = forward(sb)[:, 0]
+            loss = ((pred - sb.y).abs() * sb.graph_mask).sum() / sb.graph_count
+            loss.backward()
+            opt.step()
+            losses.append(float(loss))
+        runs.append(losses)
+    assert runs[0] == pytest.approx(runs[1], rel=1e-3, abs=1e-4)
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
