@@ -1,7 +1,8 @@
 """Same learning curve: graphpe's GPS with the bucketed attention against the same model padded
-to the batch's largest graph (``attention_buckets=1``, as PyG's ``GPSConv``), trained on ZINC.
+to the batch's largest graph (``attention_buckets=1``, as PyG's ``GPSConv``) and trained on
+fixed-shape batches (``static``: ``StaticGPS``, the path for CUDA graphs), trained on ZINC.
 
-    python benchmarks/gps_curve.py --epochs 20 --variants bucketed,padded --seeds 0,1
+    python benchmarks/gps_curve.py --epochs 20 --variants bucketed,padded,static --seeds 0,1
 
 The model is PyG's GPS example shape (10 layers, 64 channels, 4 heads, GINE, attention dropout
 0.5) with RWSE(16), trained by ``graphpe.train`` (batch 32, AdamW, warm-up + cosine). Each
@@ -25,7 +26,11 @@ from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 from graphpe.datasets import load_dataset  # noqa: E402
 from graphpe.train import TrainConfig, run  # noqa: E402
 
-VARIANTS = {"bucketed": {}, "padded": {"attention_buckets": 1}}
+# variant -> (model settings, training settings)
+VARIANTS = {"bucketed": ({}, {}), "padded": ({"attention_buckets": 1}, {}),
+            # fixed-shape batches (StaticGPS, the GPU/CUDA-graph path), evaluated by the eager
+            # model: same maths, so the same curve within noise
+            "static": ({}, {"static_shapes": True})}
 
 
 def main(argv=None) -> None:
@@ -48,9 +53,11 @@ def main(argv=None) -> None:
         bundle.train = bundle.train[: args.limit]
     for variant in args.variants.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
-            config = TrainConfig(epochs=args.epochs, batch_size=32, seed=seed, progress=False)
+            model_kwargs, train_kwargs = VARIANTS[variant]
+            config = TrainConfig(epochs=args.epochs, batch_size=32, seed=seed, progress=False,
+                                 **train_kwargs)
             record = run(bundle, ["rwse"], model="gps", channels=64, layers=10, config=config,
-                         heads=4, attn_dropout=0.5, **VARIANTS[variant])
+                         heads=4, attn_dropout=0.5, **model_kwargs)
             out = {"variant": variant, "seed": seed, "epochs": args.epochs,
                    "test_mae": record["test"], "best_val_mae": record["val"],
                    "best_epoch": record["best_epoch"],

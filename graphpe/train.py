@@ -378,6 +378,8 @@ def fit(
                 from graphpe.nn.static import static_batch
 
                 sb = static_batch(batch, **shapes).to(device, non_blocking=True)
+                if config.compile:  # a new iteration for CUDA graphs (mode='reduce-overhead')
+                    torch.compiler.cudagraph_mark_step_begin()
                 out, y = forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
             else:
                 batch = batch.to(device)

@@ -152,7 +152,10 @@ def static_batch(
     graph_mask[:count] = 1.0
     y = batch.get("y")
     if y is not None:
-        y = torch.cat([y, y.new_zeros((G - y.size(0),) + tuple(y.shape[1:]))])
+        if y.size(0) != count:
+            raise ValueError(f"static batches carry graph targets: y must have one row per "
+                             f"graph ({count}), got {tuple(y.shape)}")
+        y = torch.cat([y, y.new_zeros((G - count,) + tuple(y.shape[1:]))])
     attrs = {}
     for key in batch.keys():
         value = batch[key]

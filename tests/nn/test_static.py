@@ -113,6 +113,10 @@ def test_static_batch_errors():
         static_batch(batch, num_edges=edges - 1)
     with pytest.raises(ValueError, match="graph_size must be a positive int, got 0"):
         static_batch(batch, graph_size=0)
+    batch.y = torch.zeros(batch.num_nodes)
+    with pytest.raises(ValueError, match=r"y must have one row per graph \(4\), got "
+                                         rf"\({batch.num_nodes},\)"):
+        static_batch(batch)
 
 
 def test_static_shapes_hold_every_batch():
