@@ -142,9 +142,11 @@ def test_compiled_training_matches_eager():
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
 
 
-def test_static_shapes_training_matches_eager():
-    """Fixed-shape batches (StaticGPS, one shape for the run) train as the eager GPS does."""
-    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+@pytest.mark.parametrize("pe", [["rwse"], ["rwse", "rrwp"]])
+def test_static_shapes_training_matches_eager(pe):
+    """Fixed-shape batches (StaticGPS, one shape for the run) train as the eager GPS does,
+    with an attention bias too."""
+    records = [run(csl_bundle(), pe, model="gps", channels=16, layers=2,
                    config=TrainConfig(epochs=2, batch_size=8, progress=False,
                                       static_shapes=s))
                for s in (False, True)]

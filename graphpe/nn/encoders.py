@@ -398,27 +398,37 @@ class PairBiasEncoder(nn.Module):
         """``batch`` with ``<attr_name>`` ``[P, in_dim]`` (or ``[P]``) and
         ``<attr_name>_index`` ``[2, P]`` -> ``(bias [P, heads], pair_index [2, P])``."""
         values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories)
-        if self.num_categories is not None:
-            return self.table(values), index
-        return self.mlp(values), index
+        return self.bias(values), index
+
+    def bias(self, values: Tensor) -> Tensor:
+        """The biases ``[P, heads]`` of pair values already prepared as model inputs
+        (:func:`pair_values`)."""
+        return self.table(values) if self.num_categories is not None else self.mlp(values)
 
 
-def _pair_inputs(batch, attr_name: str, in_dim: int,
-                 num_categories: int | None) -> tuple[Tensor, Tensor]:
-    """A pairwise encoding's values as a model input and its ``pair_index``: categorical values
-    as clamped category ids ``[P]``; continuous ones as ``[P, in_dim + 1]`` floats, an infinite
-    value (no path: another component) replaced by 0 and flagged in the last column."""
-    producer = f"a pairwise transform with attr_name={attr_name!r}"
-    values = read_attribute(batch, attr_name, producer)
-    index = read_attribute(batch, f"{attr_name}_index", producer)
+def pair_values(values: Tensor, attr_name: str, in_dim: int,
+                num_categories: int | None) -> Tensor:
+    """A pairwise encoding's values ``[P, ...]`` as a model input: categorical values as clamped
+    category ids ``[P]``; continuous ones as ``[P, in_dim + 1]`` floats, an infinite value (no
+    path: another component) replaced by 0 and flagged in the last column."""
     if num_categories is not None:
-        return values.long().view(-1).clamp(0, num_categories - 1), index
+        return values.long().view(-1).clamp(0, num_categories - 1)
     x = values.float().view(values.size(0), -1)
     if x.size(1) != in_dim:
         raise ValueError(f"expected {attr_name} [P, {in_dim}], got {list(values.shape)}")
     far = torch.isinf(x)
     x = torch.where(far, torch.zeros_like(x), x)
-    return torch.cat([x, far.any(-1, keepdim=True).to(x.dtype)], -1), index
+    return torch.cat([x, far.any(-1, keepdim=True).to(x.dtype)], -1)
+
+
+def _pair_inputs(batch, attr_name: str, in_dim: int,
+                 num_categories: int | None) -> tuple[Tensor, Tensor]:
+    """A pairwise encoding's values as a model input (:func:`pair_values`) and its
+    ``pair_index``."""
+    producer = f"a pairwise transform with attr_name={attr_name!r}"
+    values = read_attribute(batch, attr_name, producer)
+    index = read_attribute(batch, f"{attr_name}_index", producer)
+    return pair_values(values, attr_name, in_dim, num_categories), index
 
 
 class PairFeatureEncoder(nn.Module):

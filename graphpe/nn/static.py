@@ -28,7 +28,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
 
-from graphpe.nn.encoders import LapPEEncoder, LinearSEEncoder, read_attribute
+from graphpe.nn.encoders import (
+    LapPEEncoder,
+    LinearSEEncoder,
+    PairBiasEncoder,
+    pair_values,
+    read_attribute,
+)
 from graphpe.nn.rfp import RFPEncoder
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
@@ -55,6 +61,10 @@ class StaticBatch:
         graph_count: real graphs (an int: known on the host when the batch is built).
         y: graph targets ``[G, ...]`` (0 on empty slots) or None.
         node_attrs: the batch's other node attributes (PEs), padded as ``x``.
+        pair_attrs: pairwise encodings (attributes ``<name>`` with ``<name>_index``, as
+            ``RRWP``, ``SPD``, ... write them), dense: ``name -> (values [G, S, S, ...],
+            listed [G, S, S] bool)``, entry ``[g, a, b]`` for the pair of slot ``g``'s nodes
+            ``a`` and ``b``.
     """
 
     num_graphs: int
@@ -67,6 +77,7 @@ class StaticBatch:
     graph_count: int
     y: Tensor | None = None
     node_attrs: dict[str, Tensor] = field(default_factory=dict)
+    pair_attrs: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
 
     @property
     def num_rows(self) -> int:
@@ -84,7 +95,9 @@ class StaticBatch:
         return replace(self, x=move(self.x), edge_index=move(self.edge_index),
                        edge_attr=move(self.edge_attr), node_mask=move(self.node_mask),
                        graph_mask=move(self.graph_mask), y=move(self.y),
-                       node_attrs={k: move(v) for k, v in self.node_attrs.items()})
+                       node_attrs={k: move(v) for k, v in self.node_attrs.items()},
+                       pair_attrs={k: (move(v), move(m)) for k, (v, m) in
+                                   self.pair_attrs.items()})
 
 
 def static_batch(
@@ -162,9 +175,26 @@ def static_batch(
         if (key not in NODE_ATTRS_SKIPPED and isinstance(value, Tensor) and value.dim() >= 1
                 and value.size(0) == num_nodes and batch.is_node_attr(key)):
             attrs[key] = pad_nodes(value)
+    pairs = {}
+    for key in batch.keys():
+        name = key[: -len("_index")]
+        if not key.endswith("_index") or key == "edge_index" or batch.get(name) is None:
+            continue
+        index, values = batch[key], batch[name]
+        if index.dim() != 2 or index.size(0) != 2 or values.size(0) != index.size(1):
+            continue
+        si, sj = slot[index[0]], slot[index[1]]
+        if bool((si // S != sj // S).any()):
+            raise ValueError(f"{key} holds a pair of nodes from different graphs")
+        flat = si * S + sj % S  # = g * S * S + a * S + b
+        dense = values.new_zeros((G * S * S,) + tuple(values.shape[1:]))
+        dense[flat] = values
+        listed = torch.zeros(G * S * S, dtype=torch.bool, device=device)
+        listed[flat] = True
+        pairs[name] = (dense.view((G, S, S) + tuple(values.shape[1:])), listed.view(G, S, S))
     x = batch.get("x")
     return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
-                       node_mask, graph_mask, count, y, attrs)
+                       node_mask, graph_mask, count, y, attrs, pairs)
 
 
 def static_shapes(graphs, batch_size: int, size_multiple: int = 8,
@@ -224,17 +254,19 @@ class StaticGPS(nn.Module):
     (rows of empty slots are not meaningful: weight the loss by ``graph_mask``).
 
     Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None; ``attention`` ``multihead``/
-    None; ``norm`` ``batch_norm`` or None; PE encoders :class:`~graphpe.nn.RWSEEncoder` and its
-    siblings (LCP, HKdiagSE, ElstaticSE), :class:`~graphpe.nn.LapPEEncoder` and
-    :class:`~graphpe.nn.RFPEncoder` (trajectory readout); ``reinject_pe``. Anything else raises
+    None, with a :class:`~graphpe.nn.PairBiasEncoder` (RRWP, SPD, resistance or heat-kernel
+    biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm`` or None; PE encoders
+    :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE, ElstaticSE),
+    :class:`~graphpe.nn.LapPEEncoder` and :class:`~graphpe.nn.RFPEncoder` (trajectory
+    readout); ``reinject_pe``. Anything else raises
     at construction, naming what is not supported.
     """
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
-        from graphpe.nn.models import GPS
+        from graphpe.nn.models import GPS, GRIT
 
-        if not isinstance(model, GPS) or type(model).__name__ == "GRIT":
+        if not isinstance(model, GPS) or isinstance(model, GRIT):
             raise ValueError(f"StaticGPS runs a GPS model, got {type(model).__name__}")
         if model.task == "node_classification":
             raise ValueError("StaticGPS runs graph-level tasks (graph_regression, "
@@ -242,8 +274,12 @@ class StaticGPS(nn.Module):
         if model.attention not in ("multihead", None):
             raise ValueError(f"StaticGPS supports attention 'multihead' or None, got "
                              f"{model.attention!r}")
-        if model.pair_encoder is not None or model.peg_gates is not None:
-            raise ValueError("StaticGPS does not support pair encoders or PEG gates")
+        if model.peg_gates is not None:
+            raise ValueError("StaticGPS does not support PEG gates")
+        if model.pair_encoder is not None and not isinstance(model.pair_encoder,
+                                                             PairBiasEncoder):
+            raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "
+                             f"{type(model.pair_encoder).__name__}")
         for layer in model.layers:
             for norm in (layer.norm1, layer.norm2, layer.norm3):
                 if norm is not None and not isinstance(norm, (PygBatchNorm, nn.BatchNorm1d)):
@@ -278,6 +314,20 @@ class StaticGPS(nn.Module):
             else:
                 outs.append(enc(read_attribute(sb.node_attrs, enc.attr_name, "RFP")))
         return torch.cat(outs, -1) if model.pe_combine == "concat" else sum(outs)
+
+    def _pair_bias(self, sb: StaticBatch) -> Tensor:
+        """The pair encoder's biases as a dense ``[G, heads, S, S]`` (0 on pairs not listed,
+        as the eager attention adds nothing there)."""
+        enc = self.model.pair_encoder
+        if enc.attr_name not in sb.pair_attrs:
+            raise ValueError(f"the static batch has no pairwise encoding {enc.attr_name!r} "
+                             f"(attributes {enc.attr_name!r} and {enc.attr_name + '_index'!r})")
+        dense, listed = sb.pair_attrs[enc.attr_name]
+        G, S = sb.num_graphs, sb.graph_size
+        values = pair_values(dense.reshape((G * S * S,) + tuple(dense.shape[3:])),
+                             enc.attr_name, enc.in_dim, enc.num_categories)
+        bias = enc.bias(values) * listed.view(-1, 1)
+        return bias.view(G, S, S, enc.heads).permute(0, 3, 1, 2)
 
     def _attention(self, attn, x: Tensor, key_bias: Tensor, sb: StaticBatch) -> Tensor:
         G, S, heads = sb.num_graphs, sb.graph_size, attn.heads
@@ -323,6 +373,8 @@ class StaticGPS(nn.Module):
             raise ValueError("the model was built with edge features but the batch has none")
         # additive key bias [G, 1, 1, S]: 0 on real nodes, MASKED_LOGIT on padding
         key_bias = ((1.0 - mask[:G * S].view(G, 1, 1, S)) * MASKED_LOGIT).to(h.dtype)
+        if model.pair_encoder is not None:  # [G, heads, S, S]: one bias per pair and head
+            key_bias = key_bias + self._pair_bias(sb).to(h.dtype)
         for i, layer in enumerate(model.layers):
             if model.reinject is not None:
                 h = h + model.reinject[i](pe)

@@ -190,8 +190,44 @@ def test_unsupported_models_raise():
         StaticGPS(gps(norm="layer_norm"))
     with pytest.raises(ValueError, match="graph-level tasks"):
         StaticGPS(gps(task="node_classification"))
-    with pytest.raises(ValueError, match="pair encoders or PEG gates"):
-        StaticGPS(gps(pair={"spd": {}}))
+    with pytest.raises(ValueError, match="does not support PEG gates"):
+        StaticGPS(gps({"rwse": {"walk_length": 8}, "peg": {}}))
+
+
+@pytest.mark.parametrize("pair", [{"rrwp": {"num_steps": 5}}, {"spd": {"max_dist": 3}},
+                                  {"rd": {}}])
+def test_static_pair_bias_equals_eager(pair):
+    """Attention biases per pair and head (RRWP, SPD, resistance) as one dense [G, heads, S, S]
+    mask: the eager GPS's outputs and gradients, the pair encoder's included."""
+    from graphpe.transforms import RRWP, SPD, ResistanceDistance
+
+    name = next(iter(pair))
+    transform = {"rrwp": RRWP(5), "spd": SPD(3), "rd": ResistanceDistance()}[name]
+    batch = transform(make_batch(5))
+    eager = gps(pair=pair, attn_dropout=0.0)
+    static_model = copy.deepcopy(eager)
+    eager.train()
+    static_model.train()
+    sb = static_batch(batch, num_graphs=6)
+    dense, listed = sb.pair_attrs[name]
+    assert dense.shape[:3] == listed.shape == (6, sb.graph_size, sb.graph_size)
+    assert int(listed.sum()) == batch[f"{name}_index"].size(1)
+    out = eager(batch)
+    out_static = StaticGPS(static_model)(sb)[: batch.num_graphs]
+    torch.testing.assert_close(out_static, out, rtol=1e-4, atol=1e-4)
+    out.square().sum().backward()
+    out_static.square().sum().backward()
+    for (n, p), q in zip(eager.named_parameters(), static_model.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=n)
+    crossed = batch.clone()
+    crossed[f"{name}_index"] = crossed[f"{name}_index"].clone()
+    crossed[f"{name}_index"][1, 0] = batch.num_nodes - 1  # a node of the last graph
+    with pytest.raises(ValueError, match=f"{name}_index holds a pair of nodes from different "
+                                         "graphs"):
+        static_batch(crossed)
+    with pytest.raises(ValueError, match=f"the static batch has no pairwise encoding "
+                                         f"'{name}'"):
+        StaticGPS(static_model)(static_batch(make_batch(5)))
 
 
 def test_padding_keys_are_masked():
