@@ -192,3 +192,21 @@ def test_grit_trains_from_the_cli_and_its_checkpoint_reloads(tmp_path, capsys, m
                               "own_dataset:build", "--root", str(tmp_path)], capsys)
     assert code == 0, err
     assert json.loads(out)["value"] == pytest.approx(record["test"])
+
+
+def test_static_shapes_flag_trains_a_gps(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    monkeypatch.syspath_prepend(str(examples))
+    results = tmp_path / "r.json"
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            "--model", "gps", "--pe", "rwse:walk_length=6", "--channels", "16",
+                            "--layers", "1", "--epochs", "1", "--static-shapes",
+                            "--results", str(results)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["config"]["static_shapes"] is True and record["epochs_run"] == 1
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            "--model", "gine", "--epochs", "1", "--static-shapes"], capsys)
+    assert code == 2 and "StaticGPS runs a GPS model, got GINE" in err
