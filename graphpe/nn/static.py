@@ -371,6 +371,11 @@ class StaticGPS(nn.Module):
         edge_attr = model.edge_input(sb.edge_attr) if model.edge_input is not None else None
         if model.edge_input is not None and sb.edge_attr is None:
             raise ValueError("the model was built with edge features but the batch has none")
+        # Padding rows start every layer at 0. Left alone they would not stay finite: the sink
+        # row takes the messages of every padding edge (hundreds per batch), each layer
+        # multiplies that, and an inf there is a NaN after any product with the mask.
+        real = mask.unsqueeze(-1) > 0
+        h = torch.where(real, h, 0.0)
         # additive key bias [G, 1, 1, S]: 0 on real nodes, MASKED_LOGIT on padding
         key_bias = ((1.0 - mask[:G * S].view(G, 1, 1, S)) * MASKED_LOGIT).to(h.dtype)
         if model.pair_encoder is not None:  # [G, heads, S, S]: one bias per pair and head
@@ -378,7 +383,8 @@ class StaticGPS(nn.Module):
         for i, layer in enumerate(model.layers):
             if model.reinject is not None:
                 h = h + model.reinject[i](pe)
-            h = self._layer(layer, h, sb, edge_attr, key_bias, mask, count)
+            h = torch.where(real, self._layer(layer, h, sb, edge_attr, key_bias, mask, count),
+                            0.0)
         nodes = (h * mask.unsqueeze(-1))[:G * S].view(G, S, -1)
         if model.pool == "sum":
             pooled = nodes.sum(1)
