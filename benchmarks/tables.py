@@ -177,8 +177,9 @@ def train_step_gpu_table(data: dict) -> str:
 
 
 def gps_curve_table(runs: list[dict]) -> str:
-    """Test MAE of bucketed vs padded attention (from ``benchmarks/gps_curve.py``)."""
-    lines = ["| attention | seeds | epochs | test MAE per seed | mean |",
+    """Test MAE of the GPS with bucketed attention, padded attention and fixed-shape batches
+    (from ``benchmarks/gps_curve.py``)."""
+    lines = ["| layout | seeds | epochs | test MAE per seed | mean |",
              "| --- | --- | ---: | --- | ---: |"]
     for variant in sorted({r["variant"] for r in runs}):
         mine = sorted((r for r in runs if r["variant"] == variant), key=lambda r: r["seed"])
