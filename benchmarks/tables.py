@@ -105,6 +105,8 @@ def train_step_table(data: dict) -> str:
         verdict = "met" if comp["speedup_vs_pyg"] >= 3 else "**not met**"
         lines.append(f"- Target {name} >= 3x PyG: {comp['speedup_vs_pyg']:.2f}x, {verdict} "
                      f"(its first 3 steps, compilation included: {seconds:.0f} s).")
+    for name, why in (data.get("failed") or {}).items():
+        lines.append(f"- {name}: failed in its first steps and was left out ({why[:300]}).")
     if data.get("static_shape"):
         shape = data["static_shape"]
         lines.append(f"- graphpe static: every batch padded to {shape['num_graphs']} graphs "
