@@ -22,7 +22,13 @@ from graphpe.nn.grit import GRITAttention
 from graphpe.nn.models import GINE, GPS, GRIT, GPSLayer, PEGraphModel, build_model, load_model
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
-from graphpe.nn.static import StaticBatch, StaticGPS, static_batch, static_shapes
+from graphpe.nn.static import (
+    StaticBatch,
+    StaticCollate,
+    StaticGPS,
+    static_batch,
+    static_shapes,
+)
 
 __all__ = [
     "ElstaticSEEncoder",
@@ -50,6 +56,7 @@ __all__ = [
     "SPEEncoder",
     "SignNetEncoder",
     "StaticBatch",
+    "StaticCollate",
     "StaticGPS",
     "build_model",
     "graph_layout",

@@ -88,16 +88,25 @@ class StaticBatch:
         """``(G, S, E)``: batches with equal keys share one compiled graph."""
         return self.num_graphs, self.graph_size, self.edge_index.size(1)
 
-    def to(self, device: torch.device | str, non_blocking: bool = False) -> StaticBatch:
-        def move(t):
-            return None if t is None else t.to(device, non_blocking=non_blocking)
+    def apply(self, fn) -> StaticBatch:
+        """A copy with ``fn`` applied to every tensor."""
+        def each(t):
+            return None if t is None else fn(t)
 
-        return replace(self, x=move(self.x), edge_index=move(self.edge_index),
-                       edge_attr=move(self.edge_attr), node_mask=move(self.node_mask),
-                       graph_mask=move(self.graph_mask), y=move(self.y),
-                       node_attrs={k: move(v) for k, v in self.node_attrs.items()},
-                       pair_attrs={k: (move(v), move(m)) for k, (v, m) in
+        return replace(self, x=each(self.x), edge_index=each(self.edge_index),
+                       edge_attr=each(self.edge_attr), node_mask=each(self.node_mask),
+                       graph_mask=each(self.graph_mask), y=each(self.y),
+                       node_attrs={k: each(v) for k, v in self.node_attrs.items()},
+                       pair_attrs={k: (each(v), each(m)) for k, (v, m) in
                                    self.pair_attrs.items()})
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> StaticBatch:
+        return self.apply(lambda t: t.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> StaticBatch:
+        """Page-locked copies (``DataLoader(pin_memory=True)`` calls this), so ``to(cuda,
+        non_blocking=True)`` overlaps the copy with the GPU's work."""
+        return self.apply(lambda t: t.pin_memory())
 
 
 def static_batch(
@@ -195,6 +204,34 @@ def static_batch(
     x = batch.get("x")
     return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
                        node_mask, graph_mask, count, y, attrs, pairs)
+
+
+class StaticCollate:
+    """``collate_fn`` for ``torch.utils.data.DataLoader``: a list of ``Data`` -> a
+    :class:`StaticBatch` of fixed shape, so the padding runs in the loader's worker processes
+    (``num_workers``), off the training loop::
+
+        shapes = static_shapes(train_graphs, 32)
+        loader = torch.utils.data.DataLoader(train_graphs, batch_size=32, shuffle=True,
+                                             collate_fn=StaticCollate(**shapes),
+                                             num_workers=4, pin_memory=True)
+
+    Args:
+        num_graphs, graph_size, num_edges: the shape (:func:`static_shapes` gives one that
+            holds every batch); each batch is :func:`static_batch` of the collated graphs.
+    """
+
+    def __init__(self, num_graphs: int, graph_size: int, num_edges: int) -> None:
+        self.shapes = {"num_graphs": num_graphs, "graph_size": graph_size,
+                       "num_edges": num_edges}
+
+    def __call__(self, graphs: list) -> StaticBatch:
+        from torch_geometric.data import Batch
+
+        return static_batch(Batch.from_data_list(graphs), **self.shapes)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in self.shapes.items())})"
 
 
 def static_shapes(graphs, batch_size: int, size_multiple: int = 8,

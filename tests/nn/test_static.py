@@ -132,6 +132,34 @@ def test_static_shapes_hold_every_batch():
         static_shapes([], 5)
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_static_collate_in_a_torch_loader(workers):
+    """The padding as a DataLoader's collate_fn (in worker processes too) gives the batches
+    static_batch gives on PyG's collation."""
+    from torch.utils.data import DataLoader
+    from torch_geometric.data import Batch
+
+    from graphpe.nn import StaticCollate
+
+    graphs = make_batch(11, seed=4).to_data_list()
+    for i, g in enumerate(graphs):
+        g.y = torch.tensor([float(i)])
+    shapes = static_shapes(graphs, 4)
+    collate = StaticCollate(**shapes)
+    assert repr(collate) == (f"StaticCollate(num_graphs=4, graph_size={shapes['graph_size']}, "
+                             f"num_edges={shapes['num_edges']})")
+    loader = DataLoader(graphs, batch_size=4, collate_fn=collate, num_workers=workers)
+    got = list(loader)
+    assert [sb.graph_count for sb in got] == [4, 4, 3]
+    for k, sb in enumerate(got):
+        ref = static_batch(Batch.from_data_list(graphs[4 * k: 4 * k + 4]), **shapes)
+        assert sb.shape_key == ref.shape_key
+        for a, b in ((sb.x, ref.x), (sb.edge_index, ref.edge_index), (sb.y, ref.y),
+                     (sb.node_mask, ref.node_mask), (sb.node_attrs["rwse"],
+                                                     ref.node_attrs["rwse"])):
+            torch.testing.assert_close(a, b)
+
+
 def test_short_last_batch_is_finite():
     """Empty slots (a short last batch): finite outputs, no gradient from them."""
     batch = make_batch(3)
@@ -294,6 +322,8 @@ cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device"
 @cuda
 def test_static_on_cuda_matches_cpu():
     batch = make_batch(6)
+    pinned = static_batch(batch).pin_memory()
+    assert pinned.x.is_pinned() and pinned.node_attrs["rwse"].is_pinned()
     model = gps(attn_dropout=0.0)
     model.train()
     sb = static_batch(batch, num_graphs=8, graph_size=16, num_edges=512)
