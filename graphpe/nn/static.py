@@ -16,7 +16,11 @@ forward has no host synchronization and no data-dependent shape, so
 Every graph is padded to the same ``S``: on a GPU that costs nothing (the step is bound by
 kernel launches, not arithmetic), on a CPU it does (the padded rows go through every matrix
 product): there the eager bucketed path (:class:`~graphpe.nn.attention.GraphLayout`) is the
-fast one.
+fast one. Where graph sizes vary widely (a few graphs of hundreds of nodes among molecules of
+twenty), one shape for the run (:func:`static_shapes`) pads everything to the outliers; leave
+``graph_size`` and ``num_edges`` to :func:`static_batch`'s per-batch rounding instead: a few
+shapes, one compiled graph each (raise ``torch._dynamo.config.recompile_limit`` above their
+number).
 """
 
 from __future__ import annotations
