@@ -338,6 +338,12 @@ def fit(
 
         if world > 1:
             raise ValueError("static_shapes runs in one process (not under torchrun)")
+        if torch.device(device).type == "cpu":
+            import warnings
+
+            warnings.warn("static_shapes pads every graph to the largest: on the CPU that is "
+                          "slower than the default (bucketed) path; it is meant for GPUs "
+                          "(CUDA graphs with compile=True)", stacklevel=2)
         shapes = static_shapes(bundle.train, config.batch_size)
         forward = maybe_compile(StaticGPS(model), config.compile, device, static=True)
     else:
