@@ -299,8 +299,8 @@ class StaticGPS(nn.Module):
     biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm`` or None; PE encoders
     :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE, ElstaticSE),
     :class:`~graphpe.nn.LapPEEncoder` and :class:`~graphpe.nn.RFPEncoder` (trajectory
-    readout); ``reinject_pe``. Anything else raises
-    at construction, naming what is not supported.
+    readout); ``reinject_pe``. Anything else raises at construction, naming what is not
+    supported.
     """
 
     def __init__(self, model: nn.Module) -> None:
@@ -405,13 +405,15 @@ class StaticGPS(nn.Module):
         G, S = sb.num_graphs, sb.graph_size
         mask = sb.node_mask
         count = mask.sum()
+        if sb.x is None:
+            raise ValueError("the model needs node features (the batch's x)")
+        if model.edge_input is not None and sb.edge_attr is None:
+            raise ValueError("the model was built with edge features but the batch has none")
         h = model.node_input(sb.x)
         pe = self._encode_pe(sb, mask, count)
         if pe is not None:
             h = model.combine(torch.cat([h, pe], -1)) if model.combine is not None else h + pe
         edge_attr = model.edge_input(sb.edge_attr) if model.edge_input is not None else None
-        if model.edge_input is not None and sb.edge_attr is None:
-            raise ValueError("the model was built with edge features but the batch has none")
         # Padding rows start every layer at 0. Left alone they would not stay finite: the sink
         # row takes the messages of every padding edge (hundreds per batch), each layer
         # multiplies that, and an inf there is a NaN after any product with the mask.

@@ -1,4 +1,5 @@
 import copy
+import dataclasses
 import shutil
 
 import pytest
@@ -274,6 +275,17 @@ def test_static_pair_bias_equals_eager(pair):
     with pytest.raises(ValueError, match=f"the static batch has no pairwise encoding "
                                          f"'{name}'"):
         StaticGPS(static_model)(static_batch(make_batch(5)))
+
+
+def test_missing_features_raise():
+    batch = make_batch(3)
+    sb = static_batch(batch)
+    model = StaticGPS(gps())
+    with pytest.raises(ValueError, match="the model was built with edge features but the "
+                                         "batch has none"):
+        model(dataclasses.replace(sb, edge_attr=None))
+    with pytest.raises(ValueError, match=r"the model needs node features \(the batch's x\)"):
+        model(dataclasses.replace(sb, x=None))
 
 
 def test_padding_keys_are_masked():
