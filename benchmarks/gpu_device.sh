@@ -51,13 +51,13 @@ part() {  # part NAME CAP_S COMMAND...: run COMMAND for at most CAP_S and what t
     nproc
 } 2>&1 | tee "$OUT/gpu_info.txt"
 
-part "CUDA tests" 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
+part "CUDA tests" 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
     tests/nn/test_static.py \
     2>&1 | tee "$OUT/gpu_tests.log"
 {
     # perf_hints: torch.compile logs why it would skip CUDA graphs (mutated inputs, CPU
     # tensors, ...) if the static compiled step falls back to launching kernels one by one
-    TORCH_LOGS=perf_hints part "train_step" 330 python3 benchmarks/train_step.py --device cuda --shared .device_data \
+    TORCH_LOGS=perf_hints part "train_step" 320 python3 benchmarks/train_step.py --device cuda --shared .device_data \
         --root "$ROOT" --epoch --compile --static --on-the-fly --json "$OUT/train_step_gpu.json"
     part "gpu.py" 130 python3 benchmarks/gpu.py --shared .device_data --root "$ROOT" \
         --parts zinc,train,large --large-nodes 1000000 --large-degree 20 --json "$OUT/gpu.json"
