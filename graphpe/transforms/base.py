@@ -9,7 +9,9 @@ without building ``Batch`` objects at all.
 
 from __future__ import annotations
 
+import contextlib
 import numbers
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -112,23 +114,65 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | No
     return edge_index, int(num_nodes), ptr, store.get("edge_weight")
 
 
+_FIXED = object()
+
+
+def _mix_seeds(base: int, worker_seed: int) -> int:
+    """A 63-bit seed from two (an odd multiplier spreads the worker seed over all bits)."""
+    return (base ^ (worker_seed * 0x9E3779B97F4A7C15)) & ((1 << 63) - 1)
+
+
 class PETransform(BaseTransform):
     """Base class: subclasses implement :meth:`compute` and :meth:`settings`.
 
     Transforms that draw random numbers keep a ``seed`` and one CPU generator: successive calls
     draw successive numbers, :meth:`reset_generator` restarts the stream (precompute does, so a
-    dataset precompute is reproducible), and a draw never depends on the device.
+    dataset precompute is reproducible), and a draw never depends on the device. In a
+    ``DataLoader`` worker process (a dataset's ``transform``) each worker draws its own stream
+    (:meth:`draw_generator`), not a copy of the others'.
     """
 
     seed: int | None = None
+    # the DataLoader worker seed the generator was derived for (None: not derived; _FIXED:
+    # inside fixed_draws, left alone)
+    _worker_seed: int | object | None = None
 
     def reset_generator(self) -> None:
         """Restart the stream of random draws from ``seed`` (a fresh random one if None)."""
         self._generator = torch.Generator()
+        self._worker_seed = None
         if self.seed is not None:
             self._generator.manual_seed(self.seed)
         else:
             self._generator.seed()
+
+    def draw_generator(self) -> torch.Generator:
+        """The generator :meth:`compute` draws from. In the main process, the transform's one
+        stream. In a ``torch.utils.data.DataLoader`` worker, every worker holds a copy of the
+        transform made when the workers started, so every copy would draw the same numbers
+        (identical random features for the graphs the workers load side by side); there the
+        stream is derived once per worker from the transform's seed and the worker's seed
+        (``get_worker_info().seed``: distinct per worker and per epoch, and fixed by
+        ``torch.manual_seed`` in the main process, so runs stay reproducible)."""
+        info = torch.utils.data.get_worker_info()
+        if info is not None and self._worker_seed is not _FIXED and self._worker_seed != info.seed:
+            base = self.seed if self.seed is not None else self._generator.initial_seed()
+            self._generator = torch.Generator().manual_seed(_mix_seeds(base, info.seed))
+            self._worker_seed = info.seed
+        return self._generator
+
+    @contextlib.contextmanager
+    def fixed_draws(self) -> Iterator[None]:
+        """Inside the block, draws come from a generator seeded afresh (``seed``, or 0 without
+        one), in any process: the same features on every call (evaluation); the transform's
+        stream is left where it was."""
+        saved = self.__dict__.get("_generator"), self._worker_seed
+        self._generator = torch.Generator().manual_seed(0 if self.seed is None else self.seed)
+        self._worker_seed = _FIXED
+        try:
+            yield
+        finally:
+            self._generator, self._worker_seed = saved
 
     def compute(
         self,

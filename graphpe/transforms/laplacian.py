@@ -114,7 +114,7 @@ class LaplacianPE(PETransform):
             normalization=self.normalization,
             keep_trivial=self.keep_trivial,
             sign=self.sign,
-            generator=self._generator,
+            generator=self.draw_generator(),
             pad_value=self.pad_value,
             dense_max_nodes=self.dense_max_nodes,
             sparse_solver=self.sparse_solver,

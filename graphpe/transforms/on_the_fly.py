@@ -44,12 +44,8 @@ class OnTheFlyPE(nn.Module):
             if self.training or getattr(t, "_generator", None) is None:
                 out = t.compute(edge_index, num_nodes, ptr, edge_weight)
             else:
-                stream = t._generator
-                t._generator = torch.Generator().manual_seed(0 if t.seed is None else t.seed)
-                try:
+                with t.fixed_draws():
                     out = t.compute(edge_index, num_nodes, ptr, edge_weight)
-                finally:
-                    t._generator = stream
             set_fields(batch, out)
         return batch
 

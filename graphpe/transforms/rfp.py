@@ -92,7 +92,7 @@ class RFP(PETransform):
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
         # drawn on the CPU generator, so a seed gives the same features on every device
-        x0 = torch.randn(num_nodes, self.num_draws, self.dim, generator=self._generator)
+        x0 = torch.randn(num_nodes, self.num_draws, self.dim, generator=self.draw_generator())
         rfp = random_feature_propagation(
             edge_index, num_nodes, x0.to(edge_index.device), self.steps, self.operator,
             self.normalization, ptr=ptr, edge_weight=edge_weight)

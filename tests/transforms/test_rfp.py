@@ -1,8 +1,8 @@
 import pytest
 import torch
-from torch_geometric.data import Batch
+from torch_geometric.data import Batch, Data
 
-from graphpe.transforms import RFP, precompute
+from graphpe.transforms import RFP, LaplacianPE, precompute
 
 
 def test_shape_and_determinism(families):
@@ -42,3 +42,41 @@ def test_bad_arguments_and_repr():
         RFP(normalization="row")
     assert repr(RFP()) == ("RFP(dim=16, steps=8, num_draws=1, operator='gcn', "
                            "normalization='qr', seed=None, attr_name='rfp')")
+
+
+class _PathDataset(torch.utils.data.Dataset):
+    """Eight copies of one path graph through ``transform`` (as a dataset's ``transform``)."""
+
+    def __init__(self, transform):
+        self.transform = transform
+        self.path = Data(edge_index=torch.tensor([[0, 1, 1, 2, 2, 3], [1, 0, 2, 1, 3, 2]]),
+                         num_nodes=4)
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return self.transform(self.path.clone())
+
+
+@pytest.mark.parametrize("seed", [None, 7])
+def test_dataloader_workers_draw_their_own_streams(seed):
+    """A random transform in DataLoader workers: each worker process holds a copy of the
+    transform, and copies of one generator would give the graphs loaded side by side the same
+    random features. Every graph gets its own draw, and the run is reproducible under
+    ``torch.manual_seed``."""
+    from torch_geometric.loader import DataLoader
+
+    def draws(transform, key):
+        torch.manual_seed(0)
+        loader = DataLoader(_PathDataset(transform), batch_size=1, num_workers=2)
+        return [b[key] for b in loader]
+
+    rfp = RFP(2, 1, seed=seed)
+    first, again = draws(rfp, "rfp"), draws(rfp, "rfp")
+    assert len({tuple(x.flatten().tolist()) for x in first}) == 8
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
+    signs = draws(LaplacianPE(2, sign="random", seed=seed), "lap_pe")
+    assert len({tuple(x.flatten().tolist()) for x in signs}) > 1
+    # the main process's stream is untouched by the workers' derivation
+    assert rfp._worker_seed is None
