@@ -257,3 +257,28 @@ def test_pair_bias_spe_and_pearl_models_on_cuda(spec):
     m = copy.deepcopy(model).to("cuda").train()
     m(batch.to("cuda")).square().sum().backward()
     assert all(p.grad is not None for p in m.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("compute_on", ["auto", "host", "device"])
+def test_on_the_fly_pe_host_and_device_paths_on_cuda(batch, compute_on):
+    """OnTheFlyPE on a CUDA batch: ``host`` (and ``auto`` for these small graphs) computes by
+    the CPU kernels, exactly the CPU result, and returns CUDA tensors; ``device`` computes on
+    the GPU and agrees within float32 tolerance (RWSE, eigenvalues; RFP's float32 rank cut may
+    decide a borderline column differently from the host's float64 one, so only its shape)."""
+    from graphpe.transforms import RFP, RWSE, LaplacianPE, OnTheFlyPE
+
+    def transforms():
+        return [RWSE(8), LaplacianPE(4), RFP(4, 3, seed=3)]
+
+    ref = OnTheFlyPE(transforms())(batch)
+    cuda = batch.clone().to("cuda")  # Batch.to works in place
+    out = OnTheFlyPE(transforms(), compute_on=compute_on)(cuda)
+    for name in ("rwse", "lap_pe", "lap_eigvals", "lap_mask", "rfp"):
+        assert out[name].device.type == "cuda"
+        assert out[name].dtype == ref[name].dtype
+        if compute_on != "device":
+            assert torch.equal(out[name].cpu(), ref[name])
+    assert torch.allclose(out.rwse.cpu(), ref.rwse, atol=1e-5)
+    assert torch.allclose(out.lap_eigvals.cpu(), ref.lap_eigvals, atol=1e-4)
+    assert torch.equal(out.lap_mask.cpu(), ref.lap_mask)
+    assert out.rfp.shape == ref.rfp.shape and bool(out.rfp.isfinite().all())

@@ -52,3 +52,38 @@ def test_eval_draws_are_fixed_and_training_draws_fresh():
     reference(batch)
     assert torch.equal(fly(batch).rfp, reference(batch).rfp)  # the stream went on as if
     assert not torch.equal(first_train, fly(batch).rfp)
+
+
+def test_compute_on_validation_and_repr():
+    with pytest.raises(ValueError, match=r"compute_on must be one of \('auto', 'device', "
+                                         r"'host'\), got 'gpu'"):
+        OnTheFlyPE([RWSE(4)], compute_on="gpu")
+    for bad in (-1, 2.5, True, None):
+        with pytest.raises(ValueError, match="host_max_nodes must be a non-negative int"):
+            OnTheFlyPE([RWSE(4)], host_max_nodes=bad)
+    assert repr(OnTheFlyPE([RWSE(4)])) == (
+        "OnTheFlyPE(RWSE(walk_length=4, attr_name='rwse', self_loops=True))")
+    assert repr(OnTheFlyPE([RWSE(4)], compute_on="device")).endswith(
+        "self_loops=True), compute_on='device', host_max_nodes=64)")
+
+
+def test_host_rule_for_accelerator_batches():
+    """``auto`` sends a batch to the host when its largest graph has at most
+    ``host_max_nodes`` nodes; ``host`` and ``device`` decide alone."""
+    ptr = torch.tensor([0, 10, 40, 52])  # graphs of 10, 30 and 12 nodes
+    assert OnTheFlyPE([RWSE(4)], host_max_nodes=30)._on_host(52, ptr)
+    assert not OnTheFlyPE([RWSE(4)], host_max_nodes=29)._on_host(52, ptr)
+    assert OnTheFlyPE([RWSE(4)], host_max_nodes=0)._on_host(0, torch.tensor([0]))
+    assert OnTheFlyPE([RWSE(4)])._on_host(64, None)  # one graph: its node count
+    assert not OnTheFlyPE([RWSE(4)])._on_host(65, None)
+    assert OnTheFlyPE([RWSE(4)], compute_on="host", host_max_nodes=0)._on_host(52, ptr)
+    assert not OnTheFlyPE([RWSE(4)], compute_on="device")._on_host(52, ptr)
+
+
+def test_cpu_batches_are_computed_where_they_are(families):
+    batch = Batch.from_data_list([g for g in families.values() if g.num_nodes > 0])
+    outs = [OnTheFlyPE([RWSE(6), LaplacianPE(3), RFP(4, 2, seed=1)], compute_on=where)(batch)
+            for where in ("auto", "host", "device")]
+    for name in ("rwse", "lap_pe", "lap_eigvals", "lap_mask", "rfp"):
+        assert all(torch.equal(outs[0][name], o[name]) for o in outs[1:])
+        assert outs[0][name].device.type == "cpu"
