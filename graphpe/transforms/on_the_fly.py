@@ -99,6 +99,21 @@ class OnTheFlyPE(nn.Module):
             set_fields(batch, out)
         return batch
 
+    def collate(self, graphs: Sequence[Data]) -> Data:
+        """``collate_fn`` for ``torch.utils.data.DataLoader``: the graphs as one ``Batch``
+        with the encodings computed, so with ``num_workers > 0`` they are computed in the
+        loader's worker processes while the model trains on the previous batch::
+
+            loader = torch.utils.data.DataLoader(train_graphs, batch_size=32, shuffle=True,
+                                                 collate_fn=on_the_fly.collate, num_workers=4)
+
+        Random encodings are drawn in train mode (each worker its own stream) and fixed in
+        eval mode, as :meth:`forward`; the mode is the one the module had when the loader's
+        workers started."""
+        from torch_geometric.data import Batch
+
+        return self(Batch.from_data_list(list(graphs)))
+
     def extra_repr(self) -> str:
         settings = "" if self.compute_on == "auto" and self.host_max_nodes == HOST_MAX_NODES \
             else f", compute_on={self.compute_on!r}, host_max_nodes={self.host_max_nodes}"

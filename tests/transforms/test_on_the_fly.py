@@ -87,3 +87,20 @@ def test_cpu_batches_are_computed_where_they_are(families):
     for name in ("rwse", "lap_pe", "lap_eigvals", "lap_mask", "rfp"):
         assert all(torch.equal(outs[0][name], o[name]) for o in outs[1:])
         assert outs[0][name].device.type == "cpu"
+
+
+def test_collate_in_dataloader_workers(families):
+    """``collate`` as a DataLoader's ``collate_fn``: batches with the encodings, computed in the
+    worker processes; deterministic encodings equal the precomputed ones (that each worker
+    draws its own random stream is tested in test_rfp.py)."""
+    graphs = [g for g in families.values() if g.num_nodes > 0]
+    fly = OnTheFlyPE([RWSE(6), LaplacianPE(3), RFP(4, 2, seed=2)])
+    loader = torch.utils.data.DataLoader(graphs, batch_size=3, collate_fn=fly.collate,
+                                         num_workers=2)
+    batches = list(loader)
+    assert sum(b.num_graphs for b in batches) == len(graphs)
+    ref = OnTheFlyPE([RWSE(6), LaplacianPE(3)])(Batch.from_data_list(graphs))
+    for name in ("rwse", "lap_pe", "lap_eigvals", "lap_mask"):
+        assert torch.equal(torch.cat([b[name] for b in batches]), ref[name])
+    assert all(b.rfp.shape == (b.num_nodes, 1, 12) and bool(b.rfp.isfinite().all())
+               for b in batches)
