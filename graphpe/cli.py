@@ -155,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="gps only: train on fixed-shape batches (every graph padded to "
                               "the largest, one shape for the run); with --compile on CUDA the "
                               "step runs as CUDA graphs")
+    p_train.add_argument("--num-workers", type=int, default=0,
+                         help="DataLoader worker processes preparing the training batches "
+                              "(collation, static padding) while the step runs")
     p_train.add_argument("--results", default=None,
                          help="JSON record: metrics, curve, PE specs, model and train config, "
                               "versions")
@@ -266,7 +269,7 @@ def _dispatch(args: argparse.Namespace) -> None:
                              patience=args.patience, seed=args.seed,
                              device=args.device, checkpoint=args.checkpoint,
                              results=args.results, compile=args.compile,
-                             static_shapes=args.static_shapes,
+                             static_shapes=args.static_shapes, num_workers=args.num_workers,
                              cache_dir=args.cache_dir, resume=args.resume)
         extra = {"dropout": args.dropout, "pool": args.pool}
         if args.model in ("gps", "grit"):

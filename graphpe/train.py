@@ -63,6 +63,9 @@ class TrainConfig:
     sync_batchnorm: bool = False  # under torchrun: BatchNorm statistics over all processes
     resume: str | None = None  # a training state written by an earlier run (see fit)
     cache_dir: str | None = None  # precompute's cache of the encoded splits (reused when valid)
+    # DataLoader worker processes for the training batches (collation, and the padding of
+    # static_shapes): on a GPU they prepare the next batches while the step runs
+    num_workers: int = 0
 
 
 CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
@@ -94,14 +97,29 @@ def _shard(split: Any, rank: int, world: int) -> Any:
     return split[lo:hi]
 
 
-def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int) -> DataLoader:
-    if world == 1:
-        return DataLoader(graphs, batch_size=config.batch_size, shuffle=config.shuffle)
-    from torch.utils.data.distributed import DistributedSampler
+def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
+                  shapes: dict[str, int] | None = None) -> Any:
+    """The training batches: PyG ``Batch`` objects, or with ``shapes`` (static shapes)
+    :class:`~graphpe.nn.static.StaticBatch` objects padded by the loader
+    (:class:`~graphpe.nn.static.StaticCollate`), in ``config.num_workers`` worker processes
+    (pinned for asynchronous copies to a GPU)."""
+    if (isinstance(config.num_workers, bool) or not isinstance(config.num_workers, int)
+            or config.num_workers < 0):
+        raise ValueError(f"num_workers must be a non-negative int, got {config.num_workers!r}")
+    sampler = None
+    if world > 1:
+        from torch.utils.data.distributed import DistributedSampler
 
-    sampler = DistributedSampler(graphs, num_replicas=world, rank=rank,
-                                 shuffle=config.shuffle, seed=config.seed)
-    return DataLoader(graphs, batch_size=config.batch_size, sampler=sampler)
+        sampler = DistributedSampler(graphs, num_replicas=world, rank=rank,
+                                     shuffle=config.shuffle, seed=config.seed)
+    options = {"batch_size": config.batch_size, "num_workers": config.num_workers,
+               "shuffle": config.shuffle if sampler is None else None, "sampler": sampler,
+               "pin_memory": config.num_workers > 0 and str(config.device).startswith("cuda")}
+    if shapes is None:
+        return DataLoader(graphs, **options)
+    from graphpe.nn.static import StaticCollate
+
+    return torch.utils.data.DataLoader(graphs, collate_fn=StaticCollate(**shapes), **options)
 
 
 # glibc's mallopt parameters (malloc.h)
@@ -328,7 +346,6 @@ def fit(
     # node classification: one graph shared by the splits, evaluated whole by every process
     shard_eval = world > 1 and bundle.task != "node_classification"
     eval_split = (lambda split: _shard(split, rank, world)) if shard_eval else (lambda s: s)
-    train_loader = _train_loader(bundle.train, config, rank, world)
     val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
     test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
@@ -348,6 +365,7 @@ def fit(
         forward = maybe_compile(StaticGPS(model), config.compile, device, static=True)
     else:
         forward = maybe_compile(train_model, config.compile, device)
+    train_loader = _train_loader(bundle.train, config, rank, world, shapes)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
     better = (lambda a, b: a > b) if bundle.higher_is_better else (lambda a, b: a < b)
     best = {"epoch": -1, "val": -math.inf if bundle.higher_is_better else math.inf}
@@ -372,7 +390,7 @@ def fit(
                disable=not config.progress or rank != 0)
     for epoch in bar:
         if train_split is not None and epoch > 0:
-            train_loader = _train_loader(train_split(epoch), config, rank, world)
+            train_loader = _train_loader(train_split(epoch), config, rank, world, shapes)
         if hasattr(train_loader.sampler, "set_epoch"):
             train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
         model.train()
@@ -380,10 +398,8 @@ def fit(
         total, count = torch.zeros((), dtype=torch.float64, device=device), 0
         for batch in train_loader:
             opt.zero_grad()
-            if shapes is not None:
-                from graphpe.nn.static import static_batch
-
-                sb = static_batch(batch, **shapes).to(device, non_blocking=True)
+            if shapes is not None:  # a StaticBatch, padded by the loader
+                sb = batch.to(device, non_blocking=True)
                 if config.compile:  # a new iteration for CUDA graphs (mode='reduce-overhead')
                     torch.compiler.cudagraph_mark_step_begin()
                 out, y = forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
@@ -397,8 +413,9 @@ def fit(
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
             opt.step()
-            total += loss.detach().double() * batch.num_graphs
-            count += batch.num_graphs
+            graphs = batch.graph_count if shapes is not None else batch.num_graphs
+            total += loss.detach().double() * graphs
+            count += graphs
         total = float(total)
         sched.step()
         if world > 1:  # the training loss over all processes' graphs (sums, not averages)

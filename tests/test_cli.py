@@ -203,10 +203,11 @@ def test_static_shapes_flag_trains_a_gps(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gps", "--pe", "rwse:walk_length=6", "--channels", "16",
                             "--layers", "1", "--epochs", "1", "--static-shapes",
-                            "--results", str(results)], capsys)
+                            "--num-workers", "2", "--results", str(results)], capsys)
     assert code == 0, err
     record = json.loads(results.read_text())
     assert record["config"]["static_shapes"] is True and record["epochs_run"] == 1
+    assert record["config"]["num_workers"] == 2  # the batches padded in worker processes
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gine", "--epochs", "1", "--static-shapes"], capsys)
     assert code == 2 and "StaticGPS runs a GPS model, got GINE" in err

@@ -218,3 +218,23 @@ def test_retain_freed_host_memory_takes_effect_on_glibc():
         assert took
     x = torch.randn(300_000, 16)  # large blocks still allocate, free and compute as before
     assert torch.equal((x + x) - x, x)
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_worker_processes_give_the_same_run(static):
+    """Training batches prepared in DataLoader worker processes (collation, and the static
+    padding by StaticCollate) train exactly as those prepared in the loop."""
+    import warnings
+
+    records = []
+    for workers in (0, 2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # static shapes on the CPU
+            records.append(run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+                               config=TrainConfig(epochs=2, batch_size=8, progress=False,
+                                                  static_shapes=static, num_workers=workers)))
+    for a, b in zip(*(r["history"] for r in records), strict=True):
+        assert a["train_loss"] == b["train_loss"] and a["val"] == b["val"]
+    with pytest.raises(ValueError, match="num_workers must be a non-negative int, got -1"):
+        run(csl_bundle(), ["rwse"], model="gine", channels=8, layers=1,
+            config=TrainConfig(epochs=1, batch_size=8, progress=False, num_workers=-1))
