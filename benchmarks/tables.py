@@ -117,7 +117,7 @@ def train_step_table(data: dict) -> str:
         lines.append(f"- OnTheFlyPE(RWSE(16), LapPE(8), RFP(16, 8), {r['rfp_draws']} draw"
                      f"{'s' if r['rfp_draws'] > 1 else ''}) inside the step on "
                      f"{r['batch_size']} graphs: {r['ms_precomputed']:.0f} ms -> "
-                     f"{r['ms_on_the_fly']:.0f} ms, +{r['overhead']:.0%} (target < 15%, "
+                     f"{r['ms_on_the_fly']:.0f} ms, +{r['overhead']:.1%} (target < 15%, "
                      f"{verdict}).")
     return "\n".join(lines)
 
