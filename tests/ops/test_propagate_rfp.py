@@ -159,3 +159,20 @@ def test_edge_form_operator_is_differentiable():
     dense[ei[0], ei[1]] = values.detach()
     sparse_traj = propagate(dense.to_sparse(), x0, 3, "l2")
     assert torch.allclose(traj.detach(), sparse_traj)
+
+
+def test_one_padded_bucket_equals_size_buckets(families, monkeypatch):
+    """normalize_per_graph's one-bucket path (every graph zero-padded to the largest, taken
+    where the padded tensor is small for the device: on GPUs nearly always) gives the
+    exact-size buckets' result: zero rows change neither the Gram matrix nor the
+    projections."""
+    import importlib
+
+    propagate_module = importlib.import_module("graphpe.ops.propagate")
+    batch = Batch.from_data_list([g for g in families.values() if g.num_nodes > 0] * 3)
+    x = torch.randn(batch.num_nodes, 2 * 4, dtype=torch.float64)
+    out = {}
+    for limit in (0, 1 << 30):  # 0: never one bucket; 2**30: always
+        monkeypatch.setitem(propagate_module.ONE_BUCKET_MAX_ENTRIES, "cpu", limit)
+        out[limit] = normalize_per_graph(x, batch.ptr, "qr", block=4)
+    assert torch.allclose(out[0], out[1 << 30], atol=1e-10)
