@@ -17,6 +17,10 @@ both paths against each other.
 
 from __future__ import annotations
 
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import llvmlite.binding as llvm
@@ -33,6 +37,46 @@ KERNELS = ("auto", "compiled", "tensor")
 COMPILED_MAX_NODES = 1024
 # Reassociation lets LLVM vectorize the dot products; no code here relies on IEEE order.
 _FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
+# The fewest nodes a thread is given by run_over_graphs: below that, handing a chunk to a
+# thread (tens of microseconds) costs more than it saves.
+PARALLEL_MIN_NODES = 1024
+
+
+def graph_chunks(ptr: np.ndarray, threads: int | None = None,
+                 min_nodes: int | None = None) -> list[tuple[int, int]]:
+    """Contiguous ranges ``[a, b)`` of the graphs of ``ptr``, one per thread, balanced by
+    node count: at most ``threads`` (default ``torch.get_num_threads()``) ranges of at least
+    ``min_nodes`` (default :data:`PARALLEL_MIN_NODES`) nodes each. One range outside the main
+    thread (a caller's own worker threads, e.g. ``precompute(num_workers=...)``, are not split
+    again)."""
+    num_graphs = ptr.shape[0] - 1
+    min_nodes = PARALLEL_MIN_NODES if min_nodes is None else min_nodes
+    threads = torch.get_num_threads() if threads is None else threads
+    if threading.current_thread() is not threading.main_thread():
+        threads = 1
+    count = min(threads, int(ptr[-1]) // max(min_nodes, 1)) if num_graphs else 1
+    if count <= 1:
+        return [(0, num_graphs)]
+    cuts = np.searchsorted(ptr, ptr[-1] * np.arange(1, count) / count)
+    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < num_graphs}), num_graphs]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+_POOL: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def run_over_graphs(call: Callable[[int, int], object], chunks: list[tuple[int, int]]) -> None:
+    """``call(a, b)`` for every range of :func:`graph_chunks`, in threads when there are
+    several (the compiled kernels release the GIL, and each writes only its graphs' rows, so
+    the result is the same as one call over all graphs)."""
+    if len(chunks) == 1:
+        call(*chunks[0])
+        return
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():  # a forked child (DataLoader worker) has no
+        _POOL = (os.getpid(), ThreadPoolExecutor(os.cpu_count() or 1))  # parent's threads
+    for future in [_POOL[1].submit(call, a, b) for a, b in chunks]:
+        future.result()
 
 
 
@@ -202,7 +246,9 @@ def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: in
     into the rows of ``out`` ``[N, T]`` (other graphs' rows are left as they are); with
     ``self_loops`` the walk may take the graph's self loops (``A_ii`` = their weight)."""
     loops = csr.loops if self_loops else np.zeros_like(csr.loops)
-    _landing_probs(csr.indptr, csr.indices, csr.weight, loops, ptr, walk_length, max_nodes, out)
+    run_over_graphs(lambda a, b: _landing_probs(csr.indptr, csr.indices, csr.weight, loops,
+                                                ptr[a : b + 1], walk_length, max_nodes, out),
+                    graph_chunks(ptr))
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
@@ -1052,9 +1098,13 @@ def laplacian_eigenpairs_host(
     mask = np.zeros((num_graphs, k), dtype=np.bool_)
     flips = _NO_FLIPS if flips is None else flips
     norm, sign_code = NORMALIZATION_CODES[normalization], SIGN_CODES[sign]
-    _laplacian_eigenpairs(csr.indptr, csr.indices, csr.weight, ptr, k, norm, keep_trivial,
-                          sign_code, flips, min(max_nodes, SMALL_EIGH_MAX), sign_tol, eigvals,
-                          eigvecs, mask)
+    per_graph_flips = sign_code == SIGN_CODES["random"]  # [G, k]: each chunk its rows
+    run_over_graphs(
+        lambda a, b: _laplacian_eigenpairs(
+            csr.indptr, csr.indices, csr.weight, ptr[a : b + 1], k, norm, keep_trivial,
+            sign_code, flips[a:b] if per_graph_flips else flips,
+            min(max_nodes, SMALL_EIGH_MAX), sign_tol, eigvals[a:b], eigvecs, mask[a:b]),
+        graph_chunks(ptr))
     sizes = ptr[1:] - ptr[:-1]
     biggest = int(sizes.max()) if num_graphs else 0
     if biggest <= min(SMALL_EIGH_MAX, max_nodes):
@@ -1232,8 +1282,10 @@ def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray,
     their span (numerical rank) and is set to zero, so ``n < d`` gives ``n`` columns and zeros.
     """
     out = np.empty((x0.shape[0], x0.shape[1], steps + 1, x0.shape[2]), dtype=out_dtype)
-    _propagate(csr.indptr, csr.indices, csr.weight, ptr, OPERATOR_CODES[operator], x0, steps,
-               normalization == "qr", rank_tol, out)
+    run_over_graphs(lambda a, b: _propagate(csr.indptr, csr.indices, csr.weight, ptr[a : b + 1],
+                                            OPERATOR_CODES[operator], x0, steps,
+                                            normalization == "qr", rank_tol, out),
+                    graph_chunks(ptr))
     return out
 
 

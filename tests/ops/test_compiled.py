@@ -422,3 +422,71 @@ def test_smallest_by_bisection_on_split_tridiagonals():
         for lam, b in zip(lams[:want], blocks[:want].astype(int), strict=True):
             end = starts[starts.index(b) + 1] if b != starts[-1] else n
             assert np.abs(np.linalg.eigvalsh(dense[b:end, b:end]) - lam).min() <= 1e-11
+
+
+def test_graph_chunks_cover_every_graph_once():
+    from graphpe.ops.compiled import graph_chunks
+
+    sizes = np.array([5, 300, 7, 7, 900, 40, 1, 0, 260, 33])
+    ptr = np.concatenate([[0], np.cumsum(sizes)])
+    for threads in (1, 2, 3, 8):
+        chunks = graph_chunks(ptr, threads, min_nodes=100)
+        assert chunks[0][0] == 0 and chunks[-1][1] == len(sizes)
+        assert all(a < b for a, b in chunks)
+        assert all(b == c for (_, b), (c, _) in zip(chunks[:-1], chunks[1:], strict=True))
+        assert len(chunks) <= threads
+    assert graph_chunks(ptr, 8, min_nodes=10_000) == [(0, len(sizes))]  # too little work
+    assert graph_chunks(np.array([0]), 4, min_nodes=1) == [(0, 0)]  # no graphs
+    import threading
+
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(graph_chunks(ptr, 8, min_nodes=1)))
+    worker.start()
+    worker.join()
+    assert seen == [[(0, len(sizes))]]  # not split again inside a caller's thread
+
+
+def test_kernels_over_graph_chunks_in_threads_equal_one_call(families, monkeypatch):
+    """RWSE, LapPE (canonical and random signs) and RFP with the graphs split over threads:
+    the same bits as one call over all graphs (each graph's rows are its own)."""
+    import graphpe.ops.compiled as compiled
+
+    graphs = [g for g in families.values() if g.num_nodes > 0] * 4
+    batch = Batch.from_data_list(graphs)
+    x0 = torch.randn(batch.num_nodes, 2, 3)
+
+    def encode():
+        torch.manual_seed(0)
+        gen = torch.Generator().manual_seed(1)
+        return [random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr),
+                *laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr),
+                *laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr,
+                                      sign="random", generator=gen),
+                random_feature_propagation(batch.edge_index, batch.num_nodes, x0, 3,
+                                           ptr=batch.ptr)]
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    one = encode()
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    monkeypatch.setattr(compiled, "PARALLEL_MIN_NODES", 8)
+    assert len(compiled.graph_chunks(batch.ptr.numpy())) == 4
+    split = encode()
+    assert all(torch.equal(a, b) for a, b in zip(one, split, strict=True))
+
+
+def test_thread_pool_in_a_forked_child():
+    """A DataLoader worker is a fork of a process whose pool threads it does not have: the
+    child starts its own pool instead of waiting on the parent's forever."""
+    import multiprocessing
+
+    from graphpe.ops.compiled import run_over_graphs
+
+    out = []
+    run_over_graphs(lambda a, b: out.append((a, b)), [(0, 1), (1, 2)])  # the parent's pool
+    ctx = multiprocessing.get_context("fork")
+    child = ctx.Process(target=run_over_graphs, args=(lambda a, b: None, [(0, 1), (1, 2)]))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():  # hung on the parent's pool
+        child.kill()
+    assert child.exitcode == 0 and sorted(out) == [(0, 1), (1, 2)]
