@@ -15,19 +15,20 @@ COMPUTE_ON = ("auto", "device", "host")
 # The largest graph ``compute_on="auto"`` sends to the host. Measured: OnTheFlyPE(RWSE(16),
 # LaplacianPE(8), RFP(16, 8, 4 draws)) on 256 ZINC graphs (9-38 nodes) took 131 ms on an
 # H200 (torch formulation: thousands of small kernel launches and dozens of host syncs per
-# call) against 52 ms for the compiled host kernels on one CPU thread (1 draw, 128 graphs:
-# ~10 ms). Per graph the host cost grows with its size (LapPE's dense eigh as n^3) while the
-# GPU's launches do not, so larger graphs stay on the device until measured otherwise.
+# call) against 51 ms for the compiled host kernels on one CPU thread and 29 ms on two (they
+# split the graphs over torch's threads). Per graph the host cost grows with its size
+# (LapPE's dense eigh as n^3) while the GPU's launches do not, so larger graphs stay on the
+# device until measured otherwise.
 HOST_MAX_NODES = 64
 
 
 class OnTheFlyPE(nn.Module):
-    """Computes the given PEs for every ``Batch`` inside ``forward``, on the batch's device, so
-    training needs no precompute pass. In ``train()`` mode random encodings (RFP draws, random
-    LapPE signs) are drawn anew at every call; in ``eval()`` mode every call draws them from a
-    generator seeded afresh (the transform's ``seed``, or 0 without one), so evaluating the same
-    batch twice gives the same features, and the training stream is left where it was. Put it
-    in front of a model::
+    """Computes the given PEs for every ``Batch`` inside ``forward`` (the results on the batch's
+    device), so training needs no precompute pass. In ``train()`` mode random encodings (RFP
+    draws, random LapPE signs) are drawn anew at every call; in ``eval()`` mode every call
+    draws them from a generator seeded afresh (the transform's ``seed``, or 0 without one), so
+    evaluating the same batch twice gives the same features, and the training stream is left
+    where it was. Put it in front of a model::
 
         model = torch.nn.Sequential(OnTheFlyPE([RWSE(16), RFP(16, 8)]), gps)
 
