@@ -356,8 +356,9 @@ def relative_walk_probs(csr: HostCSR, ptr: np.ndarray, pair_ptr: np.ndarray, num
     """RRWP of every graph: ``out[p, k] = (M^k)_ij`` for the pair ``p = (i, j)`` (row-major
     per graph from ``pair_ptr[g]``) and ``M = D^-1 A`` with the self loops; fills
     ``pair_index [2, P]`` (global node ids) and ``out [P, K]`` (float32 or float64)."""
-    _relative_walk_probs(csr.indptr, csr.indices, csr.weight, csr.loops, ptr, pair_ptr,
-                         num_steps, pair_index, out)
+    run_over_graphs(lambda a, b: _relative_walk_probs(
+        csr.indptr, csr.indices, csr.weight, csr.loops, ptr[a : b + 1], pair_ptr[a : b + 1],
+        num_steps, pair_index, out), graph_chunks(ptr))
 
 
 # Up to this size all K powers of a graph are kept (a [K, n * n] float64 scratch: 21 x 96^2 is

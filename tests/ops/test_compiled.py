@@ -447,9 +447,10 @@ def test_graph_chunks_cover_every_graph_once():
 
 
 def test_kernels_over_graph_chunks_in_threads_equal_one_call(families, monkeypatch):
-    """RWSE, LapPE (canonical and random signs) and RFP with the graphs split over threads:
+    """RWSE, LapPE (canonical and random signs), RFP and RRWP with the graphs split over threads:
     the same bits as one call over all graphs (each graph's rows are its own)."""
     import graphpe.ops.compiled as compiled
+    from graphpe.ops.pairwise import relative_random_walk_probs
 
     graphs = [g for g in families.values() if g.num_nodes > 0] * 4
     batch = Batch.from_data_list(graphs)
@@ -463,7 +464,9 @@ def test_kernels_over_graph_chunks_in_threads_equal_one_call(families, monkeypat
                 *laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr,
                                       sign="random", generator=gen),
                 random_feature_propagation(batch.edge_index, batch.num_nodes, x0, 3,
-                                           ptr=batch.ptr)]
+                                           ptr=batch.ptr),
+                *relative_random_walk_probs(batch.edge_index, batch.num_nodes, 4,
+                                            ptr=batch.ptr)[:2]]
 
     monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
     one = encode()
