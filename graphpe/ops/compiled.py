@@ -68,7 +68,9 @@ _POOL: tuple[int, ThreadPoolExecutor] | None = None
 def run_over_graphs(call: Callable[[int, int], object], chunks: list[tuple[int, int]]) -> None:
     """``call(a, b)`` for every range of :func:`graph_chunks`, in threads when there are
     several (the compiled kernels release the GIL, and each writes only its graphs' rows, so
-    the result is the same as one call over all graphs)."""
+    the result is the same as one call over all graphs). Each call repeats its kernel's
+    batch-wide setup (degrees, operator values: one O(N + E) pass), small against the
+    per-graph work it shares out, and done in parallel."""
     if len(chunks) == 1:
         call(*chunks[0])
         return
