@@ -88,3 +88,42 @@ def test_two_processes_equal_one_process_with_the_combined_batch(tmp_path, monke
         assert record["test"] == pytest.approx(single["test"])
         for a, b in zip(record["history"], single["history"], strict=True):
             assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-5)
+
+
+def _draws_worker(rank: int, world: int, port: int, out_dir: str) -> None:
+    import torch.distributed as dist
+    from torch_geometric.data import Batch
+
+    from graphpe.synthetic import csl_graphs
+    from graphpe.transforms import RFP, OnTheFlyPE, precompute
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        graphs = csl_graphs(per_class=1, seed=0)[:4]
+        batch = Batch.from_data_list(graphs)
+        out = {}
+        for run in ("a", "b"):  # the same seeded transform built afresh: a reproducible run
+            otf = OnTheFlyPE([RFP(4, 2, seed=3)])
+            out[f"train_{run}"] = [otf(batch).rfp, otf(batch).rfp]
+        out["eval"] = otf.eval()(batch).rfp
+        out["precompute"] = precompute(graphs, [RFP(4, 2, seed=3)], progress=False)[0].rfp
+        torch.save(out, os.path.join(out_dir, f"draws{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_each_process_draws_its_own_training_stream(tmp_path, monkeypatch):
+    """A seeded random transform held by every process of a distributed run: training draws
+    (OnTheFlyPE in train mode) differ between processes, and are reproducible per process;
+    evaluation draws and precompute are the same in every process."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    mp.spawn(_draws_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    r0, r1 = (torch.load(tmp_path / f"draws{rank}.pt") for rank in (0, 1))
+    for r in (r0, r1):
+        assert all(torch.equal(a, b) for a, b in zip(r["train_a"], r["train_b"], strict=True))
+        assert not torch.equal(r["train_a"][0], r["train_a"][1])  # the stream advances
+    assert not torch.equal(r0["train_a"][0], r1["train_a"][0])
+    assert torch.equal(r0["eval"], r1["eval"])
+    assert torch.equal(r0["precompute"], r1["precompute"])

@@ -117,6 +117,15 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | No
 _FIXED = object()
 
 
+def distributed_rank() -> int | None:
+    """This process's rank in an initialized ``torch.distributed`` run of several processes,
+    else None."""
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        return dist.get_rank()
+    return None
+
+
 def _mix_seeds(base: int, worker_seed: int) -> int:
     """A 63-bit seed from two (an odd multiplier spreads the worker seed over all bits)."""
     return (base ^ (worker_seed * 0x9E3779B97F4A7C15)) & ((1 << 63) - 1)
@@ -129,22 +138,38 @@ class PETransform(BaseTransform):
     draw successive numbers, :meth:`reset_generator` restarts the stream (precompute does, so a
     dataset precompute is reproducible), and a draw never depends on the device. In a
     ``DataLoader`` worker process (a dataset's ``transform``) each worker draws its own stream
-    (:meth:`draw_generator`), not a copy of the others'.
+    (:meth:`draw_generator`), not a copy of the others', and so does each process of a
+    distributed run (except inside :meth:`shared_stream`, as ``precompute`` runs).
     """
 
     seed: int | None = None
-    # the DataLoader worker seed the generator was derived for (None: not derived; _FIXED:
-    # inside fixed_draws, left alone)
-    _worker_seed: int | object | None = None
+    # what the generator's stream was derived for: (DataLoader worker seed, distributed
+    # rank), (None, None) for the transform's own stream; _FIXED inside fixed_draws
+    _stream: tuple[int | None, int | None] | object = (None, None)
+    # inside shared_stream: the same draws in every process of a distributed run
+    _shared: bool = False
 
     def reset_generator(self) -> None:
         """Restart the stream of random draws from ``seed`` (a fresh random one if None)."""
         self._generator = torch.Generator()
-        self._worker_seed = None
+        self._stream = (None, None)
         if self.seed is not None:
             self._generator.manual_seed(self.seed)
         else:
             self._generator.seed()
+        self._base_seed = self._generator.initial_seed()
+
+    @contextlib.contextmanager
+    def shared_stream(self) -> Iterator[None]:
+        """Inside the block, every process of a distributed run draws the same numbers (the
+        transform's own stream, not one derived from the process's rank): ``precompute``
+        runs in it, so that every process encodes a dataset alike."""
+        saved = self._shared
+        self._shared = True
+        try:
+            yield
+        finally:
+            self._shared = saved
 
     def draw_generator(self) -> torch.Generator:
         """The generator :meth:`compute` draws from. In the main process, the transform's one
@@ -153,12 +178,25 @@ class PETransform(BaseTransform):
         (identical random features for the graphs the workers load side by side); there the
         stream is derived once per worker from the transform's seed and the worker's seed
         (``get_worker_info().seed``: distinct per worker and per epoch, and fixed by
-        ``torch.manual_seed`` in the main process, so runs stay reproducible)."""
+        ``torch.manual_seed`` in the main process, so runs stay reproducible). In a
+        ``torch.distributed`` run of several processes, each holding the same seeded transform,
+        the process's rank enters the derivation as well, so the graphs one process encodes do
+        not get the draws the others give theirs (outside :meth:`shared_stream`)."""
+        if self._stream is _FIXED:
+            return self._generator
         info = torch.utils.data.get_worker_info()
-        if info is not None and self._worker_seed is not _FIXED and self._worker_seed != info.seed:
-            base = self.seed if self.seed is not None else self._generator.initial_seed()
-            self._generator = torch.Generator().manual_seed(_mix_seeds(base, info.seed))
-            self._worker_seed = info.seed
+        stream = (None if info is None else info.seed,
+                  None if self._shared else distributed_rank())
+        if stream != self._stream:
+            seed = self.__dict__.get("_base_seed")
+            if seed is None:  # a transform pickled before _base_seed existed
+                seed = self.seed if self.seed is not None else self._generator.initial_seed()
+            if stream[1] is not None:
+                seed = _mix_seeds(seed, stream[1] + 1)
+            if stream[0] is not None:
+                seed = _mix_seeds(seed, stream[0])
+            self._generator = torch.Generator().manual_seed(seed)
+            self._stream = stream
         return self._generator
 
     @contextlib.contextmanager
@@ -166,13 +204,13 @@ class PETransform(BaseTransform):
         """Inside the block, draws come from a generator seeded afresh (``seed``, or 0 without
         one), in any process: the same features on every call (evaluation); the transform's
         stream is left where it was."""
-        saved = self.__dict__.get("_generator"), self._worker_seed
+        saved = self.__dict__.get("_generator"), self._stream
         self._generator = torch.Generator().manual_seed(0 if self.seed is None else self.seed)
-        self._worker_seed = _FIXED
+        self._stream = _FIXED
         try:
             yield
         finally:
-            self._generator, self._worker_seed = saved
+            self._generator, self._stream = saved
 
     def compute(
         self,

@@ -362,9 +362,23 @@ def _run(
     progress: bool,
     num_workers: int = 1,
 ) -> dict[str, Tensor]:
-    for t in transforms:
-        if getattr(t, "_generator", None) is not None:
-            t.reset_generator()  # the same seed gives the same result on every run
+    with contextlib.ExitStack() as stack:
+        for t in transforms:
+            if getattr(t, "_generator", None) is not None:
+                t.reset_generator()  # the same seed gives the same result on every run
+                # and in every process of a distributed run, which all encode the dataset
+                stack.enter_context(t.shared_stream())
+        return _encode(structure, transforms, batch_size, device, progress, num_workers)
+
+
+def _encode(
+    structure: _Structure,
+    transforms: list[PETransform],
+    batch_size: int,
+    device: torch.device | str | None,
+    progress: bool,
+    num_workers: int,
+) -> dict[str, Tensor]:
     total = structure.num_graphs
     on_cpu = device is None or torch.device(device).type == "cpu"
     # Shards: the compiled CPU kernels release the GIL, so threads encode contiguous shards

@@ -79,4 +79,4 @@ def test_dataloader_workers_draw_their_own_streams(seed):
     signs = draws(LaplacianPE(2, sign="random", seed=seed), "lap_pe")
     assert len({tuple(x.flatten().tolist()) for x in signs}) > 1
     # the main process's stream is untouched by the workers' derivation
-    assert rfp._worker_seed is None
+    assert rfp._stream == (None, None)
