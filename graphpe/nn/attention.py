@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from graphpe.ops.compiled import use_host_kernels
+from graphpe.ops.compiled import rows_or_zero, use_host_kernels
 from graphpe.ops.dropout import dropout_host, dropout_keys
 
 # The cost model that picks the buckets: a bucket of ``g`` graphs padded to ``n`` nodes costs
@@ -107,14 +107,41 @@ class GraphLayout:
         key = ("rows", width)
         if key not in self._bias_cache:
             device = self.slot.device
-            starts = torch.tensor([b.start for b in self.buckets], device=device)
-            sizes = torch.tensor([b.num_graphs * b.size for b in self.buckets], device=device)
+            starts = torch.tensor([b.start for b in self.buckets], dtype=torch.long,
+                                  device=device)  # long also without buckets (no nodes)
+            sizes = torch.tensor([b.num_graphs * b.size for b in self.buckets],
+                                 dtype=torch.long, device=device)
             which = torch.searchsorted(starts, self.slot, right=True) - 1
             start, size = starts[which], sizes[which]
             part = torch.arange(width, device=device)
             self._bias_cache[key] = ((width * start + self.slot - start).unsqueeze(1)
                                      + part * size.unsqueeze(1)).flatten()
         return self._bias_cache[key]
+
+    def head_sources(self, width: int) -> Tensor:
+        """The inverse of :meth:`head_rows`: for each row of the ``[width * num_slots,
+        head_dim]`` padded buffer, the row of ``x.view(-1, head_dim)`` it holds, or -1 on
+        padding (the buffer filled as a gather, :func:`graphpe.ops.compiled.rows_or_zero`).
+        Cached per ``width``."""
+        key = ("sources", width)
+        if key not in self._bias_cache:
+            rows = self.head_rows(width)
+            sources = torch.full((width * self.num_slots,), -1, dtype=torch.long,
+                                 device=rows.device)
+            sources[rows] = torch.arange(rows.numel(), device=rows.device)
+            self._bias_cache[key] = sources
+        return self._bias_cache[key]
+
+    def padded_heads(self, x: Tensor, width: int) -> Tensor:
+        """``x [N, width * head_dim]`` laid into the head-major padded buffer ``[width *
+        num_slots, head_dim]`` (:meth:`head_rows`), zero on padding rows: on the CPU one
+        compiled gather (:func:`~graphpe.ops.compiled.rows_or_zero`), elsewhere a zero fill
+        and an ``index_copy_``."""
+        head_dim = x.size(1) // width
+        if use_host_kernels(x):
+            return rows_or_zero(x.reshape(-1, head_dim), self.head_sources(width))
+        return x.new_zeros(width * self.num_slots, head_dim).index_copy_(
+            0, self.head_rows(width), x.reshape(-1, head_dim))
 
     @property
     def padded_entries(self) -> int:
@@ -270,8 +297,7 @@ class _GraphAttentionCore(torch.autograd.Function):
         slots, w3 = layout.num_slots, 3 * heads
         # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
         # and values under the -inf key bias)
-        padded = qkv.new_zeros(w3 * slots, dim).index_copy_(0, layout.head_rows(w3),
-                                                            qkv.reshape(-1, dim))
+        padded = layout.padded_heads(qkv, w3)
         out_padded = qkv.new_empty(heads * slots, dim)
         saved = []
         for i, b in enumerate(layout.buckets):
@@ -304,8 +330,7 @@ class _GraphAttentionCore(torch.autograd.Function):
         slots, w3 = layout.num_slots, 3 * heads
         # padding query rows get a zero output gradient: their (real) attention weights then
         # send nothing to the values and keys
-        grad_padded_out = grad_out.new_zeros(heads * slots, dim).index_copy_(
-            0, layout.head_rows(heads), grad_out.reshape(-1, dim))
+        grad_padded_out = layout.padded_heads(grad_out, heads)
         grad_padded = grad_out.new_empty(w3 * slots, dim)  # padding rows are never read
         grad_pair = (None if ctx.pair_slots is None
                      else grad_out.new_zeros(ctx.pair_shape))

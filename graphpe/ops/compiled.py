@@ -148,6 +148,36 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     return np.empty(shape, dtype=dtype)
 
 
+@numba.njit(cache=True, nogil=True)
+def _rows_or_zero(src, index, out):  # pragma: no cover - compiled
+    width = src.shape[1]
+    zero = src.dtype.type(0.0)
+    for p in range(index.shape[0]):
+        r = index[p]
+        if r < 0:
+            for c in range(width):
+                out[p, c] = zero
+        else:
+            for c in range(width):
+                out[p, c] = src[r, c]
+
+
+def rows_or_zero(src: Tensor, index: Tensor) -> Tensor:
+    """``out[p] = src[index[p]]``, or a zero row where ``index[p] < 0``: a CPU ``[P, width]``
+    tensor from ``src [R, width]`` (float32 or float64) and int64 ``index [P]`` (entries in
+    ``[-1, R)``, not checked: callers build them).
+
+    A scatter into a zero-padded buffer (``new_zeros(...).index_copy_(0, rows, src)``) written
+    as a gather, one pass over the output in order: the padded buffers of the bucketed
+    attention take ~25 us this way against ~110 us for the scatter on a ZINC batch of 32
+    (9,000 rows of 16 in a buffer of 11,500), where the scatter's writes jump between the
+    heads' blocks."""
+    src = src.detach().contiguous()
+    out = host_empty((index.shape[0], src.shape[1]), src.numpy().dtype)
+    _rows_or_zero(src.numpy(), index.numpy(), out)
+    return torch.from_numpy(out)
+
+
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
     """The numpy dtype of a floating torch dtype (float64 for those numpy lacks)."""
     return {torch.float32: np.float32, torch.float64: np.float64,

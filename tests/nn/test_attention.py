@@ -124,6 +124,22 @@ def test_head_rows_put_each_head_vector_in_its_buckets_head_major_block(sizes, m
     assert layout.head_rows(width) is layout.head_rows(width)  # cached for every layer
 
 
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 9), min_size=1, max_size=7), max_buckets=st.integers(1, 4),
+       width=st.integers(1, 6), dtype=st.sampled_from([torch.float32, torch.float64]))
+def test_padded_heads_gather_equals_the_zero_filled_scatter(sizes, max_buckets, width, dtype):
+    """The CPU's padded buffer, filled as a gather (``rows_or_zero`` over ``head_sources``), is
+    the scatter into zeros that other devices run: every head vector in its row, zeros on
+    padding."""
+    layout = graph_layout(ptr_of(sizes), max_buckets=max_buckets, bucket_overhead=10)
+    x = torch.randn(sum(sizes), width * 3, dtype=dtype)
+    want = x.new_zeros(width * layout.num_slots, 3).index_copy_(
+        0, layout.head_rows(width), x.reshape(-1, 3))
+    got = layout.padded_heads(x, width)
+    assert got.dtype == dtype and torch.equal(got, want)
+    assert layout.head_sources(width) is layout.head_sources(width)  # cached for every layer
+
+
 @settings(max_examples=60, deadline=None)
 @given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=7), max_buckets=st.integers(1, 4),
        overhead=st.integers(0, 3000))
