@@ -264,7 +264,9 @@ def precompute(
 
     With ``cache_dir``, the outputs are stored in ``cache_dir/<key>.pt`` where the key hashes the
     transforms' settings and the graphs' structure, so a different setting or different data
-    never reuses a cache. Files are written atomically and checksummed (the temporary file of a
+    never reuses a cache. A random transform with ``seed=None`` (RFP, random LapPE signs) is
+    cached as well: a later run then reuses the first run's draws, and warns that it does.
+    Files are written atomically and checksummed (the temporary file of a
     write that was killed is removed by a later run); a damaged file is
     detected, reported and recomputed.
     """
@@ -340,6 +342,13 @@ def _precompute(
         if cached is not None:
             LOG.info("cache hit: %s", path)
             outputs = cached["outputs"]
+            unseeded = [t for t in pe if t.draws_random and getattr(t, "seed", 0) is None]
+            if unseeded:
+                # seed=None promises fresh draws, which a cache cannot keep: say so
+                warnings.warn(f"precompute: {', '.join(type(t).__name__ for t in unseeded)} "
+                              "with seed=None reuse the random draws cached by an earlier "
+                              f"run ({path.name}); pass seed= to make the draws reproducible, "
+                              "or drop cache_dir for fresh ones", stacklevel=2)
     edge_level = set().union(*(t.edge_attributes() for t in pe))
     if outputs is None:
         outputs = _run(structure, pe, batch_size, device, progress, num_workers)

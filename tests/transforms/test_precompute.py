@@ -62,6 +62,23 @@ class CountingRWSE(RWSE):
         return super().compute(*args, **kwargs)
 
 
+def test_cache_hit_of_unseeded_random_draws_warns(families, tmp_path):
+    """seed=None promises fresh draws; a cache hit reuses the first run's, and says so. A
+    seeded random transform (reproducible anyway) and a deterministic one hit silently."""
+    from graphpe.transforms import RFP
+
+    graphs = list(families.values())
+    first = precompute(graphs, RFP(4, 2), cache_dir=tmp_path, progress=False)
+    with pytest.warns(UserWarning, match=r"RFP with seed=None reuse the random draws cached"):
+        again = precompute(graphs, RFP(4, 2), cache_dir=tmp_path, progress=False)
+    assert all(torch.equal(x.rfp, y.rfp) for x, y in zip(first, again, strict=True))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for transforms in ([RFP(4, 2, seed=1)], [RWSE(3)]):
+            precompute(graphs, transforms, cache_dir=tmp_path, progress=False)
+            precompute(graphs, transforms, cache_dir=tmp_path, progress=False)
+
+
 def test_cache_hit_miss_and_damage(families, tmp_path):
     graphs = list(families.values())
     CountingRWSE.calls = 0
