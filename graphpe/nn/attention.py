@@ -20,6 +20,7 @@ from torch.autograd.function import once_differentiable
 
 from graphpe.ops.compiled import rows_or_zero, use_host_kernels
 from graphpe.ops.dropout import dropout_host, dropout_keys
+from graphpe.ops.softmax import softmax_keys_first, softmax_keys_first_backward
 
 # The cost model that picks the buckets: a bucket of ``g`` graphs padded to ``n`` nodes costs
 # ``g * n * n`` score entries per head, plus a fixed overhead per bucket (the kernel calls of
@@ -142,6 +143,15 @@ class GraphLayout:
             return rows_or_zero(x.reshape(-1, head_dim), self.head_sources(width))
         return x.new_zeros(width * self.num_slots, head_dim).index_copy_(
             0, self.head_rows(width), x.reshape(-1, head_dim))
+
+    def key_counts(self, bucket: Bucket) -> np.ndarray:
+        """The real nodes of each graph of ``bucket`` (int64, host): the keys its attention
+        rows weigh. Cached."""
+        key = ("counts", bucket.start)
+        if key not in self._bias_cache:
+            self._bias_cache[key] = (bucket.key_bias.view(bucket.num_graphs, bucket.size) == 0
+                                     ).sum(1).cpu().numpy().astype(np.int64)
+        return self._bias_cache[key]
 
     @property
     def padded_entries(self) -> int:
@@ -291,6 +301,10 @@ class _GraphAttentionCore(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, qkv, pair_bias, layout, heads, dropout, pair_slots):
+        ctx.keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(
+            qkv)
+        if ctx.keys_first:
+            return _GraphAttentionCore.forward_keys_first(ctx, qkv, layout, heads, dropout)
         num_nodes, width = qkv.shape
         channels, dim = width // 3, width // (3 * heads)
         scale = 1.0 / math.sqrt(dim)
@@ -322,7 +336,63 @@ class _GraphAttentionCore(torch.autograd.Function):
         return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels)
 
     @staticmethod
+    def forward_keys_first(ctx, qkv, layout, heads, dropout):
+        """The CPU's float32 forward: scores keys first (``K Q^T``), softmax and dropout down
+        each query's column by one compiled pass (:mod:`graphpe.ops.softmax`, whose short
+        loops vectorize that way round), ``P V`` from the transposed weights."""
+        num_nodes, width = qkv.shape
+        channels, dim = width // 3, width // (3 * heads)
+        scale = 1.0 / math.sqrt(dim)
+        slots, w3 = layout.num_slots, 3 * heads
+        padded = layout.padded_heads(qkv, w3)
+        out_padded = qkv.new_empty(heads * slots, dim)
+        saved = []
+        for b in layout.buckets:
+            g, n = b.num_graphs, b.size
+            qkvh = padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
+            q, k, v = qkvh[0], qkvh[1], qkvh[2]
+            probs = torch.bmm(k, q.transpose(1, 2))  # [heads * graphs, keys, queries]
+            keys = dropout_keys() if dropout > 0.0 else (0, 0)
+            dropped = softmax_keys_first(probs.numpy(), layout.key_counts(b), g, scale,
+                                         dropout, keys)
+            dropped = probs if dropped is None else torch.from_numpy(dropped)
+            torch.bmm(dropped.transpose(1, 2), v,
+                      out=out_padded[heads * b.start: heads * (b.start + g * n)]
+                      .view(heads * g, n, dim))
+            saved += [qkvh, probs, dropped]
+        ctx.layout, ctx.heads, ctx.scale = layout, heads, scale
+        ctx.save_for_backward(*saved)
+        return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels)
+
+    @staticmethod
+    def backward_keys_first(ctx, grad_out):
+        layout, heads, scale = ctx.layout, ctx.heads, ctx.scale
+        saved = ctx.saved_tensors
+        num_nodes, channels = grad_out.shape
+        dim = channels // heads
+        slots, w3 = layout.num_slots, 3 * heads
+        grad_padded_out = layout.padded_heads(grad_out.contiguous(), heads)
+        grad_padded = grad_out.new_empty(w3 * slots, dim)  # padding rows are never read
+        for i, b in enumerate(layout.buckets):
+            qkvh, probs, dropped = saved[3 * i: 3 * i + 3]
+            q, k, v = qkvh[0], qkvh[1], qkvh[2]
+            g, n = b.num_graphs, b.size
+            d_out = grad_padded_out[heads * b.start: heads * (b.start + g * n)].view(
+                heads * g, n, dim)
+            d_qkv = grad_padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
+            torch.bmm(dropped, d_out, out=d_qkv[2])  # dV = P~^T dO
+            d_scores = torch.bmm(v, d_out.transpose(1, 2))  # (dO V^T)^T, keys first
+            softmax_keys_first_backward(d_scores.numpy(), probs.numpy(), dropped.numpy(),
+                                        scale)
+            torch.bmm(d_scores.transpose(1, 2), k, out=d_qkv[0])
+            torch.bmm(d_scores, q, out=d_qkv[1])
+        grad_qkv = grad_padded.index_select(0, layout.head_rows(w3)).view(num_nodes, 3 * channels)
+        return grad_qkv, None, None, None, None, None
+
+    @staticmethod
     def backward(ctx, grad_out):
+        if ctx.keys_first:
+            return _GraphAttentionCore.backward_keys_first(ctx, grad_out)
         layout, heads, scale = ctx.layout, ctx.heads, ctx.scale
         saved = ctx.saved_tensors
         num_nodes, channels = grad_out.shape
