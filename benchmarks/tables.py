@@ -142,6 +142,12 @@ def train_step_breakdown_table(data: dict) -> str:
         lines += ["", f"The linear layers' products alone (64 -> 64, 128, 192 channels and "
                   f"128 -> 64, on {data['nodes_per_batch']} rows, one thread): "
                   f"{data['linear_gflops']:.0f} GFLOP/s."]
+    if "one_graph" in data:
+        one = data["one_graph"]
+        lines += ["", f"A step on a batch of one {one['nodes']}-node graph (the cost that does "
+                  "not grow with the batch: dispatch, autograd bookkeeping, Python): "
+                  + ", ".join(f"{name} {ms:.1f} ms" for name, ms in one["step_ms"].items())
+                  + "."]
     return "\n".join(lines)
 
 

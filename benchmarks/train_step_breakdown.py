@@ -10,6 +10,8 @@ medians over rounds in which the variants take turns:
 - graphpe's step with its attention core replaced (diagnostics, not models: their outputs
   are wrong): without the attention-weight dropout, and with the core (scores, softmax,
   dropout, ``PV`` and their backward) replaced by passing ``V`` through;
+- the step on a batch of one small graph (the smallest loaded), for both models: the cost that
+  does not grow with the batch (dispatch, autograd bookkeeping, Python);
 - the share of the step that matrix products take (``mm``, ``addmm``, ``bmm``, ``baddbmm``;
   self CPU time under ``torch.profiler``), and the rate of the linear layers' products
   timed alone on a batch's node count (GFLOP/s).
@@ -94,6 +96,22 @@ def linear_product_rate(nodes: int, channels: int = 64, repeats: int = 200) -> f
     return flops / seconds / 1e9
 
 
+def one_graph_steps(models: dict, opts: dict, graph_batch, rounds: int,
+                    steps: int = 20) -> dict[str, float]:
+    """Median ms of a step (forward, backward, optimizer) on a batch of one small graph, the
+    models taking turns: the part of a step that does not grow with the batch (dispatch,
+    autograd bookkeeping, Python)."""
+    times = {name: [] for name in models}
+    for r in range(rounds + 1):  # round 0 warms up
+        for name, model in models.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                phases(model, opts[name], graph_batch)
+            if r:
+                times[name].append((time.perf_counter() - start) / steps * 1e3)
+    return {name: round(statistics.median(t), 2) for name, t in times.items()}
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
@@ -149,6 +167,9 @@ def main(argv=None) -> None:
     shares = {name: matmul_share(models[name], opts[name], timed) for name in models}
     nodes = round(statistics.mean(b.num_nodes for b in timed))
     rate = linear_product_rate(nodes)
+    smallest = min(graphs, key=lambda g: g.num_nodes)
+    one_graph = one_graph_steps(models, opts, next(iter(DataLoader([smallest], batch_size=1))),
+                                args.rounds)
 
     rows = []
     base = None
@@ -171,13 +192,16 @@ def main(argv=None) -> None:
         print(f"{name}: matrix products {share['matmul_ms_per_step']:.1f} ms per step "
               f"({share['matmul_share']:.0%} of its self CPU time under the profiler)")
     print(f"the linear layers' products alone on {nodes} rows: {rate:.0f} GFLOP/s")
+    print(f"a step on one {smallest.num_nodes}-node graph (what does not grow with the batch): "
+          + ", ".join(f"{name} {ms:.1f} ms" for name, ms in one_graph.items()))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({
         "command": " ".join(["python benchmarks/train_step_breakdown.py",
                              *(sys.argv[1:] if argv is None else argv)]),
         "threads": args.threads, "batch_size": args.batch_size, "rounds": args.rounds,
         "steps": len(timed), "torch": torch.__version__, "rows": rows,
-        "nodes_per_batch": nodes, "linear_gflops": round(rate, 1)}, indent=2))
+        "nodes_per_batch": nodes, "linear_gflops": round(rate, 1),
+        "one_graph": {"nodes": smallest.num_nodes, "step_ms": one_graph}}, indent=2))
     print(f"wrote {args.json}")
 
 

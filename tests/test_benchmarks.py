@@ -158,8 +158,12 @@ def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     assert [r["variant"] for r in data["rows"]] == [
         "pyg GPSConv", "graphpe", "graphpe, no attention dropout", "graphpe, no attention core"]
     assert all(r["step_ms"] > 0 for r in data["rows"])
+    assert set(data["one_graph"]["step_ms"]) == {"pyg GPSConv", "graphpe"}
+    assert all(ms > 0 for ms in data["one_graph"]["step_ms"].values())
     tables = _tables()
-    assert "| graphpe, no attention core * |" in tables.train_step_breakdown_table(data)
+    table = tables.train_step_breakdown_table(data)
+    assert "| graphpe, no attention core * |" in table
+    assert f"A step on a batch of one {data['one_graph']['nodes']}-node graph" in table
 
 
 def test_grit_benchmarks_run(tmp_path, monkeypatch):
