@@ -296,19 +296,21 @@ class _GraphAttentionCore(torch.autograd.Function):
     (slices, permutes, unbinds, bias, softmax, dropout, products) and their backward allocates
     a full-size zero gradient per slice; here the whole step is one node, a scatter into the
     head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls per bucket
-    and a gather back.
+    and a gather back. On the CPU in float32 without pair biases the blocks are held keys first
+    (:math:`P^\top`, from :math:`K Q^\top`) for the compiled softmax of
+    :mod:`graphpe.ops.softmax`; the products read them transposed.
     """
 
     @staticmethod
     def forward(ctx, qkv, pair_bias, layout, heads, dropout, pair_slots):
-        ctx.keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(
-            qkv)
-        if ctx.keys_first:
-            return _GraphAttentionCore.forward_keys_first(ctx, qkv, layout, heads, dropout)
         num_nodes, width = qkv.shape
         channels, dim = width // 3, width // (3 * heads)
         scale = 1.0 / math.sqrt(dim)
         slots, w3 = layout.num_slots, 3 * heads
+        # on the CPU (float32, no pair bias) the scores are kept keys first (K Q^T): softmax
+        # and dropout then run down each query's column in one compiled pass
+        # (graphpe.ops.softmax), whose short loops vectorize that way round
+        keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(qkv)
         # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
         # and values under the -inf key bias)
         padded = layout.padded_heads(qkv, w3)
@@ -318,81 +320,33 @@ class _GraphAttentionCore(torch.autograd.Function):
             g, n = b.num_graphs, b.size
             qkvh = padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
             q, k, v = qkvh[0], qkvh[1], qkvh[2]
-            bias = layout.head_bias(b, heads, qkv.dtype)
-            scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
-            if pair_bias is not None and pair_slots[0][i].numel():
-                pairs, flat = pair_slots[0][i], pair_slots[1][i]
-                scores.view(-1).index_add_(0, flat.flatten(),
-                                           pair_bias.index_select(0, pairs).flatten())
-            probs = scores.softmax(-1)
-            dropped = attention_dropout(probs, dropout) if dropout > 0.0 else probs
-            torch.bmm(dropped, v, out=out_padded[heads * b.start: heads * (b.start + g * n)]
+            if keys_first:
+                probs = torch.bmm(k, q.transpose(1, 2))  # [heads * graphs, keys, queries]
+                dropped = softmax_keys_first(probs.numpy(), layout.key_counts(b), g, scale,
+                                             dropout, dropout_keys() if dropout else (0, 0))
+                dropped = probs if dropped is None else torch.from_numpy(dropped)
+                weights = dropped.transpose(1, 2)
+            else:
+                bias = layout.head_bias(b, heads, qkv.dtype)
+                scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
+                if pair_bias is not None and pair_slots[0][i].numel():
+                    pairs, flat = pair_slots[0][i], pair_slots[1][i]
+                    scores.view(-1).index_add_(0, flat.flatten(),
+                                               pair_bias.index_select(0, pairs).flatten())
+                probs = scores.softmax(-1)
+                dropped = attention_dropout(probs, dropout) if dropout > 0.0 else probs
+                weights = dropped
+            torch.bmm(weights, v, out=out_padded[heads * b.start: heads * (b.start + g * n)]
                       .view(heads * g, n, dim))
             saved += [qkvh, probs, dropped]
-        ctx.layout, ctx.heads, ctx.scale = layout, heads, scale
+        ctx.layout, ctx.heads, ctx.scale, ctx.keys_first = layout, heads, scale, keys_first
         ctx.pair_slots = pair_slots if pair_bias is not None else None
         ctx.pair_shape = None if pair_bias is None else pair_bias.shape
         ctx.save_for_backward(*saved)
         return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels)
 
     @staticmethod
-    def forward_keys_first(ctx, qkv, layout, heads, dropout):
-        """The CPU's float32 forward: scores keys first (``K Q^T``), softmax and dropout down
-        each query's column by one compiled pass (:mod:`graphpe.ops.softmax`, whose short
-        loops vectorize that way round), ``P V`` from the transposed weights."""
-        num_nodes, width = qkv.shape
-        channels, dim = width // 3, width // (3 * heads)
-        scale = 1.0 / math.sqrt(dim)
-        slots, w3 = layout.num_slots, 3 * heads
-        padded = layout.padded_heads(qkv, w3)
-        out_padded = qkv.new_empty(heads * slots, dim)
-        saved = []
-        for b in layout.buckets:
-            g, n = b.num_graphs, b.size
-            qkvh = padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
-            q, k, v = qkvh[0], qkvh[1], qkvh[2]
-            probs = torch.bmm(k, q.transpose(1, 2))  # [heads * graphs, keys, queries]
-            keys = dropout_keys() if dropout > 0.0 else (0, 0)
-            dropped = softmax_keys_first(probs.numpy(), layout.key_counts(b), g, scale,
-                                         dropout, keys)
-            dropped = probs if dropped is None else torch.from_numpy(dropped)
-            torch.bmm(dropped.transpose(1, 2), v,
-                      out=out_padded[heads * b.start: heads * (b.start + g * n)]
-                      .view(heads * g, n, dim))
-            saved += [qkvh, probs, dropped]
-        ctx.layout, ctx.heads, ctx.scale = layout, heads, scale
-        ctx.save_for_backward(*saved)
-        return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels)
-
-    @staticmethod
-    def backward_keys_first(ctx, grad_out):
-        layout, heads, scale = ctx.layout, ctx.heads, ctx.scale
-        saved = ctx.saved_tensors
-        num_nodes, channels = grad_out.shape
-        dim = channels // heads
-        slots, w3 = layout.num_slots, 3 * heads
-        grad_padded_out = layout.padded_heads(grad_out.contiguous(), heads)
-        grad_padded = grad_out.new_empty(w3 * slots, dim)  # padding rows are never read
-        for i, b in enumerate(layout.buckets):
-            qkvh, probs, dropped = saved[3 * i: 3 * i + 3]
-            q, k, v = qkvh[0], qkvh[1], qkvh[2]
-            g, n = b.num_graphs, b.size
-            d_out = grad_padded_out[heads * b.start: heads * (b.start + g * n)].view(
-                heads * g, n, dim)
-            d_qkv = grad_padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
-            torch.bmm(dropped, d_out, out=d_qkv[2])  # dV = P~^T dO
-            d_scores = torch.bmm(v, d_out.transpose(1, 2))  # (dO V^T)^T, keys first
-            softmax_keys_first_backward(d_scores.numpy(), probs.numpy(), dropped.numpy(),
-                                        scale)
-            torch.bmm(d_scores.transpose(1, 2), k, out=d_qkv[0])
-            torch.bmm(d_scores, q, out=d_qkv[1])
-        grad_qkv = grad_padded.index_select(0, layout.head_rows(w3)).view(num_nodes, 3 * channels)
-        return grad_qkv, None, None, None, None, None
-
-    @staticmethod
     def backward(ctx, grad_out):
-        if ctx.keys_first:
-            return _GraphAttentionCore.backward_keys_first(ctx, grad_out)
         layout, heads, scale = ctx.layout, ctx.heads, ctx.scale
         saved = ctx.saved_tensors
         num_nodes, channels = grad_out.shape
@@ -411,6 +365,14 @@ class _GraphAttentionCore(torch.autograd.Function):
             d_out = grad_padded_out[heads * b.start: heads * (b.start + g * n)].view(
                 heads * g, n, dim)
             d_qkv = grad_padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
+            if ctx.keys_first:  # probs and dropped are [heads * graphs, keys, queries]
+                torch.bmm(dropped, d_out, out=d_qkv[2])
+                d_scores = torch.bmm(v, d_out.transpose(1, 2))  # (dO V^T)^T
+                softmax_keys_first_backward(d_scores.numpy(), probs.numpy(), dropped.numpy(),
+                                            scale)  # d(logits), the scale included
+                torch.bmm(d_scores.transpose(1, 2), k, out=d_qkv[0])
+                torch.bmm(d_scores, q, out=d_qkv[1])
+                continue
             torch.bmm(dropped.transpose(1, 2), d_out, out=d_qkv[2])
             d_scores = torch.bmm(d_out, v.transpose(1, 2)).mul_(dropped)
             row = d_scores.sum(-1, keepdim=True)

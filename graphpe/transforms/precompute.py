@@ -16,7 +16,7 @@ import socket
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -351,7 +351,8 @@ def _precompute(
                               "or drop cache_dir for fresh ones", stacklevel=2)
     edge_level = set().union(*(t.edge_attributes() for t in pe))
     if outputs is None:
-        outputs = _run(structure, pe, batch_size, device, progress, num_workers)
+        with _reproducible_draws(pe):
+            outputs = _run(structure, pe, batch_size, device, progress, num_workers)
         if path is not None:
             _save_atomic(path, {"format": CACHE_FORMAT, "key": key, "outputs": outputs})
             LOG.info("cache written: %s", path)
@@ -363,6 +364,18 @@ def _precompute(
     return _attach_to_list(graphs, structure, outputs, edge_level, others, pair_level)
 
 
+@contextlib.contextmanager
+def _reproducible_draws(transforms: list[PETransform]) -> Iterator[None]:
+    """Random transforms restarted from their seeds, drawing the same stream in every process
+    of a distributed run (which all encode the dataset alike) while the block runs."""
+    with contextlib.ExitStack() as stack:
+        for t in transforms:
+            if getattr(t, "_generator", None) is not None:
+                t.reset_generator()  # the same seed gives the same result on every run
+                stack.enter_context(t.shared_stream())
+        yield
+
+
 def _run(
     structure: _Structure,
     transforms: list[PETransform],
@@ -370,23 +383,6 @@ def _run(
     device: torch.device | str | None,
     progress: bool,
     num_workers: int = 1,
-) -> dict[str, Tensor]:
-    with contextlib.ExitStack() as stack:
-        for t in transforms:
-            if getattr(t, "_generator", None) is not None:
-                t.reset_generator()  # the same seed gives the same result on every run
-                # and in every process of a distributed run, which all encode the dataset
-                stack.enter_context(t.shared_stream())
-        return _encode(structure, transforms, batch_size, device, progress, num_workers)
-
-
-def _encode(
-    structure: _Structure,
-    transforms: list[PETransform],
-    batch_size: int,
-    device: torch.device | str | None,
-    progress: bool,
-    num_workers: int,
 ) -> dict[str, Tensor]:
     total = structure.num_graphs
     on_cpu = device is None or torch.device(device).type == "cpu"
