@@ -7,9 +7,11 @@ Same models, batches and optimizer (plain Adam) as ``benchmarks/train_step.py``.
 medians over rounds in which the variants take turns:
 
 - forward, backward and optimizer milliseconds per step for both models;
-- graphpe's step with its attention core replaced (diagnostics, not models: their outputs
-  are wrong): without the attention-weight dropout, and with the core (scores, softmax,
-  dropout, ``PV`` and their backward) replaced by passing ``V`` through;
+- graphpe's step module by module (``GPSLayer.fused = False``: every submodule its own
+  autograd node), against the default one autograd node per layer (:mod:`graphpe.nn.fused`);
+- graphpe's module-by-module step with its attention core replaced (diagnostics, not models:
+  their outputs are wrong): without the attention-weight dropout, and with the core (scores,
+  softmax, dropout, ``PV`` and their backward) replaced by passing ``V`` through;
 - the step on a batch of one small graph (the smallest loaded), for both models: the cost that
   does not grow with the batch (dispatch, autograd bookkeeping, Python);
 - the share of the step that matrix products take (``mm``, ``addmm``, ``bmm``, ``baddbmm``;
@@ -141,17 +143,21 @@ def main(argv=None) -> None:
     def no_dropout(qkv, layout, heads, dropout, pair_bias=None, pair_slots=None):
         return core(qkv, layout, heads, 0.0, pair_bias, pair_slots)
 
-    variants = {  # (model, attention core)
-        "pyg GPSConv": ("pyg GPSConv", core),
-        "graphpe": ("graphpe", core),
-        "graphpe, no attention dropout": ("graphpe", no_dropout),
-        "graphpe, no attention core": ("graphpe", pass_values),
+    variants = {  # (model, attention core, layers fused)
+        "pyg GPSConv": ("pyg GPSConv", core, False),
+        "graphpe": ("graphpe", core, True),
+        "graphpe, module by module": ("graphpe", core, False),
+        # the diagnostics change the core the module path calls
+        "graphpe, no attention dropout": ("graphpe", no_dropout, False),
+        "graphpe, no attention core": ("graphpe", pass_values, False),
     }
     per_round = {name: {"forward": [], "backward": [], "optimizer": []} for name in variants}
     try:
         for r in range(args.rounds + 1):  # round 0 warms every variant up
-            for name, (model, use_core) in variants.items():
+            for name, (model, use_core, fused) in variants.items():
                 attention._attention_core = use_core
+                for layer in getattr(models[model], "layers", ()):
+                    layer.fused = fused
                 for b in warm:
                     phases(models[model], opts[model], b)
                 sums = [0.0, 0.0, 0.0]
@@ -164,6 +170,8 @@ def main(argv=None) -> None:
                         per_round[name][key].append(total / len(timed) * 1e3)
     finally:
         attention._attention_core = core
+        for layer in models["graphpe"].layers:
+            layer.fused = True
     shares = {name: matmul_share(models[name], opts[name], timed) for name in models}
     nodes = round(statistics.mean(b.num_nodes for b in timed))
     rate = linear_product_rate(nodes)
@@ -182,7 +190,7 @@ def main(argv=None) -> None:
         base = step if base is None else base
         row = {"variant": name, **{f"{k}_ms": round(v, 2) for k, v in med.items()},
                "step_ms": round(step, 2), "speedup_vs_pyg": round(base / step, 2),
-               "diagnostic": name.startswith("graphpe,")}
+               "diagnostic": name.startswith("graphpe, no ")}
         if name in shares:
             row.update({k: round(v, 3) for k, v in shares[name].items()})
         rows.append(row)

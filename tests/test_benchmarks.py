@@ -156,7 +156,9 @@ def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     assert attention._attention_core is core  # the diagnostics put the real core back
     data = json.loads(out.read_text())
     assert [r["variant"] for r in data["rows"]] == [
-        "pyg GPSConv", "graphpe", "graphpe, no attention dropout", "graphpe, no attention core"]
+        "pyg GPSConv", "graphpe", "graphpe, module by module", "graphpe, no attention dropout",
+        "graphpe, no attention core"]
+    assert [r["diagnostic"] for r in data["rows"]] == [False, False, False, True, True]
     assert all(r["step_ms"] > 0 for r in data["rows"])
     assert set(data["one_graph"]["step_ms"]) == {"pyg GPSConv", "graphpe"}
     assert all(ms > 0 for ms in data["one_graph"]["step_ms"].values())

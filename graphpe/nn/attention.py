@@ -283,6 +283,111 @@ def weight_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     return F.dropout(x, p, training)
 
 
+@dataclass
+class CoreState:
+    """What :func:`attention_core_backward` needs from :func:`attention_core_forward`:
+    ``tensors`` (per bucket: the head-major ``qkv`` block, the weights and the dropped
+    weights) and the settings of the call."""
+
+    layout: GraphLayout
+    heads: int
+    scale: float
+    keys_first: bool
+    pair_slots: tuple | None
+    pair_shape: torch.Size | None
+    tensors: tuple = ()
+
+
+def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphLayout,
+                           heads: int, dropout: float, pair_slots=None
+                           ) -> tuple[Tensor, CoreState]:
+    """The forward of :class:`_GraphAttentionCore` outside autograd: ``qkv [N, 3 * heads *
+    d]`` -> ``([N, heads * d], state)``, ``state`` for :func:`attention_core_backward`. Also
+    the attention step of :mod:`graphpe.nn.fused`'s one-node GPS layer."""
+    num_nodes, width = qkv.shape
+    channels, dim = width // 3, width // (3 * heads)
+    scale = 1.0 / math.sqrt(dim)
+    slots, w3 = layout.num_slots, 3 * heads
+    # on the CPU (float32, no pair bias) the scores are kept keys first (K Q^T): softmax
+    # and dropout then run down each query's column in one compiled pass
+    # (graphpe.ops.softmax), whose short loops vectorize that way round
+    keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(qkv)
+    # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
+    # and values under the -inf key bias)
+    padded = layout.padded_heads(qkv, w3)
+    out_padded = qkv.new_empty(heads * slots, dim)
+    saved = []
+    for i, b in enumerate(layout.buckets):
+        g, n = b.num_graphs, b.size
+        qkvh = padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
+        q, k, v = qkvh[0], qkvh[1], qkvh[2]
+        if keys_first:
+            probs = torch.bmm(k, q.transpose(1, 2))  # [heads * graphs, keys, queries]
+            dropped = softmax_keys_first(probs.numpy(), layout.key_counts(b), g, scale,
+                                         dropout, dropout_keys() if dropout else (0, 0))
+            dropped = probs if dropped is None else torch.from_numpy(dropped)
+            weights = dropped.transpose(1, 2)
+        else:
+            bias = layout.head_bias(b, heads, qkv.dtype)
+            scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
+            if pair_bias is not None and pair_slots[0][i].numel():
+                pairs, flat = pair_slots[0][i], pair_slots[1][i]
+                scores.view(-1).index_add_(0, flat.flatten(),
+                                           pair_bias.index_select(0, pairs).flatten())
+            probs = scores.softmax(-1)
+            dropped = attention_dropout(probs, dropout) if dropout > 0.0 else probs
+            weights = dropped
+        torch.bmm(weights, v, out=out_padded[heads * b.start: heads * (b.start + g * n)]
+                  .view(heads * g, n, dim))
+        saved += [qkvh, probs, dropped]
+    state = CoreState(layout, heads, scale, keys_first,
+                      pair_slots if pair_bias is not None else None,
+                      None if pair_bias is None else pair_bias.shape, tuple(saved))
+    return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels), state
+
+
+def attention_core_backward(state: CoreState, grad_out: Tensor
+                            ) -> tuple[Tensor, Tensor | None]:
+    """The gradients of :func:`attention_core_forward` with respect to ``qkv`` and the pair
+    biases (None without them)."""
+    layout, heads, scale, saved = state.layout, state.heads, state.scale, state.tensors
+    num_nodes, channels = grad_out.shape
+    dim = channels // heads
+    slots, w3 = layout.num_slots, 3 * heads
+    # padding query rows get a zero output gradient: their (real) attention weights then
+    # send nothing to the values and keys
+    grad_padded_out = layout.padded_heads(grad_out, heads)
+    grad_padded = grad_out.new_empty(w3 * slots, dim)  # padding rows are never read
+    grad_pair = None if state.pair_slots is None else grad_out.new_zeros(state.pair_shape)
+    for i, b in enumerate(layout.buckets):
+        qkvh, probs, dropped = saved[3 * i: 3 * i + 3]
+        q, k, v = qkvh[0], qkvh[1], qkvh[2]
+        g, n = b.num_graphs, b.size
+        d_out = grad_padded_out[heads * b.start: heads * (b.start + g * n)].view(
+            heads * g, n, dim)
+        d_qkv = grad_padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
+        if state.keys_first:  # probs and dropped are [heads * graphs, keys, queries]
+            torch.bmm(dropped, d_out, out=d_qkv[2])
+            d_scores = torch.bmm(v, d_out.transpose(1, 2))  # (dO V^T)^T
+            softmax_keys_first_backward(d_scores.numpy(), probs.numpy(), dropped.numpy(),
+                                        scale)  # d(logits), the scale included
+            torch.bmm(d_scores.transpose(1, 2), k, out=d_qkv[0])
+            torch.bmm(d_scores, q, out=d_qkv[1])
+            continue
+        torch.bmm(dropped.transpose(1, 2), d_out, out=d_qkv[2])
+        d_scores = torch.bmm(d_out, v.transpose(1, 2)).mul_(dropped)
+        row = d_scores.sum(-1, keepdim=True)
+        d_scores.addcmul_(probs, row, value=-1.0)  # d(logits)
+        if grad_pair is not None and state.pair_slots[0][i].numel():
+            pairs, flat = state.pair_slots[0][i], state.pair_slots[1][i]
+            grad_pair.index_add_(0, pairs, d_scores.view(-1)[flat.flatten()].view(flat.shape))
+        d_scores.mul_(scale)
+        torch.bmm(d_scores, k, out=d_qkv[0])
+        torch.bmm(d_scores.transpose(1, 2), q, out=d_qkv[1])
+    grad_qkv = grad_padded.index_select(0, layout.head_rows(w3)).view(num_nodes, 3 * channels)
+    return grad_qkv, grad_pair
+
+
 class _GraphAttentionCore(torch.autograd.Function):
     r"""Softmax attention within each graph, all buckets of a :class:`GraphLayout` in one
     autograd node: ``qkv [N, 3 * heads * d]`` (node rows) -> ``[N, heads * d]``.
@@ -303,87 +408,16 @@ class _GraphAttentionCore(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, qkv, pair_bias, layout, heads, dropout, pair_slots):
-        num_nodes, width = qkv.shape
-        channels, dim = width // 3, width // (3 * heads)
-        scale = 1.0 / math.sqrt(dim)
-        slots, w3 = layout.num_slots, 3 * heads
-        # on the CPU (float32, no pair bias) the scores are kept keys first (K Q^T): softmax
-        # and dropout then run down each query's column in one compiled pass
-        # (graphpe.ops.softmax), whose short loops vectorize that way round
-        keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(qkv)
-        # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
-        # and values under the -inf key bias)
-        padded = layout.padded_heads(qkv, w3)
-        out_padded = qkv.new_empty(heads * slots, dim)
-        saved = []
-        for i, b in enumerate(layout.buckets):
-            g, n = b.num_graphs, b.size
-            qkvh = padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
-            q, k, v = qkvh[0], qkvh[1], qkvh[2]
-            if keys_first:
-                probs = torch.bmm(k, q.transpose(1, 2))  # [heads * graphs, keys, queries]
-                dropped = softmax_keys_first(probs.numpy(), layout.key_counts(b), g, scale,
-                                             dropout, dropout_keys() if dropout else (0, 0))
-                dropped = probs if dropped is None else torch.from_numpy(dropped)
-                weights = dropped.transpose(1, 2)
-            else:
-                bias = layout.head_bias(b, heads, qkv.dtype)
-                scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
-                if pair_bias is not None and pair_slots[0][i].numel():
-                    pairs, flat = pair_slots[0][i], pair_slots[1][i]
-                    scores.view(-1).index_add_(0, flat.flatten(),
-                                               pair_bias.index_select(0, pairs).flatten())
-                probs = scores.softmax(-1)
-                dropped = attention_dropout(probs, dropout) if dropout > 0.0 else probs
-                weights = dropped
-            torch.bmm(weights, v, out=out_padded[heads * b.start: heads * (b.start + g * n)]
-                      .view(heads * g, n, dim))
-            saved += [qkvh, probs, dropped]
-        ctx.layout, ctx.heads, ctx.scale, ctx.keys_first = layout, heads, scale, keys_first
-        ctx.pair_slots = pair_slots if pair_bias is not None else None
-        ctx.pair_shape = None if pair_bias is None else pair_bias.shape
-        ctx.save_for_backward(*saved)
-        return out_padded.index_select(0, layout.head_rows(heads)).view(num_nodes, channels)
+        out, state = attention_core_forward(qkv, pair_bias, layout, heads, dropout, pair_slots)
+        ctx.save_for_backward(*state.tensors)
+        state.tensors = ()
+        ctx.state = state
+        return out
 
     @staticmethod
     def backward(ctx, grad_out):
-        layout, heads, scale = ctx.layout, ctx.heads, ctx.scale
-        saved = ctx.saved_tensors
-        num_nodes, channels = grad_out.shape
-        dim = channels // heads
-        slots, w3 = layout.num_slots, 3 * heads
-        # padding query rows get a zero output gradient: their (real) attention weights then
-        # send nothing to the values and keys
-        grad_padded_out = layout.padded_heads(grad_out, heads)
-        grad_padded = grad_out.new_empty(w3 * slots, dim)  # padding rows are never read
-        grad_pair = (None if ctx.pair_slots is None
-                     else grad_out.new_zeros(ctx.pair_shape))
-        for i, b in enumerate(layout.buckets):
-            qkvh, probs, dropped = saved[3 * i: 3 * i + 3]
-            q, k, v = qkvh[0], qkvh[1], qkvh[2]
-            g, n = b.num_graphs, b.size
-            d_out = grad_padded_out[heads * b.start: heads * (b.start + g * n)].view(
-                heads * g, n, dim)
-            d_qkv = grad_padded[w3 * b.start: w3 * (b.start + g * n)].view(3, heads * g, n, dim)
-            if ctx.keys_first:  # probs and dropped are [heads * graphs, keys, queries]
-                torch.bmm(dropped, d_out, out=d_qkv[2])
-                d_scores = torch.bmm(v, d_out.transpose(1, 2))  # (dO V^T)^T
-                softmax_keys_first_backward(d_scores.numpy(), probs.numpy(), dropped.numpy(),
-                                            scale)  # d(logits), the scale included
-                torch.bmm(d_scores.transpose(1, 2), k, out=d_qkv[0])
-                torch.bmm(d_scores, q, out=d_qkv[1])
-                continue
-            torch.bmm(dropped.transpose(1, 2), d_out, out=d_qkv[2])
-            d_scores = torch.bmm(d_out, v.transpose(1, 2)).mul_(dropped)
-            row = d_scores.sum(-1, keepdim=True)
-            d_scores.addcmul_(probs, row, value=-1.0)  # d(logits)
-            if grad_pair is not None and ctx.pair_slots[0][i].numel():
-                pairs, flat = ctx.pair_slots[0][i], ctx.pair_slots[1][i]
-                grad_pair.index_add_(0, pairs, d_scores.view(-1)[flat.flatten()].view(flat.shape))
-            d_scores.mul_(scale)
-            torch.bmm(d_scores, k, out=d_qkv[0])
-            torch.bmm(d_scores.transpose(1, 2), q, out=d_qkv[1])
-        grad_qkv = grad_padded.index_select(0, layout.head_rows(w3)).view(num_nodes, 3 * channels)
+        ctx.state.tensors = ctx.saved_tensors
+        grad_qkv, grad_pair = attention_core_backward(ctx.state, grad_out)
         return grad_qkv, grad_pair, None, None, None, None
 
 

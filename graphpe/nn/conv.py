@@ -72,16 +72,10 @@ class GINLayer(nn.Module):
         if edge_attr is not None and edge_attr.shape != (src.numel(), x.size(1)):
             raise ValueError(f"edge_attr must have shape {(src.numel(), x.size(1))} (one row "
                              f"of width {x.size(1)} per edge), got {tuple(edge_attr.shape)}")
-        if (self.use_kernels and edge_attr is not None and edge_weight is None
-                and not self.eps.requires_grad and src.numel()
-                and use_host_kernels(x, edge_attr, edge_index)
-                and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long):
-            lo, hi = index_range(edge_index.numpy())
-            if lo < 0 or hi >= x.size(0):  # the compiled loops index rows unchecked
-                raise ValueError(f"edge_index holds node ids outside [0, {x.size(0)})")
-            return self.nn(_GINEAggregate.apply(
-                x.contiguous(), edge_attr.contiguous(), src.contiguous(), dst.contiguous(),
-                float(1.0 + self.eps)))  # in eps's dtype, as the torch path
+        edges = self.kernel_edges(x, edge_index, edge_attr, edge_weight)
+        if edges is not None:
+            return self.nn(_GINEAggregate.apply(x.contiguous(), edge_attr.contiguous(),
+                                                *edges, self.scale))
         msg = x.index_select(0, src)
         if edge_attr is not None:
             msg = (msg + edge_attr).relu()
@@ -92,6 +86,26 @@ class GINLayer(nn.Module):
             msg = msg * edge_weight
         agg = torch.zeros_like(x).index_add_(0, dst, msg)
         return self.nn(agg + (1.0 + self.eps) * x)
+
+    @property
+    def scale(self) -> float:
+        """:math:`1 + \\epsilon` as a float (in ``eps``'s dtype, as the torch path)."""
+        return float(1.0 + self.eps)
+
+    def kernel_edges(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
+                     edge_weight: Tensor | None = None) -> tuple[Tensor, Tensor] | None:
+        """``(src, dst)``, contiguous, when GINE's compiled aggregation
+        (:mod:`graphpe.ops.message`) takes these inputs, else None; raises on node ids
+        outside ``[0, N)``, which the compiled loops would read unchecked."""
+        if not (self.use_kernels and edge_attr is not None and edge_weight is None
+                and not self.eps.requires_grad and edge_index.size(1)
+                and use_host_kernels(x, edge_attr, edge_index)
+                and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long):
+            return None
+        lo, hi = index_range(edge_index.numpy())
+        if lo < 0 or hi >= x.size(0):
+            raise ValueError(f"edge_index holds node ids outside [0, {x.size(0)})")
+        return edge_index[0].contiguous(), edge_index[1].contiguous()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(nn={self.nn})"

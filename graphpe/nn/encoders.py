@@ -319,7 +319,8 @@ class LinearSEEncoder(nn.Module):
             batch, self.attr_name, self.producer.format(self))
         if x.dim() != 2 or x.size(1) != self.in_dim:
             raise ValueError(f"expected {self.attr_name} [N, {self.in_dim}], got {list(x.shape)}")
-        return self.lin(self.norm(x.float()))
+        # in the parameters' dtype: float64 models (reference checks) take float64 PEs
+        return self.lin(self.norm(x.to(self.lin.weight.dtype)))
 
 
 class RWSEEncoder(LinearSEEncoder):

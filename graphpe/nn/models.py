@@ -37,6 +37,7 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
+from graphpe.nn.fused import fused_forward
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
@@ -128,6 +129,9 @@ class GPSLayer(nn.Module):
         # get the batch vector; without it they would normalize over the whole batch
         self.norm_with_batch = self.norm3 is not None and (
             "batch" in inspect.signature(self.norm3.forward).parameters)
+        # training steps on the CPU as one autograd node where graphpe.nn.fused applies
+        # (False: module by module, e.g. to inspect the submodules' outputs)
+        self.fused = True
 
     def _norm(self, norm: nn.Module | None, h: Tensor, batch: Tensor | None,
               num_graphs: int | None) -> Tensor:
@@ -162,6 +166,12 @@ class GPSLayer(nn.Module):
         if self.attention == "grit" and (pair_attr is None or pair_index is None):
             raise ValueError("attention='grit' needs pair_attr [P, channels] and pair_index "
                              "[2, P] (e.g. from PairFeatureEncoder over RRWP)")
+        if layout is None and self.attention == "multihead":
+            layout = layout_from_batch(batch, x.size(0))
+        if self.fused and self.training:
+            out = fused_forward(self, x, edge_index, edge_attr, layout, pair_bias, edge_weight)
+            if out is not None:
+                return out
         hs = []
         if self.conv is not None:
             if self.mpnn == "gine":
@@ -190,8 +200,6 @@ class GPSLayer(nn.Module):
                     new_pairs = self._norm(self.norm_pair, pairs + pair_attr, pair_graph,
                                            num_graphs)
             elif self.attention == "multihead":
-                if layout is None:
-                    layout = layout_from_batch(batch, x.size(0))
                 h = self.attn(x, layout, pair_bias, pair_index)
             else:
                 if pair_bias is not None:
@@ -236,7 +244,8 @@ class _Input(nn.Module):
             if not self.shared:
                 x = x + self.offsets[: x.size(-1)]
             return self.layer(x).sum(1)
-        return self.layer(x.float() if x.dim() == 2 else x.float().unsqueeze(-1))
+        x = x.to(self.layer.weight.dtype)  # float64 models take float64 features
+        return self.layer(x if x.dim() == 2 else x.unsqueeze(-1))
 
 
 class PEGraphModel(nn.Module):

@@ -1,0 +1,136 @@
+"""The one-node GPS layer (graphpe.nn.fused) against the module-by-module path."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphpe.nn import GPS
+from graphpe.nn.attention import graph_layout
+from graphpe.nn.models import GPSLayer
+
+
+def _graphs(sizes: list[int], channels: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    ptr = torch.tensor([0, *sizes]).cumsum(0)
+    batch = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+    src, dst = [], []
+    for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True):
+        count = 2 * (b - a)
+        src.append(torch.randint(a, b, (count,), generator=g))
+        dst.append(torch.randint(a, b, (count,), generator=g))
+    edge_index = torch.stack([torch.cat(src), torch.cat(dst)])
+    x = torch.randn(int(ptr[-1]), channels, generator=g)
+    edge_attr = torch.randn(edge_index.size(1), channels, generator=g)
+    return x, edge_index, batch, edge_attr, ptr
+
+
+def _run(layer, x, edge_index, batch, edge_attr, layout, grad, seed=0):
+    x = x.clone().requires_grad_()
+    edge_attr = edge_attr.clone().requires_grad_()
+    torch.manual_seed(seed)  # the attention dropout's keys
+    out = layer(x, edge_index, batch, edge_attr, layout)
+    grads = torch.autograd.grad(out, [x, edge_attr, *layer.parameters()], grad)
+    return out, grads
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6).filter(lambda s: sum(s) > 1),
+       max_buckets=st.integers(1, 3), heads=st.sampled_from([1, 2, 4]),
+       attn_dropout=st.sampled_from([0.0, 0.5]), eps=st.sampled_from([0.0, 0.25]),
+       seed=st.integers(0, 2**16))
+def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_dropout, eps, seed):
+    """Output, the gradients of x, edge_attr and every parameter, and the norms' running
+    statistics are those of the module path (the same dropout masks: the same keys)."""
+    channels = 8
+    x, edge_index, batch, edge_attr, ptr = _graphs(sizes, channels, seed)
+    torch.manual_seed(seed)
+    fused = GPSLayer(channels, "gine", "multihead", heads=heads, attn_dropout=attn_dropout)
+    fused.conv.eps.fill_(eps)
+    plain = copy.deepcopy(fused)
+    plain.fused = False
+    layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
+    grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed + 1))
+    got, got_grads = _run(fused, x, edge_index, batch, edge_attr, layout, grad)
+    want, want_grads = _run(plain, x, edge_index, batch, edge_attr, layout, grad)
+    assert got.grad_fn.name() == "_FusedGPSLayerBackward"
+    assert want.grad_fn.name() != "_FusedGPSLayerBackward"
+    assert torch.allclose(got, want, atol=1e-5)
+    names = ["x", "edge_attr", *(n for n, _ in fused.named_parameters())]
+    for name, a, b in zip(names, got_grads, want_grads, strict=True):
+        assert torch.allclose(a, b, atol=2e-4, rtol=1e-4), name
+    for (name, a), b in zip(fused.named_buffers(), plain.buffers(), strict=True):
+        assert torch.allclose(a.double(), b.double(), atol=1e-6), name
+
+
+def test_fused_gps_training_matches_the_module_path_against_float64():
+    """A 3-layer GPS, one forward and backward on 40 small graphs: every float32 gradient of
+    the fused path is as close to the float64 module path as the float32 module path is."""
+    torch.manual_seed(0)
+    from torch_geometric.data import Batch, Data
+
+    graphs = []
+    for i in range(40):
+        x, edge_index, _, edge_attr, _ = _graphs([3 + i % 9], 1, i)
+        graphs.append(Data(x=(x.abs() * 5).long() % 6, edge_index=edge_index,
+                           edge_attr=(edge_attr.abs() * 5).long().squeeze(-1) % 3,
+                           y=torch.randn(1)))
+    batch = Batch.from_data_list(graphs)
+    fused = GPS(16, 3, 1, node_vocab=6, edge_vocab=3, heads=4, attn_dropout=0.0)
+    plain = copy.deepcopy(fused)
+    for layer in plain.layers:
+        layer.fused = False
+    exact = copy.deepcopy(plain).double()
+    grads = []
+    for model in (fused, plain, exact):
+        model.train()
+        model(batch).square().sum().backward()
+        grads.append([p.grad.double() for p in model.parameters()])
+    for name, f, p, e in zip((n for n, _ in fused.named_parameters()), *grads, strict=True):
+        assert (f - e).abs().max() <= 2 * (p - e).abs().max() + 1e-5, name
+
+
+def test_fused_path_runs_only_where_it_computes_the_layer():
+    x, edge_index, batch, edge_attr, ptr = _graphs([5, 7], 8, 0)
+    layout = graph_layout(ptr)
+
+    def path(layer, **kwargs):
+        args = dict(x=x.clone().requires_grad_(), edge_index=edge_index, batch=batch,
+                    edge_attr=edge_attr, layout=layout)
+        args.update(kwargs)
+        return layer(**args).grad_fn.name()
+
+    fused = "_FusedGPSLayerBackward"
+    layer = GPSLayer(8, "gine", "multihead", heads=2)
+    assert path(layer) == fused
+    assert path(layer, layout=None) == fused  # the layout built from batch
+    assert path(layer.eval()) != fused  # running statistics: the module path
+    layer.train()
+    layer.fused = False
+    assert path(layer) != fused
+    layer.fused = True
+    seen = []
+    handle = layer.mlp.register_forward_hook(lambda *args: seen.append(1))
+    assert path(layer) != fused and seen  # a hook on a submodule runs
+    handle.remove()
+    assert path(copy.deepcopy(layer).double(), x=x.double().requires_grad_(),
+                edge_attr=edge_attr.double()) != fused
+    assert path(GPSLayer(8, "gine", "multihead", heads=2, dropout=0.1)) != fused
+    assert path(GPSLayer(8, "gine", "multihead", heads=2, norm="layer_norm")) != fused
+    assert path(GPSLayer(8, "gin", "multihead", heads=2), edge_attr=None) != fused
+    pairs = torch.tensor([[0, 1], [1, 0]])
+    assert path(layer, pair_bias=torch.zeros(2, 2), pair_index=pairs) != fused
+    assert path(layer, edge_weight=torch.ones(edge_index.size(1), 1)) != fused
+
+
+def test_fused_layer_rejects_node_ids_out_of_range():
+    x, edge_index, batch, edge_attr, ptr = _graphs([5, 7], 8, 0)
+    bad = edge_index.clone()
+    bad[0, 0] = 12
+    layer = GPSLayer(8, "gine", "multihead", heads=2)
+    with pytest.raises(ValueError, match=r"edge_index holds node ids outside \[0, 12\)"):
+        layer(x, bad, batch, edge_attr, graph_layout(ptr))

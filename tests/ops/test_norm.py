@@ -1,0 +1,61 @@
+"""The compiled residual batch norm (graphpe.ops.norm) against torch's batch_norm."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphpe.ops.norm import batch_norm_backward, batch_norm_forward
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(2, 300), channels=st.integers(1, 70), momentum=st.floats(0.0, 1.0),
+       extra=st.booleans(), shift=st.floats(-100.0, 100.0),
+       dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**16))
+def test_batch_norm_matches_torch(rows, channels, momentum, extra, shift, dtype, seed):
+    """Output, running statistics (unbiased variance), and the gradients of the residual sum,
+    the weight and the bias, against ``F.batch_norm`` in training mode under autograd; the
+    column sums of the sum's gradient are ~0 (a norm removes shifts)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(rows, channels, generator=g, dtype=dtype) + shift
+    b = torch.randn(rows, channels, generator=g, dtype=dtype)
+    add = torch.randn(rows, channels, generator=g, dtype=dtype) if extra else None
+    weight = torch.rand(channels, generator=g, dtype=dtype) + 0.5
+    bias = torch.randn(channels, generator=g, dtype=dtype)
+    grad = torch.randn(rows, channels, generator=g, dtype=dtype)
+    running = [torch.randn(channels, generator=g, dtype=dtype),
+               torch.rand(channels, generator=g, dtype=dtype) + 0.5]
+    ours = [t.clone() for t in running]
+    out, xhat, invstd = batch_norm_forward(a.numpy(), b.numpy(), weight.numpy(), bias.numpy(),
+                                           1e-5, momentum, ours[0].numpy(), ours[1].numpy(),
+                                           None if add is None else add.numpy())
+    s = (a + b).requires_grad_()
+    w, c = weight.clone().requires_grad_(), bias.clone().requires_grad_()
+    want = F.batch_norm(s, running[0], running[1], w, c, True, momentum, 1e-5)
+    if add is not None:
+        want = want + add
+    want.backward(grad)
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-10)
+    assert out.dtype == xhat.dtype == invstd.dtype == a.numpy().dtype
+    assert torch.allclose(torch.from_numpy(out), want.detach(), **tol)
+    for mine, theirs in zip(ours, running, strict=True):
+        assert torch.allclose(mine, theirs, **tol)
+    d_s, d_w, d_b, d_s_sum = batch_norm_backward(grad.numpy(), xhat, invstd, weight.numpy())
+    scale = grad.abs().max().item() * rows
+    assert torch.allclose(torch.from_numpy(d_s), s.grad, **tol)
+    assert torch.allclose(torch.from_numpy(d_w), w.grad, atol=tol.get("atol") * scale, rtol=1e-4)
+    assert torch.allclose(torch.from_numpy(d_b), c.grad, atol=tol.get("atol") * scale, rtol=1e-4)
+    assert np.allclose(d_s_sum, s.grad.sum(0).numpy(), atol=tol.get("atol") * scale)
+
+
+def test_batch_norm_without_running_statistics_and_bad_input():
+    a = np.random.default_rng(0).normal(size=(5, 3)).astype(np.float32)
+    one = np.ones(3, dtype=np.float32)
+    out, _, _ = batch_norm_forward(a, a, one, 0 * one, 1e-5)  # momentum None: no update
+    assert np.allclose(out.mean(0), 0.0, atol=1e-6)
+    with pytest.raises(ValueError, match="training-mode batch norm needs at least 2 rows, got 1"):
+        batch_norm_forward(a[:1], a[:1], one, one, 1e-5)
