@@ -89,26 +89,38 @@ class GINLayer(nn.Module):
 
     @property
     def scale(self) -> float:
-        """:math:`1 + \\epsilon` as a float (in ``eps``'s dtype, as the torch path)."""
-        return float(1.0 + self.eps)
+        """:math:`1 + \\epsilon` as a float (rounded to ``x``'s dtype by the kernels, as the
+        torch path's ``1 + eps``)."""
+        return 1.0 + self.eps.item()
+
+    def takes_kernels(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
+                      edge_weight: Tensor | None = None) -> bool:
+        """Whether GINE's compiled aggregation (:mod:`graphpe.ops.message`) takes these
+        inputs (``eps`` fixed, no edge weights, CPU tensors of one float dtype)."""
+        return bool(self.use_kernels and edge_attr is not None and edge_weight is None
+                    and not self.eps.requires_grad and edge_index.size(1)
+                    and use_host_kernels(x, edge_attr, edge_index)
+                    and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long)
 
     def kernel_edges(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
                      edge_weight: Tensor | None = None) -> tuple[Tensor, Tensor] | None:
-        """``(src, dst)``, contiguous, when GINE's compiled aggregation
-        (:mod:`graphpe.ops.message`) takes these inputs, else None; raises on node ids
-        outside ``[0, N)``, which the compiled loops would read unchecked."""
-        if not (self.use_kernels and edge_attr is not None and edge_weight is None
-                and not self.eps.requires_grad and edge_index.size(1)
-                and use_host_kernels(x, edge_attr, edge_index)
-                and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long):
+        """``(src, dst)`` (:func:`checked_edges`) when :meth:`takes_kernels`, else None."""
+        if not self.takes_kernels(x, edge_index, edge_attr, edge_weight):
             return None
-        lo, hi = index_range(edge_index.numpy())
-        if lo < 0 or hi >= x.size(0):
-            raise ValueError(f"edge_index holds node ids outside [0, {x.size(0)})")
-        return edge_index[0].contiguous(), edge_index[1].contiguous()
+        return checked_edges(edge_index, x.size(0))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(nn={self.nn})"
+
+
+def checked_edges(edge_index: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
+    """``(src, dst)`` of a CPU int64 ``edge_index``, contiguous, for the compiled loops of
+    :mod:`graphpe.ops.message`, which index rows unchecked: raises on node ids outside ``[0,
+    num_nodes)``."""
+    lo, hi = index_range(edge_index.numpy())
+    if lo < 0 or hi >= num_nodes:
+        raise ValueError(f"edge_index holds node ids outside [0, {num_nodes})")
+    return edge_index[0].contiguous(), edge_index[1].contiguous()
 
 
 def pe_distances(pe: Tensor, edge_index: Tensor) -> Tensor:

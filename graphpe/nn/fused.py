@@ -40,6 +40,7 @@ from torch.nn.modules import module as _module
 from torch_geometric.nn.norm import BatchNorm
 
 from graphpe.nn.attention import GraphLayout, attention_core_backward, attention_core_forward
+from graphpe.nn.conv import checked_edges
 from graphpe.ops import message
 from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.norm import batch_norm_backward, batch_norm_forward
@@ -210,9 +211,15 @@ def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Te
     if parts is None:
         return None
     conv = layer._modules["conv"]
-    edges = conv.kernel_edges(x, edge_index, edge_attr)
-    if edges is None:
+    if not conv.takes_kernels(x, edge_index, edge_attr):
         return None
+    # every layer of a model gets the batch's edge_index and layout: checked once per batch
+    cached = layout._bias_cache.get("edges")
+    if cached is not None and cached[0] is edge_index and cached[1] == x.size(0):
+        edges = cached[2]
+    else:
+        edges = checked_edges(edge_index, x.size(0))
+        layout._bias_cache["edges"] = (edge_index, x.size(0), edges)
     params, norms = parts
     attn = layer._modules["attn"]
     plan = _Plan(*edges, conv.scale, layout, attn.heads,
