@@ -69,6 +69,11 @@ def _batch_norm(a: Tensor, b: Tensor, norm: nn.BatchNorm1d, weight: Tensor, bias
     return torch.from_numpy(out), torch.from_numpy(xhat), torch.from_numpy(invstd)
 
 
+# ReLU's backward from its output (the gradient where the output is positive), as autograd
+# runs it; the overload bound once (the op packet's lookup costs a few microseconds a call)
+_relu_backward = torch.ops.aten.threshold_backward.default
+
+
 def _mm_t(a: Tensor, b: Tensor) -> Tensor:
     """``a^T b``: a weight's gradient from the output gradient ``a`` and the input ``b``."""
     return torch.mm(a.t(), b)
@@ -81,9 +86,8 @@ class _FusedGPSLayer(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, edge_attr, w1, b1, w2, b2, wq, bq, wo, bo, w3, b3, w4, b4,
                 g1, beta1, g2, beta2, g3, beta3, plan):
+        # detached where numpy reads them (torch's products run untracked in here anyway)
         x, edge_attr = x.detach(), edge_attr.detach()
-        w1, b1, w2, b2, wq, bq, wo, bo, w3, b3, w4, b4 = (
-            t.detach() for t in (w1, b1, w2, b2, wq, bq, wo, bo, w3, b3, w4, b4))
         norm1, norm2, norm3 = plan.norms
         # MPNN branch: GINE's aggregation, its MLP, the residual and norm 1
         agg = torch.from_numpy(message.gine_aggregate(
@@ -120,7 +124,7 @@ class _FusedGPSLayer(torch.autograd.Function):
         # norm 3 and the feed-forward block: o receives the residual and the block's gradient
         d_s3, d_g3, d_beta3, d_b4 = norm_backward(grad_out.contiguous(), xhat3, inv3, g3)
         d_w4 = _mm_t(d_s3, r3)
-        d_r3 = torch.ops.aten.threshold_backward(torch.mm(d_s3, w4), r3, 0.0)
+        d_r3 = _relu_backward(torch.mm(d_s3, w4), r3, 0.0)
         d_w3, d_b3 = _mm_t(d_r3, o), d_r3.sum(0)
         d_o = torch.addmm(d_s3, d_r3, w3)
         # attention branch: norm 2, out projection, core, in projection; x gets the residual
@@ -133,7 +137,7 @@ class _FusedGPSLayer(torch.autograd.Function):
         d_s1, d_g1, d_beta1, d_b2 = norm_backward(d_o, xhat1, inv1, g1)
         d_x += d_s1
         d_w2 = _mm_t(d_s1, r1)
-        d_r1 = torch.ops.aten.threshold_backward(torch.mm(d_s1, w2), r1, 0.0)
+        d_r1 = _relu_backward(torch.mm(d_s1, w2), r1, 0.0)
         d_w1, d_b1 = _mm_t(d_r1, agg), d_r1.sum(0)
         d_agg = torch.mm(d_r1, w1)
         d_x_msg, d_edge = message.gine_aggregate_backward(
@@ -195,17 +199,27 @@ def _fused_parts(layer: nn.Module) -> tuple[list[Tensor], tuple] | None:
     return params, norms
 
 
+def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
+             pair_bias: Tensor | None, edge_weight: Tensor | None) -> bool:
+    """The conditions of :func:`fused_forward` that read only settings and tensor metadata
+    (so ``torch.compile`` traces them without a graph break): a CPU float32 layer call of the
+    fused kind."""
+    return bool(layer.fused and layer.training and layer.mpnn == "gine"
+                and layer.attention == "multihead" and pair_bias is None
+                and edge_weight is None and edge_attr is not None and layer.dropout == 0.0
+                and x.dtype == torch.float32 and edge_attr.dtype == torch.float32
+                and x.device.type == "cpu" and edge_attr.device.type == "cpu"
+                and x.dim() == 2 and x.size(0) >= 2)
+
+
 def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
                   layout: GraphLayout | None, pair_bias: Tensor | None,
                   edge_weight: Tensor | None) -> Tensor | None:
     """``layer``'s output (a :class:`~graphpe.nn.models.GPSLayer`) through
     :class:`_FusedGPSLayer` when the layer and these inputs are those of this module's
     docstring and every condition there holds; else None (take the module path)."""
-    if not (layer.fused and layer.training and layout is not None
-            and layer.mpnn == "gine" and layer.attention == "multihead"
-            and pair_bias is None and edge_weight is None and edge_attr is not None
-            and layer.dropout == 0.0 and x.dtype == torch.float32 and x.dim() == 2
-            and x.size(0) >= 2 and use_host_kernels(x, edge_attr)):
+    if not (may_fuse(layer, x, edge_attr, pair_bias, edge_weight) and layout is not None
+            and use_host_kernels(x, edge_attr)):
         return None
     parts = _fused_parts(layer)
     if parts is None:

@@ -37,7 +37,7 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
-from graphpe.nn.fused import fused_forward
+from graphpe.nn.fused import fused_forward, may_fuse
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
@@ -168,8 +168,11 @@ class GPSLayer(nn.Module):
                              "[2, P] (e.g. from PairFeatureEncoder over RRWP)")
         if layout is None and self.attention == "multihead":
             layout = layout_from_batch(batch, x.size(0))
-        if self.fused and self.training:
-            out = fused_forward(self, x, edge_index, edge_attr, layout, pair_bias, edge_weight)
+        if may_fuse(self, x, edge_attr, pair_bias, edge_weight):
+            # under torch.compile the fused layer runs eagerly (a graph break): its compiled
+            # kernels are opaque to the tracer and beat the traced module path on the CPU
+            fused = _fused_eager if torch.compiler.is_compiling() else fused_forward
+            out = fused(self, x, edge_index, edge_attr, layout, pair_bias, edge_weight)
             if out is not None:
                 return out
         hs = []
@@ -400,6 +403,11 @@ class GINE(PEGraphModel):
             out = conv(h, batch.edge_index, edge_attr, gate)
             h = h + F.dropout(F.relu(norm(out)), self.dropout, self.training)
         return h
+
+
+@torch.compiler.disable
+def _fused_eager(*args) -> Tensor | None:
+    return fused_forward(*args)
 
 
 @torch.compiler.disable

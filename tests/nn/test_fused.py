@@ -134,3 +134,43 @@ def test_fused_layer_rejects_node_ids_out_of_range():
     layer = GPSLayer(8, "gine", "multihead", heads=2)
     with pytest.raises(ValueError, match=r"edge_index holds node ids outside \[0, 12\)"):
         layer(x, bad, batch, edge_attr, graph_layout(ptr))
+
+
+@pytest.mark.slow
+def test_compiled_gps_runs_the_fused_layers_eagerly(monkeypatch):
+    """Under ``torch.compile`` the fused layers run eagerly (a graph break each) and the step
+    is the eager one: the same loss and gradients."""
+    from graphpe.train import compile_support
+
+    if compile_support("cpu") is not None:
+        pytest.skip(compile_support("cpu"))
+    from torch_geometric.data import Batch, Data
+
+    graphs = []
+    for i in range(12):
+        x, edge_index, _, edge_attr, _ = _graphs([4 + i % 5], 1, i)
+        graphs.append(Data(x=(x.abs() * 5).long() % 6, edge_index=edge_index,
+                           edge_attr=(edge_attr.abs() * 5).long().squeeze(-1) % 3))
+    batch = Batch.from_data_list(graphs)
+    torch.manual_seed(0)
+    eager = GPS(16, 2, 1, node_vocab=6, edge_vocab=3, heads=2)
+    compiled = copy.deepcopy(eager)
+    import graphpe.nn.models as models
+
+    fused_outputs = []
+
+    def counted(*args):
+        out = real(*args)
+        fused_outputs.append(out is not None)
+        return out
+
+    real = models.fused_forward
+    monkeypatch.setattr(models, "fused_forward", counted)
+    out = torch.compile(compiled, dynamic=True)(batch)
+    assert fused_outputs == [True, True]  # both layers fused, each run once
+    want = eager(batch)
+    assert torch.allclose(out, want, atol=1e-5)
+    out.sum().backward()
+    want.sum().backward()
+    for (name, a), b in zip(compiled.named_parameters(), eager.parameters(), strict=True):
+        assert torch.allclose(a.grad, b.grad, atol=1e-4, rtol=1e-4), name
