@@ -133,14 +133,18 @@ class GraphLayout:
             self._bias_cache[key] = sources
         return self._bias_cache[key]
 
-    def padded_heads(self, x: Tensor, width: int) -> Tensor:
-        """``x [N, width * head_dim]`` laid into the head-major padded buffer ``[width *
-        num_slots, head_dim]`` (:meth:`head_rows`), zero on padding rows: on the CPU one
-        compiled gather (:func:`~graphpe.ops.compiled.rows_or_zero`), elsewhere a zero fill
-        and an ``index_copy_``."""
+    def padded_heads(self, x: Tensor, width: int, bias: Tensor | None = None) -> Tensor:
+        """``x [N, width * head_dim]`` (plus ``bias [width * head_dim]`` on every row, if
+        given) laid into the head-major padded buffer ``[width * num_slots, head_dim]``
+        (:meth:`head_rows`), zero on padding rows: on the CPU one compiled gather
+        (:func:`~graphpe.ops.compiled.rows_or_zero`), elsewhere a zero fill and an
+        ``index_copy_``."""
         head_dim = x.size(1) // width
         if use_host_kernels(x):
-            return rows_or_zero(x.reshape(-1, head_dim), self.head_sources(width))
+            return rows_or_zero(x.reshape(-1, head_dim), self.head_sources(width),
+                                None if bias is None else bias.view(width, head_dim))
+        if bias is not None:
+            x = x + bias
         return x.new_zeros(width * self.num_slots, head_dim).index_copy_(
             0, self.head_rows(width), x.reshape(-1, head_dim))
 
@@ -299,11 +303,14 @@ class CoreState:
 
 
 def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphLayout,
-                           heads: int, dropout: float, pair_slots=None
-                           ) -> tuple[Tensor, CoreState]:
+                           heads: int, dropout: float, pair_slots=None,
+                           qkv_bias: Tensor | None = None) -> tuple[Tensor, CoreState]:
     """The forward of :class:`_GraphAttentionCore` outside autograd: ``qkv [N, 3 * heads *
     d]`` -> ``([N, heads * d], state)``, ``state`` for :func:`attention_core_backward`. Also
-    the attention step of :mod:`graphpe.nn.fused`'s one-node GPS layer."""
+    the attention step of :mod:`graphpe.nn.fused`'s one-node GPS layer, which passes the
+    in-projection's product and its bias ``qkv_bias [3 * heads * d]`` apart: the bias is
+    added as the rows are laid into the buckets (its gradient is the column sum of the
+    ``qkv`` gradient)."""
     num_nodes, width = qkv.shape
     channels, dim = width // 3, width // (3 * heads)
     scale = 1.0 / math.sqrt(dim)
@@ -314,7 +321,7 @@ def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphL
     keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(qkv)
     # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
     # and values under the -inf key bias)
-    padded = layout.padded_heads(qkv, w3)
+    padded = layout.padded_heads(qkv, w3, qkv_bias)
     out_padded = qkv.new_empty(heads * slots, dim)
     saved = []
     for i, b in enumerate(layout.buckets):

@@ -149,23 +149,30 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _rows_or_zero(src, index, out):  # pragma: no cover - compiled
+def _rows_or_zero(src, index, bias, out):  # pragma: no cover - compiled
     width = src.shape[1]
+    period = bias.shape[0]
     zero = src.dtype.type(0.0)
     for p in range(index.shape[0]):
         r = index[p]
         if r < 0:
             for c in range(width):
                 out[p, c] = zero
-        else:
+        elif period == 0:
             for c in range(width):
                 out[p, c] = src[r, c]
+        else:
+            b = r % period
+            for c in range(width):
+                out[p, c] = src[r, c] + bias[b, c]
 
 
-def rows_or_zero(src: Tensor, index: Tensor) -> Tensor:
+def rows_or_zero(src: Tensor, index: Tensor, bias: Tensor | None = None) -> Tensor:
     """``out[p] = src[index[p]]``, or a zero row where ``index[p] < 0``: a CPU ``[P, width]``
     tensor from ``src [R, width]`` (float32 or float64) and int64 ``index [P]`` (entries in
-    ``[-1, R)``, not checked: callers build them).
+    ``[-1, R)``, not checked: callers build them). With ``bias [k, width]``, source row ``r``
+    gets ``bias[r % k]`` added (padding rows stay 0): the bias of the linear map whose output
+    ``src`` is, viewed in rows of ``width`` (``k`` rows of it per output row of the map).
 
     A scatter into a zero-padded buffer (``new_zeros(...).index_copy_(0, rows, src)``) written
     as a gather, one pass over the output in order: the padded buffers of the bucketed
@@ -173,8 +180,11 @@ def rows_or_zero(src: Tensor, index: Tensor) -> Tensor:
     (9,000 rows of 16 in a buffer of 11,500), where the scatter's writes jump between the
     heads' blocks."""
     src = src.detach().contiguous()
-    out = host_empty((index.shape[0], src.shape[1]), src.numpy().dtype)
-    _rows_or_zero(src.numpy(), index.numpy(), out)
+    dtype = src.numpy().dtype
+    out = host_empty((index.shape[0], src.shape[1]), dtype)
+    bias = (np.empty((0, src.shape[1]), dtype) if bias is None
+            else bias.detach().to(src.dtype).contiguous().numpy())
+    _rows_or_zero(src.numpy(), index.numpy(), bias, out)
     return torch.from_numpy(out)
 
 

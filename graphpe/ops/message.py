@@ -43,12 +43,16 @@ def _gine_aggregate(x, edge_attr, src, dst, scale, out):  # pragma: no cover - c
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _gine_aggregate_backward(x, edge_attr, src, dst, scale, grad_out, grad_x,
-                             grad_edge):  # pragma: no cover - compiled
+def _gine_aggregate_backward(x, edge_attr, src, dst, scale, grad_out, grad_x, grad_edge,
+                             accumulate):  # pragma: no cover - compiled
     channels = x.shape[1]
     for i in range(x.shape[0]):
-        for c in range(channels):
-            grad_x[i, c] = scale * grad_out[i, c]
+        if accumulate:
+            for c in range(channels):
+                grad_x[i, c] += scale * grad_out[i, c]
+        else:
+            for c in range(channels):
+                grad_x[i, c] = scale * grad_out[i, c]
     zero = x.dtype.type(0.0)
     for e in range(src.shape[0]):
         s = src[e]
@@ -69,11 +73,21 @@ def gine_aggregate(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarray, dst: n
 
 
 def gine_aggregate_backward(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarray,
-                            dst: np.ndarray, scale: float,
-                            grad_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The gradients of :func:`gine_aggregate` with respect to ``x`` and ``edge_attr``."""
-    grad_x = host_empty(x.shape, x.dtype)
+                            dst: np.ndarray, scale: float, grad_out: np.ndarray,
+                            grad_x: np.ndarray | None = None
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """The gradients of :func:`gine_aggregate` with respect to ``x`` and ``edge_attr``. With
+    ``grad_x`` (``[N, C]``, writeable, C-contiguous: the gradient ``x`` has from elsewhere),
+    the gradient with respect to ``x`` is added into it, and it is returned."""
+    accumulate = grad_x is not None
+    if accumulate:
+        if (grad_x.shape != x.shape or grad_x.dtype != x.dtype
+                or not grad_x.flags.c_contiguous or not grad_x.flags.writeable):
+            raise ValueError(f"grad_x must be a writeable C-contiguous {x.dtype} array of "
+                             f"shape {x.shape}")
+    else:
+        grad_x = host_empty(x.shape, x.dtype)
     grad_edge = host_empty(edge_attr.shape, edge_attr.dtype)
     _gine_aggregate_backward(x, edge_attr, src, dst, x.dtype.type(scale), grad_out, grad_x,
-                             grad_edge)
+                             grad_edge, accumulate)
     return grad_x, grad_edge

@@ -26,13 +26,13 @@ _FASTMATH = {"arcp", "nsz", "contract"}
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _batch_norm_forward(a, b, extra, weight, bias, eps, momentum, running_mean, running_var,
-                        out, xhat, invstd):  # pragma: no cover - compiled
+def _batch_norm_forward(a, shift, b, extra, weight, bias, eps, momentum, running_mean,
+                        running_var, out, xhat, invstd):  # pragma: no cover - compiled
     rows, channels = a.shape
     total = np.zeros(channels, dtype=a.dtype)
     for i in range(rows):
         for c in range(channels):
-            s = a[i, c] + b[i, c]
+            s = (a[i, c] + shift[c]) + b[i, c]
             xhat[i, c] = s
             total[c] += s
     mean = total.astype(np.float64) / rows
@@ -100,9 +100,11 @@ def batch_norm_forward(
     running_mean: np.ndarray | None = None,
     running_var: np.ndarray | None = None,
     extra: np.ndarray | None = None,
+    shift: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Training-mode batch norm of the residual sum ``a + b`` (``[N, C]``, N >= 2):
-    ``out = (a + b - mean) * invstd * weight + bias (+ extra)``. Returns ``out`` (new),
+    """Training-mode batch norm of the residual sum ``s = a + b`` (``[N, C]``, N >= 2):
+    ``out = (s - mean) * invstd * weight + bias (+ extra)``; with ``shift [C]`` (the bias of
+    a linear map whose product is ``a``), ``s = (a + shift) + b``. Returns ``out`` (new),
     ``xhat`` (the normalized sum, new; the backward's input) and ``invstd [C]``. With
     ``momentum``, ``running_mean`` and ``running_var`` are updated in place."""
     rows, channels = a.shape
@@ -114,7 +116,9 @@ def batch_norm_forward(
     invstd = host_empty((channels,), dtype)
     if momentum is None:
         running_mean = running_var = np.empty(0, dtype=np.float64)
-    _batch_norm_forward(a, b, np.empty((0, channels), dtype) if extra is None else extra,
+    if shift is None:
+        shift = np.zeros(channels, dtype)
+    _batch_norm_forward(a, shift, b, np.empty((0, channels), dtype) if extra is None else extra,
                         weight, bias, float(eps), -1.0 if momentum is None else float(momentum),
                         running_mean, running_var, out, xhat, invstd)
     return out, xhat, invstd

@@ -170,6 +170,11 @@ def test_padded_heads_gather_equals_the_zero_filled_scatter(sizes, max_buckets, 
     got = layout.padded_heads(x, width)
     assert got.dtype == dtype and torch.equal(got, want)
     assert layout.head_sources(width) is layout.head_sources(width)  # cached for every layer
+    # with a bias on every row (the in-projection's, added as the rows are laid out)
+    bias = torch.randn(width * 3, dtype=dtype)
+    want = x.new_zeros(width * layout.num_slots, 3).index_copy_(
+        0, layout.head_rows(width), (x + bias).reshape(-1, 3))
+    assert torch.equal(layout.padded_heads(x, width, bias), want)
 
 
 @settings(max_examples=60, deadline=None)

@@ -14,15 +14,18 @@ from graphpe.ops.norm import batch_norm_backward, batch_norm_forward
 
 @settings(max_examples=40, deadline=None)
 @given(rows=st.integers(2, 300), channels=st.integers(1, 70), momentum=st.floats(0.0, 1.0),
-       extra=st.booleans(), shift=st.floats(-100.0, 100.0),
+       extra=st.booleans(), shift=st.floats(-100.0, 100.0), lin_bias=st.booleans(),
        dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**16))
-def test_batch_norm_matches_torch(rows, channels, momentum, extra, shift, dtype, seed):
+def test_batch_norm_matches_torch(rows, channels, momentum, extra, shift, lin_bias, dtype,
+                                  seed):
     """Output, running statistics (unbiased variance), and the gradients of the residual sum,
     the weight and the bias, against ``F.batch_norm`` in training mode under autograd; the
-    column sums of the sum's gradient are ~0 (a norm removes shifts)."""
+    column sums of the sum's gradient are ~0 (a norm removes shifts). ``lin_bias``: the sum
+    is ``(a + c) + b`` with a per-channel ``c`` passed as ``shift``."""
     g = torch.Generator().manual_seed(seed)
     a = torch.randn(rows, channels, generator=g, dtype=dtype) + shift
     b = torch.randn(rows, channels, generator=g, dtype=dtype)
+    c_lin = torch.randn(channels, generator=g, dtype=dtype) if lin_bias else None
     add = torch.randn(rows, channels, generator=g, dtype=dtype) if extra else None
     weight = torch.rand(channels, generator=g, dtype=dtype) + 0.5
     bias = torch.randn(channels, generator=g, dtype=dtype)
@@ -32,8 +35,9 @@ def test_batch_norm_matches_torch(rows, channels, momentum, extra, shift, dtype,
     ours = [t.clone() for t in running]
     out, xhat, invstd = batch_norm_forward(a.numpy(), b.numpy(), weight.numpy(), bias.numpy(),
                                            1e-5, momentum, ours[0].numpy(), ours[1].numpy(),
-                                           None if add is None else add.numpy())
-    s = (a + b).requires_grad_()
+                                           None if add is None else add.numpy(),
+                                           None if c_lin is None else c_lin.numpy())
+    s = ((a if c_lin is None else a + c_lin) + b).requires_grad_()
     w, c = weight.clone().requires_grad_(), bias.clone().requires_grad_()
     want = F.batch_norm(s, running[0], running[1], w, c, True, momentum, 1e-5)
     if add is not None:
