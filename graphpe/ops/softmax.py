@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from graphpe.ops.compiled import host_empty
-from graphpe.ops.dropout import DROPOUT_BITS, _mix
+from graphpe.ops.dropout import DROPOUT_BITS, _keyed_hash
 
 # Reassociation lets LLVM vectorize the loops over queries; no result here depends on the
 # order of a sum beyond float32 rounding.
@@ -110,7 +110,7 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
         if drop:
             out = flat_dropped[start: start + size]
             for e in range(size):
-                h = _mix(np.uint32(_mix(np.uint32(np.uint32(start + e) ^ k0)) ^ k1))
+                h = _keyed_hash(np.uint32(start + e), k0, k1)
                 out[e] = x[e] * (keep_scale * ((h >> shift) >= t))
         for e in range(start + size, start + n * n):  # padding keys weigh nothing
             flat_scores[e] = zero

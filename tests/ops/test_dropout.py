@@ -80,3 +80,23 @@ def test_the_same_keys_give_the_same_mask():
     b = dropout_host(torch.full((5000,), 2.0), 0.4, keys)
     assert torch.equal(b, 2 * a)
     assert not torch.equal(dropout_host(torch.ones(5000), 0.4), a)
+
+
+def _lowbias32(x: int) -> int:
+    """Reference: Wellons' lowbias32 in Python integers."""
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    return x ^ (x >> 16)
+
+
+@pytest.mark.parametrize("keys", [(0, 0), (12345, 2**32 - 1), (2**31, 7)])
+def test_mask_is_the_keyed_lowbias32_hash(keys):
+    """Element i is kept where the top 24 bits of ``lowbias32(lowbias32(i ^ k0) ^ k1)`` reach
+    ``p * 2^24``: the compiled hash (32-bit LLVM IR) against the hash in Python integers."""
+    p, n = 0.5, 3000
+    out = dropout_host(torch.ones(n), p, keys)
+    want = [(_lowbias32(_lowbias32(i ^ keys[0]) ^ keys[1]) >> 8) >= round(p * 2**24)
+            for i in range(n)]
+    assert (out != 0).tolist() == want
