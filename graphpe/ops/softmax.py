@@ -29,6 +29,9 @@ import math
 
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types as nb_types
+from numba.extending import intrinsic
 
 from graphpe.ops.compiled import host_empty
 from graphpe.ops.dropout import DROPOUT_BITS, _keyed_hash
@@ -46,9 +49,24 @@ _C = tuple(1.0 / math.factorial(k) for k in range(8))
 _EXP2_FLOOR = -127.0
 
 
+@intrinsic
+def _float_bits(typingctx, bits):  # pragma: no cover - compiled
+    """The float32 whose bit pattern is the low 32 bits of the integer ``bits``."""
+    if not isinstance(bits, nb_types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = args[0]
+        if bits.bitwidth != 32:
+            value = builder.trunc(value, ir.IntType(32))
+        return builder.bitcast(value, ir.FloatType())
+
+    return nb_types.float32(bits), codegen
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
 def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold, keep_scale,
-                        dropped, col_max, col_sum, exponent):  # pragma: no cover - compiled
+                        dropped, col_max, col_sum):  # pragma: no cover - compiled
     blocks, n = scores.shape[0], scores.shape[1]
     drop = threshold > 0
     k0 = np.uint32(key0)
@@ -59,7 +77,6 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
     to_log2 = np.float32(scale * _LOG2E)
     flat_scores = scores.reshape(-1)
     flat_dropped = dropped.reshape(-1)
-    power = exponent.view(np.float32)
     for b in range(blocks):
         keys = key_counts[b % graphs]
         s = scores[b]
@@ -93,10 +110,7 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
             p = p * f + np.float32(_C[2])
             p = p * f + np.float32(_C[1])
             p = p * f + np.float32(_C[0])
-            x[e] = p
-            exponent[e] = (np.int32(k) + np.int32(127)) << np.int32(23)
-        for e in range(size):
-            x[e] *= power[e]
+            x[e] = p * _float_bits((np.int32(k) + np.int32(127)) << np.int32(23))
         for j in range(keys):
             row = s[j]
             for i in range(n):
@@ -166,8 +180,7 @@ def softmax_keys_first(
     dropped = host_empty(scores.shape, np.float32) if threshold else scores[:0]
     _softmax_keys_first(scores, key_counts, graphs, np.float32(scale), keys[0], keys[1],
                         threshold, np.float32(1.0 / (1.0 - dropout)), dropped,
-                        np.empty(n, np.float32), np.empty(n, np.float32),
-                        np.empty(n * n, np.int32))
+                        np.empty(n, np.float32), np.empty(n, np.float32))
     return dropped if threshold else None
 
 
