@@ -44,7 +44,12 @@ from torch.autograd.function import once_differentiable
 from torch.nn.modules import module as _module
 from torch_geometric.nn.norm import BatchNorm
 
-from graphpe.nn.attention import GraphLayout, attention_core_backward, attention_core_forward
+from graphpe.nn.attention import (
+    GraphLayout,
+    MultiheadGraphAttention,
+    attention_core_backward,
+    attention_core_forward,
+)
 from graphpe.nn.conv import checked_edges
 from graphpe.ops import message
 from graphpe.ops.compiled import use_host_kernels
@@ -206,13 +211,19 @@ def _fused_parts(layer: nn.Module) -> tuple[list[Tensor], tuple] | None:
     if None in norms:
         return None
     out_proj = attn._modules["out_proj"]
-    if _has_hooks([layer, conv, gine, *g, attn, out_proj, mlp, *f, *wrappers, *norms]):
+    if (type(attn) is not MultiheadGraphAttention or type(out_proj) is not nn.Linear
+            or _has_hooks([layer, conv, gine, *g, attn, out_proj, mlp, *f, *wrappers, *norms])):
         return None
-    params = [g[0].weight, g[0].bias, g[2].weight, g[2].bias, attn.in_proj_weight,
-              attn.in_proj_bias, out_proj.weight, out_proj.bias, f[0].weight, f[0].bias,
-              f[3].weight, f[3].bias]
+    # the exact types above hold their parameters in _parameters (no parametrization)
+    params = [g[0]._parameters["weight"], g[0]._parameters["bias"], g[2]._parameters["weight"],
+              g[2]._parameters["bias"], attn._parameters["in_proj_weight"],
+              attn._parameters["in_proj_bias"], out_proj._parameters["weight"],
+              out_proj._parameters["bias"], f[0]._parameters["weight"],
+              f[0]._parameters["bias"], f[3]._parameters["weight"], f[3]._parameters["bias"]]
     for bn in norms:
-        params += [bn.weight, bn.bias]
+        params += [bn._parameters["weight"], bn._parameters["bias"]]
+    if any(p is None for p in params):  # a linear map built without its bias
+        return None
     return params, norms
 
 

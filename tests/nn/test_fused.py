@@ -125,6 +125,15 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
     pairs = torch.tensor([[0, 1], [1, 0]])
     assert path(layer, pair_bias=torch.zeros(2, 2), pair_index=pairs) != fused
     assert path(layer, edge_weight=torch.ones(edge_index.size(1), 1)) != fused
+    # a linear map without its bias, or one under a parametrization: the module path
+    no_bias = GPSLayer(8, "gine", "multihead", heads=2)
+    no_bias.mlp[0] = torch.nn.Linear(8, 16, bias=False)
+    assert path(no_bias) != fused
+    from torch.nn.utils import parametrize
+
+    param = GPSLayer(8, "gine", "multihead", heads=2)
+    parametrize.register_parametrization(param.conv.nn[0], "weight", torch.nn.Identity())
+    assert path(param) != fused
 
 
 def test_fused_layer_rejects_node_ids_out_of_range():
