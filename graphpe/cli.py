@@ -1,4 +1,5 @@
-"""The ``graphpe`` command line: ``demo``, ``precompute``, ``train``, ``bench``."""
+"""The ``graphpe`` command line: ``demo``, ``precompute``, ``train``, ``evaluate``, ``warmup``,
+``bench``."""
 
 from __future__ import annotations
 
@@ -177,6 +178,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--device", default="cpu")
     p_eval.add_argument("--download", action="store_true")
 
+    p_warm = sub.add_parser("warmup", formatter_class=fmt,
+                            help="compile the CPU kernels into numba's on-disk cache ahead of "
+                                 "use (e.g. while building a container image)")
+    p_warm.add_argument("--pe", default=None,
+                        help="comma-separated PE names whose kernels to compile (e.g. "
+                             "'lap,rwse'); default: all")
+    p_warm.add_argument("--no-models", action="store_true",
+                        help="skip the models' kernels (fused GPS layer, GINE, attention)")
+    p_warm.add_argument("--processes", type=int, default=None,
+                        help="processes compiling side by side (default: one per kernel "
+                             "family, up to the CPU count)")
     bench = sub.add_parser("bench", help="run a benchmark script from benchmarks/")
     bench.add_argument("name", help="benchmark name, e.g. precompute, curvature, rfp")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
@@ -236,6 +248,16 @@ def _dispatch(args: argparse.Namespace) -> None:
         demo(args.epochs, args.seed, args.progress)
     elif args.command == "bench":
         _run_benchmark(args.name, args.args)
+    elif args.command == "warmup":
+        from graphpe.warmup import cache_location, warm_up
+
+        pes = None if args.pe is None else [p.strip() for p in args.pe.split(",") if p.strip()]
+        start = time.perf_counter()
+        seconds = warm_up(pes, models=not args.no_models, processes=args.processes)
+        for family, s in seconds.items():
+            print(f"  {family:<10} {s:6.1f} s")
+        print(f"compiled in {time.perf_counter() - start:.1f} s; numba's cache: "
+              f"{cache_location()}")
     elif args.command == "precompute":
         from graphpe.datasets import load_dataset
         from graphpe.presets import resolve_pe, transforms_of

@@ -1,0 +1,180 @@
+"""Compile graphpe's CPU kernels ahead of use (``graphpe warmup``).
+
+The CPU paths of the encodings and of the fused GPS layer are numba kernels, compiled on their
+first call and cached on disk (next to the package's sources, or under ``NUMBA_CACHE_DIR``).
+In a fresh environment that first call pays the compile: on one core of a 2-core Xeon,
+``LaplacianPE``'s ~15-20 s, ``LCP``'s ~9 s, ``RFP``'s ~4 s, ``RWSE``'s ~2 s and a GPS
+training step's ~7 s (``benchmarks/cold_start.py`` measures them); later processes load the
+cache in well under a second. :func:`warm_up` pays it once, ahead of time (e.g. while building
+a container image or before a job array), in several processes at once: kernels are grouped
+by family (:data:`FAMILIES`) and each family compiles in its own process, so the wall time is
+about that of the slowest family instead of the sum.
+
+Each family runs the public calls a user makes (a transform on one ``Data``, on a ``Batch``,
+through :func:`~graphpe.transforms.precompute`; a training step and an evaluation pass of the
+models), so the signatures compiled are the ones those calls need; ``tests/test_warmup.py``
+checks that after :func:`warm_up` such a workload compiles nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+# PE names (graphpe.presets) by the kernels they compile; "models" is the fused GPS layer, the
+# GINE aggregation and the attention kernels (pair biases included). Slowest first (measured
+# on one core: ~16, ~8, ~8, ~3, ~2 s), so processes that take them in turn finish together.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "eigen": ("lap", "signnet", "spe", "peg", "hkdiag", "elstatic", "rd", "heat"),
+    "models": (),
+    "curvature": ("lcp",),
+    "walk": ("rwse", "rrwp", "spd"),
+    "propagate": ("rfp",),
+}
+
+
+def _graphs() -> list:
+    """Two small molecule-like graphs with atom and bond types (a 6-ring with a tail, and a
+    path with an isolated node), the shapes the kernels see in practice."""
+    import torch
+    from torch_geometric.data import Data
+
+    def undirected(pairs):
+        src, dst = zip(*pairs, strict=True)
+        return torch.tensor([src + dst, dst + src])
+
+    ring = undirected([(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (5, 0), (5, 6), (6, 7)])
+    path = undirected([(0, 1), (1, 2), (2, 3)])
+    graphs = []
+    for edge_index, n in ((ring, 8), (path, 5)):
+        graphs.append(Data(edge_index=edge_index, num_nodes=n,
+                           x=torch.arange(n) % 3,
+                           edge_attr=torch.arange(edge_index.size(1)) % 2,
+                           y=torch.tensor([[0.5]])))
+    return graphs
+
+
+def _encode(pe: str, graphs: list) -> None:
+    """Every CPU path of one PE's transform: per ``Data``, per ``Batch``, ``precompute``."""
+    from torch_geometric.data import Batch
+
+    from graphpe.presets import resolve_pe
+    from graphpe.transforms import precompute
+
+    for spec in resolve_pe(pe):
+        transform = spec.transform()
+        if transform is None:  # learned inside the model: nothing to precompute
+            continue
+        for g in graphs:
+            transform(g.clone())
+        transform(Batch.from_data_list([g.clone() for g in graphs]))
+        precompute([g.clone() for g in graphs], [transform], progress=False)
+
+
+def _train_models(graphs: list) -> None:
+    """A training step and an evaluation pass of the GPS (fused layers, attention dropout,
+    and with RRWP pair biases), GRIT and GINE models on a batch of ``graphs``."""
+    import torch
+    from torch_geometric.data import Batch
+
+    from graphpe.nn import build_model
+    from graphpe.presets import pair_model_config, pe_model_config, resolve_pe
+
+    for model_name, pe in (("gps", "rwse"), ("gps", "rrwp"), ("grit", "rrwp"), ("gine", "rwse")):
+        specs = resolve_pe(pe)
+        batch = Batch.from_data_list([g.clone() for g in graphs])
+        for spec in specs:
+            batch = spec.transform()(batch)
+        config = {"model": model_name, "channels": 16, "layers": 2, "out_dim": 1,
+                  "node_vocab": 4, "edge_vocab": 4, "pe": pe_model_config(specs)}
+        pair = pair_model_config(specs)
+        if pair:
+            config["pair"] = pair
+        if model_name == "gps":
+            config.update(heads=2, attn_dropout=0.1)
+        model = build_model(config)
+        optimizer = torch.optim.Adam(model.parameters())
+        model.train()
+        loss = model(batch).square().mean()
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        with torch.no_grad():
+            model(batch)
+
+
+def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
+    """Compile one family's kernels in this process (``pes`` restricts it to those PEs);
+    returns the seconds it took."""
+    import torch
+
+    if family not in FAMILIES:
+        raise ValueError(f"unknown kernel family {family!r}; choose from {sorted(FAMILIES)}")
+    torch.set_num_threads(1)  # each process compiles on one core: they run side by side
+    start = time.perf_counter()
+    graphs = _graphs()
+    if family == "models":
+        _train_models(graphs)
+    for pe in FAMILIES[family] if pes is None else pes:
+        _encode(pe, graphs)
+    return time.perf_counter() - start
+
+
+def plan(pes: Sequence[str] | None = None, models: bool = True
+         ) -> list[tuple[str, tuple[str, ...] | None]]:
+    """The ``(family, PEs)`` tasks :func:`warm_up` runs, slowest family first: every family
+    for ``pes=None``, else the families of those PE names (plus ``models`` if asked)."""
+    if pes is None:
+        return [(family, None) for family in FAMILIES if models or family != "models"]
+    owner = {pe: family for family, names in FAMILIES.items() for pe in names}
+    unknown = [pe for pe in pes if pe not in owner]
+    if unknown:
+        raise ValueError(f"unknown PE name(s) {unknown}; choose from {sorted(owner)}")
+    tasks = []
+    for family in FAMILIES:
+        names = tuple(dict.fromkeys(pe for pe in pes if owner[pe] == family))
+        if names or (models and family == "models"):
+            tasks.append((family, names or None))
+    return tasks
+
+
+def warm_up(pes: Sequence[str] | None = None, models: bool = True,
+            processes: int | None = None) -> dict[str, float]:
+    """Compile graphpe's CPU kernels into numba's on-disk cache, so that later processes
+    load them instead of compiling on first use.
+
+    Args:
+        pes: PE names (as ``graphpe.presets``, e.g. ``["lap", "rwse"]``) whose kernels to
+            compile; ``None`` (default) for all of them.
+        models: also compile the models' kernels (fused GPS layer, GINE aggregation,
+            attention softmax, dropout and pair biases). Default ``True``.
+        processes: processes compiling side by side, each one family; default one per
+            family up to ``os.cpu_count()``. ``1`` compiles in this process.
+
+    Returns:
+        Seconds per family (each measured in the process that compiled it).
+    """
+    tasks = plan(pes, models)
+    if processes is None:
+        processes = min(len(tasks), os.cpu_count() or 1)
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    if processes == 1 or len(tasks) == 1:
+        return {family: warm_family(family, names) for family, names in tasks}
+    # spawn, not fork: a forked copy of a process with torch's thread pools can deadlock
+    with ProcessPoolExecutor(min(processes, len(tasks)), mp_context=get_context("spawn")) as pool:
+        futures = {family: pool.submit(warm_family, family, names) for family, names in tasks}
+        return {family: future.result() for family, future in futures.items()}
+
+
+def cache_location() -> str:
+    """Where numba writes the kernels' cache: ``NUMBA_CACHE_DIR`` if set, else the package's
+    ``__pycache__`` folders (numba falls back to a per-user folder where those are read-only)."""
+    import numba
+
+    if numba.config.CACHE_DIR:
+        return numba.config.CACHE_DIR
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "*", "__pycache__")
