@@ -22,6 +22,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || \
 		$(BIN)/python -m pip install -q $(TORCH_SPEC) $(TORCH_PIP_ARGS)
 	$(BIN)/python -m pip install -q -e ".[test,bench]"
+	# compile the numba kernels into their disk cache now, side by side, rather than on
+	# first use inside the demo's timings or the tests
+	$(BIN)/graphpe warmup
 	@touch $@
 
 demo: $(STAMP)
