@@ -486,8 +486,30 @@ def grit_step_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def cold_start_table(data: dict) -> str:
+    """First use in a fresh process, empty and filled numba cache, against PyG (from
+    ``benchmarks/cold_start.py``)."""
+    lines = [
+        f"`python benchmarks/cold_start.py` (fresh process per row, 1 thread, first "
+        f"{data['limit']:,} graphs of ZINC-12k train one at a time, torch {data['torch']}, "
+        f"PyG {data['pyg']}; seconds from the data being loaded):",
+        "",
+        "| encoding | run | import | first graph | all graphs | vs PyG |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in data["rows"]:
+        ratio = "" if r["speedup_vs_pyg"] is None else f"{r['speedup_vs_pyg']:.2f}x"
+        lines.append(f"| {r['encoding']} | {r['run']} | {r['import_s']:.2f} | "
+                     f"{r['first_s']:.2f} | {r['total_s']:.2f} | {ratio} |")
+    warm = data["warmup_s"]
+    lines += ["", f"`graphpe warmup` on an empty cache ({data['cpu_count']} CPUs): "
+                  f"{warm['1']:.1f} s in one process, {warm['2']:.1f} s in two."]
+    return "\n".join(lines)
+
+
 TABLES = {
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
+    "cold_start": ("benchmarks/results/cold_start.json", cold_start_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
     "train_step": ("benchmarks/results/train_step.json", train_step_table),
     "train_step_breakdown": ("benchmarks/results/train_step_breakdown.json",
