@@ -171,10 +171,9 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
 
 
 def cache_location() -> str:
-    """Where numba writes the kernels' cache: ``NUMBA_CACHE_DIR`` if set, else the package's
-    ``__pycache__`` folders (numba falls back to a per-user folder where those are read-only)."""
-    import numba
+    """The folder numba caches ``graphpe.ops``' kernels in (as numba resolves it: under
+    ``NUMBA_CACHE_DIR`` if set, else the package's ``__pycache__``, else a per-user folder
+    where that is read-only)."""
+    from graphpe.ops import graph
 
-    if numba.config.CACHE_DIR:
-        return numba.config.CACHE_DIR
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "*", "__pycache__")
+    return str(graph._index_range._cache._cache_path)
