@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything that needs a GPU, as one call of the `device` tool, inside one time budget
 # (GPU_BUDGET_S, default 540 s; each part also has its own cap and is skipped when less than
-# 20 s are left). Parts, most important first:
+# 20 s are left). `graphpe warmup` first compiles the CPU kernels (-> warmup.log). Parts, most
+# important first:
 #   1. the CUDA tests (tests/ops/test_cuda.py, and the static-shape GPS with CUDA graphs in
 #      tests/nn/test_static.py)                                          -> gpu_tests.log
 #   2. benchmarks/train_step.py: the GPS step and one ZINC epoch against PyG's example,
@@ -51,6 +52,9 @@ part() {  # part NAME CAP_S COMMAND...: run COMMAND for at most CAP_S and what t
     nproc
 } 2>&1 | tee "$OUT/gpu_info.txt"
 
+# the CPU kernels the parts compare against, compiled side by side on the machine's cores
+# first, rather than one after another inside the capped parts
+part "warmup" 90 python3 -m graphpe.cli warmup 2>&1 | tee "$OUT/warmup.log"
 part "CUDA tests" 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
     tests/nn/test_static.py \
     2>&1 | tee "$OUT/gpu_tests.log"
