@@ -152,7 +152,9 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
         models: also compile the models' kernels (fused GPS layer, GINE aggregation,
             attention softmax, dropout and pair biases). Default ``True``.
         processes: processes compiling side by side, each one family; default one per
-            family up to ``os.cpu_count()``. ``1`` compiles in this process.
+            family up to ``os.cpu_count()``. ``1`` compiles in this process. The others are
+            spawned, so they import the calling script: call this under
+            ``if __name__ == "__main__":`` there (or use the ``graphpe warmup`` command).
 
     Returns:
         Seconds per family (each measured in the process that compiled it).
