@@ -182,8 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="compile the CPU kernels into numba's on-disk cache ahead of "
                                  "use (e.g. while building a container image)")
     p_warm.add_argument("--pe", default=None,
-                        help="comma-separated PE names whose kernels to compile (e.g. "
-                             "'lap,rwse'); default: all")
+                        help="the PEs whose kernels to compile, as train's --pe (e.g. "
+                             "'lap,rwse:walk_length=20'; settings do not change the kernels); "
+                             "default: all")
     p_warm.add_argument("--no-models", action="store_true",
                         help="skip the models' kernels (fused GPS layer, GINE, attention)")
     p_warm.add_argument("--processes", type=int, default=None,
@@ -249,9 +250,11 @@ def _dispatch(args: argparse.Namespace) -> None:
     elif args.command == "bench":
         _run_benchmark(args.name, args.args)
     elif args.command == "warmup":
+        from graphpe.presets import parse_pe
         from graphpe.warmup import cache_location, warm_up
 
-        pes = None if args.pe is None else [p.strip() for p in args.pe.split(",") if p.strip()]
+        # the --pe of `graphpe train` works here too: the kernels depend on the names only
+        pes = None if args.pe is None else [item["name"] for item in parse_pe(args.pe)]
         start = time.perf_counter()
         seconds = warm_up(pes, models=not args.no_models, processes=args.processes)
         for family, s in seconds.items():

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
+from graphpe.presets import LEARNED
+
 # PE names (graphpe.presets) by the kernels they compile; "models" is the fused GPS layer, the
 # GINE aggregation and the attention kernels (pair biases included). Slowest first (measured
 # on one core: ~16, ~8, ~8, ~3, ~2 s), so processes that take them in turn finish together.
@@ -126,18 +128,24 @@ def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
 def plan(pes: Sequence[str] | None = None, models: bool = True
          ) -> list[tuple[str, tuple[str, ...] | None]]:
     """The ``(family, PEs)`` tasks :func:`warm_up` runs, slowest family first: every family
-    for ``pes=None``, else the families of those PE names (plus ``models`` if asked)."""
+    for ``pes=None``, else the families of those PE names (plus ``models`` if asked, or for a
+    PE learned inside the model such as ``pearl``)."""
     if pes is None:
         return [(family, None) for family in FAMILIES if models or family != "models"]
     owner = {pe: family for family, names in FAMILIES.items() for pe in names}
+    owner.update({pe: "models" for pe in LEARNED})  # computed inside the model
     unknown = [pe for pe in pes if pe not in owner]
     if unknown:
         raise ValueError(f"unknown PE name(s) {unknown}; choose from {sorted(owner)}")
     tasks = []
     for family in FAMILIES:
+        if family == "models":
+            if models or any(owner[pe] == "models" for pe in pes):
+                tasks.append(("models", None))
+            continue
         names = tuple(dict.fromkeys(pe for pe in pes if owner[pe] == family))
-        if names or (models and family == "models"):
-            tasks.append((family, names or None))
+        if names:
+            tasks.append((family, names))
     return tasks
 
 

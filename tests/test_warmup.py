@@ -24,6 +24,8 @@ def test_plan_groups_pes_by_family_slowest_first():
     assert warmup.plan(["rwse", "lap", "spe", "rwse"], models=False) == [
         ("eigen", ("lap", "spe")), ("walk", ("rwse",))]
     assert warmup.plan(["lcp"]) == [("models", None), ("curvature", ("lcp",))]
+    assert warmup.plan(["pearl", "rwse"], models=False) == [("models", None),
+                                                            ("walk", ("rwse",))]
 
 
 def test_bad_arguments():
@@ -103,7 +105,7 @@ def test_processes_compile_side_by_side():
 
 
 def test_cli_warmup(capsys):
-    main(["warmup", "--pe", "rwse", "--no-models", "--processes", "1"])
+    main(["warmup", "--pe", "rwse:walk_length=20", "--no-models", "--processes", "1"])
     out = capsys.readouterr().out
     assert out.splitlines()[0].split()[0] == "walk"
     assert "numba's cache:" in out
