@@ -47,7 +47,7 @@ def child(args) -> None:
     dataset = ZINC(str(args.root / "ZINC"), subset=True, split="train")
     graphs = [dataset[i] for i in range(min(args.limit, len(dataset)))]
     start = time.perf_counter()
-    if args.library == "graphpe":
+    if args.child == "graphpe":
         import graphpe.transforms as lib
     else:
         import torch_geometric.transforms as lib
@@ -93,11 +93,9 @@ def main(argv=None) -> None:
     ap.add_argument("--limit", type=int, default=10_000, help="graphs of ZINC-12k train")
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/cold_start.json"))
     ap.add_argument("--child", choices=("graphpe", "pyg"), help=argparse.SUPPRESS)
-    ap.add_argument("--library", help=argparse.SUPPRESS)
     ap.add_argument("--transform", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        args.library = args.child
         child(args)
         return
     if not place("ZINC", args.root, args.shared):

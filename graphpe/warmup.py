@@ -3,12 +3,12 @@
 The CPU paths of the encodings and of the fused GPS layer are numba kernels, compiled on their
 first call and cached on disk (next to the package's sources, or under ``NUMBA_CACHE_DIR``).
 In a fresh environment that first call pays the compile: on one core of a 2-core Xeon,
-``LaplacianPE``'s ~15-20 s, ``LCP``'s ~9 s, ``RFP``'s ~4 s, ``RWSE``'s ~2 s and a GPS
-training step's ~7 s (``benchmarks/cold_start.py`` measures them); later processes load the
-cache in well under a second. :func:`warm_up` pays it once, ahead of time (e.g. while building
-a container image or before a job array), in several processes at once: kernels are grouped
-by family (:data:`FAMILIES`) and each family compiles in its own process, so the wall time is
-about that of the slowest family instead of the sum.
+``LaplacianPE``'s ~14 s, ``LCP``'s ~10 s, ``RFP``'s ~5 s, ``RWSE``'s ~3-4 s
+(``benchmarks/cold_start.py`` measures them) and a GPS training step's ~7 s; later processes
+load the cache in well under a second. :func:`warm_up` pays it once, ahead of time (e.g.
+while building a container image or before a job array), in several processes at once:
+kernels are grouped by family (:data:`FAMILIES`) and each family compiles in its own process,
+so the wall time is about that of the slowest family instead of the sum.
 
 Each family runs the public calls a user makes (a transform on one ``Data``, on a ``Batch``,
 through :func:`~graphpe.transforms.precompute`; a training step and an evaluation pass of the
@@ -108,14 +108,18 @@ def _train_models(graphs: list) -> None:
             model(batch)
 
 
+def _one_thread() -> None:
+    """A compiling child's set-up: one torch thread, so the processes run side by side."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
     """Compile one family's kernels in this process (``pes`` restricts it to those PEs);
     returns the seconds it took."""
-    import torch
-
     if family not in FAMILIES:
         raise ValueError(f"unknown kernel family {family!r}; choose from {sorted(FAMILIES)}")
-    torch.set_num_threads(1)  # each process compiles on one core: they run side by side
     start = time.perf_counter()
     graphs = _graphs()
     if family == "models":
@@ -175,7 +179,8 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
     if processes == 1 or len(tasks) == 1:
         return {family: warm_family(family, names) for family, names in tasks}
     # spawn, not fork: a forked copy of a process with torch's thread pools can deadlock
-    with ProcessPoolExecutor(min(processes, len(tasks)), mp_context=get_context("spawn")) as pool:
+    with ProcessPoolExecutor(min(processes, len(tasks)), mp_context=get_context("spawn"),
+                             initializer=_one_thread) as pool:
         futures = {family: pool.submit(warm_family, family, names) for family, names in tasks}
         return {family: future.result() for family, future in futures.items()}
 
