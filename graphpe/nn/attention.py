@@ -339,8 +339,9 @@ def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphL
             scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale)
             if pair_bias is not None and pair_slots[0][i].numel():
                 pairs, flat = pair_slots[0][i], pair_slots[1][i]
-                scores.view(-1).index_add_(0, flat.flatten(),
-                                           pair_bias.index_select(0, pairs).flatten())
+                # (under autocast the scores are bfloat16/float16, the biases float32)
+                scores.view(-1).index_add_(0, flat.flatten(), pair_bias.index_select(
+                    0, pairs).flatten().to(scores.dtype))
             probs = scores.softmax(-1)
             dropped = attention_dropout(probs, dropout) if dropout > 0.0 else probs
             weights = dropped
@@ -514,9 +515,12 @@ class LinearAttention(nn.Module):
         q, k, v = self.qkv(x).view(n, 3, self.heads, self.head_dim).unbind(1)
         q, k = F.elu(q) + 1, F.elu(k) + 1
         kv = torch.einsum("nhd,nhe->nhde", k, v)
-        kv_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, self.head_dim)
-        kv_sum = kv_sum.index_add(0, batch, kv)
-        k_sum = x.new_zeros(num_graphs, self.heads, self.head_dim).index_add(0, batch, k)
+        # the per-graph sums in x's precision (under autocast k and v are bfloat16/float16)
+        acc = torch.promote_types(x.dtype, kv.dtype)
+        kv_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, self.head_dim, dtype=acc)
+        kv_sum = kv_sum.index_add(0, batch, kv.to(acc))
+        k_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, dtype=acc).index_add(
+            0, batch, k.to(acc))
         num = torch.einsum("nhd,nhde->nhe", q, kv_sum[batch])
         den = (q * k_sum[batch]).sum(-1, keepdim=True).clamp(min=1e-6)
         return self.out((num / den).reshape(n, -1))

@@ -237,7 +237,10 @@ def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
                 and edge_weight is None and edge_attr is not None and layer.dropout == 0.0
                 and x.dtype == torch.float32 and edge_attr.dtype == torch.float32
                 and x.device.type == "cpu" and edge_attr.device.type == "cpu"
-                and x.dim() == 2 and x.size(0) >= 2)
+                and x.dim() == 2 and x.size(0) >= 2
+                # autocast would run the products inside in bfloat16/float16 (the kernels
+                # are float32): a mixed-precision step takes the module path
+                and not torch.is_autocast_enabled("cpu"))
 
 
 def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,

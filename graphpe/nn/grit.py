@@ -26,7 +26,9 @@ LOGIT_CLAMP = 5.0
 
 def signed_sqrt(x: Tensor, eps: float = SIGNED_SQRT_EPS) -> Tensor:
     """``sign(x) * (sqrt(|x| + eps) - sqrt(eps))``: GRIT's signed square root, which keeps the
-    products of the pair and node terms on the scale of their factors."""
+    products of the pair and node terms on the scale of their factors. Computed in float32 at
+    least: in float16 (under autocast) ``eps`` rounds to 0 and the gradient at 0 is infinite."""
+    x = x.to(torch.promote_types(x.dtype, torch.float32))
     return torch.sign(x) * (torch.sqrt(x.abs() + eps) - math.sqrt(eps))
 
 
@@ -200,10 +202,13 @@ class GRITAttention(nn.Module):
                                                     query, key, n)
         else:
             a = alpha.unsqueeze(-1)
-            out = x.new_zeros(n, heads, dim).index_add_(
-                0, query, v.reshape(n, heads, dim).index_select(0, key) * a).view(n, -1)
-            pair_sum = x.new_zeros(n, heads, dim).index_add_(
-                0, query, pair.view(-1, heads, dim) * a).view(n, -1)
+            # summed in x's precision (under autocast v and the pairs are bfloat16/float16)
+            acc = torch.promote_types(x.dtype, v.dtype)
+            out = x.new_zeros(n, heads, dim, dtype=acc).index_add_(
+                0, query, (v.reshape(n, heads, dim).index_select(0, key) * a).to(acc))
+            pair_sum = x.new_zeros(n, heads, dim, dtype=acc).index_add_(
+                0, query, (pair.view(-1, heads, dim) * a).to(acc))
+            out, pair_sum = out.view(n, -1), pair_sum.view(n, -1)
         out = out + torch.einsum("nhd,hde->nhe", pair_sum.view(n, heads, dim),
                                  self.pair_value).reshape(n, -1)
         if self.degree_coef is not None:

@@ -488,7 +488,9 @@ class GPS(PEGraphModel):
                 h = h + node
             if edge_attr is not None:
                 edge_pairs = pair_ids_of_edges(pair_index, batch.edge_index, h.size(0))
-                pair_attr = pair_attr.index_add(0, edge_pairs, edge_attr)
+                # (under autocast the pair features are bfloat16/float16: sum in the wider)
+                acc = torch.promote_types(pair_attr.dtype, edge_attr.dtype)
+                pair_attr = pair_attr.to(acc).index_add(0, edge_pairs, edge_attr.to(acc))
             log_deg = log_degree(batch.edge_index, h.size(0), h.dtype)
         elif self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
             pair_bias, pair_index = self.pair_encoder(batch)

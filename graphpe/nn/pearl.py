@@ -61,9 +61,11 @@ def pearl_operators(edge_index: Tensor, num_nodes: int, laplacian: bool,
 
 
 def _spmm(op: Tensor, x: Tensor) -> Tensor:
-    with warnings.catch_warnings():
+    # in the operator's precision: sparse products have no bfloat16/float16 kernels, so under
+    # torch.autocast they run outside it on x cast up
+    with warnings.catch_warnings(), torch.autocast(x.device.type, enabled=False):
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return op @ x
+        return op @ x.to(op.dtype)
 
 
 class PEARLEncoder(nn.Module):

@@ -121,11 +121,15 @@ def use_compiled(kernel: str, device: torch.device) -> bool:
 
 def use_host_kernels(*tensors: Tensor) -> bool:
     """Whether a layer's compiled host kernels (GINE's aggregation, GRIT's pair attention) can
-    take ``tensors``: all on the CPU, the first float32 or float64, and not under
-    ``torch.compile``'s tracing (which cannot see into them); otherwise the layer runs its
-    torch formulation."""
+    take ``tensors``: all on the CPU, the first float32 or float64 and every other floating
+    tensor of its dtype, and not under ``torch.compile``'s tracing (which cannot see into
+    them); otherwise the layer runs its torch formulation. Under ``torch.autocast`` the
+    products come out in bfloat16/float16, so a layer that mixes them with float32 inputs
+    takes the torch formulation, which autocast handles."""
+    dtype = tensors[0].dtype
     return (not torch.compiler.is_compiling() and all(t.device.type == "cpu" for t in tensors)
-            and tensors[0].dtype in (torch.float32, torch.float64))
+            and dtype in (torch.float32, torch.float64)
+            and all(t.dtype == dtype for t in tensors if t.is_floating_point()))
 
 
 def host_array(t: Tensor, dtype: np.dtype | None = None) -> np.ndarray:

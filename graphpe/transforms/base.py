@@ -66,6 +66,18 @@ def set_fields(data: Data, values: dict[str | None, Tensor]) -> None:
         mapping[name] = value
 
 
+@contextlib.contextmanager
+def without_autocast() -> Iterator[None]:
+    """Turn ``torch.autocast`` off (CPU and CUDA) for the block: an encoding is computed in its
+    own precision (float64 or float32) even when it is called inside a mixed-precision
+    training step, where autocast would run its products in bfloat16/float16."""
+    with contextlib.ExitStack() as stack:
+        for device_type in ("cpu", "cuda"):
+            if torch.is_autocast_enabled(device_type):
+                stack.enter_context(torch.autocast(device_type, enabled=False))
+        yield
+
+
 def node_count(data: Data, store: dict[str, Any] | None = None) -> int | None:
     """``data.num_nodes``, read first from an explicit ``num_nodes`` or from ``x`` (PyG's own
     order of preference) before PyG's general inference, which scans every attribute."""
@@ -240,7 +252,8 @@ class PETransform(BaseTransform):
 
     def forward(self, data: Data) -> Data:
         edge_index, num_nodes, ptr, edge_weight = graph_structure(data)
-        set_fields(data, self.compute(edge_index, num_nodes, ptr, edge_weight))
+        with without_autocast():
+            set_fields(data, self.compute(edge_index, num_nodes, ptr, edge_weight))
         return data
 
     def __repr__(self) -> str:

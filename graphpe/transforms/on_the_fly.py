@@ -9,7 +9,12 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
-from graphpe.transforms.base import PETransform, graph_structure, set_fields
+from graphpe.transforms.base import (
+    PETransform,
+    graph_structure,
+    set_fields,
+    without_autocast,
+)
 
 COMPUTE_ON = ("auto", "device", "host")
 # The largest graph ``compute_on="auto"`` sends to the host. Measured: OnTheFlyPE(RWSE(16),
@@ -90,11 +95,13 @@ class OnTheFlyPE(nn.Module):
                 edge_index, ptr = edge_index.cpu(), ptr_host
                 edge_weight = None if edge_weight is None else edge_weight.cpu()
         for t in self.transforms:
-            if self.training or getattr(t, "_generator", None) is None:
-                out = t.compute(edge_index, num_nodes, ptr, edge_weight)
-            else:
-                with t.fixed_draws():
+            # in the encodings' own precision, also inside a mixed-precision step
+            with without_autocast():
+                if self.training or getattr(t, "_generator", None) is None:
                     out = t.compute(edge_index, num_nodes, ptr, edge_weight)
+                else:
+                    with t.fixed_draws():
+                        out = t.compute(edge_index, num_nodes, ptr, edge_weight)
             if device is not None:
                 out = {name: value.to(device) for name, value in out.items()}
             set_fields(batch, out)

@@ -19,7 +19,7 @@ from graphpe.ops import (
     random_feature_propagation,
     random_walk_landing_probs,
 )
-from graphpe.ops.compiled import simple_csr
+from graphpe.ops.compiled import simple_csr, use_host_kernels
 from graphpe.ops.graph import undirected_simple
 from tests.conftest import graph_families, nx_to_data
 
@@ -493,3 +493,14 @@ def test_thread_pool_in_a_forked_child():
     if child.is_alive():  # hung on the parent's pool
         child.kill()
     assert child.exitcode == 0 and sorted(out) == [(0, 1), (1, 2)]
+
+
+def test_host_kernels_take_one_float_dtype_on_the_cpu():
+    x, w = torch.ones(3, 2), torch.ones(3, 2, dtype=torch.float64)
+    index = torch.zeros(3, dtype=torch.long)
+    assert use_host_kernels(x, x, index) and use_host_kernels(w, w)
+    # a bfloat16 product beside float32 inputs (torch.autocast): the torch formulation
+    assert not use_host_kernels(x, x.bfloat16())
+    assert not use_host_kernels(x, w)
+    assert not use_host_kernels(x.half())
+    assert not use_host_kernels(x, torch.ones(3, 2, device="meta"))
