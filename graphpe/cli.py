@@ -156,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="gps only: train on fixed-shape batches (every graph padded to "
                               "the largest, one shape for the run); with --compile on CUDA the "
                               "step runs as CUDA graphs")
+    p_train.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
+                         help="bf16/fp16: mixed precision (the forward under torch.autocast; "
+                              "parameters, optimizer and PEs stay float32; fp16 scales the "
+                              "loss). Pays on GPUs; on CPUs only with bfloat16 hardware")
     p_train.add_argument("--num-workers", type=int, default=0,
                          help="DataLoader worker processes preparing the training batches "
                               "(collation, static padding) while the step runs")
@@ -295,7 +299,8 @@ def _dispatch(args: argparse.Namespace) -> None:
                              device=args.device, checkpoint=args.checkpoint,
                              results=args.results, compile=args.compile,
                              static_shapes=args.static_shapes, num_workers=args.num_workers,
-                             cache_dir=args.cache_dir, resume=args.resume)
+                             cache_dir=args.cache_dir, resume=args.resume,
+                             precision=args.precision)
         extra = {"dropout": args.dropout, "pool": args.pool}
         if args.model in ("gps", "grit"):
             extra.update(heads=args.heads, attn_dropout=args.attn_dropout)

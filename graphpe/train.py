@@ -9,6 +9,7 @@ progress bars, a JSON record and the best checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import math
@@ -66,6 +67,28 @@ class TrainConfig:
     # DataLoader worker processes for the training batches (collation, and the padding of
     # static_shapes): on a GPU they prepare the next batches while the step runs
     num_workers: int = 0
+    # fp32, or mixed precision (see PRECISIONS): the forward under torch.autocast in bfloat16
+    # or float16; parameters, optimizer state, the loss and the PEs stay float32
+    precision: str = "fp32"
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, "
+                             f"got {self.precision!r}")
+
+
+# TrainConfig.precision -> the dtype torch.autocast runs the products in (None: no autocast).
+# fp16 also scales the loss (torch.amp.GradScaler): float16 gradients underflow otherwise.
+PRECISIONS: dict[str, torch.dtype | None] = {
+    "fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def autocast(device: str | torch.device, precision: str) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` for ``precision`` on ``device``'s type (a no-op for fp32)."""
+    dtype = PRECISIONS[precision]
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(torch.device(device).type, dtype=dtype)
 
 
 CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
@@ -285,15 +308,18 @@ def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | None:
 
 @torch.no_grad()
 def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str,
-             split: str = "val", gather: bool = False) -> float:
+             split: str = "val", gather: bool = False, precision: str = "fp32") -> float:
     """The metric of ``model`` on ``loader``. With ``gather`` (one shard per process under
     torchrun) the predictions of all processes are concatenated first, so every process gets
-    the metric of the whole split, exactly."""
+    the metric of the whole split, exactly. ``precision`` as :class:`TrainConfig`'s (the
+    predictions are scored in float32)."""
     model.eval()
     preds, targets = [], []
     for batch in loader:
         batch = batch.to(device)
-        out, y = model(batch), batch.y
+        with autocast(device, precision):
+            out = model(batch)
+        out, y = out.float(), batch.y
         mask = _node_mask(batch, bundle, split)
         if mask is not None:
             out, y = out[mask], y[mask]
@@ -349,6 +375,10 @@ def fit(
     val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
     test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
+    # fp16: the loss scaled up before backward, the gradients unscaled before clipping, and a
+    # step with inf/nan gradients skipped (the scale then halves); a no-op otherwise
+    scaler = torch.amp.GradScaler(torch.device(device).type,
+                                  enabled=config.precision == "fp16")
     shapes = None
     if config.static_shapes:  # one shape for the run: a single compiled graph
         from graphpe.nn.static import StaticGPS, static_shapes
@@ -382,6 +412,8 @@ def fit(
         for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas,
                                        strict=True):
             group["lr"] = base * factor(sched.last_epoch)
+        if state.get("scaler") and scaler.is_enabled():  # an fp16 run's loss scale
+            scaler.load_state_dict(state["scaler"])
         best, history, waited = state["best"], state["history"], state["waited"]
         best_state, first = state["best_state"], state["epoch"] + 1
         _set_rng_states(state["rng"])
@@ -398,21 +430,24 @@ def fit(
         total, count = torch.zeros((), dtype=torch.float64, device=device), 0
         for batch in train_loader:
             opt.zero_grad()
-            if shapes is not None:  # a StaticBatch, padded by the loader
-                sb = batch.to(device, non_blocking=True)
-                if config.compile:  # a new iteration for CUDA graphs (mode='reduce-overhead')
-                    torch.compiler.cudagraph_mark_step_begin()
-                out, y = forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
-            else:
-                batch = batch.to(device)
-                out, y = forward(batch), batch.y
-                mask = _node_mask(batch, bundle, "train")
-                if mask is not None:
-                    out, y = out[mask], y[mask]
-            loss = loss_fn(bundle.task, out, y)
-            loss.backward()
+            with autocast(device, config.precision):
+                if shapes is not None:  # a StaticBatch, padded by the loader
+                    sb = batch.to(device, non_blocking=True)
+                    if config.compile:  # a new iteration for CUDA graphs ('reduce-overhead')
+                        torch.compiler.cudagraph_mark_step_begin()
+                    out, y = forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
+                else:
+                    batch = batch.to(device)
+                    out, y = forward(batch), batch.y
+                    mask = _node_mask(batch, bundle, "train")
+                    if mask is not None:
+                        out, y = out[mask], y[mask]
+            loss = loss_fn(bundle.task, out.float(), y)  # in float32 under mixed precision
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)  # clip the true gradients
             nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
+            scaler.step(opt)
+            scaler.update()
             graphs = batch.graph_count if shapes is not None else batch.num_graphs
             total += loss.detach().double() * graphs
             count += graphs
@@ -426,7 +461,7 @@ def fit(
             dist.all_reduce(sums)
             total, count = float(sums[0]), int(sums[1])
         val = evaluate(model if world > 1 or shapes is not None else forward, val_loader,
-                       bundle, device, "val", gather=shard_eval)
+                       bundle, device, "val", gather=shard_eval, precision=config.precision)
         history.append({"epoch": epoch, "train_loss": total / max(count, 1), "val": val})
         if better(val, best["val"]):
             best = {"epoch": epoch, "val": val}
@@ -440,14 +475,15 @@ def fit(
             _save_state(training_state_path(config.checkpoint), {
                 "format": TRAINING_STATE_FORMAT, "epoch": epoch, "model": model.state_dict(),
                 "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                "best": best, "best_state": best_state, "history": history,
-                "waited": waited, "rng": _rng_states()})
+                "scaler": scaler.state_dict(), "best": best, "best_state": best_state,
+                "history": history, "waited": waited, "rng": _rng_states()})
         if waited >= config.patience:
             break
     train_seconds = time.perf_counter() - start
     if best_state is not None:
         model.load_state_dict(best_state)
-    test = evaluate(model, test_loader, bundle, device, "test", gather=shard_eval)
+    test = evaluate(model, test_loader, bundle, device, "test", gather=shard_eval,
+                    precision=config.precision)
     record = {
         "dataset": bundle.name, "metric": bundle.metric, "best_epoch": best["epoch"],
         "val": best["val"], "test": test, "epochs_run": len(history),

@@ -52,9 +52,11 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
     code, out, err = run_cli(["train", "--dataset", "own_dataset:build", "--root",
                               str(tmp_path), "--config", str(config), "--layers", "1",
                               "--results", str(results), "--checkpoint", str(ckpt),
-                              "--cache-dir", str(tmp_path / "cache")], capsys)
+                              "--cache-dir", str(tmp_path / "cache"), "--precision", "bf16"],
+                             capsys)
     assert code == 0, err
     record = json.loads(results.read_text())
+    assert record["config"]["precision"] == "bf16"
     assert record["model_config"]["layers"] == 1  # the flag overrides the file
     assert record["model_config"]["model"] == "gps" and record["config"]["warmup_epochs"] == 1
     assert record["model_config"]["pool"] == "mean"

@@ -1,4 +1,5 @@
 import json
+import math
 
 import pytest
 import torch
@@ -238,3 +239,69 @@ def test_worker_processes_give_the_same_run(static):
     with pytest.raises(ValueError, match="num_workers must be a non-negative int, got -1"):
         run(csl_bundle(), ["rwse"], model="gine", channels=8, layers=1,
             config=TrainConfig(epochs=1, batch_size=8, progress=False, num_workers=-1))
+
+
+def molecule_bundle():
+    """Graph regression on small molecule-like graphs with atom and bond types (GPS then takes
+    GINE and, in float32 on the CPU, the fused layer)."""
+    from graphpe.synthetic import molecule_like_graphs
+
+    gen = torch.Generator().manual_seed(0)
+    graphs = molecule_like_graphs(48, min_nodes=6, max_nodes=16, seed=0)
+    for g in graphs:
+        g.x = torch.randint(0, 5, (g.num_nodes, 1), generator=gen)
+        g.edge_attr = torch.randint(0, 3, (g.edge_index.size(1),), generator=gen)
+        g.y = torch.tensor([float(g.num_nodes) / 10 + 0.1 * float(g.x.sum()) / g.num_nodes])
+    return DatasetBundle("molecules", graphs[:32], graphs[32:40], graphs[40:],
+                         task="graph_regression", metric="mae", out_dim=1, node_vocab=5,
+                         edge_vocab=3)
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_mixed_precision_training_follows_float32(precision, tmp_path):
+    """The same run in mixed precision: finite, and the first epochs' losses close to float32's
+    (the step differs only by the products' rounding)."""
+    from graphpe.nn import build_model
+
+    def train(precision, epochs=3, name="a.pt", resume=None):
+        torch.manual_seed(0)
+        model = build_model({"model": "gps", "channels": 16, "layers": 2, "heads": 2,
+                             "attn_dropout": 0.0, **molecule_bundle().model_kwargs(),
+                             "pe": {"rwse": {"walk_length": 4}}})
+        config = TrainConfig(epochs=epochs, batch_size=8, progress=False, warmup_epochs=1,
+                             precision=precision, checkpoint=str(tmp_path / name),
+                             resume=resume)
+        bundle, _ = pe_bundle(molecule_bundle())
+        return fit(model, bundle, config), model
+
+    ref, _ = train("fp32", name="ref.pt")
+    mixed, mixed_model = train(precision)
+    assert mixed["config"]["precision"] == precision
+    losses = [h["train_loss"] for h in mixed["history"]]
+    assert all(math.isfinite(v) for v in losses) and math.isfinite(mixed["test"])
+    assert losses[0] == pytest.approx(ref["history"][0]["train_loss"], rel=0.05)
+    # the loss scale of fp16 is part of the state: resuming continues the run exactly
+    from graphpe.train import training_state_path
+
+    state = torch.load(training_state_path(str(tmp_path / "a.pt")), weights_only=True)
+    assert ("scale" in state["scaler"]) == (precision == "fp16")
+    train(precision, epochs=2, name="b.pt")
+    resumed, resumed_model = train(precision, epochs=3, name="c.pt",
+                                   resume=str(training_state_path(str(tmp_path / "b.pt"))))
+    assert [h["train_loss"] for h in resumed["history"]] == losses
+    for a, b in zip(mixed_model.state_dict().values(), resumed_model.state_dict().values(),
+                    strict=True):
+        assert torch.equal(a, b)
+
+
+def pe_bundle(bundle):
+    from graphpe.train import encode_bundle
+
+    transforms, _ = pe_transforms({"rwse": {"walk_length": 4}})
+    return encode_bundle(bundle, transforms)
+
+
+def test_bad_precision_is_refused():
+    with pytest.raises(ValueError, match=r"^precision must be one of \('fp32', 'bf16', 'fp16'\), "
+                                         r"got 'fp8'$"):
+        TrainConfig(precision="fp8")
