@@ -3,8 +3,9 @@
 # (GPU_BUDGET_S, default 540 s; each part also has its own cap and is skipped when less than
 # 20 s are left). `graphpe warmup` first compiles the CPU kernels (-> warmup.log). Parts, most
 # important first:
-#   1. the CUDA tests (tests/ops/test_cuda.py, and the static-shape GPS with CUDA graphs in
-#      tests/nn/test_static.py)                                          -> gpu_tests.log
+#   1. the CUDA tests (tests/ops/test_cuda.py, the static-shape GPS with CUDA graphs in
+#      tests/nn/test_static.py, mixed precision in tests/*/test_autocast.py)
+#                                                                         -> gpu_tests.log
 #   2. benchmarks/train_step.py: the GPS step and one ZINC epoch against PyG's example,
 #      compiled, on static shapes as CUDA graphs, and with OnTheFlyPE (issue 12's GPU target)
 #                                                                         -> train_step_gpu.json
@@ -56,13 +57,14 @@ part() {  # part NAME CAP_S COMMAND...: run COMMAND for at most CAP_S and what t
 # first, rather than one after another inside the capped parts
 part "warmup" 90 python3 -m graphpe.cli warmup 2>&1 | tee "$OUT/warmup.log"
 part "CUDA tests" 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
-    tests/nn/test_static.py \
+    tests/nn/test_static.py tests/nn/test_autocast.py tests/transforms/test_autocast.py \
     2>&1 | tee "$OUT/gpu_tests.log"
 {
     # perf_hints: torch.compile logs why it would skip CUDA graphs (mutated inputs, CPU
     # tensors, ...) if the static compiled step falls back to launching kernels one by one
     TORCH_LOGS=perf_hints part "train_step" 320 python3 benchmarks/train_step.py --device cuda --shared .device_data \
-        --root "$ROOT" --epoch --compile --static --on-the-fly --json "$OUT/train_step_gpu.json"
+        --root "$ROOT" --epoch --compile --static --on-the-fly --precision bf16 \
+        --json "$OUT/train_step_gpu.json"
     part "gpu.py" 130 python3 benchmarks/gpu.py --shared .device_data --root "$ROOT" \
         --parts zinc,train,large --large-nodes 1000000 --large-degree 20 --json "$OUT/gpu.json"
     part "grit_step" 60 python3 benchmarks/grit_step.py --device cuda --shared .device_data \

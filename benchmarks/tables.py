@@ -105,6 +105,14 @@ def train_step_table(data: dict) -> str:
         verdict = "met" if comp["speedup_vs_pyg"] >= 3 else "**not met**"
         lines.append(f"- Target {name} >= 3x PyG: {comp['speedup_vs_pyg']:.2f}x, {verdict} "
                      f"(its first 3 steps, compilation included: {seconds:.0f} s).")
+    for r in data["rows"]:
+        if "speedup_vs_pyg_same_precision" in r:  # a mixed-precision row (--precision)
+            precision = r["model"].split()[-1]
+            fp32 = next(x for x in data["rows"] if x["model"] == "graphpe")["ms_per_step"]
+            lines.append(f"- {r['model']} (mixed precision, `torch.autocast`): "
+                         f"{r['speedup_vs_pyg_same_precision']:.2f}x PyG's step in {precision}; "
+                         f"{r['ms_per_step']:.1f} ms against graphpe's {fp32:.1f} ms in "
+                         "float32.")
     for name, why in (data.get("failed") or {}).items():
         lines.append(f"- {name}: failed in its first steps and was left out ({why[:300]}).")
     if data.get("static_shape"):
@@ -515,6 +523,8 @@ TABLES = {
     "train_step_breakdown": ("benchmarks/results/train_step_breakdown.json",
                              train_step_breakdown_table),
     "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
+    "train_step_precision": ("benchmarks/results/train_step_precision.json",
+                             train_step_table),
     "gpu": ("benchmarks/results/gpu.json", gpu_table),
     "gps_curve": ("benchmarks/results/gps_curve_*.json", gps_curve_table),
     "ddp": ("benchmarks/results/ddp.json", ddp_table),

@@ -144,3 +144,30 @@ def test_signed_sqrt_has_a_finite_gradient_at_zero_in_float16():
     assert y.dtype == torch.float32
     assert torch.isfinite(x.grad).all()
     assert torch.allclose(y[2:], torch.tensor([-2.0, 3.0]), atol=1e-3)
+
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+
+
+@pytest.mark.gpu
+@CUDA
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("case", ["gps", "gps-spd-bias", "gps-linear", "grit-rrwp", "gine"])
+def test_cuda_step_under_autocast(case, dtype):
+    """What a mixed-precision GPU run does: the step on CUDA under autocast, close to the
+    float32 output there, with finite gradients."""
+    settings, pe = CASES[case]
+    batch, specs = _batch(pe)
+    batch = batch.to("cuda")
+    model = _model(settings, specs).to("cuda").eval()
+    with torch.no_grad():
+        ref = model(batch)
+        with torch.autocast("cuda", dtype=dtype):
+            out = model(batch).float()
+    assert (out - ref).abs().max() <= TOLERANCE[dtype] * ref.abs().max()
+    model.train()
+    with torch.autocast("cuda", dtype=dtype):
+        loss = (model(batch).float().squeeze(-1) - batch.y).abs().mean()
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())

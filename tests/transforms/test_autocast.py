@@ -72,3 +72,16 @@ def test_without_autocast_restores_it():
             assert torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.float32
         assert torch.is_autocast_enabled("cpu")
         assert torch.mm(torch.ones(2, 2), torch.ones(2, 2)).dtype == torch.bfloat16
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_encodings_ignore_autocast():
+    batch = _batch().to("cuda")
+    module = OnTheFlyPE([RWSE(8), RFP(dim=4, steps=3, seed=0), LaplacianPE(4)],
+                        compute_on="device").eval()
+    ref = module(batch)
+    with torch.autocast("cuda", dtype=torch.float16):
+        got = module(batch)
+    for key in ("rwse", "rfp", "lap_pe"):
+        assert got[key].dtype == torch.float32 and torch.equal(got[key], ref[key]), key
