@@ -125,10 +125,13 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
     root = tmp_path / "data"
     _run_script("train_step", ["--root", str(root), "--rounds", "1", "--steps", "1",
                                "--on-the-fly", "--otf-batch-size", "8", "--otf-draws", "1",
-                               "--static", "--json", str(out)], monkeypatch)
+                               "--static", "--precision", "bf16", "--json", str(out)],
+                monkeypatch)
     data = json.loads(out.read_text())
     assert [r["model"] for r in data["rows"]] == ["pyg GPSConv", "graphpe padded", "graphpe",
-                                                "graphpe, fused Adam", "graphpe static"]
+                                                "graphpe, fused Adam", "graphpe static",
+                                                "pyg GPSConv bf16", "graphpe bf16"]
+    assert data["rows"][-1]["speedup_vs_pyg_same_precision"] > 0
     assert data["static_shape"]["num_graphs"] == 32 and data["failed"] == {}
     assert data["on_the_fly"][0]["rfp_draws"] == 1
     _run_script("gps_curve", ["--root", str(root), "--epochs", "1", "--limit", "64",
@@ -138,6 +141,8 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
     tables = _tables()
     assert "| graphpe |" in tables.train_step_table(data)
     assert "- graphpe static: every batch padded to 32 graphs" in tables.train_step_table(data)
+    assert "- graphpe bf16 (mixed precision, `torch.autocast`): " in \
+        tables.train_step_table(data)
     assert "| padded | 0 | 1 |" in tables.gps_curve_table([run])
 
 
