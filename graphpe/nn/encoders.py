@@ -41,6 +41,12 @@ def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int):
     return vecs, vals, mask
 
 
+def parameter_dtype(module: nn.Module) -> torch.dtype:
+    """The dtype of ``module``'s (first) parameter: what its inputs read from a batch are cast
+    to (float64 in a ``model.double()``, float32 under autocast)."""
+    return next(module.parameters()).dtype
+
+
 def _positive(name: str, value: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -398,7 +404,8 @@ class PairBiasEncoder(nn.Module):
     def forward(self, batch) -> tuple[Tensor, Tensor]:
         """``batch`` with ``<attr_name>`` ``[P, in_dim]`` (or ``[P]``) and
         ``<attr_name>_index`` ``[2, P]`` -> ``(bias [P, heads], pair_index [2, P])``."""
-        values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories)
+        values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories,
+                                     parameter_dtype(self))
         return self.bias(values), index
 
     def bias(self, values: Tensor) -> Tensor:
@@ -407,14 +414,15 @@ class PairBiasEncoder(nn.Module):
         return self.table(values) if self.num_categories is not None else self.mlp(values)
 
 
-def pair_values(values: Tensor, attr_name: str, in_dim: int,
-                num_categories: int | None) -> Tensor:
+def pair_values(values: Tensor, attr_name: str, in_dim: int, num_categories: int | None,
+                dtype: torch.dtype = torch.float32) -> Tensor:
     """A pairwise encoding's values ``[P, ...]`` as a model input: categorical values as clamped
-    category ids ``[P]``; continuous ones as ``[P, in_dim + 1]`` floats, an infinite value (no
-    path: another component) replaced by 0 and flagged in the last column."""
+    category ids ``[P]``; continuous ones as ``[P, in_dim + 1]`` floats of ``dtype`` (the
+    model's), an infinite value (no path: another component) replaced by 0 and flagged in the
+    last column."""
     if num_categories is not None:
         return values.long().view(-1).clamp(0, num_categories - 1)
-    x = values.float().view(values.size(0), -1)
+    x = values.to(dtype).view(values.size(0), -1)
     if x.size(1) != in_dim:
         raise ValueError(f"expected {attr_name} [P, {in_dim}], got {list(values.shape)}")
     far = torch.isinf(x)
@@ -422,14 +430,14 @@ def pair_values(values: Tensor, attr_name: str, in_dim: int,
     return torch.cat([x, far.any(-1, keepdim=True).to(x.dtype)], -1)
 
 
-def _pair_inputs(batch, attr_name: str, in_dim: int,
-                 num_categories: int | None) -> tuple[Tensor, Tensor]:
+def _pair_inputs(batch, attr_name: str, in_dim: int, num_categories: int | None,
+                 dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """A pairwise encoding's values as a model input (:func:`pair_values`) and its
     ``pair_index``."""
     producer = f"a pairwise transform with attr_name={attr_name!r}"
     values = read_attribute(batch, attr_name, producer)
     index = read_attribute(batch, f"{attr_name}_index", producer)
-    return pair_values(values, attr_name, in_dim, num_categories), index
+    return pair_values(values, attr_name, in_dim, num_categories, dtype), index
 
 
 class PairFeatureEncoder(nn.Module):
@@ -471,7 +479,8 @@ class PairFeatureEncoder(nn.Module):
         """``batch`` with ``<attr_name>`` and ``<attr_name>_index`` -> ``(node [N, channels] or
         None, pair [P, channels], pair_index [2, P])``; a node whose pair ``(i, i)`` is not
         listed gets a zero node feature."""
-        values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories)
+        values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories,
+                                     parameter_dtype(self))
         pair = self.pair(values)
         if self.node is None:
             return None, pair, index

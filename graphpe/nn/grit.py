@@ -27,9 +27,10 @@ LOGIT_CLAMP = 5.0
 def signed_sqrt(x: Tensor, eps: float = SIGNED_SQRT_EPS) -> Tensor:
     """``sign(x) * (sqrt(|x| + eps) - sqrt(eps))``: GRIT's signed square root, which keeps the
     products of the pair and node terms on the scale of their factors. Computed in float32 at
-    least: in float16 (under autocast) ``eps`` rounds to 0 and the gradient at 0 is infinite."""
-    x = x.to(torch.promote_types(x.dtype, torch.float32))
-    return torch.sign(x) * (torch.sqrt(x.abs() + eps) - math.sqrt(eps))
+    least (returned in ``x``'s dtype): in float16 ``eps`` rounds to 0 and the gradient at 0 is
+    infinite."""
+    wide = x.to(torch.promote_types(x.dtype, torch.float32))
+    return (torch.sign(wide) * (torch.sqrt(wide.abs() + eps) - math.sqrt(eps))).to(x.dtype)
 
 
 def log_degree(edge_index: Tensor, num_nodes: int, dtype: torch.dtype = torch.float32) -> Tensor:

@@ -61,11 +61,17 @@ def pearl_operators(edge_index: Tensor, num_nodes: int, laplacian: bool,
 
 
 def _spmm(op: Tensor, x: Tensor) -> Tensor:
-    # in the operator's precision: sparse products have no bfloat16/float16 kernels, so under
-    # torch.autocast they run outside it on x cast up
+    """``op @ x`` in the operator's precision (float32 at least, see :func:`sparse_dtype`),
+    returned in ``x``'s: sparse products have no bfloat16/float16 kernels, so under
+    ``torch.autocast`` or in a bfloat16 model they run outside it on ``x`` cast up."""
     with warnings.catch_warnings(), torch.autocast(x.device.type, enabled=False):
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-        return op @ x.to(op.dtype)
+        return (op @ x.to(op.dtype)).to(x.dtype)
+
+
+def sparse_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of the sparse operators for a model in ``dtype``: float32 at least."""
+    return torch.promote_types(dtype, torch.float32)
 
 
 class PEARLEncoder(nn.Module):
@@ -211,7 +217,7 @@ class PEARLEncoder(nn.Module):
                 x = samples.to(device=device, dtype=dtype)
         else:
             x, idx, width = self._basis(ptr, num_nodes, device, dtype)
-        adj, lap = pearl_operators(edge_index, num_nodes, self.powers > 1, dtype)
+        adj, lap = pearl_operators(edge_index, num_nodes, self.powers > 1, sparse_dtype(dtype))
         terms = [x]
         for _ in range(self.powers - 1):
             terms.append(_spmm(lap, terms[-1]))

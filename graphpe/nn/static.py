@@ -37,6 +37,7 @@ from graphpe.nn.encoders import (
     LinearSEEncoder,
     PairBiasEncoder,
     pair_values,
+    parameter_dtype,
     read_attribute,
 )
 from graphpe.nn.rfp import RFPEncoder
@@ -366,7 +367,8 @@ class StaticGPS(nn.Module):
         dense, listed = sb.pair_attrs[enc.attr_name]
         G, S = sb.num_graphs, sb.graph_size
         values = pair_values(dense.reshape((G * S * S,) + tuple(dense.shape[3:])),
-                             enc.attr_name, enc.in_dim, enc.num_categories)
+                             enc.attr_name, enc.in_dim, enc.num_categories,
+                             parameter_dtype(enc))
         bias = enc.bias(values) * listed.view(-1, 1)
         return bias.view(G, S, S, enc.heads).permute(0, 3, 1, 2)
 
