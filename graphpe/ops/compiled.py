@@ -17,6 +17,7 @@ both paths against each other.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -28,6 +29,7 @@ import numba
 import numpy as np
 import torch
 from numba import types as nb_types
+from numba.core import event as numba_event
 from numba.extending import get_cython_function_address
 from torch import Tensor
 
@@ -40,6 +42,37 @@ _FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 # The fewest nodes a thread is given by run_over_graphs: below that, handing a chunk to a
 # thread (tens of microseconds) costs more than it saves.
 PARALLEL_MIN_NODES = 1024
+
+
+class FirstCompileNotice(numba_event.Listener):
+    """Says once per process, on ``logging.getLogger("graphpe")`` at WARNING (printed to
+    stderr where logging is not set up), that numba is compiling a graphpe kernel because its
+    disk cache holds no copy: the first call of an encoding in a fresh environment takes
+    seconds to a minute, silently otherwise. Nothing is said when the kernels load from the
+    cache. ``enabled = False`` silences it (``graphpe warmup``, which compiles on purpose)."""
+
+    def __init__(self) -> None:
+        self.enabled, self.said = True, False
+
+    def on_start(self, event: numba_event.Event) -> None:
+        if self.said or not self.enabled:
+            return
+        dispatcher = event.data["dispatcher"]
+        if not getattr(dispatcher.py_func, "__module__", "").startswith("graphpe."):
+            return
+        self.said = True
+        cache = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
+        logging.getLogger("graphpe").warning(
+            "graphpe: compiling its CPU kernels (numba) on first use: seconds to a minute, "
+            "once; later processes load them from numba's cache%s. `graphpe warmup` compiles "
+            "them all ahead.", f" ({cache})" if cache else "")
+
+    def on_end(self, event: numba_event.Event) -> None:
+        pass
+
+
+FIRST_COMPILE_NOTICE = FirstCompileNotice()
+numba_event.register("numba:compile", FIRST_COMPILE_NOTICE)
 
 
 def graph_chunks(ptr: np.ndarray, threads: int | None = None,

@@ -504,3 +504,55 @@ def test_host_kernels_take_one_float_dtype_on_the_cpu():
     assert not use_host_kernels(x, w)
     assert not use_host_kernels(x.half())
     assert not use_host_kernels(x, torch.ones(3, 2, device="meta"))
+
+
+def test_first_compile_is_announced_once(caplog, monkeypatch):
+    """A graphpe kernel compiled (not loaded from numba's cache) is announced once per
+    process; other packages' functions and a silenced notice say nothing."""
+    import logging
+
+    import numba
+    from numba.core import event
+
+    from graphpe.ops import compiled
+    from graphpe.ops.compiled import FirstCompileNotice
+
+    monkeypatch.setattr(compiled.FIRST_COMPILE_NOTICE, "enabled", False)  # the process's own
+
+    def make(module):
+        def twice(x):
+            return 2 * x
+
+        twice.__module__ = module
+        return numba.njit(twice)  # no cache: compiled on its first call
+
+    notice = FirstCompileNotice()
+    with caplog.at_level(logging.WARNING, logger="graphpe"), \
+            event.install_listener("numba:compile", notice):
+        make("someone_else")(1)
+        assert not caplog.records
+        notice.enabled = False
+        make("graphpe.fake")(1)
+        assert not caplog.records
+        notice.enabled = True
+        make("graphpe.fake")(1)
+        make("graphpe.fake")(1.5)
+    assert [r.getMessage()[:55] for r in caplog.records] == [
+        "graphpe: compiling its CPU kernels (numba) on first use"]
+
+
+def test_no_notice_when_the_kernels_load_from_the_cache(tmp_path):
+    """In fresh processes: the first, on an empty numba cache, says it compiles; the second
+    loads the kernel from that cache and says nothing."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np\nfrom graphpe.ops.graph import index_range\n"
+            "assert index_range(np.array([[0, 3], [1, 2]])) == (0, 3)\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
+    said = ["graphpe: compiling its CPU kernels (numba) on first use" in r.stderr for r in runs]
+    assert said == [True, False], [r.stderr[-1000:] for r in runs]
