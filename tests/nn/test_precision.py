@@ -18,7 +18,14 @@ import graphpe.nn.attention
 import graphpe.nn.conv
 import graphpe.nn.fused
 import graphpe.nn.grit
-from graphpe.nn import StaticGPS, build_model, static_batch, static_shapes
+from graphpe.nn import (
+    LearnedRFP,
+    RFPEncoder,
+    StaticGPS,
+    build_model,
+    static_batch,
+    static_shapes,
+)
 from graphpe.nn.fused import may_fuse
 from graphpe.nn.grit import signed_sqrt
 from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
@@ -143,6 +150,21 @@ def test_model_converted_to_another_dtype(case, dtype, host_kernels):
     loss.backward()
     assert torch.isfinite(loss)
     assert all(p.grad is None or torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_learned_rfp_under_autocast(dtype):
+    """LearnedRFP (propagation inside the model, for users' own GNNs) with its encoder."""
+    batch = Batch.from_data_list(molecule_like_graphs(6, min_nodes=6, max_nodes=20, seed=0))
+    h = torch.randn(batch.num_nodes, 6)
+    model = LearnedRFP(6, dim=4, steps=3, num_draws=2, resample="fixed")
+    encoder = RFPEncoder(model.out_dim, 5)
+    ref = encoder(model(h, batch.edge_index, batch.ptr))
+    with torch.autocast("cpu", dtype=dtype):
+        out = encoder(model(h, batch.edge_index, batch.ptr)).float()
+    assert (out - ref).abs().max() <= TOLERANCE[dtype] * ref.abs().max()
+    out.sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
 def test_static_gps_under_autocast():
