@@ -187,6 +187,19 @@ def gpu_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def inference_table(data: dict) -> str:
+    """GPS evaluation forward against PyG's example model (from ``benchmarks/inference.py``)."""
+    lines = [f"`{data['command']}` (CPU, {data['threads']} thread, torch {data['torch']}; "
+             f"`eval()` under `torch.inference_mode()`, median of {data['rounds']} rounds x "
+             f"{data['batches']} batches, the models taking turns):", "",
+             "| batch | nodes | model | ms per batch | vs PyG |",
+             "| ---: | ---: | --- | ---: | ---: |"]
+    for r in data["rows"]:
+        lines.append(f"| {r['batch_size']} | {r['nodes']:,} | {r['model']} | "
+                     f"{r['ms_per_batch']:.1f} | {r['speedup_vs_pyg']:.2f}x |")
+    return "\n".join(lines)
+
+
 def train_step_gpu_table(data: dict) -> str:
     """``benchmarks/train_step.py --device cuda``: the same table as on the CPU."""
     return train_step_table(data)
@@ -523,6 +536,7 @@ TABLES = {
     "train_step_breakdown": ("benchmarks/results/train_step_breakdown.json",
                              train_step_breakdown_table),
     "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
+    "inference": ("benchmarks/results/inference.json", inference_table),
     "train_step_precision": ("benchmarks/results/train_step_precision.json",
                              train_step_table),
     "gpu": ("benchmarks/results/gpu.json", gpu_table),

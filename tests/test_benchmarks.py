@@ -146,6 +146,22 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
     assert "| padded | 0 | 1 |" in tables.gps_curve_table([run])
 
 
+def test_inference_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "i.json"
+    _run_script("inference", ["--root", str(tmp_path / "data"), "--rounds", "1",
+                              "--batches", "1", "--batch-sizes", "8", "--json", str(out)],
+                monkeypatch)
+    data = json.loads(out.read_text())
+    assert [r["model"] for r in data["rows"]] == ["pyg GPSConv", "graphpe",
+                                                "graphpe, module by module"]
+    assert data["rows"][0]["speedup_vs_pyg"] == 1.0
+    assert "| 8 |" in _tables().inference_table(data)
+
+
 def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest

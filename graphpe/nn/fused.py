@@ -27,7 +27,15 @@ into gradients no longer read, and the aggregation's gradient adds into ``x``'s:
 5% off a ZINC training step (batch 32, one CPU thread) against ``addmm`` with separate passes.
 The tests compare outputs, every gradient and the running statistics with the module path.
 
-It runs only where it computes exactly that layer: training mode, CPU float32, ``mpnn='gine'``
+In evaluation without autograd (``torch.no_grad()`` or ``inference_mode()``, as
+:func:`graphpe.train.evaluate` runs) the same layer runs as one function of those kernels
+(:func:`fused_inference`): the batch norms are per-channel affine maps of the running
+statistics (:func:`graphpe.ops.norm.batch_norm_inference`), each formed in the pass that adds
+the residual, and the products again run without ``addmm``'s bias copy; outputs equal the
+module path's to float32 rounding (tested).
+
+It runs only where it computes exactly that layer: training mode (or evaluation without
+autograd), CPU float32, ``mpnn='gine'``
 through the compiled aggregation, ``multihead`` attention without pair biases, no branch
 dropout, batch norms with affine parameters and running statistics (momentum set), no hooks on
 the layer's submodules, and not under ``torch.compile``. Everything else, and any layer with
@@ -54,7 +62,7 @@ from graphpe.nn.conv import checked_edges
 from graphpe.ops import message
 from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.epilogue import bias_relu_, relu_backward_
-from graphpe.ops.norm import batch_norm_backward, batch_norm_forward
+from graphpe.ops.norm import batch_norm_backward, batch_norm_forward, batch_norm_inference
 
 
 class _Plan(NamedTuple):
@@ -170,14 +178,16 @@ class _FusedGPSLayer(torch.autograd.Function):
                 d_w3, d_b3, d_w4, d_b4, d_g1, d_beta1, d_g2, d_beta2, d_g3, d_beta3, None)
 
 
-def _batch_norm_module(norm: nn.Module | None) -> nn.BatchNorm1d | None:
+def _batch_norm_module(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d | None:
     """The ``BatchNorm1d`` behind a GPS layer's norm (PyG's ``BatchNorm`` wraps one), if it
-    normalizes as the fused kernels do: training mode, affine, running statistics updated
-    with a momentum."""
+    normalizes as the fused kernels do: affine, with float32 running statistics, in the
+    layer's mode; in training they are updated with a momentum, in evaluation they are what
+    the norm applies."""
     bn = norm._modules.get("module") if type(norm) is BatchNorm else norm
-    if (type(bn) is not nn.BatchNorm1d or not bn.training or not bn.affine
-            or not bn.track_running_stats or bn.momentum is None
-            or bn.running_mean.dtype != torch.float32):
+    if (type(bn) is not nn.BatchNorm1d or bn.training != training or not bn.affine
+            or not bn.track_running_stats or bn.running_mean is None
+            or bn.running_mean.dtype != torch.float32
+            or (training and bn.momentum is None)):
         return None
     return bn
 
@@ -189,7 +199,7 @@ def _has_hooks(modules: list[nn.Module]) -> bool:
                        or m._backward_pre_hooks for m in modules))
 
 
-def _fused_parts(layer: nn.Module) -> tuple[list[Tensor], tuple] | None:
+def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple] | None:
     """The parameters :class:`_FusedGPSLayer` takes (in its order) and the three
     ``BatchNorm1d`` of ``layer``, when its submodules are those the fused layer computes
     (GINE's ``Linear -> ReLU -> Linear``, the FFN's ``Linear -> ReLU -> Dropout(0) -> Linear
@@ -207,7 +217,7 @@ def _fused_parts(layer: nn.Module) -> tuple[list[Tensor], tuple] | None:
             and type(f[3]) is nn.Linear and type(f[4]) is nn.Dropout and f[4].p == 0.0):
         return None
     wrappers = (mods["norm1"], mods["norm2"], mods["norm3"])
-    norms = tuple(_batch_norm_module(n) for n in wrappers)
+    norms = tuple(_batch_norm_module(n, training) for n in wrappers)
     if None in norms:
         return None
     out_proj = attn._modules["out_proj"]
@@ -231,8 +241,9 @@ def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
              pair_bias: Tensor | None, edge_weight: Tensor | None) -> bool:
     """The conditions of :func:`fused_forward` that read only settings and tensor metadata
     (so ``torch.compile`` traces them without a graph break): a CPU float32 layer call of the
-    fused kind."""
-    return bool(layer.fused and layer.training and layer.mpnn == "gine"
+    fused kind, in training or in evaluation without autograd."""
+    return bool(layer.fused and (layer.training or not torch.is_grad_enabled())
+                and layer.mpnn == "gine"
                 and layer.attention == "multihead" and pair_bias is None
                 and edge_weight is None and edge_attr is not None and layer.dropout == 0.0
                 and x.dtype == torch.float32 and edge_attr.dtype == torch.float32
@@ -252,7 +263,7 @@ def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Te
     if not (may_fuse(layer, x, edge_attr, pair_bias, edge_weight) and layout is not None
             and use_host_kernels(x, edge_attr)):
         return None
-    parts = _fused_parts(layer)
+    parts = _fused_parts(layer, layer.training)
     if parts is None:
         return None
     conv = layer._modules["conv"]
@@ -269,4 +280,33 @@ def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Te
     attn = layer._modules["attn"]
     plan = _Plan(*edges, conv.scale, layout, attn.heads,
                  attn.dropout if attn.training else 0.0, norms)
+    if not layer.training:
+        return fused_inference(x.contiguous(), edge_attr.contiguous(), params, plan)
     return _FusedGPSLayer.apply(x.contiguous(), edge_attr.contiguous(), *params, plan)
+
+
+def fused_inference(x: Tensor, edge_attr: Tensor, params: list[Tensor], plan: _Plan) -> Tensor:
+    """The layer of this module's docstring in evaluation (batch norms from their running
+    statistics, no dropout), without autograd: the forward of :class:`_FusedGPSLayer` with
+    each norm one affine pass (:func:`~graphpe.ops.norm.batch_norm_inference`) written over
+    the product it normalizes."""
+    (w1, b1, w2, b2, wq, bq, wo, bo, w3, b3, w4, b4,
+     g1, beta1, g2, beta2, g3, beta3) = (p.detach() for p in params)
+    x, edge_attr = x.detach(), edge_attr.detach()  # (numpy reads them; no graph is recorded)
+
+    def norm(a: Tensor, residual: Tensor, bn: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
+             shift: Tensor, extra: Tensor | None = None) -> Tensor:
+        out = a.numpy()
+        batch_norm_inference(out, residual.numpy(), weight.numpy(), bias.numpy(), bn.eps,
+                             bn.running_mean.numpy(), bn.running_var.numpy(),
+                             None if extra is None else extra.numpy(), shift.numpy(), out=out)
+        return a
+
+    norm1, norm2, norm3 = plan.norms
+    agg = torch.from_numpy(message.gine_aggregate(
+        x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale))
+    h1 = norm(torch.mm(_linear_relu(agg, w1, b1), w2.t()), x, norm1, g1, beta1, b2)
+    attended, _ = attention_core_forward(torch.mm(x, wq.t()), None, plan.layout, plan.heads,
+                                         0.0, qkv_bias=bq)
+    o = norm(torch.mm(attended, wo.t()), x, norm2, g2, beta2, bo, extra=h1)
+    return norm(torch.mm(_linear_relu(o, w3, b3), w4.t()), o, norm3, g3, beta3, b4)

@@ -6,7 +6,9 @@ sum, the running-statistics update and the autograd bookkeeping around it a few 
 the arrays fit in L2, so the cost is passes and dispatch. Here the forward is three loops over
 the rows (sum and mean, variance about the mean, normalize) that also form the residual sum,
 add an optional second term to the output and update the running statistics; the backward is
-two loops. The inner loops run along the contiguous channels.
+two loops. The inner loops run along the contiguous channels. In evaluation the norm is a
+per-channel affine map from the running statistics (:func:`batch_norm_inference`): one loop
+that forms the residual sum and maps it.
 
 Training-mode batch norm of :class:`torch.nn.BatchNorm1d` on ``[N, C]``: the statistics are
 the batch mean and the biased variance (two passes, float64 accumulators), the running
@@ -88,6 +90,55 @@ def _batch_norm_backward(grad_out, xhat, invstd, weight, grad_in, grad_weight, g
         grad_weight[c] = sum_gx[c]
         grad_bias[c] = sum_g[c]
         grad_in_sum[c] = total[c]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _batch_norm_inference(a, shift, b, extra, weight, bias, eps, running_mean, running_var,
+                          out):  # pragma: no cover - compiled
+    rows, channels = a.shape
+    # torch's evaluation-mode batch_norm on the CPU: alpha = weight / sqrt(var + eps) and
+    # beta = bias - mean * alpha (in float64 here), then out = s * alpha + beta
+    alpha = np.empty(channels, dtype=a.dtype)
+    beta = np.empty(channels, dtype=a.dtype)
+    for c in range(channels):
+        scale = weight[c] / np.sqrt(np.float64(running_var[c]) + eps)
+        alpha[c] = scale
+        beta[c] = bias[c] - running_mean[c] * scale
+    has_extra = extra.shape[0] == rows
+    for i in range(rows):
+        for c in range(channels):
+            out[i, c] = ((a[i, c] + shift[c]) + b[i, c]) * alpha[c] + beta[c]
+        if has_extra:
+            for c in range(channels):
+                out[i, c] += extra[i, c]
+
+
+def batch_norm_inference(
+    a: np.ndarray,
+    b: np.ndarray,
+    weight: np.ndarray,
+    bias: np.ndarray,
+    eps: float,
+    running_mean: np.ndarray,
+    running_var: np.ndarray,
+    extra: np.ndarray | None = None,
+    shift: np.ndarray | None = None,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Evaluation-mode batch norm of the residual sum ``s = (a + shift) + b`` (``[N, C]``)
+    from the running statistics: ``out = (s - running_mean) / sqrt(running_var + eps) * weight
+    + bias (+ extra)``. ``out`` may be ``a`` itself (each entry is read before it is
+    written); a new array by default."""
+    rows, channels = a.shape
+    dtype = a.dtype
+    if out is None:
+        out = host_empty((rows, channels), dtype)
+    if shift is None:
+        shift = np.zeros(channels, dtype)
+    _batch_norm_inference(a, shift, b,
+                          np.empty((0, channels), dtype) if extra is None else extra,
+                          weight, bias, float(eps), running_mean, running_var, out)
+    return out
 
 
 def batch_norm_forward(

@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import graphpe.nn.fused as fused_module
 from graphpe.nn import GPS
 from graphpe.nn.attention import graph_layout
 from graphpe.nn.models import GPSLayer
@@ -67,6 +68,34 @@ def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_drop
         assert torch.allclose(a.double(), b.double(), atol=1e-6), name
 
 
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6).filter(lambda s: sum(s) > 1),
+       max_buckets=st.integers(1, 3), heads=st.sampled_from([1, 2, 4]),
+       eps=st.sampled_from([0.0, 0.25]), inference_mode=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_fused_inference_equals_the_module_path(sizes, max_buckets, heads, eps,
+                                                inference_mode, seed):
+    """Evaluation without autograd: the output of the module path (running statistics from
+    a few training steps), and the running statistics left unchanged."""
+    channels = 8
+    x, edge_index, batch, edge_attr, ptr = _graphs(sizes, channels, seed)
+    torch.manual_seed(seed)
+    fused = GPSLayer(channels, "gine", "multihead", heads=heads, attn_dropout=0.5)
+    fused.conv.eps.fill_(eps)
+    layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
+    for _ in range(3):  # running statistics away from their initial 0 and 1
+        fused(x * 2 + 1, edge_index, batch, edge_attr, layout)
+    fused.eval()
+    plain = copy.deepcopy(fused)
+    plain.fused = False
+    buffers = [b.clone() for b in fused.buffers()]
+    with torch.inference_mode() if inference_mode else torch.no_grad():
+        got = fused(x, edge_index, batch, edge_attr, layout)
+        want = plain(x, edge_index, batch, edge_attr, layout)
+    assert torch.allclose(got, want, atol=1e-5, rtol=1e-5)
+    assert all(torch.equal(a, b) for a, b in zip(fused.buffers(), buffers, strict=True))
+
+
 def test_fused_gps_training_matches_the_module_path_against_float64():
     """A 3-layer GPS, one forward and backward on 40 small graphs: every float32 gradient of
     the fused path is as close to the float64 module path as the float32 module path is."""
@@ -92,6 +121,10 @@ def test_fused_gps_training_matches_the_module_path_against_float64():
         grads.append([p.grad.double() for p in model.parameters()])
     for name, f, p, e in zip((n for n, _ in fused.named_parameters()), *grads, strict=True):
         assert (f - e).abs().max() <= 2 * (p - e).abs().max() + 1e-5, name
+    # evaluation without autograd (the fused inference) after that step: the same output
+    with torch.no_grad():
+        outs = [model.eval()(batch).double() for model in (fused, plain, exact)]
+    assert (outs[0] - outs[2]).abs().max() <= 2 * (outs[1] - outs[2]).abs().max() + 1e-5
 
 
 def test_fused_path_runs_only_where_it_computes_the_layer():
@@ -108,7 +141,27 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
     layer = GPSLayer(8, "gine", "multihead", heads=2)
     assert path(layer) == fused
     assert path(layer, layout=None) == fused  # the layout built from batch
-    assert path(layer.eval()) != fused  # running statistics: the module path
+    assert path(layer.eval()) != fused  # evaluation under autograd: the module path
+    calls = []
+    real = fused_module.fused_inference
+
+    def counted(*args):
+        calls.append(1)
+        return real(*args)
+
+    fused_module.fused_inference = counted
+    try:
+        with torch.no_grad():
+            layer(x, edge_index, batch, edge_attr, layout)
+        assert calls == [1]  # evaluation without autograd: fused
+        layer.norm1.module.track_running_stats = False  # batch statistics in eval: module path
+        layer.norm1.module.running_mean = layer.norm1.module.running_var = None
+        with torch.no_grad():
+            layer(x, edge_index, batch, edge_attr, layout)
+        assert calls == [1]
+    finally:
+        fused_module.fused_inference = real
+    layer = GPSLayer(8, "gine", "multihead", heads=2)
     layer.train()
     layer.fused = False
     assert path(layer) != fused

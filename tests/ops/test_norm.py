@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphpe.ops.norm import batch_norm_backward, batch_norm_forward
+from graphpe.ops.norm import batch_norm_backward, batch_norm_forward, batch_norm_inference
 
 
 @settings(max_examples=40, deadline=None)
@@ -69,3 +69,37 @@ def test_batch_norm_without_running_statistics_and_bad_input():
     assert np.allclose(out.mean(0), 0.0, atol=1e-6)
     with pytest.raises(ValueError, match="training-mode batch norm needs at least 2 rows, got 1"):
         batch_norm_forward(a[:1], a[:1], one, one, 1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 300), channels=st.integers(1, 70), extra=st.booleans(),
+       lin_bias=st.booleans(), in_place=st.booleans(),
+       dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**16))
+def test_batch_norm_inference_matches_torch(rows, channels, extra, lin_bias, in_place, dtype,
+                                            seed):
+    """Evaluation mode: the residual sum mapped by the running statistics, as ``F.batch_norm``
+    with ``training=False``; the output may overwrite ``a``. The running statistics are read,
+    not changed."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(rows, channels, generator=g, dtype=dtype) * 3
+    b = torch.randn(rows, channels, generator=g, dtype=dtype)
+    c_lin = torch.randn(channels, generator=g, dtype=dtype) if lin_bias else None
+    add = torch.randn(rows, channels, generator=g, dtype=dtype) if extra else None
+    weight = torch.rand(channels, generator=g, dtype=dtype) + 0.5
+    bias = torch.randn(channels, generator=g, dtype=dtype)
+    mean = torch.randn(channels, generator=g, dtype=dtype)
+    var = torch.rand(channels, generator=g, dtype=dtype) + 0.1
+    s = (a if c_lin is None else a + c_lin) + b
+    want = F.batch_norm(s, mean, var, weight, bias, False, 0.1, 1e-5)
+    if add is not None:
+        want = want + add
+    before = (mean.clone(), var.clone())
+    a_np = a.clone().numpy()
+    out = batch_norm_inference(a_np, b.numpy(), weight.numpy(), bias.numpy(), 1e-5,
+                               mean.numpy(), var.numpy(), None if add is None else add.numpy(),
+                               None if c_lin is None else c_lin.numpy(),
+                               out=a_np if in_place else None)
+    assert (out is a_np) == in_place and out.dtype == a_np.dtype
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=1e-12)
+    assert torch.allclose(torch.from_numpy(out), want, **tol)
+    assert torch.equal(mean, before[0]) and torch.equal(var, before[1])
