@@ -77,14 +77,14 @@ class _Plan(NamedTuple):
     norms: tuple[nn.BatchNorm1d, nn.BatchNorm1d, nn.BatchNorm1d]
 
 
-def _batch_norm(a: Tensor, b: Tensor, norm: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
+def _batch_norm(a: Tensor, b: Tensor | None, norm: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
                 shift: Tensor, extra: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
     # the running statistics are float32 buffers of the norm: updated in place by the kernel
     norm.num_batches_tracked.add_(1)
     out, xhat, invstd = batch_norm_forward(
-        a.numpy(), b.numpy(), weight.detach().numpy(), bias.detach().numpy(), norm.eps,
-        norm.momentum, norm.running_mean.numpy(), norm.running_var.numpy(),
-        None if extra is None else extra.numpy(), shift.detach().numpy())
+        a.numpy(), None if b is None else b.numpy(), weight.detach().numpy(),
+        bias.detach().numpy(), norm.eps, norm.momentum, norm.running_mean.numpy(),
+        norm.running_var.numpy(), None if extra is None else extra.numpy(), shift.detach().numpy())
     return torch.from_numpy(out), torch.from_numpy(xhat), torch.from_numpy(invstd)
 
 

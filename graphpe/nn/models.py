@@ -38,6 +38,7 @@ from graphpe.nn.encoders import (
     SPEEncoder,
 )
 from graphpe.nn.fused import fused_forward, may_fuse
+from graphpe.nn.fused_gine import fused_gine_layer
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
@@ -393,13 +394,23 @@ class GINE(PEGraphModel):
         self.convs = nn.ModuleList(conv() for _ in range(num_layers))
         self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in range(num_layers))
         self._build_peg(peg_attr, num_layers)
+        # each layer as one autograd node on the CPU where it applies (graphpe.nn.fused_gine;
+        # False: module by module)
+        self.fused = True
 
     def layers_forward(self, h, batch, edge_attr, pe):
         distances = self._peg_distances(batch)
+        cache: dict = {}  # the checked edges, shared by the fused layers
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms, strict=True)):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
             gate = self.peg_gates[i](distances) if distances is not None else None
+            if self.fused and gate is None and not torch.compiler.is_compiling():
+                out = fused_gine_layer(conv, norm, h, batch.edge_index, edge_attr,
+                                       self.dropout, self.training, cache)
+                if out is not None:
+                    h = out
+                    continue
             out = conv(h, batch.edge_index, edge_attr, gate)
             h = h + F.dropout(F.relu(norm(out)), self.dropout, self.training)
         return h

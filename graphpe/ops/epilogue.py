@@ -1,5 +1,5 @@
 """Compiled (numba) epilogues of linear maps on the host CPU: bias and ReLU forward, ReLU
-backward with the bias gradient, in place.
+backward with the bias gradient, in place; and a residual block's ``x + ReLU(v)``.
 
 ``torch.addmm(bias, a, W^T)`` copies the broadcast bias into its output before the product
 adds to it, one pass over the output more than ``torch.mm``; a ReLU after it is another pass,
@@ -46,6 +46,14 @@ def _relu_backward(grad, out, grad_bias):  # pragma: no cover - compiled
         grad_bias[c] = total[c]
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _residual_relu(v, x, out):  # pragma: no cover - compiled
+    zero = v.dtype.type(0.0)
+    for i in range(v.shape[0]):
+        for c in range(v.shape[1]):
+            out[i, c] = x[i, c] + max(v[i, c], zero)
+
+
 def _check(x: np.ndarray, other: np.ndarray, name: str) -> None:
     if x.ndim != 2 or not x.flags.c_contiguous or not x.flags.writeable:
         raise ValueError(f"expected a writeable C-contiguous [N, C] array, got shape {x.shape}")
@@ -60,6 +68,18 @@ def bias_relu_(x: np.ndarray, bias: np.ndarray) -> np.ndarray:
         raise ValueError(f"bias must be [{x.shape[1]}], got {bias.shape}")
     _bias_relu(x, bias)
     return x
+
+
+def residual_relu(v: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``x + ReLU(v)`` (``[N, C]`` each; a new array): a residual block's output. Its
+    gradient with respect to ``v`` is :func:`relu_backward_` with ``v`` as the mask (``v > 0``
+    where ``ReLU(v) > 0``)."""
+    if v.ndim != 2 or x.shape != v.shape or x.dtype != v.dtype:
+        raise ValueError(f"v and x must be [N, C] arrays of one shape and dtype, got "
+                         f"{v.shape} {v.dtype} and {x.shape} {x.dtype}")
+    out = host_empty(v.shape, v.dtype)
+    _residual_relu(v, x, out)
+    return out
 
 
 def relu_backward_(grad: np.ndarray, out: np.ndarray) -> np.ndarray:

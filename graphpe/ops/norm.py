@@ -32,11 +32,18 @@ def _batch_norm_forward(a, shift, b, extra, weight, bias, eps, momentum, running
                         running_var, out, xhat, invstd):  # pragma: no cover - compiled
     rows, channels = a.shape
     total = np.zeros(channels, dtype=a.dtype)
-    for i in range(rows):
-        for c in range(channels):
-            s = (a[i, c] + shift[c]) + b[i, c]
-            xhat[i, c] = s
-            total[c] += s
+    if b.shape[0] == rows:
+        for i in range(rows):
+            for c in range(channels):
+                s = (a[i, c] + shift[c]) + b[i, c]
+                xhat[i, c] = s
+                total[c] += s
+    else:  # no residual term
+        for i in range(rows):
+            for c in range(channels):
+                s = a[i, c] + shift[c]
+                xhat[i, c] = s
+                total[c] += s
     mean = total.astype(np.float64) / rows
     mean_t = mean.astype(a.dtype)
     sq_t = np.zeros(channels, dtype=a.dtype)
@@ -143,7 +150,7 @@ def batch_norm_inference(
 
 def batch_norm_forward(
     a: np.ndarray,
-    b: np.ndarray,
+    b: np.ndarray | None,
     weight: np.ndarray,
     bias: np.ndarray,
     eps: float,
@@ -153,7 +160,8 @@ def batch_norm_forward(
     extra: np.ndarray | None = None,
     shift: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Training-mode batch norm of the residual sum ``s = a + b`` (``[N, C]``, N >= 2):
+    """Training-mode batch norm of the residual sum ``s = a + b`` (``[N, C]``, N >= 2; ``b``
+    None: no residual, ``s = a``):
     ``out = (s - mean) * invstd * weight + bias (+ extra)``; with ``shift [C]`` (the bias of
     a linear map whose product is ``a``), ``s = (a + shift) + b``. Returns ``out`` (new),
     ``xhat`` (the normalized sum, new; the backward's input) and ``invstd [C]``. With
@@ -169,7 +177,8 @@ def batch_norm_forward(
         running_mean = running_var = np.empty(0, dtype=np.float64)
     if shift is None:
         shift = np.zeros(channels, dtype)
-    _batch_norm_forward(a, shift, b, np.empty((0, channels), dtype) if extra is None else extra,
+    none = np.empty((0, channels), dtype)
+    _batch_norm_forward(a, shift, none if b is None else b, none if extra is None else extra,
                         weight, bias, float(eps), -1.0 if momentum is None else float(momentum),
                         running_mean, running_var, out, xhat, invstd)
     return out, xhat, invstd

@@ -1,0 +1,136 @@
+"""GINE training step: graphpe's ``GINE`` model against the same network built from PyG's
+``GINEConv``.
+
+    python benchmarks/gine_step.py --threads 1
+
+The network of ``graphpe train --model gine`` (the default model; also the base of the RFP,
+SPE and expressivity reproductions): atom and bond embeddings, ``layers`` x (``GINEConv`` with
+MLP ``Linear -> BatchNorm1d -> ReLU -> Linear`` and a learned ``eps``, then ``BatchNorm1d``,
+ReLU and a residual), sum pooling and an MLP head. PyG's side uses ``GINEConv`` and PyG's
+``global_add_pool``; graphpe's is ``graphpe.nn.GINE`` with its fused layers
+(:mod:`graphpe.nn.fused_gine`, the default) and module by module (``fused = False``), same
+parameter count. Forward, backward and a plain ``Adam`` step on the same ZINC-12k batches, the
+models taking turns within each round; medians over rounds, ms per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DEFAULT_ROOT, DEFAULT_SHARED  # noqa: E402
+from train_step import load_zinc  # noqa: E402
+
+from graphpe.nn import GINE  # noqa: E402
+
+
+class PygGINE(nn.Module):
+    """``graphpe.nn.GINE``'s network from PyG's ``GINEConv`` and ``global_add_pool``."""
+
+    def __init__(self, channels: int, layers: int) -> None:
+        super().__init__()
+        from torch_geometric.nn import GINEConv
+
+        self.node_emb = nn.Embedding(28, channels)
+        self.edge_emb = nn.Embedding(4, channels)
+        self.convs = nn.ModuleList(GINEConv(nn.Sequential(
+            nn.Linear(channels, channels), nn.BatchNorm1d(channels), nn.ReLU(),
+            nn.Linear(channels, channels)), train_eps=True) for _ in range(layers))
+        self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in range(layers))
+        self.head = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
+                                  nn.Linear(channels, 1))
+
+    def forward(self, batch):
+        from torch_geometric.nn import global_add_pool
+
+        h = self.node_emb(batch.x.view(-1))
+        e = self.edge_emb(batch.edge_attr.view(-1))
+        for conv, norm in zip(self.convs, self.norms, strict=True):
+            h = h + torch.relu(norm(conv(h, batch.edge_index, e)))
+        return self.head(global_add_pool(h, batch.batch, size=batch.num_graphs))
+
+
+def make_step(model: nn.Module):
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def step(batch) -> None:
+        opt.zero_grad(set_to_none=True)
+        loss = (model(batch).squeeze(-1) - batch.y).abs().mean()
+        loss.backward()
+        opt.step()
+
+    return step
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--channels", type=int, default=64)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--steps", type=int, default=10, help="steps per model per round")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
+    ap.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    ap.add_argument("--json", type=Path, default=Path("benchmarks/results/gine_step.json"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    graphs = load_zinc(args.root, args.shared, args.batch_size * (args.steps + 2), 20)
+    if graphs is None:
+        print("[skip] no offline ZINC copy: nothing measured", file=sys.stderr)
+        return
+    from torch_geometric.loader import DataLoader
+
+    batches = list(DataLoader(graphs, batch_size=args.batch_size))
+    warm, timed = batches[:2], batches[2:]
+    torch.manual_seed(0)
+    fused = GINE(args.channels, args.layers, 1, node_vocab=28, edge_vocab=4)
+    module = copy.deepcopy(fused)
+    module.fused = False
+    models = {"pyg GINEConv": PygGINE(args.channels, args.layers), "graphpe": fused,
+              "graphpe, module by module": module}
+    params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
+    steps = {name: make_step(m) for name, m in models.items()}
+    times: dict[str, list[float]] = {name: [] for name in models}
+    for r in range(args.rounds + 1):  # round 0 warms up
+        for name, step in steps.items():
+            for b in warm:
+                step(b)
+            start = time.perf_counter()
+            for b in timed:
+                step(b)
+            if r:
+                times[name].append((time.perf_counter() - start) / len(timed) * 1e3)
+    base = statistics.median(times["pyg GINEConv"])
+    rows = []
+    print(f"GINE training step ({args.layers} layers x {args.channels} channels), ZINC, batch "
+          f"{args.batch_size}, CPU, {args.threads} thread(s): median of {args.rounds} rounds x "
+          f"{len(timed)} steps")
+    for name, values in times.items():
+        ms = statistics.median(values)
+        rows.append({"model": name, "params": params[name], "ms_per_step": round(ms, 2),
+                     "speedup_vs_pyg": round(base / ms, 2),
+                     "rounds_ms": [round(v, 2) for v in values]})
+        print(f"  {name:<28}{params[name]:>9,}{ms:>9.1f} ms{base / ms:>7.2f}x")
+    result = {"command": " ".join(["python benchmarks/gine_step.py",
+                                   *(sys.argv[1:] if argv is None else argv)]),
+              "threads": args.threads, "channels": args.channels, "layers": args.layers,
+              "batch_size": args.batch_size, "rounds": args.rounds, "steps": len(timed),
+              "torch": torch.__version__, "rows": rows}
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=2))
+    print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
