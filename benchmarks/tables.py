@@ -200,6 +200,19 @@ def inference_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def gine_step_table(data: dict) -> str:
+    """GINE training step against PyG's GINEConv network (from ``benchmarks/gine_step.py``)."""
+    lines = [f"`{data['command']}` ({data['layers']} layers x {data['channels']} channels, "
+             f"ZINC batch {data['batch_size']}, CPU, {data['threads']} thread, torch "
+             f"{data['torch']}; forward, backward and plain Adam, median of {data['rounds']} "
+             f"rounds x {data['steps']} steps, the models taking turns):", "",
+             "| model | parameters | ms per step | vs PyG |", "| --- | ---: | ---: | ---: |"]
+    for r in data["rows"]:
+        lines.append(f"| {r['model']} | {r['params']:,} | {r['ms_per_step']:.1f} | "
+                     f"{r['speedup_vs_pyg']:.2f}x |")
+    return "\n".join(lines)
+
+
 def train_step_gpu_table(data: dict) -> str:
     """``benchmarks/train_step.py --device cuda``: the same table as on the CPU."""
     return train_step_table(data)
@@ -537,6 +550,7 @@ TABLES = {
                              train_step_breakdown_table),
     "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
     "inference": ("benchmarks/results/inference.json", inference_table),
+    "gine_step": ("benchmarks/results/gine_step.json", gine_step_table),
     "train_step_precision": ("benchmarks/results/train_step_precision.json",
                              train_step_table),
     "gpu": ("benchmarks/results/gpu.json", gpu_table),

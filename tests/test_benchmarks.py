@@ -162,6 +162,21 @@ def test_inference_benchmark_runs(tmp_path, monkeypatch):
     assert "| 8 |" in _tables().inference_table(data)
 
 
+def test_gine_step_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "g.json"
+    _run_script("gine_step", ["--root", str(tmp_path / "data"), "--rounds", "1", "--steps",
+                              "1", "--layers", "2", "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert [r["model"] for r in rows] == ["pyg GINEConv", "graphpe", "graphpe, module by module"]
+    assert len({r["params"] for r in rows}) == 1  # the same network
+    assert "| pyg GINEConv |" in _tables().gine_step_table(data)
+
+
 def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest
