@@ -156,8 +156,9 @@ def test_inference_benchmark_runs(tmp_path, monkeypatch):
                               "--batches", "1", "--batch-sizes", "8", "--json", str(out)],
                 monkeypatch)
     data = json.loads(out.read_text())
-    assert [r["model"] for r in data["rows"]] == ["pyg GPSConv", "graphpe",
-                                                "graphpe, module by module"]
+    assert [r["model"] for r in data["rows"]] == [
+        "pyg GPSConv", "graphpe GPS", "graphpe GPS, module by module", "pyg GINEConv",
+        "graphpe GINE", "graphpe GINE, module by module"]
     assert data["rows"][0]["speedup_vs_pyg"] == 1.0
     assert "| 8 |" in _tables().inference_table(data)
 

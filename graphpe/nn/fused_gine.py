@@ -16,12 +16,15 @@ part of its time. Here forward and backward are written out over the compiled ke
 the ReLU epilogues), with the products as plain ``mm``: the biases are shifts the batch norms
 absorb, and :math:`\\epsilon`'s gradient is :math:`\\sum_{i,c} \\partial a_{ic}\\, x_{ic}`.
 The tests compare outputs, every gradient (``eps`` included) and the running statistics with
-the module path.
+the module path. In evaluation without autograd (``torch.no_grad()``, ``inference_mode()``)
+the same kernels run as one function, each batch norm an affine pass from its running
+statistics (:func:`fused_gine_inference`).
 
-It runs where it computes exactly that layer: training mode, CPU float32 without autocast,
-edge features, no PEG gate, no dropout, the MLP and norms of those exact types (batch norms
-with affine parameters and running statistics updated with a momentum), no hooks, not under
-``torch.compile``. Everything else, and a model with ``fused = False``, takes the module path.
+It runs where it computes exactly that layer: training mode (or evaluation without
+autograd), CPU float32 without autocast, edge features, no PEG gate, no dropout in training,
+the MLP and norms of those exact types (batch norms with affine parameters and running
+statistics, updated with a momentum in training), no hooks, not under ``torch.compile``.
+Everything else, and a model with ``fused = False``, takes the module path.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from graphpe.nn.fused import (
 from graphpe.ops import message
 from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.epilogue import bias_relu_, residual_relu
-from graphpe.ops.norm import batch_norm_backward
+from graphpe.ops.norm import batch_norm_backward, batch_norm_inference
 
 
 class _Plan(NamedTuple):
@@ -107,12 +110,13 @@ class _FusedGINELayer(torch.autograd.Function):
                 d_g_b, d_beta_b, None)
 
 
-def _parts(conv: nn.Module, norm: nn.Module) -> tuple[list[Tensor], tuple] | None:
+def _parts(conv: nn.Module, norm: nn.Module,
+           training: bool) -> tuple[list[Tensor], tuple] | None:
     """The tensors :class:`_FusedGINELayer` takes after ``x`` and ``edge_attr`` (``eps``,
     then the parameters in its order) and the two ``BatchNorm1d``, when ``conv`` is a
     ``GINLayer`` over ``Linear -> BatchNorm1d -> ReLU -> Linear`` (with biases), ``norm`` a
-    ``BatchNorm1d``, both in training mode as :func:`~graphpe.nn.fused._batch_norm_module`
-    requires, and nothing has hooks; else None."""
+    ``BatchNorm1d``, both in the mode ``training`` as
+    :func:`~graphpe.nn.fused._batch_norm_module` requires, and nothing has hooks; else None."""
     if type(conv) is not GINLayer or not conv.use_kernels:
         return None
     mlp = conv._modules["nn"]
@@ -122,7 +126,7 @@ def _parts(conv: nn.Module, norm: nn.Module) -> tuple[list[Tensor], tuple] | Non
     if not (len(m) == 4 and type(m[0]) is nn.Linear and type(m[2]) is nn.ReLU
             and type(m[3]) is nn.Linear):
         return None
-    norm_a, norm_b = _batch_norm_module(m[1], True), _batch_norm_module(norm, True)
+    norm_a, norm_b = _batch_norm_module(m[1], training), _batch_norm_module(norm, training)
     if norm_a is None or norm_b is None or _has_hooks([conv, mlp, *m, norm]):
         return None
     eps = conv.eps
@@ -141,7 +145,8 @@ def fused_gine_layer(conv: nn.Module, norm: nn.Module, x: Tensor, edge_index: Te
     :class:`_FusedGINELayer` when every condition of this module's docstring holds, else None
     (take the module path). ``cache`` (one dict per forward) keeps the checked edges for the
     model's other layers."""
-    if not (training and dropout == 0.0 and edge_attr is not None
+    if not ((dropout == 0.0 if training else not torch.is_grad_enabled())
+            and edge_attr is not None
             and x.dtype == torch.float32 and x.dim() == 2 and x.size(0) >= 2
             and edge_index.dim() == 2 and edge_index.size(1) > 0
             and edge_index.dtype == torch.long
@@ -149,12 +154,39 @@ def fused_gine_layer(conv: nn.Module, norm: nn.Module, x: Tensor, edge_index: Te
             and not torch.is_autocast_enabled("cpu")
             and use_host_kernels(x, edge_attr)):
         return None
-    parts = _parts(conv, norm)
+    parts = _parts(conv, norm, training)
     if parts is None:
         return None
     edges = cache.get("edges")
     if edges is None:
         edges = cache["edges"] = checked_edges(edge_index, x.size(0))
     tensors, norms = parts
-    return _FusedGINELayer.apply(x.contiguous(), edge_attr.contiguous(), *tensors,
-                                 _Plan(*edges, norms))
+    plan = _Plan(*edges, norms)
+    if not training:
+        return fused_gine_inference(x.contiguous(), edge_attr.contiguous(), tensors, plan)
+    return _FusedGINELayer.apply(x.contiguous(), edge_attr.contiguous(), *tensors, plan)
+
+
+def fused_gine_inference(x: Tensor, edge_attr: Tensor, tensors: list[Tensor],
+                         plan: _Plan) -> Tensor:
+    """The layer of this module's docstring in evaluation (batch norms from their running
+    statistics), without autograd: the forward of :class:`_FusedGINELayer` with each norm
+    one affine pass (:func:`~graphpe.ops.norm.batch_norm_inference`) over its product."""
+    eps, w1, b1, g_a, beta_a, w2, b2, g_b, beta_b = (t.detach() for t in tensors)
+    x, edge_attr = x.detach(), edge_attr.detach()
+
+    def norm(a: Tensor, bn: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
+             shift: Tensor) -> Tensor:
+        out = a.numpy()
+        batch_norm_inference(out, None, weight.numpy(), bias.numpy(), bn.eps,
+                             bn.running_mean.numpy(), bn.running_var.numpy(), None,
+                             shift.numpy(), out=out)
+        return a
+
+    norm_a, norm_b = plan.norms
+    agg = torch.from_numpy(message.gine_aggregate(
+        x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), 1.0 + float(eps)))
+    r = norm(torch.mm(agg, w1.t()), norm_a, g_a, beta_a, b1)
+    bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
+    v = norm(torch.mm(r, w2.t()), norm_b, g_b, beta_b, b2)
+    return torch.from_numpy(residual_relu(v.numpy(), x.numpy()))

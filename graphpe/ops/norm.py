@@ -111,10 +111,14 @@ def _batch_norm_inference(a, shift, b, extra, weight, bias, eps, running_mean, r
         scale = weight[c] / np.sqrt(np.float64(running_var[c]) + eps)
         alpha[c] = scale
         beta[c] = bias[c] - running_mean[c] * scale
-    has_extra = extra.shape[0] == rows
+    has_b, has_extra = b.shape[0] == rows, extra.shape[0] == rows
     for i in range(rows):
-        for c in range(channels):
-            out[i, c] = ((a[i, c] + shift[c]) + b[i, c]) * alpha[c] + beta[c]
+        if has_b:
+            for c in range(channels):
+                out[i, c] = ((a[i, c] + shift[c]) + b[i, c]) * alpha[c] + beta[c]
+        else:
+            for c in range(channels):
+                out[i, c] = (a[i, c] + shift[c]) * alpha[c] + beta[c]
         if has_extra:
             for c in range(channels):
                 out[i, c] += extra[i, c]
@@ -122,7 +126,7 @@ def _batch_norm_inference(a, shift, b, extra, weight, bias, eps, running_mean, r
 
 def batch_norm_inference(
     a: np.ndarray,
-    b: np.ndarray,
+    b: np.ndarray | None,
     weight: np.ndarray,
     bias: np.ndarray,
     eps: float,
@@ -132,18 +136,18 @@ def batch_norm_inference(
     shift: np.ndarray | None = None,
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Evaluation-mode batch norm of the residual sum ``s = (a + shift) + b`` (``[N, C]``)
-    from the running statistics: ``out = (s - running_mean) / sqrt(running_var + eps) * weight
-    + bias (+ extra)``. ``out`` may be ``a`` itself (each entry is read before it is
-    written); a new array by default."""
+    """Evaluation-mode batch norm of the residual sum ``s = (a + shift) + b`` (``[N, C]``;
+    ``b`` None: no residual) from the running statistics: ``out = (s - running_mean) /
+    sqrt(running_var + eps) * weight + bias (+ extra)``. ``out`` may be ``a`` itself (each
+    entry is read before it is written); a new array by default."""
     rows, channels = a.shape
     dtype = a.dtype
     if out is None:
         out = host_empty((rows, channels), dtype)
     if shift is None:
         shift = np.zeros(channels, dtype)
-    _batch_norm_inference(a, shift, b,
-                          np.empty((0, channels), dtype) if extra is None else extra,
+    none = np.empty((0, channels), dtype)
+    _batch_norm_inference(a, shift, none if b is None else b, none if extra is None else extra,
                           weight, bias, float(eps), running_mean, running_var, out)
     return out
 

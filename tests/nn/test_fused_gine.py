@@ -65,6 +65,11 @@ def test_fused_gine_equals_the_module_path(num_graphs, momentum, seed):
             assert torch.allclose(a.grad, b.grad, atol=2e-5 * max(scale, 1.0), rtol=1e-3), name
     for (name, a), b in zip(fused.named_buffers(), plain.buffers(), strict=True):
         assert torch.allclose(a.double(), b.double(), atol=1e-5, rtol=1e-5), name
+    # evaluation without autograd (the fused inference) from those running statistics
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            got, want = fused.eval()(batch), plain.eval()(batch)
+        assert torch.allclose(got, want, atol=1e-4, rtol=1e-4)
 
 
 def test_fused_gine_runs_only_where_it_computes_the_layer(monkeypatch):
@@ -86,7 +91,18 @@ def test_fused_gine_runs_only_where_it_computes_the_layer(monkeypatch):
     fused, plain = _pair(0)
     assert fused_layers(fused.train()) == 3
     assert fused_layers(plain.train()) == 0
-    assert fused_layers(fused.eval()) == 0  # running statistics: the module path
+    assert fused_layers(fused.eval()) == 0  # evaluation under autograd: the module path
+    inference = []
+    real_inference = fused_gine.fused_gine_inference
+
+    def counted_inference(*args):
+        inference.append(1)
+        return real_inference(*args)
+
+    monkeypatch.setattr(fused_gine, "fused_gine_inference", counted_inference)
+    with torch.no_grad():
+        fused(batch)
+    assert inference == [1, 1, 1]
     fused.train()
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert fused_layers(fused) == 0

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphpe.ops.epilogue import bias_relu_, relu_backward_
+from graphpe.ops.epilogue import bias_relu_, relu_backward_, residual_relu
 
 
 @settings(max_examples=30, deadline=None)
@@ -51,3 +51,14 @@ def test_epilogues_reject_bad_input():
         bias_relu_(x.T, np.zeros(4, dtype=np.float32))
     with pytest.raises(ValueError, match=r"out must be \(4, 3\), got \(4, 2\)"):
         relu_backward_(x, np.zeros((4, 2), dtype=np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_residual_relu(dtype):
+    rng = np.random.default_rng(0)
+    v, x = (rng.standard_normal((37, 11)).astype(dtype) for _ in range(2))
+    out = residual_relu(v, x)
+    assert out.dtype == dtype and np.array_equal(out, x + np.maximum(v, 0))
+    with pytest.raises(ValueError, match=r"v and x must be \[N, C\] arrays of one shape and "
+                                         r"dtype, got \(37, 11\) float\d\d and \(37, 10\)"):
+        residual_relu(v, x[:, :10])

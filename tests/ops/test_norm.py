@@ -73,10 +73,10 @@ def test_batch_norm_without_running_statistics_and_bad_input():
 
 @settings(max_examples=40, deadline=None)
 @given(rows=st.integers(1, 300), channels=st.integers(1, 70), extra=st.booleans(),
-       lin_bias=st.booleans(), in_place=st.booleans(),
+       lin_bias=st.booleans(), in_place=st.booleans(), residual=st.booleans(),
        dtype=st.sampled_from([torch.float32, torch.float64]), seed=st.integers(0, 2**16))
-def test_batch_norm_inference_matches_torch(rows, channels, extra, lin_bias, in_place, dtype,
-                                            seed):
+def test_batch_norm_inference_matches_torch(rows, channels, extra, lin_bias, in_place,
+                                            residual, dtype, seed):
     """Evaluation mode: the residual sum mapped by the running statistics, as ``F.batch_norm``
     with ``training=False``; the output may overwrite ``a``. The running statistics are read,
     not changed."""
@@ -89,17 +89,30 @@ def test_batch_norm_inference_matches_torch(rows, channels, extra, lin_bias, in_
     bias = torch.randn(channels, generator=g, dtype=dtype)
     mean = torch.randn(channels, generator=g, dtype=dtype)
     var = torch.rand(channels, generator=g, dtype=dtype) + 0.1
-    s = (a if c_lin is None else a + c_lin) + b
+    s = (a if c_lin is None else a + c_lin) + (b if residual else 0)
     want = F.batch_norm(s, mean, var, weight, bias, False, 0.1, 1e-5)
     if add is not None:
         want = want + add
     before = (mean.clone(), var.clone())
     a_np = a.clone().numpy()
-    out = batch_norm_inference(a_np, b.numpy(), weight.numpy(), bias.numpy(), 1e-5,
-                               mean.numpy(), var.numpy(), None if add is None else add.numpy(),
+    out = batch_norm_inference(a_np, b.numpy() if residual else None, weight.numpy(),
+                               bias.numpy(), 1e-5, mean.numpy(), var.numpy(),
+                               None if add is None else add.numpy(),
                                None if c_lin is None else c_lin.numpy(),
                                out=a_np if in_place else None)
     assert (out is a_np) == in_place and out.dtype == a_np.dtype
     tol = dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else dict(atol=1e-12)
     assert torch.allclose(torch.from_numpy(out), want, **tol)
     assert torch.equal(mean, before[0]) and torch.equal(var, before[1])
+
+
+def test_batch_norm_forward_without_a_residual():
+    """``b=None``: the norm of ``a`` (plus ``shift``) alone, as ``F.batch_norm``."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(50, 6, generator=g)
+    shift = torch.randn(6, generator=g)
+    one, zero = torch.ones(6), torch.zeros(6)
+    out, _, _ = batch_norm_forward(a.numpy(), None, one.numpy(), zero.numpy(), 1e-5,
+                                   shift=shift.numpy())
+    want = F.batch_norm(a + shift, None, None, one, zero, True, 0.1, 1e-5)
+    assert torch.allclose(torch.from_numpy(out), want, atol=1e-5)
