@@ -541,6 +541,7 @@ def test_first_compile_is_announced_once(caplog, monkeypatch):
         "graphpe: compiling its CPU kernels (numba) on first use"]
 
 
+@pytest.mark.slow  # two fresh interpreters importing torch: ~17 s
 def test_no_notice_when_the_kernels_load_from_the_cache(tmp_path):
     """In fresh processes: the first, on an empty numba cache, says it compiles; the second
     loads the kernel from that cache and says nothing."""
