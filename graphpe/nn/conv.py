@@ -84,7 +84,10 @@ class GINLayer(nn.Module):
                 raise ValueError(f"edge_weight must have shape ({msg.size(0)}, 1), got "
                                  f"{tuple(edge_weight.shape)}")
             msg = msg * edge_weight
-        agg = torch.zeros_like(x).index_add_(0, dst, msg)
+        # summed in the wider of x's and the messages' dtypes (under autocast x may come out
+        # of a linear map in bfloat16 while the edge embeddings stay float32)
+        acc = torch.promote_types(x.dtype, msg.dtype)
+        agg = torch.zeros_like(x, dtype=acc).index_add_(0, dst, msg.to(acc))
         return self.nn(agg + (1.0 + self.eps) * x)
 
     @property

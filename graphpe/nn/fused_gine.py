@@ -8,23 +8,24 @@ Each layer of the ``GINE`` model is
     \\mathrm{out} &= x + \\mathrm{ReLU}(\\mathrm{BN}_b(r W_2^\\top + b_2))
 
 (GINE's MLP ``Linear -> BatchNorm1d -> ReLU -> Linear`` with a learned :math:`\\epsilon`, then
-the model's norm, ReLU and residual). Module by module that is ~12 autograd nodes and ~25
-tensor calls each way, most of them elementwise passes over ``[N, C]`` and their dispatch; on
-a ZINC batch of 32 molecules (~730 rows of 64 channels) the layer's two products are a small
-part of its time. Here forward and backward are written out over the compiled kernels of
-:mod:`graphpe.nn.fused` (GINE's aggregation, the batch norms with their running statistics,
-the ReLU epilogues), with the products as plain ``mm``: the biases are shifts the batch norms
-absorb, and :math:`\\epsilon`'s gradient is :math:`\\sum_{i,c} \\partial a_{ic}\\, x_{ic}`.
-The tests compare outputs, every gradient (``eps`` included) and the running statistics with
-the module path. In evaluation without autograd (``torch.no_grad()``, ``inference_mode()``)
-the same kernels run as one function, each batch norm an affine pass from its running
-statistics (:func:`fused_gine_inference`).
+the model's norm, ReLU and residual; without edge features the model is GIN, whose messages are
+:math:`x_j`, :func:`graphpe.ops.message.gin_aggregate`). Module by module that is ~12 autograd
+nodes and ~25 tensor calls each way, most of them elementwise passes over ``[N, C]`` and their
+dispatch; on a ZINC batch of 32 molecules (~730 rows of 64 channels) the layer's two products
+are a small part of its time. Here forward and backward are written out over the compiled
+kernels of :mod:`graphpe.nn.fused` (GINE's aggregation, the batch norms with their running
+statistics, the ReLU epilogues), with the products as plain ``mm``: the biases are shifts the
+batch norms absorb, and :math:`\\epsilon`'s gradient is :math:`\\sum_{i,c} \\partial a_{ic}\\,
+x_{ic}`. The tests compare outputs, every gradient (``eps`` included) and the running
+statistics with the module path. In evaluation without autograd (``torch.no_grad()``,
+``inference_mode()``) the same kernels run as one function, each batch norm an affine pass from
+its running statistics (:func:`fused_gine_inference`).
 
-It runs where it computes exactly that layer: training mode (or evaluation without
-autograd), CPU float32 without autocast, edge features, no PEG gate, no dropout in training,
-the MLP and norms of those exact types (batch norms with affine parameters and running
-statistics, updated with a momentum in training), no hooks, not under ``torch.compile``.
-Everything else, and a model with ``fused = False``, takes the module path.
+It runs where it computes exactly that layer: training mode (or evaluation without autograd),
+CPU float32 without autocast, no PEG gate, no dropout in training, the MLP and norms of those
+exact types (batch norms with affine parameters and running statistics, updated with a momentum
+in training), no hooks, not under ``torch.compile``. Everything else, and a model with ``fused
+= False``, takes the module path.
 """
 
 from __future__ import annotations
@@ -57,34 +58,43 @@ class _Plan(NamedTuple):
     norms: tuple[nn.BatchNorm1d, nn.BatchNorm1d]
 
 
+def _aggregate(x: Tensor, edge_attr: Tensor | None, plan: _Plan, scale: float) -> Tensor:
+    """GINE's ``scale x + sum ReLU(x_j + e_ji)``, or GIN's ``scale x + sum x_j`` without
+    edge features."""
+    if edge_attr is None:
+        return torch.from_numpy(message.gin_aggregate(x.numpy(), plan.src.numpy(),
+                                                      plan.dst.numpy(), scale))
+    return torch.from_numpy(message.gine_aggregate(
+        x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), scale))
+
+
 class _FusedGINELayer(torch.autograd.Function):
     """The layer of this module's docstring as one autograd node (inputs: ``x``,
-    ``edge_attr``, ``eps``, ``W1, b1``, the inner norm's weight and bias, ``W2, b2``, the outer
-    norm's weight and bias, the plan)."""
+    ``edge_attr`` (None for GIN), ``eps``, ``W1, b1``, the inner norm's weight and bias,
+    ``W2, b2``, the outer norm's weight and bias, the plan)."""
 
     @staticmethod
     def forward(ctx, x, edge_attr, eps, w1, b1, g_a, beta_a, w2, b2, g_b, beta_b, plan):
-        x, edge_attr = x.detach(), edge_attr.detach()
+        x = x.detach()
+        edge_attr = None if edge_attr is None else edge_attr.detach()
         norm_a, norm_b = plan.norms
         scale = 1.0 + float(eps)
-        agg = torch.from_numpy(message.gine_aggregate(
-            x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), scale))
+        agg = _aggregate(x, edge_attr, plan, scale)
         # the products' biases are the norms' shifts (added in their first pass)
         r, xhat_a, inv_a = _batch_norm(torch.mm(agg, w1.t()), None, norm_a, g_a, beta_a, b1)
         bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
         v, xhat_b, inv_b = _batch_norm(torch.mm(r, w2.t()), None, norm_b, g_b, beta_b, b2)
         out = torch.from_numpy(residual_relu(v.numpy(), x.numpy()))
-        ctx.save_for_backward(x, edge_attr, w1, w2, g_a, g_b, agg, r, xhat_a, inv_a, xhat_b,
-                              inv_b, v)
+        ctx.save_for_backward(x, w1, w2, g_a, g_b, agg, r, xhat_a, inv_a, xhat_b, inv_b, v)
+        ctx.edge_attr = edge_attr  # (not an output: kept as is, None for GIN)
         ctx.plan, ctx.scale = plan, scale
         return out
 
     @staticmethod
     @once_differentiable  # numpy kernels inside: no graph to differentiate again
     def backward(ctx, grad_out):
-        (x, edge_attr, w1, w2, g_a, g_b, agg, r, xhat_a, inv_a, xhat_b, inv_b,
-         v) = ctx.saved_tensors
-        plan = ctx.plan
+        x, w1, w2, g_a, g_b, agg, r, xhat_a, inv_a, xhat_b, inv_b, v = ctx.saved_tensors
+        plan, edge_attr = ctx.plan, ctx.edge_attr
         grad_out = grad_out.contiguous()
 
         def norm_backward(grad, xhat, invstd, weight):
@@ -103,10 +113,16 @@ class _FusedGINELayer(torch.autograd.Function):
         d_agg = torch.mm(d_z1, w1)
         d_eps = (d_agg * x).sum().view(1)  # a = (1 + eps) x + messages
         d_x = grad_out.clone()
-        _, d_edge = message.gine_aggregate_backward(
-            x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), ctx.scale,
-            d_agg.numpy(), grad_x=d_x.numpy())
-        return (d_x, torch.from_numpy(d_edge), d_eps, d_w1, d_b1, d_g_a, d_beta_a, d_w2, d_b2,
+        d_edge = None
+        if edge_attr is None:
+            message.gin_aggregate_backward(plan.src.numpy(), plan.dst.numpy(), ctx.scale,
+                                           d_agg.numpy(), grad_x=d_x.numpy())
+        else:
+            _, d_edge = message.gine_aggregate_backward(
+                x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), ctx.scale,
+                d_agg.numpy(), grad_x=d_x.numpy())
+            d_edge = torch.from_numpy(d_edge)
+        return (d_x, d_edge, d_eps, d_w1, d_b1, d_g_a, d_beta_a, d_w2, d_b2,
                 d_g_b, d_beta_b, None)
 
 
@@ -146,13 +162,12 @@ def fused_gine_layer(conv: nn.Module, norm: nn.Module, x: Tensor, edge_index: Te
     (take the module path). ``cache`` (one dict per forward) keeps the checked edges for the
     model's other layers."""
     if not ((dropout == 0.0 if training else not torch.is_grad_enabled())
-            and edge_attr is not None
             and x.dtype == torch.float32 and x.dim() == 2 and x.size(0) >= 2
             and edge_index.dim() == 2 and edge_index.size(1) > 0
             and edge_index.dtype == torch.long
-            and edge_attr.shape == (edge_index.size(1), x.size(1))
+            and (edge_attr is None or edge_attr.shape == (edge_index.size(1), x.size(1)))
             and not torch.is_autocast_enabled("cpu")
-            and use_host_kernels(x, edge_attr)):
+            and use_host_kernels(x, *(() if edge_attr is None else (edge_attr,)))):
         return None
     parts = _parts(conv, norm, training)
     if parts is None:
@@ -162,18 +177,20 @@ def fused_gine_layer(conv: nn.Module, norm: nn.Module, x: Tensor, edge_index: Te
         edges = cache["edges"] = checked_edges(edge_index, x.size(0))
     tensors, norms = parts
     plan = _Plan(*edges, norms)
+    edge_attr = None if edge_attr is None else edge_attr.contiguous()
     if not training:
-        return fused_gine_inference(x.contiguous(), edge_attr.contiguous(), tensors, plan)
-    return _FusedGINELayer.apply(x.contiguous(), edge_attr.contiguous(), *tensors, plan)
+        return fused_gine_inference(x.contiguous(), edge_attr, tensors, plan)
+    return _FusedGINELayer.apply(x.contiguous(), edge_attr, *tensors, plan)
 
 
-def fused_gine_inference(x: Tensor, edge_attr: Tensor, tensors: list[Tensor],
+def fused_gine_inference(x: Tensor, edge_attr: Tensor | None, tensors: list[Tensor],
                          plan: _Plan) -> Tensor:
     """The layer of this module's docstring in evaluation (batch norms from their running
     statistics), without autograd: the forward of :class:`_FusedGINELayer` with each norm
     one affine pass (:func:`~graphpe.ops.norm.batch_norm_inference`) over its product."""
     eps, w1, b1, g_a, beta_a, w2, b2, g_b, beta_b = (t.detach() for t in tensors)
-    x, edge_attr = x.detach(), edge_attr.detach()
+    x = x.detach()
+    edge_attr = None if edge_attr is None else edge_attr.detach()
 
     def norm(a: Tensor, bn: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
              shift: Tensor) -> Tensor:
@@ -184,8 +201,7 @@ def fused_gine_inference(x: Tensor, edge_attr: Tensor, tensors: list[Tensor],
         return a
 
     norm_a, norm_b = plan.norms
-    agg = torch.from_numpy(message.gine_aggregate(
-        x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), 1.0 + float(eps)))
+    agg = _aggregate(x, edge_attr, plan, 1.0 + float(eps))
     r = norm(torch.mm(agg, w1.t()), norm_a, g_a, beta_a, b1)
     bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
     v = norm(torch.mm(r, w2.t()), norm_b, g_b, beta_b, b2)

@@ -1,4 +1,4 @@
-"""Compiled (numba) GINE aggregation on the host CPU, forward and backward.
+"""Compiled (numba) GINE and GIN aggregation on the host CPU, forward and backward.
 
 GINE's input to its MLP, :math:`s\\,x_i + \\sum_{j \\to i} \\mathrm{ReLU}(x_j + e_{ji})` with
 :math:`s = 1 + \\epsilon`, is five or six tensor operations in torch (gather, add, ReLU,
@@ -8,6 +8,9 @@ each costs tens of microseconds, mostly dispatch and memory traffic: here each d
 one loop over the edges. The backward recomputes the ReLU's sign from ``x`` and ``e`` rather
 than keeping an ``[E, C]`` mask. The torch formulation in :class:`graphpe.nn.conv.GINLayer` is
 the reference (the tests compare values and gradients) and the path on GPUs.
+
+GIN's (no edge features), :math:`s\\,x_i + \\sum_{j \\to i} x_j`, is the same loop without
+the edge term and the ReLU (:func:`gin_aggregate`).
 
 Layouts: ``x [N, C]`` node rows, ``edge_attr [E, C]``, ``src, dst [E]`` int64 (messages flow
 ``src -> dst``); every array C-contiguous, ids checked by the caller.
@@ -91,3 +94,61 @@ def gine_aggregate_backward(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarra
     _gine_aggregate_backward(x, edge_attr, src, dst, x.dtype.type(scale), grad_out, grad_x,
                              grad_edge, accumulate)
     return grad_x, grad_edge
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _gin_aggregate(x, src, dst, scale, out):  # pragma: no cover - compiled
+    # messages in edge order, then the scaled x (the torch formulation's order)
+    channels = x.shape[1]
+    out[:] = x.dtype.type(0.0)
+    for e in range(src.shape[0]):
+        s = src[e]
+        d = dst[e]
+        for c in range(channels):
+            out[d, c] += x[s, c]
+    for i in range(x.shape[0]):
+        for c in range(channels):
+            out[i, c] += scale * x[i, c]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _gin_aggregate_backward(src, dst, scale, grad_out, grad_x,
+                            accumulate):  # pragma: no cover - compiled
+    channels = grad_out.shape[1]
+    for i in range(grad_out.shape[0]):
+        if accumulate:
+            for c in range(channels):
+                grad_x[i, c] += scale * grad_out[i, c]
+        else:
+            for c in range(channels):
+                grad_x[i, c] = scale * grad_out[i, c]
+    for e in range(src.shape[0]):
+        s = src[e]
+        d = dst[e]
+        for c in range(channels):
+            grad_x[s, c] += grad_out[d, c]
+
+
+def gin_aggregate(x: np.ndarray, src: np.ndarray, dst: np.ndarray, scale: float) -> np.ndarray:
+    """``out [N, C] = scale * x + sum over edges e of x[src[e]]`` at row ``dst[e]`` (a new
+    array)."""
+    out = host_empty(x.shape, x.dtype)
+    _gin_aggregate(x, src, dst, x.dtype.type(scale), out)
+    return out
+
+
+def gin_aggregate_backward(src: np.ndarray, dst: np.ndarray, scale: float,
+                           grad_out: np.ndarray, grad_x: np.ndarray | None = None) -> np.ndarray:
+    """The gradient of :func:`gin_aggregate` with respect to ``x``; with ``grad_x`` (the
+    gradient ``x`` has from elsewhere, as :func:`gine_aggregate_backward`'s) added into it
+    and returned."""
+    accumulate = grad_x is not None
+    if accumulate:
+        if (grad_x.shape != grad_out.shape or grad_x.dtype != grad_out.dtype
+                or not grad_x.flags.c_contiguous or not grad_x.flags.writeable):
+            raise ValueError(f"grad_x must be a writeable C-contiguous {grad_out.dtype} array "
+                             f"of shape {grad_out.shape}")
+    else:
+        grad_x = host_empty(grad_out.shape, grad_out.dtype)
+    _gin_aggregate_backward(src, dst, grad_out.dtype.type(scale), grad_out, grad_x, accumulate)
+    return grad_x

@@ -1,4 +1,5 @@
-"""The one-node GINE model layer (graphpe.nn.fused_gine) against the module-by-module path."""
+"""The one-node GINE model layer (graphpe.nn.fused_gine, and GIN without edge features) against
+the module-by-module path."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import copy
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import Batch
 
@@ -16,21 +17,27 @@ from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import LaplacianPE
 
 
-def _batch(num_graphs: int, seed: int, peg: bool = False) -> Batch:
+def _batch(num_graphs: int, seed: int, peg: bool = False, directed: bool = False) -> Batch:
     gen = torch.Generator().manual_seed(seed)
     graphs = molecule_like_graphs(num_graphs, min_nodes=2, max_nodes=20, seed=seed)
     for g in graphs:
-        g.x = torch.randint(0, 5, (g.num_nodes, 1), generator=gen)
+        # continuous node features: a batch norm over rows that are all equal (the symmetric
+        # nodes of a molecule with few atom types) or over 2 rows has a zero input gradient
+        # that both paths compute as amplified rounding noise, nothing to compare
+        g.x = torch.randn(g.num_nodes, 3, generator=gen)
         g.edge_attr = torch.randint(0, 3, (g.edge_index.size(1),), generator=gen)
+        if directed:  # one direction of each edge: messages flow one way
+            keep = g.edge_index[0] < g.edge_index[1]
+            g.edge_index, g.edge_attr = g.edge_index[:, keep], g.edge_attr[keep]
     if peg:
         graphs = [LaplacianPE(3, attr_names=("peg_pe", "peg_eigvals", "peg_mask"))(g)
                   for g in graphs]
     return Batch.from_data_list(graphs)
 
 
-def _pair(seed: int, **kwargs) -> tuple[GINE, GINE]:
+def _pair(seed: int, edges: bool = True, **kwargs) -> tuple[GINE, GINE]:
     torch.manual_seed(seed)
-    fused = GINE(16, 3, 1, node_vocab=5, edge_vocab=3, **kwargs)
+    fused = GINE(16, 3, 1, node_dim=3, edge_vocab=3 if edges else None, **kwargs)
     with torch.no_grad():  # a learned eps away from its initial 0
         for i, conv in enumerate(fused.convs):
             conv.eps.fill_(0.1 * (i + 1))
@@ -41,17 +48,25 @@ def _pair(seed: int, **kwargs) -> tuple[GINE, GINE]:
 
 @settings(max_examples=20, deadline=None)
 @given(num_graphs=st.integers(1, 12), momentum=st.sampled_from([0.1, 0.5]),
-       seed=st.integers(0, 2**16))
-def test_fused_gine_equals_the_module_path(num_graphs, momentum, seed):
+       edges=st.booleans(), directed=st.booleans(), seed=st.integers(0, 2**16))
+def test_fused_gine_equals_the_module_path(num_graphs, momentum, edges, directed, seed):
     """Output, the gradients of every parameter (eps included) and the running statistics,
-    over two training steps' forward and backward."""
-    batch = _batch(num_graphs, seed)
-    fused, plain = _pair(seed)
+    over two training steps' forward and backward; GINE, and GIN without edge features, on
+    undirected or directed edges."""
+    batch = _batch(num_graphs, seed, directed=directed)
+    assume(batch.num_edges > 0 and batch.num_nodes > 3)
+    fused, plain = _pair(seed, edges)
     for model in (fused, plain):
         for m in model.modules():
             if isinstance(m, torch.nn.BatchNorm1d):
                 m.momentum = momentum
     grad = torch.randn(num_graphs, 1, generator=torch.Generator().manual_seed(seed))
+    # the batch norms' outputs feed ReLUs: one within rounding of 0 may take either side in
+    # either path (their float32 statistics round differently), and its gradient then flows
+    # in one path only; such ties are left out
+    nearest = []
+    for bn in (m for m in plain.modules() if isinstance(m, torch.nn.BatchNorm1d)):
+        bn.register_forward_hook(lambda mod, args, out: nearest.append(out.abs().min()))
     for _ in range(2):
         outs = []
         for model in (fused, plain):
@@ -59,6 +74,7 @@ def test_fused_gine_equals_the_module_path(num_graphs, momentum, seed):
             out = model(batch)
             out.backward(grad)
             outs.append(out)
+        assume(min(nearest) > 2e-5)
         assert torch.allclose(outs[0], outs[1], atol=1e-4, rtol=1e-4)
         scale = max(p.grad.abs().max().item() for p in plain.parameters())
         for (name, a), b in zip(fused.named_parameters(), plain.parameters(), strict=True):
@@ -115,9 +131,8 @@ def test_fused_gine_runs_only_where_it_computes_the_layer(monkeypatch):
     peg_batch = _batch(4, 0, peg=True)
     peg = _pair(0, peg_attr="peg_pe")[0].train()
     assert fused_layers(peg, peg_batch) == 0  # PEG gates weight the messages
-    no_edges = GINE(16, 2, 1, node_vocab=5).train()
-    assert fused_layers(no_edges) == 0  # GIN: no edge features
-    reinject = GINE(16, 2, 1, node_vocab=5, edge_vocab=3, reinject_pe=True,
+    assert fused_layers(_pair(0, edges=False)[0].train()) == 3  # GIN: no edge features
+    reinject = GINE(16, 2, 1, node_dim=3, edge_vocab=3, reinject_pe=True,
                     pe_encoders=[LapPEEncoder(3, 16, attr_names=("peg_pe", "peg_eigvals",
                                                                  "peg_mask"))]).train()
     assert fused_layers(reinject, peg_batch) == 2
