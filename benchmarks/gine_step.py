@@ -1,5 +1,5 @@
 """GINE training step: graphpe's ``GINE`` model against the same network built from PyG's
-``GINEConv``.
+``GINEConv`` (and, without edge features, GIN against PyG's ``GINConv``).
 
     python benchmarks/gine_step.py --threads 1
 
@@ -9,8 +9,10 @@ MLP ``Linear -> BatchNorm1d -> ReLU -> Linear`` and a learned ``eps``, then ``Ba
 ReLU and a residual), sum pooling and an MLP head. PyG's side uses ``GINEConv`` and PyG's
 ``global_add_pool``; graphpe's is ``graphpe.nn.GINE`` with its fused layers
 (:mod:`graphpe.nn.fused_gine`, the default) and module by module (``fused = False``), same
-parameter count. Forward, backward and a plain ``Adam`` step on the same ZINC-12k batches, the
-models taking turns within each round; medians over rounds, ms per step.
+parameter count. ``--variants gin`` drops the bond features: PyG's ``GINConv`` network
+against graphpe's ``GINE`` built without ``edge_vocab`` (GIN layers, also fused). Forward,
+backward and a plain ``Adam`` step on the same ZINC-12k batches, the models taking turns
+within each round; medians over rounds, ms per step.
 """
 
 from __future__ import annotations
@@ -36,13 +38,14 @@ from graphpe.nn import GINE  # noqa: E402
 class PygGINE(nn.Module):
     """``graphpe.nn.GINE``'s network from PyG's ``GINEConv`` and ``global_add_pool``."""
 
-    def __init__(self, channels: int, layers: int) -> None:
+    def __init__(self, channels: int, layers: int, edges: bool = True) -> None:
         super().__init__()
-        from torch_geometric.nn import GINEConv
+        from torch_geometric.nn import GINConv, GINEConv
 
         self.node_emb = nn.Embedding(28, channels)
-        self.edge_emb = nn.Embedding(4, channels)
-        self.convs = nn.ModuleList(GINEConv(nn.Sequential(
+        self.edge_emb = nn.Embedding(4, channels) if edges else None
+        conv = GINEConv if edges else GINConv
+        self.convs = nn.ModuleList(conv(nn.Sequential(
             nn.Linear(channels, channels), nn.BatchNorm1d(channels), nn.ReLU(),
             nn.Linear(channels, channels)), train_eps=True) for _ in range(layers))
         self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in range(layers))
@@ -53,9 +56,13 @@ class PygGINE(nn.Module):
         from torch_geometric.nn import global_add_pool
 
         h = self.node_emb(batch.x.view(-1))
-        e = self.edge_emb(batch.edge_attr.view(-1))
-        for conv, norm in zip(self.convs, self.norms, strict=True):
-            h = h + torch.relu(norm(conv(h, batch.edge_index, e)))
+        if self.edge_emb is None:
+            for conv, norm in zip(self.convs, self.norms, strict=True):
+                h = h + torch.relu(norm(conv(h, batch.edge_index)))
+        else:
+            e = self.edge_emb(batch.edge_attr.view(-1))
+            for conv, norm in zip(self.convs, self.norms, strict=True):
+                h = h + torch.relu(norm(conv(h, batch.edge_index, e)))
         return self.head(global_add_pool(h, batch.batch, size=batch.num_graphs))
 
 
@@ -78,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--channels", type=int, default=64)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--variants", default="gine,gin")
     ap.add_argument("--steps", type=int, default=10, help="steps per model per round")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
@@ -93,12 +101,20 @@ def main(argv: list[str] | None = None) -> None:
 
     batches = list(DataLoader(graphs, batch_size=args.batch_size))
     warm, timed = batches[:2], batches[2:]
-    torch.manual_seed(0)
-    fused = GINE(args.channels, args.layers, 1, node_vocab=28, edge_vocab=4)
-    module = copy.deepcopy(fused)
-    module.fused = False
-    models = {"pyg GINEConv": PygGINE(args.channels, args.layers), "graphpe": fused,
-              "graphpe, module by module": module}
+    models, base_of = {}, {}
+    for variant in args.variants.split(","):
+        edges = variant == "gine"
+        torch.manual_seed(0)
+        fused = GINE(args.channels, args.layers, 1, node_vocab=28,
+                     edge_vocab=4 if edges else None)
+        module = copy.deepcopy(fused)
+        module.fused = False
+        name = "GINE" if edges else "GIN"
+        pyg = f"pyg {name}Conv"
+        models.update({pyg: PygGINE(args.channels, args.layers, edges),
+                       f"graphpe {name}": fused, f"graphpe {name}, module by module": module})
+        base_of.update({pyg: pyg, f"graphpe {name}": pyg,
+                        f"graphpe {name}, module by module": pyg})
     params = {name: sum(p.numel() for p in m.parameters()) for name, m in models.items()}
     steps = {name: make_step(m) for name, m in models.items()}
     times: dict[str, list[float]] = {name: [] for name in models}
@@ -111,17 +127,17 @@ def main(argv: list[str] | None = None) -> None:
                 step(b)
             if r:
                 times[name].append((time.perf_counter() - start) / len(timed) * 1e3)
-    base = statistics.median(times["pyg GINEConv"])
     rows = []
     print(f"GINE training step ({args.layers} layers x {args.channels} channels), ZINC, batch "
           f"{args.batch_size}, CPU, {args.threads} thread(s): median of {args.rounds} rounds x "
           f"{len(timed)} steps")
     for name, values in times.items():
+        base = statistics.median(times[base_of[name]])
         ms = statistics.median(values)
         rows.append({"model": name, "params": params[name], "ms_per_step": round(ms, 2),
                      "speedup_vs_pyg": round(base / ms, 2),
                      "rounds_ms": [round(v, 2) for v in values]})
-        print(f"  {name:<28}{params[name]:>9,}{ms:>9.1f} ms{base / ms:>7.2f}x")
+        print(f"  {name:<32}{params[name]:>9,}{ms:>9.1f} ms{base / ms:>7.2f}x")
     result = {"command": " ".join(["python benchmarks/gine_step.py",
                                    *(sys.argv[1:] if argv is None else argv)]),
               "threads": args.threads, "channels": args.channels, "layers": args.layers,

@@ -206,7 +206,8 @@ def gine_step_table(data: dict) -> str:
              f"ZINC batch {data['batch_size']}, CPU, {data['threads']} thread, torch "
              f"{data['torch']}; forward, backward and plain Adam, median of {data['rounds']} "
              f"rounds x {data['steps']} steps, the models taking turns):", "",
-             "| model | parameters | ms per step | vs PyG |", "| --- | ---: | ---: | ---: |"]
+             "| model | parameters | ms per step | vs PyG (same network) |",
+             "| --- | ---: | ---: | ---: |"]
     for r in data["rows"]:
         lines.append(f"| {r['model']} | {r['params']:,} | {r['ms_per_step']:.1f} | "
                      f"{r['speedup_vs_pyg']:.2f}x |")

@@ -173,8 +173,10 @@ def test_gine_step_benchmark_runs(tmp_path, monkeypatch):
                               "1", "--layers", "2", "--json", str(out)], monkeypatch)
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert [r["model"] for r in rows] == ["pyg GINEConv", "graphpe", "graphpe, module by module"]
-    assert len({r["params"] for r in rows}) == 1  # the same network
+    assert [r["model"] for r in rows] == [
+        "pyg GINEConv", "graphpe GINE", "graphpe GINE, module by module", "pyg GINConv",
+        "graphpe GIN", "graphpe GIN, module by module"]
+    assert len({r["params"] for r in rows[:3]}) == len({r["params"] for r in rows[3:]}) == 1
     assert "| pyg GINEConv |" in _tables().gine_step_table(data)
 
 
