@@ -46,16 +46,36 @@ def _gine_aggregate(x, edge_attr, src, dst, scale, out):  # pragma: no cover - c
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _gine_aggregate_backward(x, edge_attr, src, dst, scale, grad_out, grad_x, grad_edge,
-                             accumulate):  # pragma: no cover - compiled
-    channels = x.shape[1]
-    for i in range(x.shape[0]):
+def _scaled_into(grad_out, scale, grad_x, accumulate):  # pragma: no cover - compiled
+    # the gradient through the aggregation's scale * x term: written, or added to grad_x
+    channels = grad_out.shape[1]
+    for i in range(grad_out.shape[0]):
         if accumulate:
             for c in range(channels):
                 grad_x[i, c] += scale * grad_out[i, c]
         else:
             for c in range(channels):
                 grad_x[i, c] = scale * grad_out[i, c]
+
+
+def _gradient_into(grad_x: np.ndarray | None, shape: tuple[int, ...],
+                   dtype: np.dtype) -> tuple[np.ndarray, bool]:
+    """The array a backward writes ``x``'s gradient into: ``grad_x`` (checked; the kernel
+    adds to it) or a new one; and whether it accumulates."""
+    if grad_x is None:
+        return host_empty(shape, dtype), False
+    if (grad_x.shape != shape or grad_x.dtype != dtype or not grad_x.flags.c_contiguous
+            or not grad_x.flags.writeable):
+        raise ValueError(f"grad_x must be a writeable C-contiguous {dtype} array of shape "
+                         f"{shape}")
+    return grad_x, True
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+def _gine_aggregate_backward(x, edge_attr, src, dst, scale, grad_out, grad_x, grad_edge,
+                             accumulate):  # pragma: no cover - compiled
+    channels = x.shape[1]
+    _scaled_into(grad_out, scale, grad_x, accumulate)
     zero = x.dtype.type(0.0)
     for e in range(src.shape[0]):
         s = src[e]
@@ -82,14 +102,7 @@ def gine_aggregate_backward(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarra
     """The gradients of :func:`gine_aggregate` with respect to ``x`` and ``edge_attr``. With
     ``grad_x`` (``[N, C]``, writeable, C-contiguous: the gradient ``x`` has from elsewhere),
     the gradient with respect to ``x`` is added into it, and it is returned."""
-    accumulate = grad_x is not None
-    if accumulate:
-        if (grad_x.shape != x.shape or grad_x.dtype != x.dtype
-                or not grad_x.flags.c_contiguous or not grad_x.flags.writeable):
-            raise ValueError(f"grad_x must be a writeable C-contiguous {x.dtype} array of "
-                             f"shape {x.shape}")
-    else:
-        grad_x = host_empty(x.shape, x.dtype)
+    grad_x, accumulate = _gradient_into(grad_x, x.shape, x.dtype)
     grad_edge = host_empty(edge_attr.shape, edge_attr.dtype)
     _gine_aggregate_backward(x, edge_attr, src, dst, x.dtype.type(scale), grad_out, grad_x,
                              grad_edge, accumulate)
@@ -115,13 +128,7 @@ def _gin_aggregate(x, src, dst, scale, out):  # pragma: no cover - compiled
 def _gin_aggregate_backward(src, dst, scale, grad_out, grad_x,
                             accumulate):  # pragma: no cover - compiled
     channels = grad_out.shape[1]
-    for i in range(grad_out.shape[0]):
-        if accumulate:
-            for c in range(channels):
-                grad_x[i, c] += scale * grad_out[i, c]
-        else:
-            for c in range(channels):
-                grad_x[i, c] = scale * grad_out[i, c]
+    _scaled_into(grad_out, scale, grad_x, accumulate)
     for e in range(src.shape[0]):
         s = src[e]
         d = dst[e]
@@ -142,13 +149,6 @@ def gin_aggregate_backward(src: np.ndarray, dst: np.ndarray, scale: float,
     """The gradient of :func:`gin_aggregate` with respect to ``x``; with ``grad_x`` (the
     gradient ``x`` has from elsewhere, as :func:`gine_aggregate_backward`'s) added into it
     and returned."""
-    accumulate = grad_x is not None
-    if accumulate:
-        if (grad_x.shape != grad_out.shape or grad_x.dtype != grad_out.dtype
-                or not grad_x.flags.c_contiguous or not grad_x.flags.writeable):
-            raise ValueError(f"grad_x must be a writeable C-contiguous {grad_out.dtype} array "
-                             f"of shape {grad_out.shape}")
-    else:
-        grad_x = host_empty(grad_out.shape, grad_out.dtype)
+    grad_x, accumulate = _gradient_into(grad_x, grad_out.shape, grad_out.dtype)
     _gin_aggregate_backward(src, dst, grad_out.dtype.type(scale), grad_out, grad_x, accumulate)
     return grad_x
