@@ -66,7 +66,7 @@ def test_after_warm_up_a_workload_needs_no_new_kernel():
     """After warm_up, a user's workload (other graphs, sizes and settings; batches from a
     DataLoader; other model shapes) needs no kernel signature that warm_up did not already
     compile or load: none is added, whatever the disk cache holds."""
-    warmup.warm_up(["lap", "spe", "rwse", "rfp", "lcp", "rrwp"], processes=1)
+    warmup.warm_up(["lap", "spe", "signnet", "rwse", "rfp", "lcp", "rrwp"], processes=1)
     graphs = [_molecule(n, seed) for seed, n in enumerate((5, 9, 23, 31))]
     before = _kernel_signatures()
     assert sum(map(len, before.values())) > 20  # the check sees the kernels
@@ -78,7 +78,8 @@ def test_after_warm_up_a_workload_needs_no_new_kernel():
         transform(next(iter(DataLoader([g.clone() for g in graphs], batch_size=3))))
         precompute([g.clone() for g in graphs], [transform], progress=False)
     for model, pe in (("gps", "rwse:walk_length=8"), ("gps", "rrwp:num_steps=5"),
-                      ("gine", "rwse:walk_length=8")):
+                      ("gine", "rwse:walk_length=8"), ("gine", "spe:k=6"),
+                      ("gine", "signnet:k=6")):
         specs = resolve_pe(pe)
         batch = Batch.from_data_list([g.clone() for g in graphs])
         batch = specs[0].transform()(batch)

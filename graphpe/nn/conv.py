@@ -33,6 +33,52 @@ class _GINEAggregate(torch.autograd.Function):
         return torch.from_numpy(grad_x), torch.from_numpy(grad_edge), None, None, None
 
 
+class _GINAggregate(torch.autograd.Function):
+    """``(1 + eps) x + sum_{j -> i} x_j`` by the compiled host loops of
+    :mod:`graphpe.ops.message`, as one autograd node with ``eps``'s gradient
+    :math:`\\sum_{i,c} \\partial_{ic}\\, x_{ic}`."""
+
+    @staticmethod
+    def forward(ctx, x, eps, src, dst):
+        scale = 1.0 + float(eps)
+        ctx.save_for_backward(x, src, dst)
+        ctx.scale = scale
+        # a torch allocation: the output is an activation the next layer saves, as large as
+        # the other activations of a step (SPE's pair rows: tens of MB), which torch allocates
+        out = torch.empty_like(x)
+        message.gin_aggregate(x.detach().numpy(), src.numpy(), dst.numpy(), scale,
+                              out=out.numpy())
+        return out
+
+    @staticmethod
+    @once_differentiable  # numpy inside: no graph to differentiate again
+    def backward(ctx, grad_out):
+        x, src, dst = ctx.saved_tensors
+        grad_out = grad_out.contiguous()
+        grad_x = torch.from_numpy(message.gin_aggregate_backward(
+            src.numpy(), dst.numpy(), ctx.scale, grad_out.numpy()))
+        grad_eps = None
+        if ctx.needs_input_grad[1]:
+            grad_eps = (grad_out * x).sum().reshape(1)
+        return grad_x, grad_eps, None, None
+
+
+def gin_aggregate(x: Tensor, edge_index: Tensor, eps: Tensor) -> Tensor:
+    r"""GIN's aggregation :math:`(1 + \epsilon)\, x_i + \sum_{j \to i} x_j` of node signals
+    ``x [N, ...]`` (trailing axes are channels; messages flow ``edge_index[0] -> [1]``) with
+    ``eps`` a one-element tensor, learned or not. On CPU tensors of one float dtype it is one
+    compiled loop over the edges each way (:func:`graphpe.ops.message.gin_aggregate`, ids
+    checked); elsewhere a gather and an ``index_add``. Both add the messages in edge order,
+    then the scaled ``x``."""
+    if (edge_index.size(1) and x.numel() and edge_index.dtype == torch.long
+            and use_host_kernels(x, eps)):
+        src, dst = checked_edges(edge_index, x.size(0))
+        flat = x.reshape(x.size(0), -1).contiguous()
+        return _GINAggregate.apply(flat, eps.reshape(1), src, dst).view_as(x)
+    agg = torch.zeros_like(x).index_add_(0, edge_index[1], x.index_select(0, edge_index[0]))
+    return agg + (1 + eps.reshape(())) * x
+
+
 class GINLayer(nn.Module):
     r"""GIN (Xu et al., "How Powerful are Graph Neural Networks?", ICLR 2019) and, with edge
     features, GINE (Hu et al., "Strategies for Pre-training Graph Neural Networks", ICLR 2020):

@@ -7,7 +7,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from graphpe.nn.conv import gin_aggregate
 from graphpe.nn.rfp import _mlp
+from graphpe.ops.pairwise import all_pairs, pair_row_edges
 
 POOLINGS = ("sum", "mean")
 
@@ -120,7 +122,8 @@ class LapPEEncoder(nn.Module):
 
 class _ChannelGIN(nn.Module):
     """GIN layers on node signals with extra axes, ``[N, ..., C]``: every index of the middle
-    axes is an independent signal on the graph (weights shared across them). With
+    axes is an independent signal on the graph (weights shared across them; SignNet's
+    eigenvector columns), or on rows ``[R, C]`` of any graph (SPE's pair rows). With
     ``batch_norm``, a BatchNorm over all real entries (those ``keep`` marks) follows every layer
     but the last, as in SPE's reference GIN: without it the sum over ``n`` columns that follows
     gives activations whose scale grows with the graph size and training can stall (SPE on CSL:
@@ -134,10 +137,8 @@ class _ChannelGIN(nn.Module):
         self.norms = nn.ModuleList(nn.BatchNorm1d(b) for b in sizes[1:-1]) if batch_norm else None
 
     def forward(self, h: Tensor, edge_index: Tensor, keep: Tensor | None = None) -> Tensor:
-        src, dst = edge_index
         for layer, mlp in enumerate(self.mlps):
-            agg = torch.zeros_like(h).index_add_(0, dst, h[src])
-            h = mlp((1 + self.eps[layer]) * h + agg)
+            h = mlp(gin_aggregate(h, edge_index, self.eps[layer]))
             if layer < len(self.mlps) - 1:
                 if self.norms is not None:
                     h = self._norm(self.norms[layer], h, keep)
@@ -220,8 +221,13 @@ class SPEEncoder(nn.Module):
 
     Invariant to eigenvector signs and to any basis of an eigenspace kept whole (``phi`` gives
     equal eigenvalues equal weights), and stable under perturbations (Huang et al.). Batched
-    with padding to the batch's largest graph; memory ``O(N * n_max * hidden)``, meant for
-    molecule-scale graphs. Feed it eigenpairs with ``keep_trivial=True`` as in the paper.
+    without padding: ``rho`` runs once over the rows ``(i, j)`` of every graph's real node
+    pairs, its messages along the graph's edges copied onto each column ``j``
+    (:func:`graphpe.ops.pairwise.pair_row_edges`), so its products, batch norms and sums see
+    no padding entries; on the CPU its aggregation is a compiled loop
+    (:func:`graphpe.nn.conv.gin_aggregate`). Memory ``O(sum of n^2 * rho_hidden)`` over a
+    batch's graphs, meant for molecule-scale graphs. Feed it eigenpairs with
+    ``keep_trivial=True`` as in the paper.
 
     Paper's ZINC setting: ``k=37, m=16, phi_hidden=16, phi_layers=3, rho_layers=8,
     rho_hidden=128``; the defaults here are smaller and scaled by the arguments.
@@ -274,8 +280,8 @@ class SPEEncoder(nn.Module):
         graph = _graph_index(batch)
         num_graphs = int(graph.max()) + 1 if num_nodes else 0
         counts = torch.bincount(graph, minlength=num_graphs)
-        start = torch.cumsum(counts, 0) - counts
-        local = torch.arange(num_nodes, device=vecs.device) - start[graph]
+        ptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+        start = ptr[:-1]
         n_max = int(counts.max()) if num_nodes else 0
 
         # per-graph eigenvalues (every node carries its graph's) -> phi: [G, k, m]
@@ -284,14 +290,20 @@ class SPEEncoder(nn.Module):
         weights = self.phi(lam.unsqueeze(-1))
         if mask is not None:
             weights = weights * mask[first].unsqueeze(-1).to(weights.dtype)
-        # padded eigenvector matrices [G, n_max, k]
+        # W rows of every node, padded: W[g, i, j, :] = sum_k V[g,i,k] phi[g,k,:] V[g,j,k]
         dense = vecs.new_zeros(num_graphs, n_max, self.k)
+        local = torch.arange(num_nodes, device=vecs.device) - start[graph]
         dense[graph, local] = vecs
-        # W rows of every node: W[g, i, j, :] = sum_k V[g,i,k] phi[g,k,:] V[g,j,k]
         rows = torch.bmm(dense[graph], vecs.unsqueeze(-1) * weights[graph])  # [N, n_max, m]
-        keep = (torch.arange(n_max, device=vecs.device).unsqueeze(0) < counts[graph].unsqueeze(1))
-        keep = keep.unsqueeze(-1).to(rows.dtype)  # [N, n_max, 1]: real columns of each graph
-        h = self.rho(rows * keep, batch.edge_index, keep).sum(1)
+        # then only the real pairs, one row per (i, j) of each graph (all_pairs' order): rho
+        # is a GIN over the graph's copies, one per column j (pair_row_edges), with nothing
+        # padded to mask out of its products, batch norms and sums
+        pairs, pair_ptr = all_pairs(ptr)
+        column = pairs[1] - start[graph[pairs[0]]]
+        w = rows.reshape(-1, self.m).index_select(0, pairs[0] * n_max + column)  # [P, m]
+        h = self.rho(w, pair_row_edges(batch.edge_index, ptr, pair_ptr, graph))
+        h = torch.zeros(num_nodes, h.size(1), dtype=h.dtype, device=h.device).index_add_(
+            0, pairs[0], h)  # sum over each node's columns
         if self.out_norm is not None and not (self.training and h.size(0) < 2):
             h = self.out_norm(h)
         return self.out(h)

@@ -136,10 +136,15 @@ def _gin_aggregate_backward(src, dst, scale, grad_out, grad_x,
             grad_x[s, c] += grad_out[d, c]
 
 
-def gin_aggregate(x: np.ndarray, src: np.ndarray, dst: np.ndarray, scale: float) -> np.ndarray:
-    """``out [N, C] = scale * x + sum over edges e of x[src[e]]`` at row ``dst[e]`` (a new
-    array)."""
-    out = host_empty(x.shape, x.dtype)
+def gin_aggregate(x: np.ndarray, src: np.ndarray, dst: np.ndarray, scale: float,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """``out [N, C] = scale * x + sum over edges e of x[src[e]]`` at row ``dst[e]``: written
+    into ``out`` (C-contiguous, ``x``'s shape and dtype; its values are not read) or a new
+    array."""
+    if out is None:
+        out = host_empty(x.shape, x.dtype)
+    elif out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous {x.dtype} array of shape {x.shape}")
     _gin_aggregate(x, src, dst, x.dtype.type(scale), out)
     return out
 

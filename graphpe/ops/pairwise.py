@@ -84,6 +84,25 @@ def all_pairs(ptr: Tensor) -> tuple[Tensor, Tensor]:
     return torch.stack([start + local // n.clamp(min=1), start + local % n.clamp(min=1)]), pair_ptr
 
 
+def pair_row_edges(edge_index: Tensor, ptr: Tensor, pair_ptr: Tensor, batch: Tensor) -> Tensor:
+    """The edges of a batch copied onto its pair rows (:func:`all_pairs`' order): for every
+    edge ``u -> v`` of a graph with ``n`` nodes and every column ``j < n``, the edge ``(u, j)
+    -> (v, j)`` between the rows of those pairs, ``[2, sum over edges of n]`` int64, edge by
+    edge and column by column within it. A graph's column ``j`` is then a copy of the graph,
+    so a message-passing network over these edges runs on every column at once (SPE's
+    ``rho``). ``batch [N]`` is each node's graph; edges must stay within their graph."""
+    src, dst = edge_index[0], edge_index[1]
+    graph = batch[src]
+    sizes = (ptr[1:] - ptr[:-1])[graph]  # n of each edge's graph
+    total = int(sizes.sum()) if sizes.numel() else 0
+    edge = torch.repeat_interleave(torch.arange(src.numel(), device=src.device), sizes,
+                                   output_size=total)
+    column = torch.arange(total, device=src.device) - (torch.cumsum(sizes, 0) - sizes)[edge]
+    n, start, base = sizes[edge], ptr[graph][edge], pair_ptr[graph][edge]
+    return torch.stack([base + (src[edge] - start) * n + column,
+                        base + (dst[edge] - start) * n + column])
+
+
 def pair_ids_of_edges(pair_index: Tensor, edge_index: Tensor, num_nodes: int) -> Tensor:
     """For every edge ``(i, j)`` of ``edge_index [2, E]``, the column of ``pair_index [2, P]``
     holding the same ordered pair: ``[E]`` int64. Pairs are matched by the key ``i * N + j``

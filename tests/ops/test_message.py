@@ -52,3 +52,9 @@ def test_gin_aggregate_and_backward_match_torch_on_a_directed_graph(dtype):
     assert np.allclose(into, base + xt.grad.numpy(), atol=1e-6)
     with pytest.raises(ValueError, match=r"grad_x must be a writeable C-contiguous"):
         gin_aggregate_backward(src, dst, 1.5, grad_out, grad_x=base[:3].copy())
+    out = np.full_like(x, np.nan)  # values not read
+    assert gin_aggregate(x, src, dst, 1.5, out=out) is out
+    assert np.allclose(out, want.detach().numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match=rf"out must be a C-contiguous {np.dtype(dtype)} array "
+                                         r"of shape \(7, 4\)"):
+        gin_aggregate(x, src, dst, 1.5, out=np.empty((4, 7), dtype))

@@ -13,6 +13,7 @@ from torch_geometric.data import Batch, Data
 from graphpe.ops import random_walk_landing_probs
 from graphpe.ops.pairwise import (
     all_pairs,
+    pair_row_edges,
     relative_random_walk_probs,
     resistance_distances,
     shortest_path_distances,
@@ -218,3 +219,21 @@ def test_pair_ids_of_edges():
         pair_ids_of_edges(pair_index[:, :0], edge_index, 3)
     with pytest.raises(ValueError, match="pair_index lists a pair more than once"):
         pair_ids_of_edges(torch.cat([pair_index, pair_index[:, :1]], 1), edge_index, 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(graphs=st.lists(raw_graph(max_nodes=7), min_size=1, max_size=4))
+def test_pair_row_edges_copy_each_graph_onto_every_column(graphs):
+    """Edge ``u -> v`` of a graph of ``n`` nodes becomes ``(u, j) -> (v, j)`` for ``j < n``,
+    between rows in all_pairs' order, edge by edge; directed edges and self loops kept."""
+    batch = Batch.from_data_list(graphs)
+    pairs, pair_ptr = all_pairs(batch.ptr)
+    got = pair_row_edges(batch.edge_index, batch.ptr, pair_ptr, batch.batch)
+    row = {(int(i), int(j)): r for r, (i, j) in enumerate(pairs.t().tolist())}
+    want = []
+    for g, data in enumerate(graphs):
+        first, n = int(batch.ptr[g]), data.num_nodes
+        for u, v in data.edge_index.t().tolist():
+            want += [(row[first + u, first + j], row[first + v, first + j]) for j in range(n)]
+    assert got.dtype == torch.long
+    assert got.t().tolist() == [list(e) for e in want]
