@@ -214,6 +214,23 @@ def gine_step_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def spe_step_table(data: dict) -> str:
+    """SPE encoder step, pair rows against the authors' padded layout (from
+    ``benchmarks/spe_step.py``)."""
+    lines = [f"`{data['command']}` (CPU, {data['threads']} thread, torch {data['torch']}; "
+             "encoder forward, backward and plain Adam on ZINC-12k batches, median of "
+             f"{data['rounds']} rounds x {data['steps']} steps, the layouts taking turns):", "",
+             "| shape | batch | rows of rho: pairs / padded | layout | ms per step | vs padded "
+             "|", "| --- | ---: | ---: | --- | ---: | ---: |"]
+    for r in data["rows"]:
+        shape = (f"{r['shape']}: k={r['k']}, m={r['m']}, rho {r['rho_layers']} x "
+                 f"{r['rho_hidden']}")
+        lines.append(f"| {shape} | {r['batch_size']} | {r['pair_rows']:,} / "
+                     f"{r['padded_rows']:,} | {r['layout']} | {r['ms_per_step']:,.1f} | "
+                     f"{r['speedup_vs_padded']:.2f}x |")
+    return "\n".join(lines)
+
+
 def train_step_gpu_table(data: dict) -> str:
     """``benchmarks/train_step.py --device cuda``: the same table as on the CPU."""
     return train_step_table(data)
@@ -552,6 +569,7 @@ TABLES = {
     "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
     "inference": ("benchmarks/results/inference.json", inference_table),
     "gine_step": ("benchmarks/results/gine_step.json", gine_step_table),
+    "spe_step": ("benchmarks/results/spe_step.json", spe_step_table),
     "train_step_precision": ("benchmarks/results/train_step_precision.json",
                              train_step_table),
     "gpu": ("benchmarks/results/gpu.json", gpu_table),

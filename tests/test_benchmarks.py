@@ -180,6 +180,24 @@ def test_gine_step_benchmark_runs(tmp_path, monkeypatch):
     assert "| pyg GINEConv |" in _tables().gine_step_table(data)
 
 
+def test_spe_step_benchmark_runs(tmp_path, monkeypatch):
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    out = tmp_path / "s.json"
+    _run_script("spe_step", ["--root", str(tmp_path / "data"), "--rounds", "1", "--steps",
+                             "1", "--limit-batch", "4", "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert [(r["shape"], r["layout"]) for r in rows] == [
+        ("paper", "padded (authors' layout)"), ("paper", "graphpe"),
+        ("preset", "padded (authors' layout)"), ("preset", "graphpe")]
+    assert all(r["max_relative_difference"] < 1e-4 for r in rows)
+    assert all(r["pair_rows"] <= r["padded_rows"] for r in rows)
+    assert "| paper: k=37, m=16, rho 8 x 128 | 4 |" in _tables().spe_step_table(data)
+
+
 def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest
