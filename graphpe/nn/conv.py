@@ -88,9 +88,10 @@ class GINLayer(nn.Module):
 
     (GIN: the message is :math:`x_j`). The same maths and state (``nn``, ``eps``) as PyG's
     ``GINEConv`` / ``GINConv`` without ``edge_dim``, so their weights load; the messages are
-    one gather, one add-ReLU and one ``index_add``. GINE on the CPU (``eps`` fixed, no edge
-    weights) runs the aggregation as one compiled loop over the edges each way
-    (:mod:`graphpe.ops.message`; ``use_kernels = False`` takes the torch formulation).
+    one gather, one add-ReLU and one ``index_add``. On the CPU, GINE (``eps`` fixed, no edge
+    weights) and GIN (no edge weights; :func:`gin_aggregate`) run the aggregation as one
+    compiled loop over the edges each way (:mod:`graphpe.ops.message`; ``use_kernels =
+    False`` takes the torch formulation).
 
     Args:
         mlp: :math:`h_\Theta`, e.g. ``Linear -> ReLU -> Linear``.
@@ -122,6 +123,9 @@ class GINLayer(nn.Module):
         if edges is not None:
             return self.nn(_GINEAggregate.apply(x.contiguous(), edge_attr.contiguous(),
                                                 *edges, self.scale))
+        if self.use_kernels and edge_attr is None and edge_weight is None:
+            # GIN: the compiled loop where it applies (eps learned or not), else torch ops
+            return self.nn(gin_aggregate(x, edge_index, self.eps))
         msg = x.index_select(0, src)
         if edge_attr is not None:
             msg = (msg + edge_attr).relu()

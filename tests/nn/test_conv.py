@@ -123,3 +123,24 @@ def test_gin_aggregate_equals_its_formula_with_gradients_for_eps(shape):
 def test_gin_aggregate_rejects_node_ids_out_of_range():
     with pytest.raises(ValueError, match=r"edge_index holds node ids outside \[0, 3\)"):
         gin_aggregate(torch.randn(3, 2), torch.tensor([[0, 3], [1, 0]]), torch.zeros(1))
+
+
+def test_gin_layer_takes_the_compiled_aggregation_unless_told_not_to(monkeypatch):
+    """GIN (no edge features, learned eps) runs gin_aggregate's compiled loop on the CPU;
+    ``use_kernels = False`` and edge weights take the torch formulation, with equal outputs."""
+    import graphpe.nn.conv as conv
+
+    calls = []
+    apply = conv._GINAggregate.apply
+    monkeypatch.setattr(conv._GINAggregate, "apply",
+                        lambda *args: calls.append(1) or apply(*args))
+    torch.manual_seed(0)
+    layer = GINLayer(nn.Linear(6, 6), eps=0.2, train_eps=True)
+    x, edge_index = torch.randn(8, 6), torch.randint(0, 8, (2, 20))
+    compiled = layer(x, edge_index)
+    assert calls == [1]
+    layer.use_kernels = False
+    assert torch.allclose(layer(x, edge_index), compiled, atol=1e-6)
+    layer.use_kernels = True
+    layer(x, edge_index, edge_weight=torch.ones(20, 1))
+    assert calls == [1]
