@@ -13,9 +13,11 @@
 #                                                                         -> gpu.json
 #   4. benchmarks/grit_step.py on cuda: GRIT's training step (torch formulation)
 #                                                                         -> grit_step_gpu.json
-#   5. benchmarks/papers/spe.py on cuda: SPE, SignNet, no PE on all of ZINC-12k's training set
+#   5. benchmarks/spe_step.py on cuda: SPE's pair rows against the authors' padded layout
+#                                                                         -> spe_step_gpu.json
+#   6. benchmarks/papers/spe.py on cuda: SPE, SignNet, no PE on all of ZINC-12k's training set
 #      for SPE_EPOCHS epochs (issue 17)                                   -> papers_spe_gpu.json
-# Logs of parts 2-5 are in run.log. Every script writes its JSON as it goes, so a part stopped
+# Logs of parts 2-6 are in run.log. Every script writes its JSON as it goes, so a part stopped
 # by its cap keeps what it finished.
 #
 # Here, once (the offline data does not travel with the repository by itself):
@@ -69,6 +71,8 @@ part "CUDA tests" 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/
         --parts zinc,train,large --large-nodes 1000000 --large-degree 20 --json "$OUT/gpu.json"
     part "grit_step" 60 python3 benchmarks/grit_step.py --device cuda --shared .device_data \
         --root "$ROOT" --json "$OUT/grit_step_gpu.json"
+    part "spe_step" 60 python3 benchmarks/spe_step.py --device cuda --shared .device_data \
+        --root "$ROOT" --json "$OUT/spe_step_gpu.json"
     part "SPE on ZINC" 600 python3 benchmarks/papers/spe.py --device cuda \
         --shared-data .device_data --root "$ROOT" --pes spe,signnet,none \
         --epochs "$SPE_EPOCHS" --json "$OUT/papers_spe_gpu.json"

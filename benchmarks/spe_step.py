@@ -49,9 +49,10 @@ def padded_spe(enc: SPEEncoder, batch) -> Tensor:
     n_max = int(counts.max())
     weights = enc.phi(vals[ptr[:-1]].unsqueeze(-1)) * mask[ptr[:-1]].unsqueeze(-1)
     dense = vecs.new_zeros(counts.numel(), n_max, enc.k)
-    dense[graph, torch.arange(vecs.size(0)) - ptr[graph]] = vecs
+    dense[graph, torch.arange(vecs.size(0), device=vecs.device) - ptr[graph]] = vecs
     h = torch.bmm(dense[graph], vecs.unsqueeze(-1) * weights[graph])  # [N, n_max, m]
-    keep = (torch.arange(n_max) < counts[graph].unsqueeze(1)).unsqueeze(-1).to(h.dtype)
+    keep = (torch.arange(n_max, device=h.device) < counts[graph].unsqueeze(1)).unsqueeze(-1)
+    keep = keep.to(h.dtype)
     h = h * keep
     src, dst = batch.edge_index
     rho = enc.rho
@@ -83,13 +84,15 @@ def load_batches(root: Path, shared: Path, k: int, batch_size: int, count: int):
     return [LaplacianPE(k, keep_trivial=True)(b) for b in DataLoader(graphs, batch_size)]
 
 
-def make_step(enc: SPEEncoder, forward):
+def make_step(enc: SPEEncoder, forward, device: torch.device):
     opt = torch.optim.Adam(enc.parameters(), lr=1e-3)
 
     def step(batch) -> None:
         opt.zero_grad(set_to_none=True)
         forward(enc, batch).square().mean().backward()
         opt.step()
+        if device.type == "cuda":  # the step's time, not its launch
+            torch.cuda.synchronize(device)
 
     return step
 
@@ -97,6 +100,7 @@ def make_step(enc: SPEEncoder, forward):
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, cuda, cuda:1, ...")
     ap.add_argument("--shapes", default="paper,preset")
     ap.add_argument("--steps", type=int, default=2, help="steps per layout per round")
     ap.add_argument("--rounds", type=int, default=3)
@@ -107,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/spe_step.json"))
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
     rows = []
     for shape in args.shapes.split(","):
         config = dict(SHAPES[shape])
@@ -116,6 +121,7 @@ def main(argv: list[str] | None = None) -> None:
         if batches is None:
             print("[skip] no offline ZINC copy: nothing measured", file=sys.stderr)
             return
+        batches = [b.to(device) for b in batches]
         warm, timed = batches[:1], batches[1:]
         torch.manual_seed(0)
         encoders = {"padded (authors' layout)": SPEEncoder(config["k"], 64, **{
@@ -123,12 +129,14 @@ def main(argv: list[str] | None = None) -> None:
         encoders["graphpe"] = SPEEncoder(config["k"], 64, **{
             key: config[key] for key in ("m", "rho_hidden", "rho_layers")})
         encoders["graphpe"].load_state_dict(encoders["padded (authors' layout)"].state_dict())
+        encoders = {name: enc.to(device) for name, enc in encoders.items()}
         forwards = {"padded (authors' layout)": padded_spe, "graphpe": SPEEncoder.__call__}
         # the layouts compute the same encoder: checked before timing
         with torch.no_grad():
             a, b = (forwards[name](enc.eval(), warm[0]) for name, enc in encoders.items())
         error = float((a - b).abs().max() / b.abs().max())
-        steps = {name: make_step(enc.train(), forwards[name]) for name, enc in encoders.items()}
+        steps = {name: make_step(enc.train(), forwards[name], device)
+                 for name, enc in encoders.items()}
         times: dict[str, list[float]] = {name: [] for name in encoders}
         for r in range(args.rounds + 1):  # round 0 warms up
             for name, step in steps.items():
@@ -142,8 +150,9 @@ def main(argv: list[str] | None = None) -> None:
         pairs = sum(int(((b.ptr[1:] - b.ptr[:-1]) ** 2).sum()) for b in timed) / len(timed)
         padded = sum(b.num_nodes * int((b.ptr[1:] - b.ptr[:-1]).max()) for b in timed) / len(timed)
         base = statistics.median(times["padded (authors' layout)"])
-        print(f"SPE encoder step, {shape} shape ({config}), ZINC batch {batch_size}, CPU, "
-              f"{args.threads} thread(s): median of {args.rounds} rounds x {len(timed)} steps; "
+        where = f"CPU, {args.threads} thread(s)" if device.type == "cpu" else str(device)
+        print(f"SPE encoder step, {shape} shape ({config}), ZINC batch {batch_size}, {where}: "
+              f"median of {args.rounds} rounds x {len(timed)} steps; "
               f"pair rows {pairs:,.0f}, padded rows {padded:,.0f}; largest output difference "
               f"{error:.1e} (relative)")
         for name, values in times.items():
@@ -156,8 +165,10 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {name:<28}{ms:>10.1f} ms{base / ms:>7.2f}x")
     result = {"command": " ".join(["python benchmarks/spe_step.py",
                                    *(sys.argv[1:] if argv is None else argv)]),
-              "threads": args.threads, "rounds": args.rounds, "steps": args.steps,
-              "torch": torch.__version__, "rows": rows}
+              "device": device.type, "threads": args.threads, "rounds": args.rounds,
+              "steps": args.steps, "torch": torch.__version__,
+              "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+              "rows": rows}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2))
     print(f"wrote {args.json}")

@@ -217,7 +217,9 @@ def gine_step_table(data: dict) -> str:
 def spe_step_table(data: dict) -> str:
     """SPE encoder step, pair rows against the authors' padded layout (from
     ``benchmarks/spe_step.py``)."""
-    lines = [f"`{data['command']}` (CPU, {data['threads']} thread, torch {data['torch']}; "
+    where = (f"CPU, {data['threads']} thread" if data.get("device", "cpu") == "cpu"
+             else data["gpu"])
+    lines = [f"`{data['command']}` ({where}, torch {data['torch']}; "
              "encoder forward, backward and plain Adam on ZINC-12k batches, median of "
              f"{data['rounds']} rounds x {data['steps']} steps, the layouts taking turns):", "",
              "| shape | batch | rows of rho: pairs / padded | layout | ms per step | vs padded "
@@ -523,6 +525,28 @@ def zinc_grit_table(runs: list[list[dict]]) -> str:
                              "4 layers, 64 channels (gps-72: 72), batch 128", "model:PE")
 
 
+def zinc_pe_table(runs: list[list[dict]]) -> str:
+    """Test MAE of each model with each PE after a short run (``benchmarks/zinc.py --models
+    gine --json benchmarks/results/zinc_pe_gine.json``, one file per model), one seed."""
+    rows = [r for run in runs for r in run]
+    pes = list(dict.fromkeys(r["pe_label"] for r in rows))
+    epochs = sorted({r["epochs"] for r in rows})
+    lines = [f"`python benchmarks/zinc.py --models MODEL --threads 1 --json "
+             f"benchmarks/results/zinc_pe_MODEL.json` (4 layers x 64 channels, batch 128, "
+             f"{'/'.join(map(str, epochs))} epochs, seed 0; test MAE at the best validation "
+             "epoch):", "", "| model | " + " | ".join(pes) + " |",
+             "| --- |" + " ---: |" * len(pes)]
+    for model in dict.fromkeys(r["model"] for r in rows):
+        mine = {r["pe_label"]: r for r in rows if r["model"] == model}
+        params = [r["params"] for r in mine.values()]
+        secs = [r["seconds_per_epoch"] for r in mine.values()]
+        label = (f"{model.upper()} ({min(params) / 1e3:.0f}k-{max(params) / 1e3:.0f}k params, "
+                 f"{min(secs):.0f}-{max(secs):.0f} s/epoch)")
+        cells = [f"{mine[pe]['test_mae']:.3f}" if pe in mine else "-" for pe in pes]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def grit_step_table(data: dict) -> str:
     """GRIT's training step with graphpe's compiled pair kernels against the torch
     formulation (``benchmarks/grit_step.py``)."""
@@ -570,6 +594,7 @@ TABLES = {
     "inference": ("benchmarks/results/inference.json", inference_table),
     "gine_step": ("benchmarks/results/gine_step.json", gine_step_table),
     "spe_step": ("benchmarks/results/spe_step.json", spe_step_table),
+    "spe_step_gpu": ("benchmarks/results/spe_step_gpu.json", spe_step_table),
     "train_step_precision": ("benchmarks/results/train_step_precision.json",
                              train_step_table),
     "gpu": ("benchmarks/results/gpu.json", gpu_table),
@@ -583,6 +608,7 @@ TABLES = {
     "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),
     "zinc_pairwise": ("benchmarks/results/zinc_pairwise*.json", zinc_pairwise_table),
     "zinc_grit": ("benchmarks/results/zinc_grit*.json", zinc_grit_table),
+    "zinc_pe": ("benchmarks/results/zinc_pe_*.json", zinc_pe_table),
     "grit_step": ("benchmarks/results/grit_step.json", grit_step_table),
     "papers_rfp": ("benchmarks/results/papers_rfp.json", papers_rfp_table),
     "papers_spe": ("benchmarks/results/papers_spe.json", papers_spe_table),
