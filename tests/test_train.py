@@ -143,6 +143,26 @@ def test_compiled_training_matches_eager():
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+def test_compiled_mixed_precision_training_follows_eager(precision):
+    """``compile=True`` together with mixed precision (autocast inside the compiled model,
+    fp16's GradScaler outside it): finite, and the losses of the eager mixed-precision run
+    up to bfloat16/float16 rounding."""
+    from graphpe.train import compile_support
+
+    if compile_support("cpu") is not None:
+        pytest.skip(compile_support("cpu"))
+    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+                   config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c,
+                                      precision=precision))
+               for c in (False, True)]
+    eager, compiled = (r["history"] for r in records)
+    for a, b in zip(eager, compiled, strict=True):
+        assert math.isfinite(b["train_loss"])
+        assert a["train_loss"] == pytest.approx(b["train_loss"], rel=0.05)
+
+
 @pytest.mark.parametrize("pe", [["rwse"], ["rwse", "rrwp"]])
 def test_static_shapes_training_matches_eager(pe):
     """Fixed-shape batches (StaticGPS, one shape for the run) train as the eager GPS does,
