@@ -4,6 +4,7 @@ combined batch."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 
@@ -33,11 +34,11 @@ def bundle() -> DatasetBundle:
                          metric="accuracy", out_dim=10, node_vocab=5)
 
 
-def train(batch_size: int, out_dir: str) -> dict:
+def train(batch_size: int, out_dir: str, precision: str = "fp32") -> dict:
     torch.manual_seed(0)
     model = build_model(MODEL)  # LayerNorm: no batch statistics to differ between processes
     config = TrainConfig(epochs=3, batch_size=batch_size, lr=3e-3, warmup_epochs=1,
-                         shuffle=False, progress=False, seed=0)
+                         shuffle=False, progress=False, seed=0, precision=precision)
     record = fit(model, bundle(), config)
     rank = int(os.environ.get("RANK", "0"))
     torch.save(model.state_dict(), os.path.join(out_dir, f"state{rank}.pt"))
@@ -46,12 +47,12 @@ def train(batch_size: int, out_dir: str) -> dict:
     return record
 
 
-def _worker(rank: int, world: int, port: int, out_dir: str) -> None:
+def _worker(rank: int, world: int, port: int, out_dir: str, precision: str = "fp32") -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     try:
-        train(4, out_dir)
+        train(4, out_dir, precision)
     finally:
         import torch.distributed as dist
 
@@ -127,3 +128,18 @@ def test_each_process_draws_its_own_training_stream(tmp_path, monkeypatch):
     assert not torch.equal(r0["train_a"][0], r1["train_a"][0])
     assert torch.equal(r0["eval"], r1["eval"])
     assert torch.equal(r0["precompute"], r1["precompute"])
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_fp16_replicas_stay_identical(tmp_path, monkeypatch):
+    """Mixed precision with fp16's loss scaling under two processes: the gradients are
+    averaged before the scaler checks them, so every process takes (or skips) the same steps
+    and the replicas end bit for bit equal, with finite losses."""
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path), "fp16"), nprocs=2, join=True)
+    states = [torch.load(tmp_path / f"state{rank}.pt") for rank in (0, 1)]
+    for name, value in states[0].items():
+        assert torch.equal(value, states[1][name]), name
+    records = [json.loads((tmp_path / f"record{rank}.json").read_text()) for rank in (0, 1)]
+    assert records[0]["history"] == records[1]["history"]
+    assert all(math.isfinite(h["train_loss"]) for h in records[0]["history"])
