@@ -116,6 +116,21 @@ def test_readme_tables_come_from_the_json(tmp_path):
     assert "old" not in text and text.startswith("a\n") and text.endswith("b\n")
 
 
+def test_zinc_pe_table_merges_the_models_runs():
+    """One row per model (from its own JSON), one column per PE in first-seen order, a dash
+    where a model has no run of that PE."""
+    def row(model, pe, mae, params, secs):
+        return {"model": model, "pe_label": pe, "test_mae": mae, "params": params,
+                "seconds_per_epoch": secs, "epochs": 20}
+
+    table = _tables().zinc_pe_table([[row("gine", "none", 0.3671, 40581, 3.8),
+                                      row("gine", "rwse", 0.261, 41701, 4.2)],
+                                     [row("gps", "rwse", 0.2, 180000, 12.4)]])
+    assert "| model | none | rwse |" in table
+    assert "| GINE (41k-42k params, 4-4 s/epoch) | 0.367 | 0.261 |" in table
+    assert "| GPS (180k-180k params, 12-12 s/epoch) | - | 0.200 |" in table
+
+
 def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest
