@@ -47,7 +47,8 @@ def main(argv=None):
                 rows.append({"dataset": name, "model": model, "pe_label": pe,
                              "metric": bundle.metric, "test": record["test"],
                              "val": record["val"], "pe_seconds": record["pe_seconds"],
-                             "seconds_per_epoch": record["seconds_per_epoch"]})
+                             "seconds_per_epoch": record["seconds_per_epoch"],
+                             "epochs": args.epochs, "params": record["params"]})
                 print(f"{name} {model} {pe}: test {bundle.metric} {record['test']:.4f}",
                       flush=True)
     report(rows, [("dataset", "dataset", ""), ("model", "model", ""), ("pe_label", "PE", ""),

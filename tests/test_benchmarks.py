@@ -131,6 +131,19 @@ def test_zinc_pe_table_merges_the_models_runs():
     assert "| GPS (180k-180k params, 12-12 s/epoch) | - | 0.200 |" in table
 
 
+def test_ogbg_mol_table_has_a_row_per_dataset_and_model():
+    def row(dataset, pe, test, metric):
+        return {"dataset": dataset, "model": "gine", "pe_label": pe, "metric": metric,
+                "test": test, "epochs": 5}
+
+    table = _tables().ogbg_mol_table([row("ogbg-molhiv", "none", 0.7141, "rocauc"),
+                                      row("ogbg-molhiv", "rwse", 0.743, "rocauc"),
+                                      row("ogbg-molesol", "rwse", 1.2, "rmse")])
+    assert "| dataset | model | metric | none | rwse |" in table
+    assert "| ogbg-molhiv | GINE | rocauc | 0.714 | 0.743 |" in table
+    assert "| ogbg-molesol | GINE | rmse | - | 1.200 |" in table
+
+
 def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
     if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
         import pytest
