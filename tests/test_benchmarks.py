@@ -10,6 +10,15 @@ from tests.conftest import SHARED_DATA
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
+def _needs_zinc() -> None:
+    """Skip, with the reason, where the offline ZINC copy (../shared/data) is absent (a
+    user's clone)."""
+    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
+        import pytest
+
+        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+
+
 def _tables():
     """benchmarks/tables.py as a module."""
     sys.path.insert(0, str(BENCH))
@@ -145,10 +154,7 @@ def test_ogbg_mol_table_has_a_row_per_dataset_and_model():
 
 
 def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "t.json"
     root = tmp_path / "data"
     _run_script("train_step", ["--root", str(root), "--rounds", "1", "--steps", "1",
@@ -175,10 +181,7 @@ def test_train_step_and_curve_benchmarks_run(tmp_path, monkeypatch):
 
 
 def test_inference_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "i.json"
     _run_script("inference", ["--root", str(tmp_path / "data"), "--rounds", "1",
                               "--batches", "1", "--batch-sizes", "8", "--json", str(out)],
@@ -192,10 +195,7 @@ def test_inference_benchmark_runs(tmp_path, monkeypatch):
 
 
 def test_gine_step_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "g.json"
     _run_script("gine_step", ["--root", str(tmp_path / "data"), "--rounds", "1", "--steps",
                               "1", "--layers", "2", "--json", str(out)], monkeypatch)
@@ -209,10 +209,7 @@ def test_gine_step_benchmark_runs(tmp_path, monkeypatch):
 
 
 def test_spe_step_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "s.json"
     _run_script("spe_step", ["--root", str(tmp_path / "data"), "--rounds", "1", "--steps",
                              "1", "--limit-batch", "4", "--json", str(out)], monkeypatch)
@@ -227,10 +224,7 @@ def test_spe_step_benchmark_runs(tmp_path, monkeypatch):
 
 
 def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     import graphpe.nn.attention as attention
 
     core = attention._attention_core
@@ -254,10 +248,7 @@ def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
 
 
 def test_grit_benchmarks_run(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     root = tmp_path / "data"
     _run_script("grit_step", ["--root", str(root), "--rounds", "1", "--steps", "1",
                               "--batch-size", "4", "--num-steps", "5", "--json",
@@ -278,10 +269,7 @@ def test_grit_benchmarks_run(tmp_path, monkeypatch):
 
 
 def test_ddp_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "d.json"
     _run_script("ddp", ["--processes", "2", "--steps", "2", "--batch-size", "8", "--root",
                         str(tmp_path / "data"), "--json", str(out)], monkeypatch)
@@ -290,10 +278,7 @@ def test_ddp_benchmark_runs(tmp_path, monkeypatch):
 
 
 def test_precompute_workers_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "w.json"
     _run_script("precompute_workers", ["--limit", "100", "--repeats", "1", "--root",
                                        str(tmp_path / "data"), "--json", str(out)], monkeypatch)
@@ -302,10 +287,7 @@ def test_precompute_workers_benchmark_runs(tmp_path, monkeypatch):
 
 
 def test_pairwise_benchmark_runs(tmp_path, monkeypatch):
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     out = tmp_path / "p.json"
     _run_script("pairwise", ["--limit", "60", "--reference-graphs", "10", "--steps", "4",
                              "--root", str(tmp_path / "data"), "--json", str(out)], monkeypatch)
@@ -410,10 +392,7 @@ def test_cold_start_measures_in_fresh_processes(tmp_path):
     """cold_start.py's measurement (a fresh process encoding ZINC graphs one at a time) and its
     README table, on 20 graphs with the current numba cache (the empty-cache rows only differ
     in NUMBA_CACHE_DIR; compiling everything again is not a test's job)."""
-    if not (SHARED_DATA / "zinc12k-subset-raw.tar.xz").exists():
-        import pytest
-
-        pytest.skip("the offline ZINC copy (../shared/data) is absent")
+    _needs_zinc()
     import argparse
 
     script = runpy.run_path(str(BENCH / "cold_start.py"))

@@ -129,16 +129,24 @@ def test_compile_falls_back_with_a_warning_where_unsupported(monkeypatch):
         assert train.maybe_compile(model, True, "cpu") is model
 
 
-@pytest.mark.slow
-def test_compiled_training_matches_eager():
+def _eager_and_compiled_histories(**settings) -> tuple[list[dict], list[dict]]:
+    """The per-epoch histories of a small GPS run on CSL without and with ``compile=True``
+    (other TrainConfig ``settings`` alike); skips where torch.compile is unsupported."""
     from graphpe.train import compile_support
 
     if compile_support("cpu") is not None:
         pytest.skip(compile_support("cpu"))
-    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
-                   config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c))
-               for c in (False, True)]
-    eager, compiled = (r["history"] for r in records)
+    eager, compiled = (
+        run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
+            config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c,
+                               **settings))["history"]
+        for c in (False, True))
+    return eager, compiled
+
+
+@pytest.mark.slow
+def test_compiled_training_matches_eager():
+    eager, compiled = _eager_and_compiled_histories()
     for a, b in zip(eager, compiled, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
 
@@ -149,15 +157,7 @@ def test_compiled_mixed_precision_training_follows_eager(precision):
     """``compile=True`` together with mixed precision (autocast inside the compiled model,
     fp16's GradScaler outside it): finite, and the losses of the eager mixed-precision run
     up to bfloat16/float16 rounding."""
-    from graphpe.train import compile_support
-
-    if compile_support("cpu") is not None:
-        pytest.skip(compile_support("cpu"))
-    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
-                   config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c,
-                                      precision=precision))
-               for c in (False, True)]
-    eager, compiled = (r["history"] for r in records)
+    eager, compiled = _eager_and_compiled_histories(precision=precision)
     for a, b in zip(eager, compiled, strict=True):
         assert math.isfinite(b["train_loss"])
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=0.05)
@@ -185,15 +185,7 @@ def test_static_shapes_training_matches_eager(pe):
 
 @pytest.mark.slow
 def test_static_compiled_training_matches_eager():
-    from graphpe.train import compile_support
-
-    if compile_support("cpu") is not None:
-        pytest.skip(compile_support("cpu"))
-    records = [run(csl_bundle(), ["rwse"], model="gps", channels=16, layers=2,
-                   config=TrainConfig(epochs=2, batch_size=8, progress=False, compile=c,
-                                      static_shapes=True))
-               for c in (False, True)]
-    eager, compiled = (r["history"] for r in records)
+    eager, compiled = _eager_and_compiled_histories(static_shapes=True)
     for a, b in zip(eager, compiled, strict=True):
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
 
