@@ -64,7 +64,7 @@ PE_DEFAULTS: dict[str, dict[str, Any]] = {
               "max_nodes": 512, "seed": 0},
     # pairwise: an attention bias of GPS (build_model's "pair" entry), not a node encoding
     "rrwp": {"num_steps": 21, "hops": None},
-    "spd": {"max_dist": 8, "local": False},
+    "spd": {"max_dist": 8, "local": False, "path_hops": 0},
     "rd": {},
     "heat": {"times": [1, 2, 4, 8, 16], "normalization": "none", "keep_trivial": False},
 }
@@ -98,7 +98,7 @@ class PESpec:
         if self.name == "rrwp":
             return RRWP(s["num_steps"], hops=s["hops"])
         if self.name == "spd":
-            return SPD(s["max_dist"], local=s["local"])
+            return SPD(s["max_dist"], local=s["local"], path_hops=s["path_hops"])
         if self.name == "rd":
             return ResistanceDistance()
         if self.name in ("hkdiag", "heat"):

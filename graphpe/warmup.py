@@ -38,6 +38,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 
 
+# settings of a PE whose kernels its defaults do not reach
+VARIANTS: dict[str, tuple[dict, ...]] = {"spd": ({"path_hops": 2},)}
+
+
 def _graphs() -> list:
     """Two small molecule-like graphs with atom and bond types (a 6-ring with a tail, and a
     path with an isolated node), the shapes the kernels see in practice."""
@@ -66,7 +70,8 @@ def _encode(pe: str, graphs: list) -> None:
     from graphpe.presets import resolve_pe
     from graphpe.transforms import precompute
 
-    for spec in resolve_pe(pe):
+    variants = [spec for settings in VARIANTS.get(pe, ()) for spec in resolve_pe({pe: settings})]
+    for spec in [*resolve_pe(pe), *variants]:
         transform = spec.transform()
         if transform is None:  # learned inside the model: nothing to precompute
             continue

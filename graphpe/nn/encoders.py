@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor, nn
 
@@ -380,8 +382,40 @@ class ElstaticSEEncoder(LinearSEEncoder):
         super().__init__(10, channels, attr_name, **kwargs)
 
 
+class FeatureInput(nn.Module):
+    """Node (and edge) feature embeddings: for categorical features an embedding per column
+    (``vocab`` an int shared by all columns, or one size per column, as OGB's atom features),
+    summed over columns; for continuous ones a linear map of width ``dim``."""
+
+    def __init__(self, vocab: int | Sequence[int] | None, dim: int | None, channels: int,
+                 what: str):
+        super().__init__()
+        if (vocab is None) == (dim is None):
+            raise ValueError(f"give exactly one of {what}_vocab (categorical) or {what}_dim")
+        self.categorical = vocab is not None
+        if self.categorical:
+            sizes = [int(vocab)] if isinstance(vocab, int) else [int(v) for v in vocab]
+            self.shared = isinstance(vocab, int)
+            offsets = torch.tensor([0] + sizes[:-1]).cumsum(0)
+            self.register_buffer("offsets", offsets, persistent=False)
+            self.layer = nn.Embedding(sum(sizes), channels)
+        else:
+            self.layer = nn.Linear(dim, channels)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.categorical:
+            x = x.long()
+            if x.dim() == 1:
+                x = x.unsqueeze(-1)
+            if not self.shared:
+                x = x + self.offsets[: x.size(-1)]
+            return self.layer(x).sum(1)
+        x = x.to(self.layer.weight.dtype)  # float64 models take float64 features
+        return self.layer(x if x.dim() == 2 else x.unsqueeze(-1))
+
+
 class PairBiasEncoder(nn.Module):
-    """Pairwise encoding -> one attention bias per head: ``[P, ...]`` -> ``[P, heads]``, with the
+    r"""Pairwise encoding -> one attention bias per head: ``[P, ...]`` -> ``[P, heads]``, with the
     pairs' ``<attr_name>_index`` (as written by ``RRWP``, ``SPD``, ``ResistanceDistance``,
     ``HeatKernel``).
 
@@ -391,6 +425,16 @@ class PairBiasEncoder(nn.Module):
     capped distances) get one learned bias per category and head, as Graphormer's spatial
     encoding.
 
+    With ``path_hops > 0`` Graphormer's edge encoding (Ying et al., NeurIPS 2021, eq. 7) is
+    added: for a pair whose shortest path (``SPD(path_hops=...)``'s ``<attr_name>_path``)
+    runs over the edges :math:`e_1, \dots, e_L`, :math:`L = \min(d(i, j), \text{path_hops})`,
+
+    .. math:: c_{ij} = \frac{1}{L} \sum_{t=1}^{L} W_t^\top\, \phi(x_{e_t}),
+
+    :math:`\phi` an embedding of the raw edge features to one value per head (categorical:
+    one vector per category, summed over columns; continuous: a linear map) and
+    :math:`W_t` a learned ``heads x heads`` matrix per hop; 0 for ``L = 0``.
+
     Args:
         in_dim: width of a pair's values (``K`` for RRWP, 1 for SPD or resistance, the number
             of times for heat kernels).
@@ -398,10 +442,17 @@ class PairBiasEncoder(nn.Module):
         attr_name: base name of the attributes read.
         hidden: hidden width of the MLP.
         num_categories: for categorical values (SPD: ``max_dist + 2``), else None.
+        path_hops: hops of the shortest paths read by the edge encoding (the transform's
+            ``path_hops``; 0: no edge encoding).
+        edge_vocab / edge_dim: the raw edge features the edge encoding reads: categorical
+            (vocabulary size, or one per column) or continuous (width); one of them with
+            ``path_hops``.
     """
 
     def __init__(self, in_dim: int, heads: int, attr_name: str = "rrwp", hidden: int = 32,
-                 num_categories: int | None = None) -> None:
+                 num_categories: int | None = None, path_hops: int = 0,
+                 edge_vocab: int | Sequence[int] | None = None,
+                 edge_dim: int | None = None) -> None:
         super().__init__()
         _positive("in_dim", in_dim)
         _positive("heads", heads)
@@ -412,18 +463,62 @@ class PairBiasEncoder(nn.Module):
             self.table = nn.Embedding(num_categories, heads)
         else:
             self.mlp = _mlp([in_dim + 1, hidden, heads])
+        if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
+            raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
+        self.path_hops = path_hops
+        if path_hops:
+            if edge_vocab is None and edge_dim is None:
+                raise ValueError("path_hops (Graphormer's edge encoding) reads the edge "
+                                 "features: give edge_vocab (categorical) or edge_dim")
+            self.edge_embedding = FeatureInput(edge_vocab, edge_dim, heads, "edge")
+            # Graphormer's (and GraphGPS's) initialization of the encoding's tables
+            nn.init.normal_(self.edge_embedding.layer.weight, std=0.02)
+            self.hop_weight = nn.Parameter(torch.randn(path_hops, heads, heads) * 0.02)
 
     def forward(self, batch) -> tuple[Tensor, Tensor]:
         """``batch`` with ``<attr_name>`` ``[P, in_dim]`` (or ``[P]``) and
-        ``<attr_name>_index`` ``[2, P]`` -> ``(bias [P, heads], pair_index [2, P])``."""
+        ``<attr_name>_index`` ``[2, P]`` (and with ``path_hops``, ``<attr_name>_path`` and
+        ``edge_attr``) -> ``(bias [P, heads], pair_index [2, P])``."""
         values, index = _pair_inputs(batch, self.attr_name, self.in_dim, self.num_categories,
                                      parameter_dtype(self))
-        return self.bias(values), index
+        bias = self.bias(values)
+        if self.path_hops:
+            bias = bias + self.path_bias(batch, index)
+        return bias, index
 
     def bias(self, values: Tensor) -> Tensor:
         """The biases ``[P, heads]`` of pair values already prepared as model inputs
         (:func:`pair_values`)."""
         return self.table(values) if self.num_categories is not None else self.mlp(values)
+
+    def path_bias(self, batch, pair_index: Tensor) -> Tensor:
+        """Graphormer's edge encoding ``[P, heads]`` of the pairs ``pair_index``."""
+        name = f"{self.attr_name}_path"
+        path = read_attribute(batch, name, f"SPD(path_hops={self.path_hops}, "
+                                           f"attr_name={self.attr_name!r})")
+        if path.dim() != 2 or path.size(1) != self.path_hops \
+                or path.size(0) != pair_index.size(1):
+            raise ValueError(f"expected {name} [{pair_index.size(1)}, {self.path_hops}] (the "
+                             f"encoder's path_hops), got {list(path.shape)}")
+        edge_attr = read_attribute(batch, "edge_attr", "the dataset (edge features)")
+        graph = batch.get("batch")
+        ptr = batch.get("ptr")
+        if graph is not None and (ptr is None or ptr.numel() > 2):
+            # graph-local edge ids -> the batch's: add the first edge of the pair's graph
+            num_graphs = ptr.numel() - 1 if ptr is not None else None
+            edge_graph = graph[batch.edge_index[0]]
+            counts = (torch.bincount(edge_graph, minlength=num_graphs) if num_graphs
+                      else torch.bincount(edge_graph, minlength=int(graph.max()) + 1))
+            first = counts.cumsum(0) - counts
+            path = torch.where(path >= 0, path + first[graph[pair_index[0]]].unsqueeze(1),
+                               path)
+        on_path = path >= 0
+        per_edge = self.edge_embedding(edge_attr)  # [E, heads]
+        if per_edge.size(0) == 0:
+            return per_edge.new_zeros(path.size(0), self.heads)
+        hops = per_edge[path.clamp(min=0)] * on_path.unsqueeze(-1).to(per_edge.dtype)
+        out = hops.flatten(1) @ self.hop_weight.flatten(0, 1)  # sum over hops of W_t^T phi
+        return out / on_path.sum(1, keepdim=True).clamp(min=1).to(out.dtype)
 
 
 def pair_values(values: Tensor, attr_name: str, in_dim: int, num_categories: int | None,

@@ -28,6 +28,7 @@ from graphpe.nn.attention import (
 from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     ElstaticSEEncoder,
+    FeatureInput,
     HKdiagSEEncoder,
     LapPEEncoder,
     LCPEncoder,
@@ -220,38 +221,6 @@ class GPSLayer(nn.Module):
         return (out, new_pairs) if self.attention == "grit" else out
 
 
-class _Input(nn.Module):
-    """Node (and edge) feature embeddings: for categorical features an embedding per column
-    (``vocab`` an int shared by all columns, or one size per column, as OGB's atom features),
-    summed over columns; for continuous ones a linear map of width ``dim``."""
-
-    def __init__(self, vocab: int | Sequence[int] | None, dim: int | None, channels: int,
-                 what: str):
-        super().__init__()
-        if (vocab is None) == (dim is None):
-            raise ValueError(f"give exactly one of {what}_vocab (categorical) or {what}_dim")
-        self.categorical = vocab is not None
-        if self.categorical:
-            sizes = [int(vocab)] if isinstance(vocab, int) else [int(v) for v in vocab]
-            self.shared = isinstance(vocab, int)
-            offsets = torch.tensor([0] + sizes[:-1]).cumsum(0)
-            self.register_buffer("offsets", offsets, persistent=False)
-            self.layer = nn.Embedding(sum(sizes), channels)
-        else:
-            self.layer = nn.Linear(dim, channels)
-
-    def forward(self, x: Tensor) -> Tensor:
-        if self.categorical:
-            x = x.long()
-            if x.dim() == 1:
-                x = x.unsqueeze(-1)
-            if not self.shared:
-                x = x + self.offsets[: x.size(-1)]
-            return self.layer(x).sum(1)
-        x = x.to(self.layer.weight.dtype)  # float64 models take float64 features
-        return self.layer(x if x.dim() == 2 else x.unsqueeze(-1))
-
-
 class PEGraphModel(nn.Module):
     """Shared body of :class:`GINE` and :class:`GPS`: input embeddings, PE encoders combined
     with the node embedding, a stack of layers, a head.
@@ -302,10 +271,10 @@ class PEGraphModel(nn.Module):
         if reinject_pe and not pe_encoders:
             raise ValueError("reinject_pe needs at least one PE encoder")
         self.channels, self.task, self.pool, self.pe_combine = channels, task, pool, pe_combine
-        self.node_input = _Input(node_vocab, node_dim, channels, "node")
+        self.node_input = FeatureInput(node_vocab, node_dim, channels, "node")
         self.edge_input = None
         if edge_vocab is not None or edge_dim is not None:
-            self.edge_input = _Input(edge_vocab, edge_dim, channels, "edge")
+            self.edge_input = FeatureInput(edge_vocab, edge_dim, channels, "edge")
         self.pe_encoders = nn.ModuleList(pe_encoders)
         pe_width = sum(getattr(e, "channels", channels) for e in pe_encoders)
         if pe_combine == "sum":
@@ -591,9 +560,12 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
         elif name == "rrwp":
             config["pair_encoder"] = PairBiasEncoder(settings.get("num_steps", 21), heads,
                                                      "rrwp")
-        elif name == "spd":
+        elif name == "spd":  # with path_hops, Graphormer's edge encoding of the raw edges
             config["pair_encoder"] = PairBiasEncoder(
-                1, heads, "spd", num_categories=settings.get("max_dist", 8) + 2)
+                1, heads, "spd", num_categories=settings.get("max_dist", 8) + 2,
+                path_hops=settings.get("path_hops", 0),
+                **({"edge_vocab": config.get("edge_vocab"), "edge_dim": config.get("edge_dim")}
+                   if settings.get("path_hops", 0) else {}))
         elif name == "rd":
             config["pair_encoder"] = PairBiasEncoder(1, heads, "rd")
         elif name == "heat":
@@ -621,6 +593,9 @@ def _pair_feature_encoder(name: str, settings: dict[str, Any],
     diagonal feeds the nodes only where it describes them (RRWP: RWSE; heat: HKdiagSE); SPD's
     and resistance's diagonals are 0."""
     attr = settings.get("attr_name", name)
+    if settings.get("path_hops"):
+        raise ValueError("path_hops (Graphormer's edge encoding) is an attention bias: use "
+                         "model='gps' with multihead attention, not GRIT's pair features")
     if name == "rrwp":
         return PairFeatureEncoder(settings.get("num_steps", 21), channels, attr)
     if name == "spd":

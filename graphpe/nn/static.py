@@ -322,6 +322,9 @@ class StaticGPS(nn.Module):
                                                              PairBiasEncoder):
             raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "
                              f"{type(model.pair_encoder).__name__}")
+        if getattr(model.pair_encoder, "path_hops", 0):
+            raise ValueError("StaticGPS does not take Graphormer's edge encoding (a "
+                             "PairBiasEncoder with path_hops); use the eager GPS")
         for layer in model.layers:
             for norm in (layer.norm1, layer.norm2, layer.norm3):
                 if norm is not None and not isinstance(norm, (PygBatchNorm, nn.BatchNorm1d)):

@@ -558,6 +558,103 @@ def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, s
             dist[base + r] = level[ball[r]]
 
 
+def path_edges_host(edge_index: np.ndarray, num_nodes: int, pair_index: np.ndarray,
+                    max_hops: int) -> np.ndarray:
+    """For every pair ``(i, j)`` of ``pair_index [2, P]``, the ids (columns of
+    ``edge_index [2, E]``) of the first ``max_hops`` edges of one shortest path from ``i`` to
+    ``j``: ``[P, max_hops]`` int64, -1 past the path's end (``i == j``, another component).
+
+    The path is fixed by node ids alone: each node's predecessor on it is its smallest-id
+    neighbour one hop closer to ``i``. The edge of a hop ``u -> v`` is an input edge
+    ``u -> v`` if there is one, else ``v -> u`` (graphs are undirected), the smallest id among
+    duplicates; self loops are never on a shortest path. One breadth-first search per source,
+    stopped once the source's listed targets are reached (pairs grouped by source, as
+    :func:`local_pairs_host` and ``all_pairs`` list them, search once per source)."""
+    row, col = edge_index[0], edge_index[1]
+    ids = np.flatnonzero(row != col)
+    # both directions of every edge, sorted by (row, col); among the entries of one (u, v),
+    # an input edge u -> v before one v -> u, then the smallest id, and the first is kept
+    rows = np.concatenate([row[ids], col[ids]])
+    cols = np.concatenate([col[ids], row[ids]])
+    reverse = np.repeat(np.array([0, 1], dtype=np.int8), ids.size)
+    ids = np.concatenate([ids, ids])
+    order = np.lexsort((ids, reverse, cols, rows))
+    rows, cols, ids = rows[order], cols[order], ids[order]
+    first = np.ones(rows.size, dtype=np.bool_)
+    first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
+    rows, cols, ids = rows[first], cols[first], ids[first]
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
+    out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
+    stamps = np.full((2, num_nodes), -1, dtype=np.int64)  # reached from / wanted by a source
+    _path_edges(indptr, cols, ids, pair_index, max_hops, out, stamps[0], stamps[1],
+                np.empty(num_nodes, dtype=np.int64), np.empty(num_nodes, dtype=np.int64))
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _path_edges(indptr, indices, ids, pair_index, max_hops, out, seen, wanted, dist,
+                queue):  # pragma: no cover - compiled
+    # seen[v] == run: v reached by the current source's search (dist[v] valid); wanted[v] ==
+    # run: v is a target of one of its pairs. Stamps need no reset between sources.
+    num_pairs = pair_index.shape[1]
+    start, run = 0, 0
+    while start < num_pairs:
+        i = pair_index[0, start]
+        stop, remaining = start, 0
+        while stop < num_pairs and pair_index[0, stop] == i:
+            j = pair_index[1, stop]
+            if wanted[j] != run:
+                wanted[j] = run
+                remaining += 1
+            stop += 1
+        seen[i] = run
+        dist[i] = 0
+        queue[0] = i
+        head, tail = 0, 1
+        if wanted[i] == run:
+            remaining -= 1
+        # once the last target is reached, every node nearer to i has been reached too,
+        # which is all the walks back below look at
+        while head < tail and remaining > 0:
+            v = queue[head]
+            head += 1
+            for p in range(indptr[v], indptr[v + 1]):
+                u = indices[p]
+                if seen[u] != run:
+                    seen[u] = run
+                    dist[u] = dist[v] + 1
+                    queue[tail] = u
+                    tail += 1
+                    if wanted[u] == run:
+                        remaining -= 1
+        for r in range(start, stop):
+            for t in range(max_hops):
+                out[r, t] = -1
+            w = pair_index[1, r]
+            if seen[w] != run:
+                continue
+            while dist[w] > 0:  # walk back from j to i
+                hop = dist[w] - 1  # the hop from the predecessor (at distance hop) to w
+                u = w
+                for p in range(indptr[w], indptr[w + 1]):  # ascending: the smallest first
+                    u = indices[p]
+                    if seen[u] == run and dist[u] == hop:
+                        break
+                if hop < max_hops:  # the entry (u, w) of row u: its id prefers u -> w
+                    lo, hi = indptr[u], indptr[u + 1]
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if indices[mid] < w:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    out[r, hop] = ids[lo]
+                w = u
+        start = stop
+        run += 1
+
+
 def local_walk_probs_host(csr: HostCSR, pair_index: np.ndarray, num_steps: int,
                           out: np.ndarray) -> None:
     """``out[p, k] = (M^k)_ij`` for the pairs ``p = (i, j)`` of ``pair_index`` (sorted by

@@ -4,7 +4,8 @@ graph, for attention biases.
 - RRWP (Ma et al., "Graph Inductive Biases in Transformers without Message Passing", ICML
   2023): ``[I, M, M^2, ..., M^{K-1}]_{ij}`` with ``M = D^-1 A``; its diagonal is RWSE.
 - Shortest-path distance (Graphormer, Ying et al., NeurIPS 2021), capped at ``max_dist``;
-  ``max_dist + 1`` means farther or unreachable.
+  ``max_dist + 1`` means farther or unreachable; and the edges along one shortest path
+  (Graphormer's edge encoding reads their features).
 - Resistance distance ``R_ij = L+_ii + L+_jj - 2 L+_ij`` with ``L = D - A`` and ``L+`` its
   pseudo-inverse (RD-WL, Zhang et al., ICLR 2023); ``inf`` between components.
 - Heat kernel ``exp(-t L)_ij`` for several times ``t`` (GraphGPS's ``HKfullPE`` form).
@@ -34,8 +35,10 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.compiled import (
+    host_array,
     local_pairs_host,
     local_walk_probs_host,
+    path_edges_host,
     relative_walk_probs,
     simple_csr,
     use_compiled,
@@ -293,6 +296,60 @@ def shortest_path_distances(
 
     enc = _per_bucket(edge_index, ptr, None, torch.float32, False, levels, 1, torch.long)
     return enc._replace(values=enc.values.squeeze(-1))
+
+
+def shortest_path_edges(
+    edge_index: Tensor,
+    num_nodes: int,
+    pair_index: Tensor,
+    max_hops: int,
+    *,
+    ptr: Tensor | None = None,
+) -> Tensor:
+    """The edges along one shortest path of every pair: Graphormer's edge-encoding input
+    (Ying et al., "Do Transformers Really Perform Bad for Graph Representation?", NeurIPS
+    2021, eq. 7), ``[P, max_hops]`` int64.
+
+    Entry ``[p, t]`` is the edge of hop ``t`` on the path from ``i`` to ``j`` (pair ``p`` of
+    ``pair_index [2, P]``, pairs within one graph), as the edge's position among its graph's
+    edges in ``edge_index`` (graph-local, so that a collated ``Batch`` keeps it valid); -1
+    past the path's end: the first ``min(d(i, j), max_hops)`` entries are edges, none for
+    ``i == j`` or ``j`` in another component. Graphs are undirected: a hop ``u -> v`` takes an
+    input edge ``u -> v`` if there is one, else ``v -> u``, the first of duplicates; any
+    edge connects (weights are not read) and self loops are on no shortest path.
+
+    A pair has one path, fixed by node ids alone as Graphormer's is by its Floyd-Warshall
+    order: each node's predecessor on it is its smallest-id neighbour one hop closer to
+    ``i``. One breadth-first search per source on the host (compiled), cut once the source's
+    targets are reached, so a list of local pairs (:func:`local_pairs`) costs what those
+    pairs cost. In a batch, ``ptr`` gives the graphs (``edge_index`` grouped by graph in
+    graph order, as PyG collates it); the result is on ``pair_index``'s device.
+    """
+    if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
+        raise ValueError(f"max_hops must be a positive int, got {max_hops!r}")
+    validate_graph(edge_index, num_nodes, None, ptr)
+    if (not isinstance(pair_index, Tensor) or pair_index.dim() != 2
+            or pair_index.size(0) != 2 or pair_index.dtype not in (torch.int64, torch.int32)):
+        raise ValueError("pair_index must be an integer tensor of shape [2, num_pairs], got "
+                         f"{getattr(pair_index, 'dtype', type(pair_index).__name__)} "
+                         f"{list(getattr(pair_index, 'shape', []))}")
+    pairs = np.ascontiguousarray(host_array(pair_index.cpu(), np.int64))
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= num_nodes):
+        raise ValueError(f"pair_index holds node ids outside [0, {num_nodes})")
+    edges = np.ascontiguousarray(host_array(edge_index.cpu(), np.int64))
+    hops = path_edges_host(edges, num_nodes, pairs, max_hops)
+    if ptr is not None and ptr.numel() > 2:
+        bounds = host_array(ptr.cpu(), np.int64)
+        pair_graph = np.searchsorted(bounds, pairs, side="right") - 1
+        if (pair_graph[0] != pair_graph[1]).any():
+            raise ValueError("pair_index holds a pair of nodes from different graphs")
+        edge_graph = np.searchsorted(bounds, edges[0], side="right") - 1
+        if (np.diff(edge_graph) < 0).any():
+            raise ValueError("edge_index must list its edges graph by graph, in graph order "
+                             "(as PyG's Batch does), for graph-local edge ids")
+        first_edge = np.searchsorted(edge_graph, np.arange(bounds.size - 1))
+        hops = np.where(hops >= 0, hops - first_edge[pair_graph[0]][:, None], -1)
+    return torch.from_numpy(hops).to(pair_index.device)
 
 
 def _apart(edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None,

@@ -17,6 +17,7 @@ from graphpe.ops.pairwise import (
     relative_random_walk_probs,
     resistance_distances,
     shortest_path_distances,
+    shortest_path_edges,
 )
 from graphpe.ops.spectral import check_normalization, check_times
 from graphpe.transforms.base import PETransform
@@ -87,29 +88,50 @@ class SPD(PairwiseTransform):
     encoding, Ying et al., NeurIPS 2021), capped: ``max_dist + 1`` means farther or in another
     component. Writes ``spd_index`` ``[2, P]`` and ``spd`` ``[P]`` (int64).
 
+    With ``path_hops > 0`` also the input of Graphormer's edge encoding: ``spd_path``
+    ``[P, path_hops]`` (int64), the edges of the first ``path_hops`` hops of one shortest path
+    from ``i`` to ``j`` as positions in the graph's ``edge_index`` (-1 past the path's end;
+    :func:`graphpe.ops.pairwise.shortest_path_edges`). The ids are the graph's own, not
+    offset when PyG collates a batch: :class:`graphpe.nn.PairBiasEncoder` adds each graph's
+    edge offset. A later transform that reorders or drops edges invalidates them.
+
     Args:
         max_dist: largest distance told apart.
-        attr_name: base name of the two attributes.
+        attr_name: base name of the attributes.
         max_nodes: largest graph.
         local: list only the pairs within ``max_dist`` hops, for graphs of any size (a pair
             not listed is farther; its attention bias is 0, not the "farther" one).
+        path_hops: hops of each pair's shortest path whose edges are listed (Graphormer's
+            ``multi_hop_max_dist``; 0: none).
     """
 
     def __init__(self, max_dist: int = 8, attr_name: str = "spd",
-                 max_nodes: int = PAIRWISE_MAX_NODES, local: bool = False) -> None:
+                 max_nodes: int = PAIRWISE_MAX_NODES, local: bool = False,
+                 path_hops: int = 0) -> None:
         if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
             raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
+        if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
+            raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
         self.max_dist, self.attr_name, self.max_nodes = max_dist, attr_name, max_nodes
-        self.local = bool(local)
+        self.local, self.path_hops = bool(local), path_hops
 
     def settings(self) -> dict[str, Any]:
         return {"max_dist": self.max_dist, "attr_name": self.attr_name,
-                **({"local": True} if self.local else {})}
+                **({"local": True} if self.local else {}),
+                **({"path_hops": self.path_hops} if self.path_hops else {})}
+
+    def pair_attributes(self) -> set[str]:
+        return super().pair_attributes() | ({f"{self.attr_name}_path"} if self.path_hops
+                                            else set())
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
-        return self._write(shortest_path_distances(edge_index, num_nodes, self.max_dist,
-                                                   ptr=ptr, max_nodes=self.max_nodes,
-                                                   local=self.local))
+        encoding = shortest_path_distances(edge_index, num_nodes, self.max_dist, ptr=ptr,
+                                           max_nodes=self.max_nodes, local=self.local)
+        out = self._write(encoding)
+        if self.path_hops:
+            out[f"{self.attr_name}_path"] = shortest_path_edges(
+                edge_index, num_nodes, encoding.pair_index, self.path_hops, ptr=ptr)
+        return out
 
 
 class ResistanceDistance(PairwiseTransform):

@@ -17,6 +17,7 @@ from graphpe.ops.pairwise import (
     relative_random_walk_probs,
     resistance_distances,
     shortest_path_distances,
+    shortest_path_edges,
 )
 from tests.conftest import graph_families, nx_to_data
 
@@ -237,3 +238,87 @@ def test_pair_row_edges_copy_each_graph_onto_every_column(graphs):
             want += [(row[first + u, first + j], row[first + v, first + j]) for j in range(n)]
     assert got.dtype == torch.long
     assert got.t().tolist() == [list(e) for e in want]
+
+
+def reference_path_edges(data: Data, max_hops: int) -> list[list[int]]:
+    """The rule of shortest_path_edges written out pair by pair: networkx distances, each
+    node's predecessor its smallest neighbour one hop closer to i, a hop u -> v the smallest
+    id of an input edge u -> v, else of one v -> u."""
+    g = simple_nx(data)
+    ei = data.edge_index.tolist()
+    ids: dict[tuple[int, int], int] = {}
+    for e, (u, v) in enumerate(zip(*ei, strict=True)):
+        ids.setdefault((u, v), e)
+    rows = []
+    n = data.num_nodes
+    for i in range(n):
+        dist = nx.single_source_shortest_path_length(g, i)
+        for j in range(n):
+            row = [-1] * max_hops
+            if j in dist:
+                w = j
+                while dist[w] > 0:
+                    u = min(x for x in g.neighbors(w) if dist.get(x) == dist[w] - 1)
+                    if dist[u] < max_hops:
+                        row[dist[u]] = ids.get((u, w), ids.get((w, u)))
+                    w = u
+            rows.append(row)
+    return rows
+
+
+@settings(max_examples=60, deadline=None)
+@given(graphs=st.lists(raw_graph(), min_size=1, max_size=4), max_hops=st.integers(1, 5))
+def test_shortest_path_edges_follow_their_rule_and_batch_equals_per_graph(graphs, max_hops):
+    batch = Batch.from_data_list(graphs)
+    pairs = shortest_path_distances(batch.edge_index, batch.num_nodes, 30, ptr=batch.ptr)
+    got = shortest_path_edges(batch.edge_index, batch.num_nodes, pairs.pair_index, max_hops,
+                              ptr=batch.ptr)
+    assert got.shape == (pairs.pair_index.size(1), max_hops) and got.dtype == torch.long
+    for k, data in enumerate(graphs):
+        lo, hi = int(pairs.pair_ptr[k]), int(pairs.pair_ptr[k + 1])
+        assert got[lo:hi].tolist() == reference_path_edges(data, max_hops)
+        # a path: its first min(d, max_hops) hops are edges, chained from i towards j
+        ei, dist = data.edge_index, pairs.values[lo:hi]
+        for p, (i, j) in enumerate(pairs.pair_index[:, lo:hi].t().tolist()):
+            i, j = i - int(batch.ptr[k]), j - int(batch.ptr[k])
+            hops = got[lo + p]
+            d = int(dist[p])
+            length = 0 if d > 30 else min(d, max_hops)
+            assert (hops[:length] >= 0).all() and (hops[length:] == -1).all()
+            at = i
+            for e in hops[:length].tolist():
+                u, v = ei[:, e].tolist()
+                assert at in (u, v) and u != v
+                at = v if at == u else u
+            if length == d:
+                assert at == j
+
+
+def test_shortest_path_edges_of_local_pairs_equal_those_of_all_pairs():
+    data = nx_to_data(nx.grid_2d_graph(5, 6))
+    everything = shortest_path_distances(data.edge_index, data.num_nodes, 20)
+    local = shortest_path_distances(data.edge_index, data.num_nodes, 3, local=True)
+    full = shortest_path_edges(data.edge_index, data.num_nodes, everything.pair_index, 3)
+    near = shortest_path_edges(data.edge_index, data.num_nodes, local.pair_index, 3)
+    key = everything.pair_index[0] * data.num_nodes + everything.pair_index[1]
+    rows = torch.searchsorted(key, local.pair_index[0] * data.num_nodes + local.pair_index[1])
+    assert torch.equal(near, full[rows])
+
+
+def test_shortest_path_edges_bad_inputs():
+    ei = torch.tensor([[0, 1], [1, 2]])
+    pairs = torch.tensor([[0], [2]])
+    assert shortest_path_edges(ei, 3, pairs, 2).tolist() == [[0, 1]]
+    with pytest.raises(ValueError, match=r"max_hops must be a positive int, got 0"):
+        shortest_path_edges(ei, 3, pairs, 0)
+    with pytest.raises(ValueError, match=r"pair_index holds node ids outside \[0, 3\)"):
+        shortest_path_edges(ei, 3, torch.tensor([[0], [3]]), 2)
+    with pytest.raises(ValueError, match=r"pair_index must be an integer tensor of shape"):
+        shortest_path_edges(ei, 3, torch.tensor([0, 2]), 2)
+    ptr = torch.tensor([0, 2, 4])
+    two = torch.tensor([[0, 2], [1, 3]])
+    with pytest.raises(ValueError, match=r"pair_index holds a pair of nodes from different "
+                                         r"graphs"):
+        shortest_path_edges(two, 4, torch.tensor([[0], [2]]), 2, ptr=ptr)
+    with pytest.raises(ValueError, match=r"edge_index must list its edges graph by graph"):
+        shortest_path_edges(two.flip(1), 4, torch.tensor([[0], [1]]), 2, ptr=ptr)
