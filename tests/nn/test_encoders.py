@@ -250,3 +250,112 @@ def test_spe_equals_its_dense_per_graph_formula(training):
         assert torch.allclose(a, b, atol=1e-9), name
     for a, b in zip(enc.buffers(), ref.buffers(), strict=True):
         assert torch.allclose(a.double(), b.double(), atol=1e-12)
+
+
+def graphormer_edge_bias(data: Data, table: torch.Tensor, hop_weight: torch.Tensor
+                         ) -> torch.Tensor:
+    """Graphormer v1's edge encoding of one graph whose shortest paths are unique (a tree),
+    written densely from networkx's paths: per pair, the edge types along its path embedded
+    (``table [types, heads]``), each hop's vector times its matrix, summed over the first
+    ``H`` hops and divided by ``clamp(d, 1, H)``; pairs without a path 0."""
+    import networkx as nx
+
+    n, hops, heads = data.num_nodes, hop_weight.size(0), table.size(1)
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    kind = {}
+    for e, (u, v) in enumerate(data.edge_index.t().tolist()):
+        g.add_edge(u, v)
+        kind.setdefault((u, v), int(data.edge_attr[e]))
+    out = torch.zeros(n, n, heads, dtype=torch.float64)
+    for i, paths in nx.all_pairs_shortest_path(g):
+        for j, path in paths.items():
+            d = len(path) - 1
+            for t in range(min(d, hops)):
+                u, v = path[t], path[t + 1]
+                out[i, j] += table[kind.get((u, v), kind.get((v, u)))] @ hop_weight[t]
+            out[i, j] /= min(max(d, 1), hops)
+    return out.reshape(n * n, heads)
+
+
+def test_graphormer_edge_encoding_equals_its_dense_formula_and_batches():
+    """SPD(path_hops=H) + PairBiasEncoder(path_hops=H) on trees (one shortest path per pair,
+    so any path rule gives the same) and a forest piece: Graphormer's formula per graph, and
+    a collated batch (graph-local edge ids offset by the encoder) gives each graph's rows."""
+    import networkx as nx
+
+    from graphpe.nn import PairBiasEncoder
+    from graphpe.transforms import SPD
+
+    trees = [nx.random_labeled_tree(n, seed=n) for n in (1, 2, 7, 11)]
+    trees.append(nx.disjoint_union(nx.path_graph(4), nx.star_graph(3)))
+    graphs = []
+    for k, tree in enumerate(trees):
+        data = nx_to_data(tree)
+        data.edge_attr = torch.arange(data.edge_index.size(1)) * (k + 1) % 4
+        graphs.append(SPD(4, path_hops=3)(data))
+    torch.manual_seed(0)
+    enc = PairBiasEncoder(1, 2, "spd", num_categories=6, path_hops=3, edge_vocab=4).double()
+    batch = Batch.from_data_list(graphs)
+    bias, index = enc(batch)
+    assert torch.equal(index, batch.spd_index)
+    start = 0
+    for data in graphs:
+        rows = slice(start, start + data.num_nodes ** 2)
+        want = graphormer_edge_bias(data, enc.edge_embedding.layer.weight.detach(),
+                                    enc.hop_weight.detach())
+        want = want + enc.table.weight.detach()[data.spd.clamp(max=5)]
+        torch.testing.assert_close(bias[rows].detach(), want, rtol=1e-12, atol=1e-12)
+        alone, _ = enc(data)
+        torch.testing.assert_close(alone, bias[rows], rtol=0, atol=0)
+        start = rows.stop
+    bias.square().sum().backward()
+    assert enc.hop_weight.grad.abs().sum() > 0
+    assert enc.edge_embedding.layer.weight.grad.abs().sum() > 0
+
+
+def test_graphormer_edge_encoding_reads_continuous_and_multi_column_edges():
+    """Continuous edge features go through a linear map, several categorical columns are
+    embedded and summed; a path's hops beyond path_hops and pairs with no path add 0."""
+    from graphpe.nn import PairBiasEncoder
+    from graphpe.transforms import SPD
+
+    data = nx_to_data(nx.path_graph(5))
+    data = SPD(6, path_hops=2)(data)
+    data.edge_attr = torch.randn(data.edge_index.size(1), 3, dtype=torch.float64)
+    enc = PairBiasEncoder(1, 2, "spd", num_categories=8, path_hops=2, edge_dim=3).double()
+    bias, _ = enc(data)
+    lin = enc.edge_embedding.layer
+    w = enc.hop_weight.detach()
+    path = data.spd_path
+    for p in range(path.size(0)):
+        ids = [e for e in path[p].tolist() if e >= 0]
+        want = sum((lin(data.edge_attr[e]) @ w[t] for t, e in enumerate(ids)),
+                   torch.zeros(2, dtype=torch.float64)) / max(len(ids), 1)
+        want = want + enc.table.weight[min(int(data.spd[p]), 7)]
+        torch.testing.assert_close(bias[p], want)
+    data.edge_attr = torch.randint(0, 3, (data.edge_index.size(1), 2))
+    enc = PairBiasEncoder(1, 2, "spd", num_categories=8, path_hops=2, edge_vocab=[3, 3])
+    emb = enc.edge_embedding(data.edge_attr)
+    torch.testing.assert_close(emb, enc.edge_embedding.layer.weight[data.edge_attr[:, 0]]
+                               + enc.edge_embedding.layer.weight[data.edge_attr[:, 1] + 3])
+    assert enc(data)[0].shape == (25, 2)
+
+
+def test_graphormer_edge_encoding_errors():
+    from graphpe.nn import PairBiasEncoder
+    from graphpe.transforms import SPD
+
+    with pytest.raises(ValueError, match=r"path_hops \(Graphormer's edge encoding\) reads the "
+                                         r"edge features: give edge_vocab"):
+        PairBiasEncoder(1, 2, "spd", num_categories=4, path_hops=2)
+    with pytest.raises(ValueError, match="path_hops must be a non-negative int, got -1"):
+        PairBiasEncoder(1, 2, "spd", num_categories=4, path_hops=-1)
+    enc = PairBiasEncoder(1, 2, "spd", num_categories=4, path_hops=3, edge_vocab=2)
+    data = nx_to_data(nx.path_graph(3))
+    data.edge_attr = torch.zeros(data.edge_index.size(1), dtype=torch.long)
+    with pytest.raises(ValueError, match=r"expected spd_path \[9, 3\] \(the encoder's "
+                                         r"path_hops\), got \[9, 2\]"):
+        enc(SPD(2, path_hops=2)(data.clone()))
+    with pytest.raises(ValueError, match=r"spd_path"):
+        enc(SPD(2)(data.clone()))

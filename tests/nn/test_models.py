@@ -153,14 +153,15 @@ def test_bad_configurations():
 
 
 @pytest.mark.parametrize("pair", [{"rrwp": {"num_steps": 5}}, {"spd": {"max_dist": 3}},
-                                  {"rd": {}}])
+                                  {"spd": {"max_dist": 3, "path_hops": 2}}, {"rd": {}}])
 def test_gps_with_a_pairwise_attention_bias(pair):
     """build_model's pair entry: the bias reaches the logits (the output changes with it) and
-    every parameter, the pair encoder's included, gets a gradient."""
+    every parameter, the pair encoder's included (Graphormer's edge encoding with
+    path_hops), gets a gradient."""
     from graphpe.transforms import RRWP, SPD, ResistanceDistance
 
     name = next(iter(pair))
-    transform = {"rrwp": RRWP(5), "spd": SPD(3), "rd": ResistanceDistance()}[name]
+    transform = {"rrwp": RRWP, "spd": SPD, "rd": ResistanceDistance}[name](**pair[name])
     batch = transform(make_batch())
     model = build_model({"model": "gps", "channels": 16, "layers": 2, "out_dim": 1,
                          "node_vocab": 5, "edge_vocab": 3, "heads": 2, "pair": pair})
@@ -179,6 +180,15 @@ def test_gps_with_a_pairwise_attention_bias(pair):
                                          "model='gps' or 'grit'"):
         build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
                      "pair": pair})
+    if pair[name].get("path_hops"):
+        assert model.pair_encoder.path_hops == 2
+        with pytest.raises(ValueError, match=r"path_hops \(Graphormer's edge encoding\) is an "
+                                             "attention bias: use model='gps'"):
+            build_model({"model": "grit", "channels": 8, "layers": 1, "node_vocab": 5,
+                         "edge_vocab": 3, "pair": pair})
+        with pytest.raises(ValueError, match="reads the edge features: give edge_vocab"):
+            build_model({"model": "gps", "channels": 8, "layers": 1, "node_vocab": 5,
+                         "pair": pair})
 
 
 @pytest.mark.parametrize("kind", ["gcn", "gin"])

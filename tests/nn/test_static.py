@@ -239,6 +239,8 @@ def test_unsupported_models_raise():
         StaticGPS(gps(task="node_classification"))
     with pytest.raises(ValueError, match="does not support PEG gates"):
         StaticGPS(gps({"rwse": {"walk_length": 8}, "peg": {}}))
+    with pytest.raises(ValueError, match="StaticGPS does not take Graphormer's edge encoding"):
+        StaticGPS(gps(pair={"spd": {"max_dist": 3, "path_hops": 2}}))
 
 
 @pytest.mark.parametrize("pair", [{"rrwp": {"num_steps": 5}}, {"spd": {"max_dist": 3}},
