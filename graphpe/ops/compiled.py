@@ -558,45 +558,115 @@ def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, s
             dist[base + r] = level[ball[r]]
 
 
-def path_edges_host(edge_index: np.ndarray, num_nodes: int, pair_index: np.ndarray,
-                    max_hops: int) -> np.ndarray:
-    """For every pair ``(i, j)`` of ``pair_index [2, P]``, the ids (columns of
-    ``edge_index [2, E]``) of the first ``max_hops`` edges of one shortest path from ``i`` to
-    ``j``: ``[P, max_hops]`` int64, -1 past the path's end (``i == j``, another component).
-
-    The path is fixed by node ids alone: each node's predecessor on it is its smallest-id
-    neighbour one hop closer to ``i``. The edge of a hop ``u -> v`` is an input edge
-    ``u -> v`` if there is one, else ``v -> u`` (graphs are undirected), the smallest id among
-    duplicates; self loops are never on a shortest path. One breadth-first search per source,
-    stopped once the source's listed targets are reached (pairs grouped by source, as
-    :func:`local_pairs_host` and ``all_pairs`` list them, search once per source)."""
-    row, col = edge_index[0], edge_index[1]
-    ids = np.flatnonzero(row != col)
-    # both directions of every edge, sorted by (row, col); among the entries of one (u, v),
-    # an input edge u -> v before one v -> u, then the smallest id, and the first is kept
-    rows = np.concatenate([row[ids], col[ids]])
-    cols = np.concatenate([col[ids], row[ids]])
-    reverse = np.repeat(np.array([0, 1], dtype=np.int8), ids.size)
-    ids = np.concatenate([ids, ids])
-    order = np.lexsort((ids, reverse, cols, rows))
-    rows, cols, ids = rows[order], cols[order], ids[order]
-    first = np.ones(rows.size, dtype=np.bool_)
-    first[1:] = (rows[1:] != rows[:-1]) | (cols[1:] != cols[:-1])
-    rows, cols, ids = rows[first], cols[first], ids[first]
-    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=num_nodes), out=indptr[1:])
-    out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
-    stamps = np.full((2, num_nodes), -1, dtype=np.int64)  # reached from / wanted by a source
-    _path_edges(indptr, cols, ids, pair_index, max_hops, out, stamps[0], stamps[1],
-                np.empty(num_nodes, dtype=np.int64), np.empty(num_nodes, dtype=np.int64))
-    return out
+def all_pairs_distances_host(csr: HostCSR, ptr: np.ndarray,
+                             max_dist: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hop distances of every ordered pair of each graph, capped (``max_dist + 1``: farther or
+    in another component): ``(pair_index [2, P], dist [P], pair_ptr [G + 1])``, pairs in
+    ``all_pairs``' order (row-major per graph), by one breadth-first search per source cut at
+    ``max_dist`` levels."""
+    sizes = ptr[1:] - ptr[:-1]
+    pair_ptr = np.zeros(sizes.size + 1, dtype=np.int64)
+    np.cumsum(sizes * sizes, out=pair_ptr[1:])
+    n = csr.indptr.shape[0] - 1
+    pair_index = np.empty((2, pair_ptr[-1]), dtype=np.int64)
+    dist = np.empty(pair_ptr[-1], dtype=np.int64)
+    _all_pairs_distances(csr.indptr, csr.indices, ptr, max_dist, pair_ptr, pair_index, dist,
+                         np.full(n, -1, dtype=np.int64), np.empty(n, dtype=np.int64),
+                         np.empty(n, dtype=np.int64))
+    return pair_index, dist, pair_ptr
 
 
 @numba.njit(cache=True, nogil=True)
-def _path_edges(indptr, indices, ids, pair_index, max_hops, out, seen, wanted, dist,
-                queue):  # pragma: no cover - compiled
+def _all_pairs_distances(indptr, indices, ptr, max_dist, pair_ptr, pair_index, out, seen,
+                         level, queue):  # pragma: no cover - compiled
+    # seen[v] == i: v reached from source i (no reset between sources)
+    for g in range(ptr.shape[0] - 1):
+        s, e = ptr[g], ptr[g + 1]
+        n = e - s
+        for i in range(s, e):
+            seen[i] = i
+            level[i] = 0
+            queue[0] = i
+            head, tail = 0, 1
+            while head < tail:
+                v = queue[head]
+                head += 1
+                if level[v] == max_dist:
+                    continue
+                for p in range(indptr[v], indptr[v + 1]):
+                    u = indices[p]
+                    if seen[u] != i:
+                        seen[u] = i
+                        level[u] = level[v] + 1
+                        queue[tail] = u
+                        tail += 1
+            row = pair_ptr[g] + (i - s) * n - s
+            for j in range(s, e):
+                pair_index[0, row + j] = i
+                pair_index[1, row + j] = j
+                out[row + j] = level[j] if seen[j] == i else max_dist + 1
+
+
+def path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.ndarray,
+                    max_hops: int) -> np.ndarray:
+    """For every pair ``(i, j)`` of ``pair_index [2, P]``, the ids (columns of
+    ``edge_index [2, E]``, whose simple undirected graph ``csr`` is) of the first ``max_hops``
+    edges of one shortest path from ``i`` to ``j``: ``[P, max_hops]`` int64, -1 past the
+    path's end (``i == j``, another component).
+
+    The path is fixed by node ids alone: each node's predecessor on it is its smallest-id
+    neighbour one hop closer to ``i``. The edge of a hop ``u -> v`` is an input edge
+    ``u -> v`` if there is one, else ``v -> u``, the smallest id among duplicates; self loops
+    are never on a shortest path. One breadth-first search per source, stopped once the
+    source's listed targets are reached (pairs grouped by source, as :func:`local_pairs_host`
+    and ``all_pairs`` list them, search once per source); a node's first ``max_hops`` edges
+    are its predecessor's plus one, so a pair costs ``max_hops`` writes whatever its
+    distance."""
+    out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
+    _path_edges(csr.indptr, csr.indices, edge_index, pair_index, max_hops, out)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
+    """Position of the entry ``(u, v)`` in the CSR (rows sorted; the entry must exist)."""
+    lo, hi = indptr[u], indptr[u + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@numba.njit(cache=True, nogil=True)
+def _path_edges(indptr, indices, edge_index, pair_index, max_hops,
+                out):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    # the input edge of every CSR entry (u, v): the first u -> v, else the first v -> u
+    forward = np.full(indices.shape[0], -1, dtype=np.int64)
+    for e in range(edge_index.shape[1]):
+        u, v = edge_index[0, e], edge_index[1, e]
+        if u != v:
+            p = _csr_position(indptr, indices, u, v)
+            if forward[p] < 0:
+                forward[p] = e
+    ids = forward.copy()
+    for u in range(n):
+        for p in range(indptr[u], indptr[u + 1]):
+            if ids[p] < 0:
+                ids[p] = forward[_csr_position(indptr, indices, indices[p], u)]
     # seen[v] == run: v reached by the current source's search (dist[v] valid); wanted[v] ==
     # run: v is a target of one of its pairs. Stamps need no reset between sources.
+    # prefix[v]: the first max_hops edges of v's path (its predecessor's, plus the last hop
+    # while it is among the first), set when v leaves the queue, when every node nearer to
+    # the source has been reached.
+    seen = np.full(n, -1, dtype=np.int64)
+    wanted = np.full(n, -1, dtype=np.int64)
+    dist = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    prefix = np.empty((n, max_hops), dtype=np.int64)
     num_pairs = pair_index.shape[1]
     start, run = 0, 0
     while start < num_pairs:
@@ -610,15 +680,26 @@ def _path_edges(indptr, indices, ids, pair_index, max_hops, out, seen, wanted, d
             stop += 1
         seen[i] = run
         dist[i] = 0
+        for t in range(max_hops):
+            prefix[i, t] = -1
         queue[0] = i
         head, tail = 0, 1
-        if wanted[i] == run:
-            remaining -= 1
-        # once the last target is reached, every node nearer to i has been reached too,
-        # which is all the walks back below look at
         while head < tail and remaining > 0:
             v = queue[head]
             head += 1
+            if v != i:
+                hop = dist[v] - 1
+                u = v
+                for p in range(indptr[v], indptr[v + 1]):  # ascending: the smallest first
+                    u = indices[p]
+                    if seen[u] == run and dist[u] == hop:
+                        break
+                for t in range(max_hops):
+                    prefix[v, t] = prefix[u, t]
+                if hop < max_hops:  # the entry (u, v) of row u: its id prefers u -> v
+                    prefix[v, hop] = ids[_csr_position(indptr, indices, u, v)]
+            if wanted[v] == run:
+                remaining -= 1
             for p in range(indptr[v], indptr[v + 1]):
                 u = indices[p]
                 if seen[u] != run:
@@ -626,31 +707,11 @@ def _path_edges(indptr, indices, ids, pair_index, max_hops, out, seen, wanted, d
                     dist[u] = dist[v] + 1
                     queue[tail] = u
                     tail += 1
-                    if wanted[u] == run:
-                        remaining -= 1
         for r in range(start, stop):
+            j = pair_index[1, r]
+            reached = seen[j] == run
             for t in range(max_hops):
-                out[r, t] = -1
-            w = pair_index[1, r]
-            if seen[w] != run:
-                continue
-            while dist[w] > 0:  # walk back from j to i
-                hop = dist[w] - 1  # the hop from the predecessor (at distance hop) to w
-                u = w
-                for p in range(indptr[w], indptr[w + 1]):  # ascending: the smallest first
-                    u = indices[p]
-                    if seen[u] == run and dist[u] == hop:
-                        break
-                if hop < max_hops:  # the entry (u, w) of row u: its id prefers u -> w
-                    lo, hi = indptr[u], indptr[u + 1]
-                    while lo < hi:
-                        mid = (lo + hi) // 2
-                        if indices[mid] < w:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    out[r, hop] = ids[lo]
-                w = u
+                out[r, t] = prefix[j, t] if reached else -1
         start = stop
         run += 1
 

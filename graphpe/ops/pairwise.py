@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.compiled import (
+    all_pairs_distances_host,
     host_array,
     local_pairs_host,
     local_walk_probs_host,
@@ -272,16 +273,61 @@ def shortest_path_distances(
     ptr: Tensor | None = None,
     max_nodes: int = PAIRWISE_MAX_NODES,
     local: bool = False,
+    kernel: str = "auto",
 ) -> PairEncoding:
     """Hop distances of all pairs (``values [P]``, int64), capped: pairs farther than
     ``max_dist`` hops or in different components get ``max_dist + 1``. Unweighted; an edge of
     any weight connects. ``local=True``: only the pairs within ``max_dist`` hops
-    (:func:`local_pairs`, any graph size; a pair not listed is farther)."""
+    (:func:`local_pairs`, any graph size; a pair not listed is farther). ``kernel``:
+    ``compiled`` (CPU: one breadth-first search per source, cut at ``max_dist``), ``tensor``
+    (boolean products per group of equal-sized graphs, on any device), ``auto`` the first for
+    CPU tensors."""
+    return shortest_paths(edge_index, num_nodes, max_dist, 0, ptr=ptr, max_nodes=max_nodes,
+                          local=local, kernel=kernel)[0]
+
+
+def shortest_paths(
+    edge_index: Tensor,
+    num_nodes: int,
+    max_dist: int,
+    path_hops: int,
+    *,
+    ptr: Tensor | None = None,
+    max_nodes: int = PAIRWISE_MAX_NODES,
+    local: bool = False,
+    kernel: str = "auto",
+) -> tuple[PairEncoding, Tensor | None]:
+    """:func:`shortest_path_distances` and, for ``path_hops > 0``, :func:`shortest_path_edges`
+    of its pairs (None otherwise), from one validation and one host graph: Graphormer's
+    spatial and edge-encoding inputs (``SPD(path_hops=...)``)."""
     if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
         raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
+    _check_hops(path_hops)
     if local:
-        return local_pairs(edge_index, num_nodes, max_dist, ptr=ptr)
-    ptr = _prepare(edge_index, num_nodes, ptr, None, max_nodes)
+        validate_graph(edge_index, num_nodes, None, ptr)
+        csr = simple_csr(edge_index.cpu(), num_nodes)
+        encoding = _local_pairs(csr, num_nodes, max_dist, ptr, edge_index.device)
+    else:
+        ptr = _prepare(edge_index, num_nodes, ptr, None, max_nodes)
+        compiled = use_compiled(kernel, ptr.device)
+        csr = simple_csr(edge_index.cpu(), num_nodes) if compiled or path_hops else None
+        encoding = (_host_distances(csr, ptr, max_dist) if compiled
+                    else _tensor_distances(edge_index, ptr, max_dist))
+    path = (_path_edges(csr, edge_index, num_nodes, encoding.pair_index, path_hops, ptr)
+            if path_hops else None)
+    return encoding, path
+
+
+def _host_distances(csr, ptr: Tensor, max_dist: int) -> PairEncoding:
+    pair_index, dist, pair_ptr = all_pairs_distances_host(csr, host_array(ptr, np.int64),
+                                                          max_dist)
+    return PairEncoding(torch.from_numpy(pair_index), torch.from_numpy(dist),
+                        torch.from_numpy(pair_ptr))
+
+
+def _tensor_distances(edge_index: Tensor, ptr: Tensor, max_dist: int) -> PairEncoding:
+    """Capped hop distances of all pairs by boolean products per group of equal-sized graphs
+    (any device)."""
 
     def levels(adj: Tensor) -> Tensor:
         link = (adj > 0).to(torch.float32)
@@ -333,11 +379,19 @@ def shortest_path_edges(
         raise ValueError("pair_index must be an integer tensor of shape [2, num_pairs], got "
                          f"{getattr(pair_index, 'dtype', type(pair_index).__name__)} "
                          f"{list(getattr(pair_index, 'shape', []))}")
-    pairs = np.ascontiguousarray(host_array(pair_index.cpu(), np.int64))
+    pairs = host_array(pair_index.cpu(), np.int64)
     if pairs.size and (pairs.min() < 0 or pairs.max() >= num_nodes):
         raise ValueError(f"pair_index holds node ids outside [0, {num_nodes})")
+    return _path_edges(simple_csr(edge_index.cpu(), num_nodes), edge_index, num_nodes,
+                       pair_index, max_hops, ptr)
+
+
+def _path_edges(csr, edge_index: Tensor, num_nodes: int, pair_index: Tensor, max_hops: int,
+                ptr: Tensor | None) -> Tensor:
+    """:func:`shortest_path_edges` on a validated graph and its host CSR."""
+    pairs = np.ascontiguousarray(host_array(pair_index.cpu(), np.int64))
     edges = np.ascontiguousarray(host_array(edge_index.cpu(), np.int64))
-    hops = path_edges_host(edges, num_nodes, pairs, max_hops)
+    hops = path_edges_host(csr, edges, pairs, max_hops)
     if ptr is not None and ptr.numel() > 2:
         bounds = host_array(ptr.cpu(), np.int64)
         pair_graph = np.searchsorted(bounds, pairs, side="right") - 1

@@ -16,8 +16,7 @@ from graphpe.ops.pairwise import (
     heat_kernels,
     relative_random_walk_probs,
     resistance_distances,
-    shortest_path_distances,
-    shortest_path_edges,
+    shortest_paths,
 )
 from graphpe.ops.spectral import check_normalization, check_times
 from graphpe.transforms.base import PETransform
@@ -125,12 +124,11 @@ class SPD(PairwiseTransform):
                                             else set())
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
-        encoding = shortest_path_distances(edge_index, num_nodes, self.max_dist, ptr=ptr,
-                                           max_nodes=self.max_nodes, local=self.local)
+        encoding, path = shortest_paths(edge_index, num_nodes, self.max_dist, self.path_hops,
+                                        ptr=ptr, max_nodes=self.max_nodes, local=self.local)
         out = self._write(encoding)
-        if self.path_hops:
-            out[f"{self.attr_name}_path"] = shortest_path_edges(
-                edge_index, num_nodes, encoding.pair_index, self.path_hops, ptr=ptr)
+        if path is not None:
+            out[f"{self.attr_name}_path"] = path
         return out
 
 

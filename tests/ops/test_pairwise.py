@@ -39,10 +39,13 @@ def simple_nx(data: Data, loops: bool = False) -> nx.Graph:
 
 
 @settings(max_examples=60, deadline=None)
-@given(graphs=st.lists(raw_graph(), min_size=1, max_size=4), max_dist=st.integers(1, 5))
-def test_shortest_paths_equal_networkx_and_batch_equals_per_graph(graphs, max_dist):
+@given(graphs=st.lists(raw_graph(), min_size=1, max_size=4), max_dist=st.integers(1, 5),
+       kernel=st.sampled_from(["compiled", "tensor"]))
+def test_shortest_paths_equal_networkx_and_batch_equals_per_graph(graphs, max_dist, kernel):
     batch = Batch.from_data_list(graphs)
-    got = shortest_path_distances(batch.edge_index, batch.num_nodes, max_dist, ptr=batch.ptr)
+    got = shortest_path_distances(batch.edge_index, batch.num_nodes, max_dist, ptr=batch.ptr,
+                                  kernel=kernel)
+    assert torch.equal(got.pair_ptr, all_pairs(batch.ptr)[1])
     assert got.pair_index.shape == (2, sum(g.num_nodes ** 2 for g in graphs))
     for k, data in enumerate(graphs):
         lo, hi = int(got.pair_ptr[k]), int(got.pair_ptr[k + 1])
@@ -52,7 +55,7 @@ def test_shortest_paths_equal_networkx_and_batch_equals_per_graph(graphs, max_di
             for j, d in lengths.items():
                 want[i, j] = d
         assert got.values[lo:hi].view(n, n).tolist() == want.tolist()
-        alone = shortest_path_distances(data.edge_index, n, max_dist)
+        alone = shortest_path_distances(data.edge_index, n, max_dist, kernel=kernel)
         assert torch.equal(alone.values, got.values[lo:hi])
         assert torch.equal(alone.pair_index + int(batch.ptr[k]), got.pair_index[:, lo:hi])
 
