@@ -623,7 +623,27 @@ def path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.ndarray
     are its predecessor's plus one, so a pair costs ``max_hops`` writes whatever its
     distance."""
     out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
-    _path_edges(csr.indptr, csr.indices, edge_index, pair_index, max_hops, out)
+    _path_edges(csr.indptr, csr.indices, edge_index, pair_index, max_hops, out,
+                np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
+    return out
+
+
+def batch_path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.ndarray,
+                          max_hops: int, ptr: np.ndarray) -> np.ndarray:
+    """:func:`path_edges_host` for the graphs of a batch (node offsets ``ptr``, edges listed
+    graph by graph in graph order), with each edge id counted from its graph's first edge (a
+    graph-local id); ValueError for a pair of nodes from two graphs."""
+    sizes = ptr[1:] - ptr[:-1]
+    node_graph = np.repeat(np.arange(sizes.size, dtype=np.int64), sizes)
+    edge_graph = node_graph[edge_index[0]]
+    if (edge_graph[1:] < edge_graph[:-1]).any():
+        raise ValueError("edge_index must list its edges graph by graph, in graph order "
+                         "(as PyG's Batch does), for graph-local edge ids")
+    first_edge = np.searchsorted(edge_graph, np.arange(sizes.size))
+    out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
+    if _path_edges(csr.indptr, csr.indices, edge_index, pair_index, max_hops, out, node_graph,
+                   first_edge) >= 0:
+        raise ValueError("pair_index holds a pair of nodes from different graphs")
     return out
 
 
@@ -641,9 +661,12 @@ def _csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _path_edges(indptr, indices, edge_index, pair_index, max_hops,
-                out):  # pragma: no cover - compiled
+def _path_edges(indptr, indices, edge_index, pair_index, max_hops, out, node_graph,
+                first_edge):  # pragma: no cover - compiled
+    # ids are written less the first edge of the source's graph (node_graph empty: one graph,
+    # first_edge [0]); returns the first pair whose nodes lie in two graphs, else -1
     n = indptr.shape[0] - 1
+    batched = node_graph.shape[0] > 0
     # the input edge of every CSR entry (u, v): the first u -> v, else the first v -> u
     forward = np.full(indices.shape[0], -1, dtype=np.int64)
     for e in range(edge_index.shape[1]):
@@ -707,13 +730,18 @@ def _path_edges(indptr, indices, edge_index, pair_index, max_hops,
                     dist[u] = dist[v] + 1
                     queue[tail] = u
                     tail += 1
+        base = first_edge[node_graph[i]] if batched else first_edge[0]
         for r in range(start, stop):
             j = pair_index[1, r]
+            if batched and node_graph[j] != node_graph[i]:
+                return r
             reached = seen[j] == run
             for t in range(max_hops):
-                out[r, t] = prefix[j, t] if reached else -1
+                e = prefix[j, t] if reached else -1
+                out[r, t] = e - base if e >= 0 else -1
         start = stop
         run += 1
+    return -1
 
 
 def local_walk_probs_host(csr: HostCSR, pair_index: np.ndarray, num_steps: int,

@@ -36,6 +36,7 @@ from torch import Tensor
 
 from graphpe.ops.compiled import (
     all_pairs_distances_host,
+    batch_path_edges_host,
     host_array,
     local_pairs_host,
     local_walk_probs_host,
@@ -391,18 +392,11 @@ def _path_edges(csr, edge_index: Tensor, num_nodes: int, pair_index: Tensor, max
     """:func:`shortest_path_edges` on a validated graph and its host CSR."""
     pairs = np.ascontiguousarray(host_array(pair_index.cpu(), np.int64))
     edges = np.ascontiguousarray(host_array(edge_index.cpu(), np.int64))
-    hops = path_edges_host(csr, edges, pairs, max_hops)
     if ptr is not None and ptr.numel() > 2:
-        bounds = host_array(ptr.cpu(), np.int64)
-        pair_graph = np.searchsorted(bounds, pairs, side="right") - 1
-        if (pair_graph[0] != pair_graph[1]).any():
-            raise ValueError("pair_index holds a pair of nodes from different graphs")
-        edge_graph = np.searchsorted(bounds, edges[0], side="right") - 1
-        if (np.diff(edge_graph) < 0).any():
-            raise ValueError("edge_index must list its edges graph by graph, in graph order "
-                             "(as PyG's Batch does), for graph-local edge ids")
-        first_edge = np.searchsorted(edge_graph, np.arange(bounds.size - 1))
-        hops = np.where(hops >= 0, hops - first_edge[pair_graph[0]][:, None], -1)
+        hops = batch_path_edges_host(csr, edges, pairs, max_hops, host_array(ptr.cpu(),
+                                                                             np.int64))
+    else:
+        hops = path_edges_host(csr, edges, pairs, max_hops)
     return torch.from_numpy(hops).to(pair_index.device)
 
 
