@@ -2,6 +2,7 @@
 
     python benchmarks/zinc.py [--epochs 20] [--models gine,gps] [--pes none,lap,rwse,rwse+rrwp,...]
                               [--seeds 0,1,2] [--runs gps:rwse,gps-grit:rrwp,grit:rrwp]
+    python benchmarks/zinc.py --models gps --pes rwse+spd,rwse+spd:path_hops=5   # with settings
 
 ``+`` joins encodings used together in one model (``rwse+rrwp``: RWSE on the nodes and the RRWP
 attention bias). Models: ``gine``, ``gps``, ``grit`` (GRIT: attention over RRWP pair features,
@@ -82,7 +83,8 @@ def main(argv=None):
         config = TrainConfig(epochs=args.epochs, batch_size=128, lr=1e-3,
                              warmup_epochs=min(5, args.epochs), patience=args.epochs,
                              progress=False, seed=seed)
-        record = run(bundle, [] if pe == "none" else pe.split("+"), model=kind,
+        # "rwse+spd:path_hops=5": PEs joined by "+", each with optional settings
+        record = run(bundle, pe.replace("+", ","), model=kind,
                      channels=channels, layers=args.layers, config=config, **extra)
         rows.append({"dataset": "ZINC", "model": model, "pe_label": pe, "seed": seed,
                      "test_mae": record["test"], "val_mae": record["val"],

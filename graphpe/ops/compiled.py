@@ -558,6 +558,13 @@ def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, s
             dist[base + r] = level[ball[r]]
 
 
+def _one_off_output(shape: tuple[int, ...]) -> np.ndarray:
+    """An uninitialized int64 output written once (a transform's), allocated by torch: numpy's
+    huge-page advice (:func:`host_empty`) stalls on memory compaction when such outputs pile
+    up (a precompute's chunks: ~4x slower measured), and pays only for re-used sizes."""
+    return torch.empty(shape, dtype=torch.long).numpy()
+
+
 def all_pairs_distances_host(csr: HostCSR, ptr: np.ndarray,
                              max_dist: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Hop distances of every ordered pair of each graph, capped (``max_dist + 1``: farther or
@@ -568,8 +575,8 @@ def all_pairs_distances_host(csr: HostCSR, ptr: np.ndarray,
     pair_ptr = np.zeros(sizes.size + 1, dtype=np.int64)
     np.cumsum(sizes * sizes, out=pair_ptr[1:])
     n = csr.indptr.shape[0] - 1
-    pair_index = np.empty((2, pair_ptr[-1]), dtype=np.int64)
-    dist = np.empty(pair_ptr[-1], dtype=np.int64)
+    pair_index = _one_off_output((2, int(pair_ptr[-1])))
+    dist = _one_off_output((int(pair_ptr[-1]),))
     _all_pairs_distances(csr.indptr, csr.indices, ptr, max_dist, pair_ptr, pair_index, dist,
                          np.full(n, -1, dtype=np.int64), np.empty(n, dtype=np.int64),
                          np.empty(n, dtype=np.int64))
@@ -622,7 +629,7 @@ def path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.ndarray
     and ``all_pairs`` list them, search once per source); a node's first ``max_hops`` edges
     are its predecessor's plus one, so a pair costs ``max_hops`` writes whatever its
     distance."""
-    out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
+    out = _one_off_output((pair_index.shape[1], max_hops))
     _path_edges(csr.indptr, csr.indices, edge_index, pair_index, max_hops, out,
                 np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
     return out
@@ -640,7 +647,7 @@ def batch_path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.n
         raise ValueError("edge_index must list its edges graph by graph, in graph order "
                          "(as PyG's Batch does), for graph-local edge ids")
     first_edge = np.searchsorted(edge_graph, np.arange(sizes.size))
-    out = np.empty((pair_index.shape[1], max_hops), dtype=np.int64)
+    out = _one_off_output((pair_index.shape[1], max_hops))
     if _path_edges(csr.indptr, csr.indices, edge_index, pair_index, max_hops, out, node_graph,
                    first_edge) >= 0:
         raise ValueError("pair_index holds a pair of nodes from different graphs")
