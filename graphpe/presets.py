@@ -8,7 +8,8 @@ disagree (a mismatch used to be a shape error at best).
     model = build_model({..., "pe": pe_model_config(specs)})  # the matching encoders
 
 A spec is a name (``lap``, ``signnet``, ``spe``, ``peg``, ``rwse``, ``rfp``, ``lcp``, ``hkdiag``,
-``elstatic``, ``pearl`` (learned in the model: no transform); pairwise ``rrwp``, ``spd``,
+``elstatic``, ``pearl`` and ``degree`` (learned in the model: no transform); pairwise ``rrwp``,
+``spd``,
 ``rd``, ``heat``) and settings over the defaults of
 :data:`PE_DEFAULTS`; an unknown name or setting is a ValueError naming the
 allowed ones. This is the top layer: it imports ``transforms``, and ``nn`` stays importable
@@ -62,6 +63,8 @@ PE_DEFAULTS: dict[str, dict[str, Any]] = {
     "pearl": {"variant": "random", "num_samples": 32, "layers": 4, "hidden": 32, "pe_dim": 32,
               "powers": None, "mlp_layers": 2, "mlp_hidden": 32, "pooling": "sum",
               "max_nodes": 512, "seed": 0},
+    # Graphormer's centrality encoding, counted in the model (no transform)
+    "degree": {"max_degree": 64, "directed": False},
     # pairwise: an attention bias of GPS (build_model's "pair" entry), not a node encoding
     "rrwp": {"num_steps": 21, "hops": None},
     "spd": {"max_dist": 8, "local": False, "path_hops": 0},
@@ -69,7 +72,7 @@ PE_DEFAULTS: dict[str, dict[str, Any]] = {
     "heat": {"times": [1, 2, 4, 8, 16], "normalization": "none", "keep_trivial": False},
 }
 PAIRWISE = ("rrwp", "spd", "rd", "heat")
-LEARNED = ("pearl",)  # computed by the model from the graph: no transform
+LEARNED = ("pearl", "degree")  # computed by the model from the graph: no transform
 
 
 @dataclass(frozen=True)
@@ -145,9 +148,9 @@ def pe_spec(name: str, **settings: Any) -> PESpec:
     spec = PESpec(name, {**PE_DEFAULTS[name], **settings})
     transform = spec.transform()  # the transform validates the values (and names what is allowed)
     if transform is None:  # a learned PE: its encoder validates them
-        from graphpe.nn import PEARLEncoder
+        from graphpe.nn.models import PE_ENCODERS
 
-        PEARLEncoder(1, **spec.settings)
+        PE_ENCODERS[name](dict(spec.settings), 1)
     from graphpe.nn.rfp import READOUTS
 
     if name == "rfp" and spec.settings["readout"] not in READOUTS:

@@ -7,6 +7,7 @@ Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transfor
 from graphpe.nn.attention import GraphLayout, LinearAttention, MultiheadGraphAttention, graph_layout
 from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
+    DegreeEncoder,
     ElstaticSEEncoder,
     HKdiagSEEncoder,
     LapPEEncoder,
@@ -31,6 +32,7 @@ from graphpe.nn.static import (
 )
 
 __all__ = [
+    "DegreeEncoder",
     "ElstaticSEEncoder",
     "GINE",
     "GINLayer",

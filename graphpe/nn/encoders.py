@@ -382,6 +382,39 @@ class ElstaticSEEncoder(LinearSEEncoder):
         super().__init__(10, channels, attr_name, **kwargs)
 
 
+class DegreeEncoder(nn.Module):
+    """Graphormer's centrality encoding (Ying et al., NeurIPS 2021, eq. 5): one learned vector
+    per node degree, ``z[deg(i)]``, or with ``directed`` ``z_in[indeg(i)] + z_out[outdeg(i)]``;
+    degrees above ``max_degree`` share the last vector (GraphGPS raises there instead).
+
+    Degrees are counted on the batch's ``edge_index`` (a PyG undirected graph stores both
+    directions, so a node's out-degree is its degree; a self loop counts once each way, as in
+    Graphormer's networkx graph), in the model: no transform, nothing stored.
+
+    Args:
+        channels: output width.
+        max_degree: largest degree with a vector of its own.
+        directed: separate in- and out-degree vectors, summed.
+    """
+
+    def __init__(self, channels: int, max_degree: int = 64, directed: bool = False) -> None:
+        super().__init__()
+        _positive("channels", channels)
+        _positive("max_degree", max_degree)
+        self.channels, self.max_degree, self.directed = channels, max_degree, bool(directed)
+        self.out_degree = nn.Embedding(max_degree + 1, channels)
+        self.in_degree = nn.Embedding(max_degree + 1, channels) if directed else None
+
+    def forward(self, batch) -> Tensor:
+        """``batch`` with ``edge_index`` -> ``[N, channels]``."""
+        edge_index, n = batch.edge_index, batch.num_nodes
+        h = self.out_degree(torch.bincount(edge_index[0], minlength=n).clamp_(max=self.max_degree))
+        if self.in_degree is not None:
+            h = h + self.in_degree(torch.bincount(edge_index[1], minlength=n)
+                                   .clamp_(max=self.max_degree))
+        return h
+
+
 class FeatureInput(nn.Module):
     """Node (and edge) feature embeddings: for categorical features an embedding per column
     (``vocab`` an int shared by all columns, or one size per column, as OGB's atom features),
@@ -500,7 +533,10 @@ class PairBiasEncoder(nn.Module):
                 or path.size(0) != pair_index.size(1):
             raise ValueError(f"expected {name} [{pair_index.size(1)}, {self.path_hops}] (the "
                              f"encoder's path_hops), got {list(path.shape)}")
-        edge_attr = read_attribute(batch, "edge_attr", "the dataset (edge features)")
+        edge_attr = batch.get("edge_attr")
+        if edge_attr is None:
+            raise ValueError("Graphormer's edge encoding (path_hops) reads the edge features "
+                             "batch.edge_attr, and the batch has none")
         graph = batch.get("batch")
         ptr = batch.get("ptr")
         if graph is not None and (ptr is None or ptr.numel() > 2):
@@ -541,7 +577,7 @@ def _pair_inputs(batch, attr_name: str, in_dim: int, num_categories: int | None,
                  dtype: torch.dtype) -> tuple[Tensor, Tensor]:
     """A pairwise encoding's values as a model input (:func:`pair_values`) and its
     ``pair_index``."""
-    producer = f"a pairwise transform with attr_name={attr_name!r}"
+    producer = f"RRWP, SPD, ResistanceDistance or HeatKernel (attr_name={attr_name!r})"
     values = read_attribute(batch, attr_name, producer)
     index = read_attribute(batch, f"{attr_name}_index", producer)
     return pair_values(values, attr_name, in_dim, num_categories, dtype), index

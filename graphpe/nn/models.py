@@ -27,6 +27,7 @@ from graphpe.nn.attention import (
 )
 from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
+    DegreeEncoder,
     ElstaticSEEncoder,
     FeatureInput,
     HKdiagSEEncoder,
@@ -517,6 +518,7 @@ PE_ENCODERS = {
                                       readout=cfg.get("readout", "trajectory"),
                                       steps=cfg.get("steps", 8)),
     "pearl": lambda cfg, ch: PEARLEncoder(ch, **cfg),
+    "degree": lambda cfg, ch: DegreeEncoder(ch, **cfg),
     "hkdiag": lambda cfg, ch: HKdiagSEEncoder(cfg.get("num_times", 16), ch),
     "elstatic": lambda cfg, ch: ElstaticSEEncoder(ch),
 }
@@ -532,7 +534,7 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     ``pair`` names one pairwise encoding (``rrwp``, ``spd``, ``rd``, ``heat``) with its
     settings: an attention bias for ``gps``, the pair features of ``grit`` (or of ``gps`` with
     ``attention='grit'``). ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``,
-    ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``) to their encoder
+    ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``, ``degree``) to their encoder
     settings; ``peg`` (eigenvectors ``attr_names``) adds PEG gates to the messages of
     ``gine``/``gps`` instead of an encoder. :func:`graphpe.presets.pe_model_config` builds this
     entry from the same specs that build the transforms, so the two always agree. Every other

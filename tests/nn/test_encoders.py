@@ -357,5 +357,61 @@ def test_graphormer_edge_encoding_errors():
     with pytest.raises(ValueError, match=r"expected spd_path \[9, 3\] \(the encoder's "
                                          r"path_hops\), got \[9, 2\]"):
         enc(SPD(2, path_hops=2)(data.clone()))
-    with pytest.raises(ValueError, match=r"spd_path"):
+    with pytest.raises(ValueError, match=r"no attribute 'spd_path': compute it first with "
+                                         r"graphpe.transforms.SPD\(path_hops=3"):
         enc(SPD(2)(data.clone()))
+    bare = SPD(2, path_hops=3)(data.clone())
+    del bare.edge_attr
+    with pytest.raises(ValueError, match=r"reads the edge features batch.edge_attr, and the "
+                                         r"batch has none"):
+        enc(bare)
+
+
+def test_degree_encoder_embeds_networkx_degrees_clamped():
+    """Graphormer's centrality encoding: the vector of each node's degree in networkx's
+    directed graph of the edges (duplicates and self loops counted as there), degrees above
+    max_degree on the last vector; directed adds in- and out-degree vectors."""
+    from graphpe.nn import DegreeEncoder
+
+    edges = [(0, 1), (1, 0), (1, 2), (2, 1), (1, 3), (3, 1), (1, 4), (4, 1), (2, 2), (0, 3)]
+    data = Data(edge_index=torch.tensor(edges).t(), num_nodes=6)
+    g = nx.MultiDiGraph()
+    g.add_nodes_from(range(6))
+    g.add_edges_from(edges)
+    enc = DegreeEncoder(8, max_degree=3)
+    want_out = torch.tensor([min(g.out_degree(i), 3) for i in range(6)])
+    torch.testing.assert_close(enc(data), enc.out_degree.weight[want_out])
+    directed = DegreeEncoder(8, max_degree=3, directed=True)
+    want_in = torch.tensor([min(g.in_degree(i), 3) for i in range(6)])
+    torch.testing.assert_close(directed(data), directed.out_degree.weight[want_out]
+                               + directed.in_degree.weight[want_in])
+    batch = Batch.from_data_list([data, data])
+    torch.testing.assert_close(enc(batch), torch.cat([enc(data), enc(data)]))
+    with pytest.raises(ValueError, match="max_degree must be a positive int, got 0"):
+        DegreeEncoder(8, max_degree=0)
+
+
+def test_graphormer_from_the_presets():
+    """Graphormer's three encodings through one spec list: degree (no transform), SPD with
+    the path edges; a GPS without message passing trains on them."""
+    from graphpe.nn import build_model
+    from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
+
+    specs = resolve_pe("degree:max_degree=8,spd:max_dist=5:path_hops=3")
+    assert [s.transform() is None for s in specs] == [True, False]
+    graphs = [nx_to_data(nx.cycle_graph(5)), nx_to_data(nx.path_graph(4))]
+    for k, g in enumerate(graphs):
+        g.x = torch.zeros(g.num_nodes, dtype=torch.long)
+        g.edge_attr = torch.arange(g.edge_index.size(1)) % 3
+        g.y = torch.tensor([1.0])
+        for t in transforms_of(specs):
+            graphs[k] = g = t(g)
+    pe = pe_model_config(specs)
+    assert pe == {"degree": {"max_degree": 8, "directed": False}}
+    model = build_model({"model": "gps", "mpnn": None, "channels": 16, "layers": 2,
+                         "out_dim": 1, "node_vocab": 2, "edge_vocab": 3, "heads": 2,
+                         "pe": pe, "pair": pair_model_config(specs)})
+    assert model.pair_encoder.path_hops == 3
+    out = model(Batch.from_data_list(graphs))
+    out.sum().backward()
+    assert model.pe_encoders[0].out_degree.weight.grad.abs().sum() > 0
