@@ -548,6 +548,11 @@ class PairBiasEncoder(nn.Module):
             first = counts.cumsum(0) - counts
             path = torch.where(path >= 0, path + first[graph[pair_index[0]]].unsqueeze(1),
                                path)
+        return self.edge_term(path, edge_attr)
+
+    def edge_term(self, path: Tensor, edge_attr: Tensor) -> Tensor:
+        """Graphormer's edge encoding ``[P, heads]`` of paths given as the batch's own edge
+        ids ``path [P, path_hops]`` (-1: no edge) over ``edge_attr [E, ...]``."""
         on_path = path >= 0
         per_edge = self.edge_embedding(edge_attr)  # [E, heads]
         if per_edge.size(0) == 0:

@@ -69,7 +69,8 @@ class StaticBatch:
         pair_attrs: pairwise encodings (attributes ``<name>`` with ``<name>_index``, as
             ``RRWP``, ``SPD``, ... write them), dense: ``name -> (values [G, S, S, ...],
             listed [G, S, S] bool)``, entry ``[g, a, b]`` for the pair of slot ``g``'s nodes
-            ``a`` and ``b``.
+            ``a`` and ``b``; ``SPD(path_hops=...)``'s path edges as ``<name>_path`` ``[G, S,
+            S, path_hops]``, ids of this batch's edges (-1: none).
     """
 
     num_graphs: int
@@ -206,6 +207,18 @@ def static_batch(
         listed = torch.zeros(G * S * S, dtype=torch.bool, device=device)
         listed[flat] = True
         pairs[name] = (dense.view((G, S, S) + tuple(values.shape[1:])), listed.view(G, S, S))
+        path = batch.get(f"{name}_path")
+        if path is not None and path.dim() == 2 and path.size(0) == index.size(1):
+            # SPD(path_hops=...)'s graph-local edge ids -> the padded batch's (edges keep
+            # their order, padding edges go last); -1 (no edge) stays -1
+            edge_graph = graph.to(device)[edge_index[0]]
+            counts = torch.bincount(edge_graph, minlength=count)
+            first = counts.cumsum(0) - counts
+            pair_graph = si // S
+            path = torch.where(path >= 0, path + first[pair_graph].unsqueeze(1), path)
+            dense_path = path.new_full((G * S * S, path.size(1)), -1)
+            dense_path[flat] = path
+            pairs[f"{name}_path"] = (dense_path.view(G, S, S, -1), listed.view(G, S, S))
     x = batch.get("x")
     return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
                        node_mask, graph_mask, count, y, attrs, pairs)
@@ -322,9 +335,6 @@ class StaticGPS(nn.Module):
                                                              PairBiasEncoder):
             raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "
                              f"{type(model.pair_encoder).__name__}")
-        if getattr(model.pair_encoder, "path_hops", 0):
-            raise ValueError("StaticGPS does not take Graphormer's edge encoding (a "
-                             "PairBiasEncoder with path_hops); use the eager GPS")
         for layer in model.layers:
             for norm in (layer.norm1, layer.norm2, layer.norm3):
                 if norm is not None and not isinstance(norm, (PygBatchNorm, nn.BatchNorm1d)):
@@ -372,7 +382,15 @@ class StaticGPS(nn.Module):
         values = pair_values(dense.reshape((G * S * S,) + tuple(dense.shape[3:])),
                              enc.attr_name, enc.in_dim, enc.num_categories,
                              parameter_dtype(enc))
-        bias = enc.bias(values) * listed.view(-1, 1)
+        bias = enc.bias(values)
+        if enc.path_hops:  # Graphormer's edge encoding, from the batch's own edge ids
+            name = f"{enc.attr_name}_path"
+            if name not in sb.pair_attrs:
+                raise ValueError(f"the static batch has no {name!r} (SPD(path_hops="
+                                 f"{enc.path_hops}) writes it)")
+            path = sb.pair_attrs[name][0].reshape(G * S * S, -1)
+            bias = bias + enc.edge_term(path, sb.edge_attr)
+        bias = bias * listed.view(-1, 1)
         return bias.view(G, S, S, enc.heads).permute(0, 3, 1, 2)
 
     def _attention(self, attn, x: Tensor, key_bias: Tensor, sb: StaticBatch) -> Tensor:

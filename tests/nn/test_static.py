@@ -239,19 +239,18 @@ def test_unsupported_models_raise():
         StaticGPS(gps(task="node_classification"))
     with pytest.raises(ValueError, match="does not support PEG gates"):
         StaticGPS(gps({"rwse": {"walk_length": 8}, "peg": {}}))
-    with pytest.raises(ValueError, match="StaticGPS does not take Graphormer's edge encoding"):
-        StaticGPS(gps(pair={"spd": {"max_dist": 3, "path_hops": 2}}))
 
 
 @pytest.mark.parametrize("pair", [{"rrwp": {"num_steps": 5}}, {"spd": {"max_dist": 3}},
-                                  {"rd": {}}])
+                                  {"spd": {"max_dist": 3, "path_hops": 2}}, {"rd": {}}])
 def test_static_pair_bias_equals_eager(pair):
-    """Attention biases per pair and head (RRWP, SPD, resistance) as one dense [G, heads, S, S]
-    mask: the eager GPS's outputs and gradients, the pair encoder's included."""
+    """Attention biases per pair and head (RRWP, SPD, with Graphormer's edge encoding,
+    resistance) as one dense [G, heads, S, S] mask: the eager GPS's outputs and gradients, the
+    pair encoder's included."""
     from graphpe.transforms import RRWP, SPD, ResistanceDistance
 
     name = next(iter(pair))
-    transform = {"rrwp": RRWP(5), "spd": SPD(3), "rd": ResistanceDistance()}[name]
+    transform = {"rrwp": RRWP, "spd": SPD, "rd": ResistanceDistance}[name](**pair[name])
     batch = transform(make_batch(5))
     eager = gps(pair=pair, attn_dropout=0.0)
     static_model = copy.deepcopy(eager)
@@ -277,6 +276,10 @@ def test_static_pair_bias_equals_eager(pair):
     with pytest.raises(ValueError, match=f"the static batch has no pairwise encoding "
                                          f"'{name}'"):
         StaticGPS(static_model)(static_batch(make_batch(5)))
+    if pair[name].get("path_hops"):
+        assert sb.pair_attrs["spd_path"][0].shape == (6, sb.graph_size, sb.graph_size, 2)
+        with pytest.raises(ValueError, match="the static batch has no 'spd_path'"):
+            StaticGPS(static_model)(static_batch(SPD(3)(make_batch(5))))
 
 
 def test_missing_features_raise():
@@ -309,10 +312,17 @@ def test_padding_keys_are_masked():
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="torch.compile on the CPU needs a C++ compiler")
-def test_fullgraph_compile_matches_eager():
-    """One graph, no breaks and no host syncs: what CUDA graphs need."""
+@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}])
+def test_fullgraph_compile_matches_eager(pair):
+    """One graph, no breaks and no host syncs: what CUDA graphs need (also with Graphormer's
+    spatial and edge encodings)."""
+    from graphpe.transforms import SPD
+
     batch = make_batch(4)
     model = gps(attn_dropout=0.0, layers=1)
+    if pair is not None:
+        batch = SPD(**pair["spd"])(batch)
+        model = gps(attn_dropout=0.0, layers=1, pair=pair)
     model.train()
     sb = static_batch(batch, num_graphs=4, graph_size=16, num_edges=256)
     ref = copy.deepcopy(model)
