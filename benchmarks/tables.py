@@ -513,6 +513,18 @@ def zinc_pairwise_table(runs: list[list[dict]]) -> str:
                              "PE")
 
 
+def zinc_graphormer_table(runs: list[list[dict]]) -> str:
+    """GPS on ZINC with Graphormer's spatial bias (SPD) alone and with its edge encoding
+    (``spd:path_hops=5``), RWSE on the nodes in both, the same seeds in one run
+    (``benchmarks/zinc.py --models gps --pes rwse+spd,rwse+spd:path_hops=5 --seeds 0,1``)."""
+    def command(run):
+        pes = ",".join(dict.fromkeys(r["pe_label"] for r in run))
+        return f"`python benchmarks/zinc.py --models gps --pes {pes} {_seeds_and_epochs(run)}`"
+
+    return _zinc_seeds_table(runs, lambda r: r["pe_label"], "rwse+spd", command, "GPS 4 x 64",
+                             "PE")
+
+
 def zinc_grit_table(runs: list[list[dict]]) -> str:
     """ZINC with GRIT's attention over RRWP pair features against GPS with RWSE, the same
     seeds in one run (``benchmarks/zinc.py --runs gps:rwse,gps-grit:rrwp --seeds 0,1,2``)."""
@@ -626,6 +638,7 @@ TABLES = {
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
     "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),
     "zinc_pairwise": ("benchmarks/results/zinc_pairwise*.json", zinc_pairwise_table),
+    "zinc_graphormer": ("benchmarks/results/zinc_graphormer*.json", zinc_graphormer_table),
     "zinc_grit": ("benchmarks/results/zinc_grit*.json", zinc_grit_table),
     "zinc_pe": ("benchmarks/results/zinc_pe_*.json", zinc_pe_table),
     "ogbg_mol": ("benchmarks/results/ogbg_mol.json", ogbg_mol_table),

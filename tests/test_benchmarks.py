@@ -292,7 +292,21 @@ def test_pairwise_benchmark_runs(tmp_path, monkeypatch):
     _run_script("pairwise", ["--limit", "60", "--reference-graphs", "10", "--steps", "4",
                              "--root", str(tmp_path / "data"), "--json", str(out)], monkeypatch)
     rows = json.loads(out.read_text())["rows"]
-    assert rows[0]["max_error"] < 1e-6 and len(rows) == 3
+    assert rows[0]["max_error"] < 1e-6
+    assert [r["encoding"] for r in rows] == [
+        "RRWP K=4", "SPD max_dist=8", "SPD + path edges, 5 hops (Graphormer)",
+        "SPD + path edges, 5 hops (Graphormer), one graph per call", "resistance distance"]
+    assert all(r["speedup"] > 0 for r in rows)
+    # PE settings in zinc.py's --pes, and the Graphormer table against the SPD bias alone
+    _run_script("zinc", ["--root", str(tmp_path / "data"), "--models", "gps", "--pes",
+                         "rwse+spd,rwse+spd:path_hops=2", "--epochs", "1", "--limit", "64",
+                         "--seeds", "0,1", "--json", str(tmp_path / "zg.json")], monkeypatch)
+    runs = json.loads((tmp_path / "zg.json").read_text())
+    assert [(r["pe_label"], r["seed"]) for r in runs] == [
+        (pe, s) for s in (0, 1) for pe in ("rwse+spd", "rwse+spd:path_hops=2")]
+    table = _tables().zinc_graphormer_table([runs])
+    assert "--pes rwse+spd,rwse+spd:path_hops=2 --seeds 0,1" in table
+    assert "rwse+spd:path_hops=2 minus rwse+spd, seed by seed (2 seeds)" in table
 
 
 def test_pairwise_large_benchmark_runs(tmp_path, monkeypatch):
