@@ -58,10 +58,13 @@ class GraphLayout:
     buckets: tuple[Bucket, ...]
     _bias_cache: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def pair_slots(self, pair_index: Tensor, heads: int) -> tuple[list[Tensor], list[Tensor]]:
+    def pair_slots(self, pair_index: Tensor, heads: int
+                   ) -> tuple[list[Tensor], list[Tensor], list[Tensor]]:
         """Where the logits of pairs ``(i, j)`` sit in the buckets' ``[heads, graphs, n, n]``
         score blocks: per bucket, the pair ids it holds and their flat positions
-        ``[pairs, heads]``. Cached per ``pair_index`` and ``heads``, so all layers share it."""
+        ``[pairs, heads]``, query-major and keys first (the blocks transposed, as the CPU's
+        compiled softmax holds them). Cached per ``pair_index`` and ``heads``, so all layers
+        share it."""
         key = ("pairs", heads)
         cached = self._bias_cache.get(key)
         if cached is not None and cached[0] is pair_index:  # the same tensor, not a reused id
@@ -69,7 +72,7 @@ class GraphLayout:
         slot_i, slot_j = self.slot[pair_index[0]], self.slot[pair_index[1]]
         starts = torch.tensor([b.start for b in self.buckets], device=self.slot.device)
         which = torch.searchsorted(starts, slot_i, right=True) - 1
-        ids, flats = [], []
+        ids, flats, flats_t = [], [], []
         for k, b in enumerate(self.buckets):
             pairs = torch.nonzero(which == k).flatten()
             ri, rj = slot_i[pairs] - b.start, slot_j[pairs] - b.start
@@ -78,12 +81,14 @@ class GraphLayout:
                 raise ValueError("pair_index holds a pair of nodes from different graphs")
             # score blocks are head-major: [heads * graphs, n, n]
             base = graph * b.size * b.size + a * b.size + rj % b.size
+            base_t = graph * b.size * b.size + (rj % b.size) * b.size + a
             heads_off = torch.arange(heads, device=base.device) * (b.num_graphs * b.size
                                                                    * b.size)
             ids.append(pairs)
             flats.append(base.unsqueeze(1) + heads_off)
-        self._bias_cache[key] = (pair_index, (ids, flats))
-        return ids, flats
+            flats_t.append(base_t.unsqueeze(1) + heads_off)
+        self._bias_cache[key] = (pair_index, (ids, flats, flats_t))
+        return ids, flats, flats_t
 
     def head_bias(self, bucket: Bucket, heads: int, dtype: torch.dtype) -> Tensor:
         """``bucket.key_bias`` repeated per head, head-major: ``[heads * num_graphs, 1,
@@ -315,10 +320,12 @@ def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphL
     channels, dim = width // 3, width // (3 * heads)
     scale = 1.0 / math.sqrt(dim)
     slots, w3 = layout.num_slots, 3 * heads
-    # on the CPU (float32, no pair bias) the scores are kept keys first (K Q^T): softmax
-    # and dropout then run down each query's column in one compiled pass
-    # (graphpe.ops.softmax), whose short loops vectorize that way round
-    keys_first = pair_bias is None and qkv.dtype == torch.float32 and use_host_kernels(qkv)
+    # on the CPU (float32) the scores are kept keys first (K Q^T): softmax and dropout then
+    # run down each query's column in one compiled pass (graphpe.ops.softmax), whose short
+    # loops vectorize that way round; pair biases are added to those raw scores divided by
+    # the scale the pass multiplies them with
+    keys_first = (qkv.dtype == torch.float32 and use_host_kernels(qkv)
+                  and (pair_bias is None or pair_bias.dtype == torch.float32))
     # head-major padded buffers (GraphLayout.head_rows): padding rows stay 0 (finite keys
     # and values under the -inf key bias)
     padded = layout.padded_heads(qkv, w3, qkv_bias)
@@ -330,6 +337,11 @@ def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphL
         q, k, v = qkvh[0], qkvh[1], qkvh[2]
         if keys_first:
             probs = torch.bmm(k, q.transpose(1, 2))  # [heads * graphs, keys, queries]
+            if pair_bias is not None and pair_slots[0][i].numel():
+                pairs, flat_t = pair_slots[0][i], pair_slots[2][i]
+                # (index_add_'s alpha takes a slow path: the scaling is a pass of its own)
+                probs.view(-1).index_add_(0, flat_t.flatten(), pair_bias.index_select(
+                    0, pairs).flatten().mul_(1.0 / scale))
             dropped = softmax_keys_first(probs.numpy(), layout.key_counts(b), g, scale,
                                          dropout, dropout_keys() if dropout else (0, 0))
             dropped = probs if dropped is None else torch.from_numpy(dropped)
@@ -379,6 +391,10 @@ def attention_core_backward(state: CoreState, grad_out: Tensor
             d_scores = torch.bmm(v, d_out.transpose(1, 2))  # (dO V^T)^T
             softmax_keys_first_backward(d_scores.numpy(), probs.numpy(), dropped.numpy(),
                                         scale)  # d(logits), the scale included
+            if grad_pair is not None and state.pair_slots[0][i].numel():
+                pairs, flat_t = state.pair_slots[0][i], state.pair_slots[2][i]
+                grad_pair.index_add_(0, pairs, d_scores.view(-1)[flat_t.flatten()]
+                                     .view(flat_t.shape).mul_(1.0 / scale))
             torch.bmm(d_scores.transpose(1, 2), k, out=d_qkv[0])
             torch.bmm(d_scores, q, out=d_qkv[1])
             continue
@@ -409,7 +425,7 @@ class _GraphAttentionCore(torch.autograd.Function):
     (slices, permutes, unbinds, bias, softmax, dropout, products) and their backward allocates
     a full-size zero gradient per slice; here the whole step is one node, a scatter into the
     head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls per bucket
-    and a gather back. On the CPU in float32 without pair biases the blocks are held keys first
+    and a gather back. On the CPU in float32 the blocks are held keys first
     (:math:`P^\top`, from :math:`K Q^\top`) for the compiled softmax of
     :mod:`graphpe.ops.softmax`; the products read them transposed.
     """

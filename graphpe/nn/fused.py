@@ -36,7 +36,8 @@ module path's to float32 rounding (tested).
 
 It runs only where it computes exactly that layer: training mode (or evaluation without
 autograd), CPU float32, ``mpnn='gine'``
-through the compiled aggregation, ``multihead`` attention without pair biases, no branch
+through the compiled aggregation, ``multihead`` attention (pair biases included, float32),
+no branch
 dropout, batch norms with affine parameters and running statistics (momentum set), no hooks on
 the layer's submodules, and not under ``torch.compile``. Everything else, and any layer with
 ``fused = False``, takes the module path.
@@ -75,6 +76,7 @@ class _Plan(NamedTuple):
     heads: int
     attn_dropout: float
     norms: tuple[nn.BatchNorm1d, nn.BatchNorm1d, nn.BatchNorm1d]
+    pair_slots: tuple | None  # GraphLayout.pair_slots of the pair biases, if any
 
 
 def _batch_norm(a: Tensor, b: Tensor | None, norm: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
@@ -108,13 +110,15 @@ def _mm_t(a: Tensor, b: Tensor) -> Tensor:
 
 class _FusedGPSLayer(torch.autograd.Function):
     """The GPS layer of this module's docstring as one autograd node (inputs: ``x``,
-    ``edge_attr``, then the layer's parameters in :func:`_fused_parts`' order)."""
+    ``edge_attr``, the attention's pair biases ``[P, heads]`` or None, then the layer's
+    parameters in :func:`_fused_parts`' order)."""
 
     @staticmethod
-    def forward(ctx, x, edge_attr, w1, b1, w2, b2, wq, bq, wo, bo, w3, b3, w4, b4,
+    def forward(ctx, x, edge_attr, pair_bias, w1, b1, w2, b2, wq, bq, wo, bo, w3, b3, w4, b4,
                 g1, beta1, g2, beta2, g3, beta3, plan):
         # detached where numpy reads them (torch's products run untracked in here anyway)
         x, edge_attr = x.detach(), edge_attr.detach()
+        pair_bias = None if pair_bias is None else pair_bias.detach()
         norm1, norm2, norm3 = plan.norms
         # MPNN branch: GINE's aggregation, its MLP, the residual and norm 1
         # (the linear maps' biases are added by the pass that reads each product: the
@@ -124,8 +128,9 @@ class _FusedGPSLayer(torch.autograd.Function):
         r1 = _linear_relu(agg, w1, b1)
         h1, xhat1, inv1 = _batch_norm(torch.mm(r1, w2.t()), x, norm1, g1, beta1, b2)
         # attention branch, its residual and norm 2, plus the MPNN branch (o = h1 + h2)
-        attended, core = attention_core_forward(torch.mm(x, wq.t()), None, plan.layout,
-                                                plan.heads, plan.attn_dropout, qkv_bias=bq)
+        attended, core = attention_core_forward(torch.mm(x, wq.t()), pair_bias, plan.layout,
+                                                plan.heads, plan.attn_dropout,
+                                                plan.pair_slots, qkv_bias=bq)
         o, xhat2, inv2 = _batch_norm(torch.mm(attended, wo.t()), x, norm2, g2, beta2, bo,
                                      extra=h1)
         # feed-forward block, its residual and norm 3
@@ -161,7 +166,7 @@ class _FusedGPSLayer(torch.autograd.Function):
         # attention branch: norm 2, out projection, core, in projection; x gets the residual
         d_s2, d_g2, d_beta2, d_bo = norm_backward(d_o, xhat2, inv2, g2)
         d_wo = _mm_t(d_s2, attended)
-        d_qkv, _ = attention_core_backward(core, torch.mm(d_s2, wo))
+        d_qkv, d_pair = attention_core_backward(core, torch.mm(d_s2, wo))
         d_wq, d_bq = _mm_t(d_qkv, x), d_qkv.sum(0)
         d_x = d_s2.addmm_(d_qkv, wq)
         # MPNN branch: norm 1, GINE's MLP, the aggregation; x gets the residual
@@ -174,8 +179,9 @@ class _FusedGPSLayer(torch.autograd.Function):
         _, d_edge = message.gine_aggregate_backward(
             x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale,
             torch.mm(d_r1, w1).numpy(), grad_x=d_x.numpy())
-        return (d_x, torch.from_numpy(d_edge), d_w1, d_b1, d_w2, d_b2, d_wq, d_bq, d_wo, d_bo,
-                d_w3, d_b3, d_w4, d_b4, d_g1, d_beta1, d_g2, d_beta2, d_g3, d_beta3, None)
+        return (d_x, torch.from_numpy(d_edge), d_pair, d_w1, d_b1, d_w2, d_b2, d_wq, d_bq,
+                d_wo, d_bo, d_w3, d_b3, d_w4, d_b4, d_g1, d_beta1, d_g2, d_beta2, d_g3,
+                d_beta3, None)
 
 
 def _batch_norm_module(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d | None:
@@ -244,7 +250,9 @@ def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
     fused kind, in training or in evaluation without autograd."""
     return bool(layer.fused and (layer.training or not torch.is_grad_enabled())
                 and layer.mpnn == "gine"
-                and layer.attention == "multihead" and pair_bias is None
+                and layer.attention == "multihead"
+                and (pair_bias is None or (pair_bias.dtype == torch.float32
+                                           and pair_bias.device.type == "cpu"))
                 and edge_weight is None and edge_attr is not None and layer.dropout == 0.0
                 and x.dtype == torch.float32 and edge_attr.dtype == torch.float32
                 and x.device.type == "cpu" and edge_attr.device.type == "cpu"
@@ -256,7 +264,8 @@ def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
 
 def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
                   layout: GraphLayout | None, pair_bias: Tensor | None,
-                  edge_weight: Tensor | None) -> Tensor | None:
+                  edge_weight: Tensor | None, pair_index: Tensor | None = None
+                  ) -> Tensor | None:
     """``layer``'s output (a :class:`~graphpe.nn.models.GPSLayer`) through
     :class:`_FusedGPSLayer` when the layer and these inputs are those of this module's
     docstring and every condition there holds; else None (take the module path)."""
@@ -278,14 +287,23 @@ def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Te
         layout._bias_cache["edges"] = (edge_index, x.size(0), edges)
     params, norms = parts
     attn = layer._modules["attn"]
+    slots = None
+    if pair_bias is not None:
+        if pair_index is None or pair_bias.shape != (pair_index.size(1), attn.heads):
+            raise ValueError(f"pair_bias must be [num_pairs, heads={attn.heads}] with its "
+                             f"pair_index [2, num_pairs]")
+        slots = layout.pair_slots(pair_index, attn.heads)
     plan = _Plan(*edges, conv.scale, layout, attn.heads,
-                 attn.dropout if attn.training else 0.0, norms)
+                 attn.dropout if attn.training else 0.0, norms, slots)
     if not layer.training:
-        return fused_inference(x.contiguous(), edge_attr.contiguous(), params, plan)
-    return _FusedGPSLayer.apply(x.contiguous(), edge_attr.contiguous(), *params, plan)
+        return fused_inference(x.contiguous(), edge_attr.contiguous(), params, plan,
+                               pair_bias)
+    return _FusedGPSLayer.apply(x.contiguous(), edge_attr.contiguous(), pair_bias, *params,
+                                plan)
 
 
-def fused_inference(x: Tensor, edge_attr: Tensor, params: list[Tensor], plan: _Plan) -> Tensor:
+def fused_inference(x: Tensor, edge_attr: Tensor, params: list[Tensor], plan: _Plan,
+                    pair_bias: Tensor | None = None) -> Tensor:
     """The layer of this module's docstring in evaluation (batch norms from their running
     statistics, no dropout), without autograd: the forward of :class:`_FusedGPSLayer` with
     each norm one affine pass (:func:`~graphpe.ops.norm.batch_norm_inference`) written over
@@ -306,7 +324,8 @@ def fused_inference(x: Tensor, edge_attr: Tensor, params: list[Tensor], plan: _P
     agg = torch.from_numpy(message.gine_aggregate(
         x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale))
     h1 = norm(torch.mm(_linear_relu(agg, w1, b1), w2.t()), x, norm1, g1, beta1, b2)
-    attended, _ = attention_core_forward(torch.mm(x, wq.t()), None, plan.layout, plan.heads,
-                                         0.0, qkv_bias=bq)
+    attended, _ = attention_core_forward(
+        torch.mm(x, wq.t()), None if pair_bias is None else pair_bias.detach(), plan.layout,
+        plan.heads, 0.0, plan.pair_slots, qkv_bias=bq)
     o = norm(torch.mm(attended, wo.t()), x, norm2, g2, beta2, bo, extra=h1)
     return norm(torch.mm(_linear_relu(o, w3, b3), w4.t()), o, norm3, g3, beta3, b4)

@@ -175,7 +175,8 @@ class GPSLayer(nn.Module):
             # under torch.compile the fused layer runs eagerly (a graph break): its compiled
             # kernels are opaque to the tracer and beat the traced module path on the CPU
             fused = _fused_eager if torch.compiler.is_compiling() else fused_forward
-            out = fused(self, x, edge_index, edge_attr, layout, pair_bias, edge_weight)
+            out = fused(self, x, edge_index, edge_attr, layout, pair_bias, edge_weight,
+                        pair_index)
             if out is not None:
                 return out
         hs = []

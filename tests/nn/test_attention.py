@@ -108,6 +108,59 @@ def test_cpu_float32_core_keys_first_matches_the_float64_reference(max_buckets, 
                                torch.autograd.grad(want, qkv64, grad)[0], atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize(("max_buckets", "dropout"), [(1, 0.0), (3, 0.0), (1, 0.5)])
+def test_cpu_float32_core_keys_first_takes_pair_biases(max_buckets, dropout, monkeypatch):
+    """Pair biases on the CPU's float32 keys-first core (added to the raw scores over the
+    scale, their gradient read back the same way): without dropout, values and gradients of
+    qkv and the biases against the float64 core, which adds them to the logits; with dropout
+    (whose masks float64 does not draw alike), the bias gradient against a finite
+    difference under the same masks."""
+    import graphpe.nn.attention as attention_module
+
+    calls = []
+    compiled = attention_module.softmax_keys_first
+    monkeypatch.setattr(attention_module, "softmax_keys_first",
+                        lambda *a: calls.append(1) or compiled(*a))
+    sizes = [7, 3, 1, 5, 7, 2, 6]
+    ptr = ptr_of(sizes)
+    layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
+    layout64 = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0,
+                            dtype=torch.float64)
+    pairs = [(int(ptr[g]) + i, int(ptr[g]) + j) for g, n in enumerate(sizes)
+             for i in range(n) for j in range(n) if (i * 3 + j) % 4]
+    pair_index = torch.tensor(pairs).t()
+    torch.manual_seed(0)
+    qkv64 = torch.randn(sum(sizes), 3 * 8, dtype=torch.float64) * 2
+    bias64 = torch.randn(len(pairs), 2, dtype=torch.float64)
+    qkv, bias = qkv64.float().requires_grad_(), bias64.float().requires_grad_()
+    qkv64.requires_grad_(), bias64.requires_grad_()
+    torch.manual_seed(3)
+    got = _GraphAttentionCore.apply(qkv, bias, layout, 2, dropout,
+                                    layout.pair_slots(pair_index, 2))
+    assert len(calls) == max_buckets  # the keys-first path, bias and all
+    grad = torch.randn(got.shape, dtype=torch.float64)
+    got_grads = torch.autograd.grad(got, [qkv, bias], grad.float())
+    if dropout:  # the same float32 core with its masks: the bias gradient by differences
+        torch.manual_seed(3)
+        again = _GraphAttentionCore.apply(qkv, bias, layout, 2, dropout,
+                                          layout.pair_slots(pair_index, 2))
+        assert torch.equal(again, got)  # the masks follow the seed
+        step = torch.zeros_like(bias)
+        step[5, 1] = 1e-2
+        torch.manual_seed(3)
+        moved = _GraphAttentionCore.apply(qkv, bias + step, layout, 2, dropout,
+                                          layout.pair_slots(pair_index, 2))
+        slope = ((moved - got).double() * grad).sum() / 1e-2
+        torch.testing.assert_close(slope, got_grads[1][5, 1].double(), atol=2e-2, rtol=2e-2)
+        return
+    want = _GraphAttentionCore.apply(qkv64, bias64, layout64, 2, 0.0,
+                                     layout64.pair_slots(pair_index, 2))
+    torch.testing.assert_close(got.double(), want, atol=2e-6, rtol=1e-5)
+    want_grads = torch.autograd.grad(want, [qkv64, bias64], grad)
+    for a, b in zip(got_grads, want_grads, strict=True):
+        torch.testing.assert_close(a.double(), b, atol=1e-5, rtol=1e-5)
+
+
 def test_dropout_scale_mask_keeps_the_expectation():
     torch.manual_seed(0)
     mask = dropout_scale_mask(torch.empty(200_000), 0.3)

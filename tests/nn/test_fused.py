@@ -30,23 +30,37 @@ def _graphs(sizes: list[int], channels: int, seed: int):
     return x, edge_index, batch, edge_attr, ptr
 
 
-def _run(layer, x, edge_index, batch, edge_attr, layout, grad, seed=0):
+def _run(layer, x, edge_index, batch, edge_attr, layout, grad, seed=0, pairs=None):
     x = x.clone().requires_grad_()
     edge_attr = edge_attr.clone().requires_grad_()
+    bias, index = (None, None) if pairs is None else (pairs[0].clone().requires_grad_(),
+                                                      pairs[1])
     torch.manual_seed(seed)  # the attention dropout's keys
-    out = layer(x, edge_index, batch, edge_attr, layout)
-    grads = torch.autograd.grad(out, [x, edge_attr, *layer.parameters()], grad)
+    out = layer(x, edge_index, batch, edge_attr, layout, pair_bias=bias, pair_index=index)
+    inputs = [x, edge_attr, *([] if bias is None else [bias]), *layer.parameters()]
+    grads = torch.autograd.grad(out, inputs, grad)
     return out, grads
+
+
+def _pairs(ptr, heads: int, seed: int):
+    """Pair biases on most ordered pairs of each graph (some left out), ``[P, heads]``."""
+    g = torch.Generator().manual_seed(seed)
+    pairs = [(a + i, a + j) for a, b in zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True)
+             for i in range(b - a) for j in range(b - a) if (i + 2 * j) % 5]
+    index = torch.tensor(pairs, dtype=torch.long).reshape(-1, 2).t()
+    return torch.randn(index.size(1), heads, generator=g), index
 
 
 @settings(max_examples=25, deadline=None)
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6).filter(lambda s: sum(s) > 1),
        max_buckets=st.integers(1, 3), heads=st.sampled_from([1, 2, 4]),
        attn_dropout=st.sampled_from([0.0, 0.5]), eps=st.sampled_from([0.0, 0.25]),
-       seed=st.integers(0, 2**16))
-def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_dropout, eps, seed):
-    """Output, the gradients of x, edge_attr and every parameter, and the norms' running
-    statistics are those of the module path (the same dropout masks: the same keys)."""
+       seed=st.integers(0, 2**16), with_pairs=st.booleans())
+def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_dropout, eps, seed,
+                                            with_pairs):
+    """Output, the gradients of x, edge_attr, the pair biases (with_pairs) and every
+    parameter, and the norms' running statistics are those of the module path (the same
+    dropout masks: the same keys)."""
     channels = 8
     x, edge_index, batch, edge_attr, ptr = _graphs(sizes, channels, seed)
     torch.manual_seed(seed)
@@ -56,12 +70,14 @@ def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_drop
     plain.fused = False
     layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
     grad = torch.randn(x.shape, generator=torch.Generator().manual_seed(seed + 1))
-    got, got_grads = _run(fused, x, edge_index, batch, edge_attr, layout, grad)
-    want, want_grads = _run(plain, x, edge_index, batch, edge_attr, layout, grad)
+    pairs = _pairs(ptr, heads, seed) if with_pairs else None
+    got, got_grads = _run(fused, x, edge_index, batch, edge_attr, layout, grad, pairs=pairs)
+    want, want_grads = _run(plain, x, edge_index, batch, edge_attr, layout, grad, pairs=pairs)
     assert got.grad_fn.name() == "_FusedGPSLayerBackward"
     assert want.grad_fn.name() != "_FusedGPSLayerBackward"
     assert torch.allclose(got, want, atol=1e-5)
-    names = ["x", "edge_attr", *(n for n, _ in fused.named_parameters())]
+    names = ["x", "edge_attr", *(["pair_bias"] if with_pairs else []),
+             *(n for n, _ in fused.named_parameters())]
     for name, a, b in zip(names, got_grads, want_grads, strict=True):
         assert torch.allclose(a, b, atol=2e-4, rtol=1e-4), name
     for (name, a), b in zip(fused.named_buffers(), plain.buffers(), strict=True):
@@ -72,9 +88,9 @@ def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_drop
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6).filter(lambda s: sum(s) > 1),
        max_buckets=st.integers(1, 3), heads=st.sampled_from([1, 2, 4]),
        eps=st.sampled_from([0.0, 0.25]), inference_mode=st.booleans(),
-       seed=st.integers(0, 2**16))
+       seed=st.integers(0, 2**16), with_pairs=st.booleans())
 def test_fused_inference_equals_the_module_path(sizes, max_buckets, heads, eps,
-                                                inference_mode, seed):
+                                                inference_mode, seed, with_pairs):
     """Evaluation without autograd: the output of the module path (running statistics from
     a few training steps), and the running statistics left unchanged."""
     channels = 8
@@ -89,9 +105,11 @@ def test_fused_inference_equals_the_module_path(sizes, max_buckets, heads, eps,
     plain = copy.deepcopy(fused)
     plain.fused = False
     buffers = [b.clone() for b in fused.buffers()]
+    bias, index = _pairs(ptr, heads, seed) if with_pairs else (None, None)
     with torch.inference_mode() if inference_mode else torch.no_grad():
-        got = fused(x, edge_index, batch, edge_attr, layout)
-        want = plain(x, edge_index, batch, edge_attr, layout)
+        got = fused(x, edge_index, batch, edge_attr, layout, pair_bias=bias, pair_index=index)
+        want = plain(x, edge_index, batch, edge_attr, layout, pair_bias=bias,
+                     pair_index=index)
     assert torch.allclose(got, want, atol=1e-5, rtol=1e-5)
     assert all(torch.equal(a, b) for a, b in zip(fused.buffers(), buffers, strict=True))
 
@@ -176,7 +194,10 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
     assert path(GPSLayer(8, "gine", "multihead", heads=2, norm="layer_norm")) != fused
     assert path(GPSLayer(8, "gin", "multihead", heads=2), edge_attr=None) != fused
     pairs = torch.tensor([[0, 1], [1, 0]])
-    assert path(layer, pair_bias=torch.zeros(2, 2), pair_index=pairs) != fused
+    # pair biases: fused in float32 (checked against the module path above)
+    assert path(layer, pair_bias=torch.zeros(2, 2), pair_index=pairs) == fused
+    assert path(layer, pair_bias=torch.zeros(2, 2, dtype=torch.float64),
+                pair_index=pairs) != fused
     assert path(layer, edge_weight=torch.ones(edge_index.size(1), 1)) != fused
     # a linear map without its bias, or one under a parametrization: the module path
     no_bias = GPSLayer(8, "gine", "multihead", heads=2)
