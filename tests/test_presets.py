@@ -38,14 +38,18 @@ def test_the_forms_a_pe_can_take():
 
 
 def test_bad_specs_name_what_is_allowed():
-    with pytest.raises(ValueError, match=r"unknown PE 'magic'; choose from \['elstatic', 'heat', "
-                                         r"'hkdiag', 'lap', 'lcp'"):
+    with pytest.raises(ValueError, match=r"unknown PE 'magic'; choose from \['degree', "
+                                         r"'elstatic', 'heat', 'hkdiag', 'lap', 'lcp'"):
         pe_spec("magic")
     with pytest.raises(ValueError, match=r"unknown setting\(s\) \['length'\] for PE 'rwse'; "
                                          r"allowed: \['walk_length'\]"):
         resolve_pe({"rwse": {"length": 3}})
     with pytest.raises(ValueError, match="walk_length must be a positive int, got 0"):
         pe_spec("rwse", walk_length=0)
+    with pytest.raises(ValueError, match="max_degree must be a positive int, got 0"):
+        pe_spec("degree", max_degree=0)  # a learned PE: its encoder validates the settings
+    with pytest.raises(ValueError, match="path_hops must be a non-negative int, got -2"):
+        pe_spec("spd", path_hops=-2)
     with pytest.raises(ValueError, match=r"each PE may appear once, got \['rwse', 'rwse'\]"):
         resolve_pe("rwse,rwse")
     with pytest.raises(ValueError, match="a PE is a name"):

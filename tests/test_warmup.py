@@ -30,7 +30,7 @@ def test_plan_groups_pes_by_family_slowest_first():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match=r"unknown PE name\(s\) \['nope'\]; choose from "
-                                         r"\['elstatic', "):
+                                         r"\['degree', 'elstatic', "):
         warmup.plan(["lap", "nope"])
     with pytest.raises(ValueError, match="processes must be a positive int, got 0"):
         warmup.warm_up(["rwse"], processes=0)
