@@ -214,6 +214,24 @@ def gine_step_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def pair_bias_step_table(data: dict) -> str:
+    """GPS step with each pairwise attention bias, fused and module by module (from
+    ``benchmarks/pair_bias_step.py``)."""
+    lines = [f"`{data['command']}` (GPS 4 x 64 + RWSE(16), ZINC batches of "
+             f"{data['batch_size']}, CPU, {data['threads']} thread, torch {data['torch']}; "
+             f"forward, backward and plain Adam, median of {data['rounds']} rounds, the "
+             "variants taking turns):", "",
+             "| attention bias | fused layers | module by module | fused, vs no bias |",
+             "| --- | ---: | ---: | ---: |"]
+    ms = {(r["bias"], r["fused"]): r["ms_per_step"] for r in data["rows"]}
+    base = ms.get(("none", True))
+    for bias in dict.fromkeys(r["bias"] for r in data["rows"]):
+        ratio = f"{ms[(bias, True)] / base:.2f}x" if base else ""
+        lines.append(f"| {bias} | {ms[(bias, True)]:.1f} ms | {ms[(bias, False)]:.1f} ms | "
+                     f"{ratio} |")
+    return "\n".join(lines)
+
+
 def spe_step_table(data: dict) -> str:
     """SPE encoder step, pair rows against the authors' padded layout (from
     ``benchmarks/spe_step.py``)."""
@@ -624,6 +642,7 @@ TABLES = {
     "train_step_gpu": ("benchmarks/results/train_step_gpu.json", train_step_gpu_table),
     "inference": ("benchmarks/results/inference.json", inference_table),
     "gine_step": ("benchmarks/results/gine_step.json", gine_step_table),
+    "pair_bias_step": ("benchmarks/results/pair_bias_step.json", pair_bias_step_table),
     "spe_step": ("benchmarks/results/spe_step.json", spe_step_table),
     "spe_step_gpu": ("benchmarks/results/spe_step_gpu.json", spe_step_table),
     "train_step_precision": ("benchmarks/results/train_step_precision.json",

@@ -304,6 +304,13 @@ def test_pairwise_benchmark_runs(tmp_path, monkeypatch):
     runs = json.loads((tmp_path / "zg.json").read_text())
     assert [(r["pe_label"], r["seed"]) for r in runs] == [
         (pe, s) for s in (0, 1) for pe in ("rwse+spd", "rwse+spd:path_hops=2")]
+    _run_script("pair_bias_step", ["--root", str(tmp_path / "data"), "--graphs", "16",
+                                   "--batch-size", "8", "--rounds", "1", "--json",
+                                   str(tmp_path / "pb.json")], monkeypatch)
+    steps = json.loads((tmp_path / "pb.json").read_text())
+    assert [(r["bias"], r["fused"]) for r in steps["rows"]] == [
+        (b, f) for b in ("none", "spd", "spd+path", "rrwp") for f in (True, False)]
+    assert "| spd+path |" in _tables().pair_bias_step_table(steps)
     table = _tables().zinc_graphormer_table([runs])
     assert "--pes rwse+spd,rwse+spd:path_hops=2 --seeds 0,1" in table
     assert "rwse+spd:path_hops=2 minus rwse+spd, seed by seed (2 seeds)" in table
