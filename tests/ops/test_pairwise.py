@@ -18,6 +18,7 @@ from graphpe.ops.pairwise import (
     resistance_distances,
     shortest_path_distances,
     shortest_path_edges,
+    shortest_paths,
 )
 from tests.conftest import graph_families, nx_to_data
 
@@ -295,6 +296,25 @@ def test_shortest_path_edges_follow_their_rule_and_batch_equals_per_graph(graphs
                 at = v if at == u else u
             if length == d:
                 assert at == j
+
+
+@settings(max_examples=30, deadline=None)
+@given(graphs=st.lists(raw_graph(), min_size=1, max_size=4), max_dist=st.integers(1, 4),
+       hops=st.integers(0, 3))
+def test_shortest_paths_give_the_same_on_either_kernel(graphs, max_dist, hops):
+    """shortest_paths (what SPD(path_hops=) calls): the distances of either kernel with the
+    path edges of shortest_path_edges, and none without path_hops."""
+    batch = Batch.from_data_list(graphs)
+    args = (batch.edge_index, batch.num_nodes, max_dist, hops)
+    compiled, path = shortest_paths(*args, ptr=batch.ptr)
+    tensor, path_t = shortest_paths(*args, ptr=batch.ptr, kernel="tensor")
+    assert all(torch.equal(a, b) for a, b in zip(compiled, tensor, strict=True))
+    if not hops:
+        assert path is None and path_t is None
+        return
+    want = shortest_path_edges(batch.edge_index, batch.num_nodes, compiled.pair_index, hops,
+                               ptr=batch.ptr)
+    assert torch.equal(path, want) and torch.equal(path_t, want)
 
 
 def test_shortest_path_edges_of_local_pairs_equal_those_of_all_pairs():
