@@ -499,13 +499,19 @@ class MultiheadGraphAttention(nn.Module):
             return self.out_proj(x)
         qkv = F.linear(x, self.in_proj_weight, self.in_proj_bias)
         p = self.dropout if self.training else 0.0
-        slots = None
-        if pair_bias is not None:
-            if pair_index is None or pair_bias.shape != (pair_index.size(1), self.heads):
-                raise ValueError(f"pair_bias must be [num_pairs, heads={self.heads}] with its "
-                                 f"pair_index [2, num_pairs]")
-            slots = layout.pair_slots(pair_index, self.heads)
+        slots = self.bias_slots(layout, pair_bias, pair_index)
         return self.out_proj(_attention_core(qkv, layout, self.heads, p, pair_bias, slots))
+
+    def bias_slots(self, layout: GraphLayout, pair_bias: Tensor | None,
+                   pair_index: Tensor | None):
+        """:meth:`GraphLayout.pair_slots` of the pairs ``pair_index`` that ``pair_bias
+        [P, heads]`` belongs to (None without a bias), after checking their shapes."""
+        if pair_bias is None:
+            return None
+        if pair_index is None or pair_bias.shape != (pair_index.size(1), self.heads):
+            raise ValueError(f"pair_bias must be [num_pairs, heads={self.heads}] with its "
+                             f"pair_index [2, num_pairs]")
+        return layout.pair_slots(pair_index, self.heads)
 
 
 class LinearAttention(nn.Module):

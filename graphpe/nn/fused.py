@@ -287,12 +287,7 @@ def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Te
         layout._bias_cache["edges"] = (edge_index, x.size(0), edges)
     params, norms = parts
     attn = layer._modules["attn"]
-    slots = None
-    if pair_bias is not None:
-        if pair_index is None or pair_bias.shape != (pair_index.size(1), attn.heads):
-            raise ValueError(f"pair_bias must be [num_pairs, heads={attn.heads}] with its "
-                             f"pair_index [2, num_pairs]")
-        slots = layout.pair_slots(pair_index, attn.heads)
+    slots = attn.bias_slots(layout, pair_bias, pair_index)
     plan = _Plan(*edges, conv.scale, layout, attn.heads,
                  attn.dropout if attn.training else 0.0, norms, slots)
     if not layer.training:

@@ -524,6 +524,30 @@ def local_pairs_host(csr: HostCSR, hops: int) -> tuple[np.ndarray, np.ndarray]:
     return pair_index, dist
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _ball(indptr, indices, i, hops, seen, level, queue):  # pragma: no cover - compiled
+    """Breadth-first search from ``i`` cut at ``hops`` levels: ``seen[v] = i`` and ``level[v]``
+    for every node reached, in ``queue[:tail]`` in the order reached; returns ``tail``.
+    ``seen`` is stamped with the source, so it needs no reset between sources."""
+    seen[i] = i
+    queue[0] = i
+    level[i] = 0
+    head, tail = 0, 1
+    while head < tail:
+        v = queue[head]
+        head += 1
+        if level[v] == hops:
+            continue
+        for p in range(indptr[v], indptr[v + 1]):
+            u = indices[p]
+            if seen[u] != i:
+                seen[u] = i
+                level[u] = level[v] + 1
+                queue[tail] = u
+                tail += 1
+    return tail
+
+
 @numba.njit(cache=True, nogil=True)
 def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, seen, queue,
                  level):  # pragma: no cover - compiled
@@ -531,22 +555,7 @@ def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, s
     # offsets[i]. seen[v] == i marks v as reached from source i (no reset between sources).
     n = indptr.shape[0] - 1
     for i in range(n):
-        seen[i] = i
-        queue[0] = i
-        level[i] = 0
-        head, tail = 0, 1
-        while head < tail:
-            v = queue[head]
-            head += 1
-            if level[v] == hops:
-                continue
-            for p in range(indptr[v], indptr[v + 1]):
-                u = indices[p]
-                if seen[u] != i:
-                    seen[u] = i
-                    level[u] = level[v] + 1
-                    queue[tail] = u
-                    tail += 1
+        tail = _ball(indptr, indices, i, hops, seen, level, queue)
         if count_only:
             offsets[i] = tail
             continue
@@ -591,22 +600,7 @@ def _all_pairs_distances(indptr, indices, ptr, max_dist, pair_ptr, pair_index, o
         s, e = ptr[g], ptr[g + 1]
         n = e - s
         for i in range(s, e):
-            seen[i] = i
-            level[i] = 0
-            queue[0] = i
-            head, tail = 0, 1
-            while head < tail:
-                v = queue[head]
-                head += 1
-                if level[v] == max_dist:
-                    continue
-                for p in range(indptr[v], indptr[v + 1]):
-                    u = indices[p]
-                    if seen[u] != i:
-                        seen[u] = i
-                        level[u] = level[v] + 1
-                        queue[tail] = u
-                        tail += 1
+            _ball(indptr, indices, i, max_dist, seen, level, queue)
             row = pair_ptr[g] + (i - s) * n - s
             for j in range(s, e):
                 pair_index[0, row + j] = i
@@ -655,7 +649,7 @@ def batch_path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.n
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
+def csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
     """Position of the entry ``(u, v)`` in the CSR (rows sorted; the entry must exist)."""
     lo, hi = indptr[u], indptr[u + 1]
     while lo < hi:
@@ -679,14 +673,14 @@ def _path_edges(indptr, indices, edge_index, pair_index, max_hops, out, node_gra
     for e in range(edge_index.shape[1]):
         u, v = edge_index[0, e], edge_index[1, e]
         if u != v:
-            p = _csr_position(indptr, indices, u, v)
+            p = csr_position(indptr, indices, u, v)
             if forward[p] < 0:
                 forward[p] = e
     ids = forward.copy()
     for u in range(n):
         for p in range(indptr[u], indptr[u + 1]):
             if ids[p] < 0:
-                ids[p] = forward[_csr_position(indptr, indices, indices[p], u)]
+                ids[p] = forward[csr_position(indptr, indices, indices[p], u)]
     # seen[v] == run: v reached by the current source's search (dist[v] valid); wanted[v] ==
     # run: v is a target of one of its pairs. Stamps need no reset between sources.
     # prefix[v]: the first max_hops edges of v's path (its predecessor's, plus the last hop
@@ -727,7 +721,7 @@ def _path_edges(indptr, indices, edge_index, pair_index, max_hops, out, node_gra
                 for t in range(max_hops):
                     prefix[v, t] = prefix[u, t]
                 if hop < max_hops:  # the entry (u, v) of row u: its id prefers u -> v
-                    prefix[v, hop] = ids[_csr_position(indptr, indices, u, v)]
+                    prefix[v, hop] = ids[csr_position(indptr, indices, u, v)]
             if wanted[v] == run:
                 remaining -= 1
             for p in range(indptr[v], indptr[v + 1]):

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.compiled import (
+    csr_position,
     edge_triangles_host,
     node_profile_host,
     per_input_edge_host,
@@ -288,14 +289,7 @@ def _orc_csr(indptr, indices, alpha):  # pragma: no cover - compiled
     for p in range(nnz):
         i, j = row[p], indices[p]
         if i > j:  # the reverse entry (j, i) sits in row j, found by binary search
-            lo, hi = indptr[j], indptr[j + 1]
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if indices[mid] < i:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[p] = out[lo]
+            out[p] = out[csr_position(indptr, indices, j, i)]
     return out
 
 
