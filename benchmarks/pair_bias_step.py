@@ -95,9 +95,10 @@ def main(argv=None) -> None:
         print(f"  {r['bias']:<9} {'fused' if r['fused'] else 'module by module':<17}"
               f"{r['ms_per_step']:8.1f}{extra}")
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/pair_bias_step.py " + " ".join(
-        a for a in (argv if argv is not None else sys.argv[1:]))
-    args.json.write_text(json.dumps({"command": command.strip(), "threads": args.threads,
+    command = (f"python benchmarks/pair_bias_step.py --threads {args.threads} --rounds "
+               f"{args.rounds}" + ("" if args.biases == ",".join(BIASES)
+                                   else f" --biases {args.biases}"))
+    args.json.write_text(json.dumps({"command": command, "threads": args.threads,
                                      "batch_size": args.batch_size, "rounds": args.rounds,
                                      "graphs": args.graphs, "torch": torch.__version__,
                                      "rows": rows}, indent=2))
