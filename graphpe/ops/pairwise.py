@@ -303,7 +303,8 @@ def shortest_paths(
     spatial and edge-encoding inputs (``SPD(path_hops=...)``)."""
     if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
         raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
-    _check_hops(path_hops)
+    if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
+        raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
     if local:
         validate_graph(edge_index, num_nodes, None, ptr)
         csr = simple_csr(edge_index.cpu(), num_nodes)

@@ -334,6 +334,8 @@ def test_shortest_path_edges_bad_inputs():
     assert shortest_path_edges(ei, 3, pairs, 2).tolist() == [[0, 1]]
     with pytest.raises(ValueError, match=r"max_hops must be a positive int, got 0"):
         shortest_path_edges(ei, 3, pairs, 0)
+    with pytest.raises(ValueError, match=r"path_hops must be a non-negative int, got None"):
+        shortest_paths(ei, 3, 2, None)
     with pytest.raises(ValueError, match=r"pair_index holds node ids outside \[0, 3\)"):
         shortest_path_edges(ei, 3, torch.tensor([[0], [3]]), 2)
     with pytest.raises(ValueError, match=r"pair_index must be an integer tensor of shape"):
