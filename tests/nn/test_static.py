@@ -358,14 +358,20 @@ def test_static_on_cuda_matches_cpu():
 
 @pytest.mark.gpu
 @cuda
-def test_cuda_graph_steps_match_eager():
+@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}])
+def test_cuda_graph_steps_match_eager(pair):
     """Three training steps replayed as CUDA graphs (``mode='reduce-overhead'``) give the
-    parameters of three eager steps."""
+    parameters of three eager steps (also with Graphormer's spatial and edge encodings)."""
+    from graphpe.transforms import SPD
+
     batches = [make_batch(6, seed=s) for s in range(3)]
+    shapes = static_shapes([g for b in batches for g in b.to_data_list()], 8)
+    if pair is not None:  # on the whole batch: after to_data_list, which knows its slices
+        batches = [SPD(**pair["spd"])(b) for b in batches]
     for b in batches:
         b.y = torch.randn(b.num_graphs)
-    shapes = static_shapes([g for b in batches for g in b.to_data_list()], 8)
-    model = gps(attn_dropout=0.0).cuda()
+    model = (gps(attn_dropout=0.0) if pair is None
+             else gps(attn_dropout=0.0, pair=pair)).cuda()
     ref = copy.deepcopy(model)
     runs = []
     for net, compiled in ((model, True), (ref, False)):
