@@ -10,7 +10,10 @@ ReLU and a residual), sum pooling and an MLP head. PyG's side uses ``GINEConv`` 
 ``global_add_pool``; graphpe's is ``graphpe.nn.GINE`` with its fused layers
 (:mod:`graphpe.nn.fused_gine`, the default) and module by module (``fused = False``), same
 parameter count. ``--variants gin`` drops the bond features: PyG's ``GINConv`` network
-against graphpe's ``GINE`` built without ``edge_vocab`` (GIN layers, also fused). Forward,
+against graphpe's ``GINE`` built without ``edge_vocab`` (GIN layers, also fused);
+``--variants gatedgcn`` GraphGPS's ``GatedGCNLayer`` (a PyG ``MessagePassing`` with
+``scatter``, as in GraphGPS's ``gatedgcn_layer.py``; residual, 4 x (node and edge update)) against
+``graphpe.nn.GatedGCN`` (whose last layer skips the edge update nobody reads). Forward,
 backward and a plain ``Adam`` step on the same ZINC-12k batches, the models taking turns
 within each round; medians over rounds, ms per step.
 """
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED  # noqa: E402
 from train_step import load_zinc  # noqa: E402
 
-from graphpe.nn import GINE  # noqa: E402
+from graphpe.nn import GINE, GatedGCN  # noqa: E402
 
 
 class PygGINE(nn.Module):
@@ -63,6 +66,59 @@ class PygGINE(nn.Module):
             e = self.edge_emb(batch.edge_attr.view(-1))
             for conv, norm in zip(self.convs, self.norms, strict=True):
                 h = h + torch.relu(norm(conv(h, batch.edge_index, e)))
+        return self.head(global_add_pool(h, batch.batch, size=batch.num_graphs))
+
+
+class GraphGPSGatedGCN(nn.Module):
+    """The GatedGCN network of GraphGPS's layer: embeddings, ``layers`` x GraphGPS's
+    ``GatedGCNLayer`` (residual, dropout 0), sum pooling and the MLP head."""
+
+    def __init__(self, channels: int, layers: int) -> None:
+        super().__init__()
+        from torch_geometric.nn import MessagePassing
+        from torch_geometric.utils import scatter
+
+        class Layer(MessagePassing):  # GraphGPS's GatedGCNLayer, its maths and layout
+            def __init__(self) -> None:
+                super().__init__()
+                self.A, self.B, self.C, self.D, self.E = (nn.Linear(channels, channels)
+                                                          for _ in range(5))
+                self.bn_node_x = nn.BatchNorm1d(channels)
+                self.bn_edge_e = nn.BatchNorm1d(channels)
+
+            def forward(self, x, edge_index, e):
+                x_new, e_new = self.propagate(edge_index, Bx=self.B(x), Dx=self.D(x),
+                                              Ex=self.E(x), Ce=self.C(e), Ax=self.A(x))
+                x_new = torch.relu(self.bn_node_x(x_new))
+                e_new = torch.relu(self.bn_edge_e(e_new))
+                return x + x_new, e + e_new
+
+            def message(self, Dx_i, Ex_j, Ce):
+                e_ij = Dx_i + Ex_j + Ce
+                self._e = e_ij
+                return torch.sigmoid(e_ij)
+
+            def aggregate(self, sigma, index, Bx_j, Bx):
+                num = scatter(sigma * Bx_j, index, 0, dim_size=Bx.size(0), reduce="sum")
+                den = scatter(sigma, index, 0, dim_size=Bx.size(0), reduce="sum")
+                return num / (den + 1e-6)
+
+            def update(self, aggr_out, Ax):
+                return Ax + aggr_out, self._e
+
+        self.node_emb = nn.Embedding(28, channels)
+        self.edge_emb = nn.Embedding(4, channels)
+        self.convs = nn.ModuleList(Layer() for _ in range(layers))
+        self.head = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
+                                  nn.Linear(channels, 1))
+
+    def forward(self, batch):
+        from torch_geometric.nn import global_add_pool
+
+        h = self.node_emb(batch.x.view(-1))
+        e = self.edge_emb(batch.edge_attr.view(-1))
+        for conv in self.convs:
+            h, e = conv(h, batch.edge_index, e)
         return self.head(global_add_pool(h, batch.batch, size=batch.num_graphs))
 
 
@@ -103,6 +159,14 @@ def main(argv: list[str] | None = None) -> None:
     warm, timed = batches[:2], batches[2:]
     models, base_of = {}, {}
     for variant in args.variants.split(","):
+        if variant == "gatedgcn":
+            torch.manual_seed(0)
+            peer = "GraphGPS GatedGCNLayer"
+            models.update({peer: GraphGPSGatedGCN(args.channels, args.layers),
+                           "graphpe GatedGCN": GatedGCN(args.channels, args.layers, 1,
+                                                        node_vocab=28, edge_vocab=4)})
+            base_of.update({peer: peer, "graphpe GatedGCN": peer})
+            continue
         edges = variant == "gine"
         torch.manual_seed(0)
         fused = GINE(args.channels, args.layers, 1, node_vocab=28,

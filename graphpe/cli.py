@@ -123,10 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p_train)
     p_train.add_argument("--config", default=None,
                          help="TOML/JSON file of these options (flags given here override it)")
-    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin"],
+    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn"],
                          default="gine",
                          help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
-                              "over pair features, e.g. --pe rrwp), GCN or GIN")
+                              "over pair features, e.g. --pe rrwp), GCN, GIN or GatedGCN "
+                              "(residual gated convolutions updating the edge features)")
+    p_train.add_argument("--mpnn", choices=["auto", "gine", "gin", "gatedgcn", "none"],
+                         default="auto",
+                         help="gps, grit: the local message passing beside the attention "
+                              "(auto: gine with edge features, else gin, for gps; none for "
+                              "grit); gatedgcn is GraphGPS's GatedGCN")
     p_train.add_argument("--channels", type=int, default=64, help="hidden width")
     p_train.add_argument("--layers", type=int, default=4, help="number of layers")
     p_train.add_argument("--dropout", type=float, default=0.0,
@@ -304,6 +310,11 @@ def _dispatch(args: argparse.Namespace) -> None:
         extra = {"dropout": args.dropout, "pool": args.pool}
         if args.model in ("gps", "grit"):
             extra.update(heads=args.heads, attn_dropout=args.attn_dropout)
+            if args.mpnn != "auto":
+                extra["mpnn"] = None if args.mpnn == "none" else args.mpnn
+        elif args.mpnn != "auto":
+            raise ValueError(f"--mpnn sets the local MPNN of --model gps or grit, not "
+                             f"{args.model}")
         record = run(bundle, args.pe, model=args.model, channels=args.channels,
                      layers=args.layers, config=config, **extra)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",

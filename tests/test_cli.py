@@ -90,6 +90,8 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
      "graphpe: error: precompute writes a cache: give --cache-dir"),
     (["train", "--dataset", "MUTAG", "--root", ".", "--config", "/nonexistent.toml"],
      "graphpe: error: --config /nonexistent.toml"),
+    (["train", "--dataset", "own_dataset:build", "--root", ".", "--mpnn", "gatedgcn"],
+     "graphpe: error: --mpnn sets the local MPNN of --model gps or grit, not gine"),
 ])
 def test_cli_errors_are_one_line_and_exit_2(argv, message, capsys, monkeypatch):
     from pathlib import Path
@@ -213,3 +215,27 @@ def test_static_shapes_flag_trains_a_gps(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gine", "--epochs", "1", "--static-shapes"], capsys)
     assert code == 2 and "StaticGPS runs a GPS model, got GINE" in err
+
+
+@pytest.mark.parametrize("argv", [["--model", "gatedgcn"], ["--model", "gps", "--mpnn",
+                                                            "gatedgcn", "--heads", "2"]])
+def test_gatedgcn_trains_from_the_cli_and_its_checkpoint_reloads(argv, tmp_path, capsys,
+                                                                 monkeypatch):
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    monkeypatch.syspath_prepend(str(examples))
+    results, ckpt = tmp_path / "r.json", tmp_path / "m.pt"
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            *argv, "--pe", "rwse:walk_length=6", "--channels", "16",
+                            "--layers", "2", "--epochs", "1", "--results", str(results),
+                            "--checkpoint", str(ckpt)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["model_config"]["model"] == argv[1]
+    if argv[1] == "gps":
+        assert record["model_config"]["mpnn"] == "gatedgcn"
+    code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
+                              "own_dataset:build", "--root", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["value"] == pytest.approx(record["test"])

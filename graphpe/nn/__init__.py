@@ -5,7 +5,7 @@ Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transfor
 """
 
 from graphpe.nn.attention import GraphLayout, LinearAttention, MultiheadGraphAttention, graph_layout
-from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
+from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     DegreeEncoder,
     ElstaticSEEncoder,
@@ -20,7 +20,16 @@ from graphpe.nn.encoders import (
     SPEEncoder,
 )
 from graphpe.nn.grit import GRITAttention
-from graphpe.nn.models import GINE, GPS, GRIT, GPSLayer, PEGraphModel, build_model, load_model
+from graphpe.nn.models import (
+    GINE,
+    GPS,
+    GRIT,
+    GatedGCN,
+    GPSLayer,
+    PEGraphModel,
+    build_model,
+    load_model,
+)
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 from graphpe.nn.static import (
@@ -38,6 +47,8 @@ __all__ = [
     "GINLayer",
     "GPS",
     "GPSLayer",
+    "GatedGCN",
+    "GatedGCNLayer",
     "GRIT",
     "GRITAttention",
     "GraphLayout",

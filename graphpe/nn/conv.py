@@ -4,6 +4,7 @@ the layers whose per-call Python overhead shows in a training step."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
@@ -207,3 +208,79 @@ class PEGGate(nn.Module):
     def forward(self, distances: Tensor) -> Tensor:
         """``[E, 1]`` squared distances (:func:`pe_distances`) -> ``[E, 1]`` gates in (0, 1)."""
         return torch.sigmoid(self.mlp(distances))
+
+
+class GatedGCNLayer(nn.Module):
+    r"""The residual gated graph convolution with edge features (Bresson & Laurent, "Residual
+    Gated Graph ConvNets", 2017; with the edge update of Dwivedi et al., "Benchmarking Graph
+    Neural Networks", JMLR 2023), as GraphGPS's ``GatedGCNLayer``, the local MPNN of its
+    ogbg-mol*, LRGB and PCQM4M models. For every edge :math:`j \to i`:
+
+    .. math::
+        \hat e_{ji} &= D x_i + E x_j + C e_{ji}, \qquad
+        \sigma_{ji} = \mathrm{sigmoid}(\hat e_{ji})\,[\cdot\, g_{ji}], \\
+        \hat x_i &= A x_i + \frac{\sum_{j \to i} \sigma_{ji} \odot B x_j}
+                                {\sum_{j \to i} \sigma_{ji} + 10^{-6}}, \\
+        x_i' &= x_i + \mathrm{Dropout}(\mathrm{ReLU}(\mathrm{BN}_x(\hat x_i))), \qquad
+        e_{ji}' = e_{ji} + \mathrm{Dropout}(\mathrm{ReLU}(\mathrm{BN}_e(\hat e_{ji}))),
+
+    with ``A``..``E`` linear maps with biases, the gate :math:`g_{ji}` an optional per-edge
+    weight (PEG's, :class:`PEGGate`, as GraphGPS's ``equivstable_pe``) and the residuals
+    optional. Submodules are named as GraphGPS's (``A``..``E``, ``bn_node_x``,
+    ``bn_edge_e``), so its weights load.
+
+    Args:
+        channels: width of the node and edge features (in and out).
+        dropout: dropout on both outputs before the residual.
+        residual: add the inputs to the outputs.
+        update_edges: compute :math:`e'` (False for a network's last layer, whose edge
+            features nobody reads: it returns ``(x', None)`` and has no ``bn_edge_e``).
+    """
+
+    def __init__(self, channels: int, dropout: float = 0.0, residual: bool = True,
+                 update_edges: bool = True) -> None:
+        super().__init__()
+        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
+            raise ValueError(f"channels must be a positive int, got {channels!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        self.channels, self.dropout, self.residual = channels, dropout, residual
+        self.update_edges = update_edges
+        self.A, self.B, self.C, self.D, self.E = (nn.Linear(channels, channels)
+                                                  for _ in range(5))
+        self.bn_node_x = nn.BatchNorm1d(channels)
+        self.bn_edge_e = nn.BatchNorm1d(channels) if update_edges else None
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor,
+                edge_weight: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """``x [N, channels]``, ``edge_attr [E, channels]`` (edge ``k`` runs
+        ``edge_index[0, k] -> edge_index[1, k]``), ``edge_weight [E, 1]`` gates or None ->
+        ``(x' [N, channels], edge_attr' [E, channels] or None)``."""
+        if edge_attr is None or edge_attr.shape != (edge_index.size(1), self.channels):
+            got = None if edge_attr is None else tuple(edge_attr.shape)
+            raise ValueError(f"GatedGCNLayer needs edge_attr [num_edges, {self.channels}] "
+                             f"= [{edge_index.size(1)}, {self.channels}], got {got}")
+        src, dst = edge_index[0], edge_index[1]
+        # D x_i + E x_j as one product: [N, 2C] -> gathered per edge end
+        de = torch.cat([self.D.weight, self.E.weight]).t()
+        dx_ex = torch.mm(x, de)
+        e_hat = (self.C(edge_attr) + dx_ex[:, :self.channels].index_select(0, dst)
+                 + dx_ex[:, self.channels:].index_select(0, src)
+                 + (self.D.bias + self.E.bias))
+        sigma = torch.sigmoid(e_hat)
+        if edge_weight is not None:
+            sigma = sigma * edge_weight
+        # numerator and denominator in one scatter: [E, 2C]
+        both = torch.cat([sigma * self.B(x).index_select(0, src), sigma], dim=1)
+        sums = both.new_zeros(x.size(0), 2 * self.channels).index_add_(0, dst, both)
+        x_hat = self.A(x) + sums[:, :self.channels] / (sums[:, self.channels:] + 1e-6)
+        x_out = F.dropout(F.relu(self.bn_node_x(x_hat)), self.dropout, self.training)
+        if self.residual:
+            x_out = x + x_out
+        if self.bn_edge_e is None:
+            return x_out, None
+        e_out = F.dropout(F.relu(self.bn_edge_e(e_hat)), self.dropout, self.training)
+        return x_out, edge_attr + e_out if self.residual else e_out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.channels}, dropout={self.dropout})"

@@ -25,7 +25,7 @@ from graphpe.nn.attention import (
     MultiheadGraphAttention,
     layout_from_batch,
 )
-from graphpe.nn.conv import GINLayer, PEGGate, pe_distances
+from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     DegreeEncoder,
     ElstaticSEEncoder,
@@ -46,7 +46,7 @@ from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
 from graphpe.ops.pairwise import pair_ids_of_edges
 
-MPNNS = ("gine", "gin", None)
+MPNNS = ("gine", "gin", "gatedgcn", None)
 ATTENTIONS = ("multihead", "linear", "grit", None)
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 TASKS = ("graph_regression", "graph_classification", "node_classification")
@@ -71,18 +71,22 @@ class GPSLayer(nn.Module):
     The ``grit`` attention (:class:`~graphpe.nn.grit.GRITAttention`) takes its logits from pair
     features and updates them: the layer then also returns the new pair features,
     :math:`e' = \mathrm{norm}_e(e + \mathrm{Dropout}(\hat e))` (GRIT's layer when ``mpnn`` is
-    None).
+    None). With ``mpnn='gatedgcn'`` (:class:`~graphpe.nn.conv.GatedGCNLayer`, GraphGPS's
+    ``CustomGatedGCN``) the MPNN branch is that layer's output, which has its own residual,
+    norm and dropout (so there is no ``norm1``), and the layer also returns the edge features
+    it updated: ``(out, edge_attr')``.
 
     Args:
         channels: width.
-        mpnn: ``gine`` (needs ``edge_attr`` of width ``channels``), ``gin`` or None.
+        mpnn: ``gine`` (needs ``edge_attr`` of width ``channels``), ``gatedgcn`` (the same),
+            ``gin`` or None.
         attention: ``multihead``, ``linear``, ``grit`` or None.
         heads: attention heads.
         dropout: dropout after each branch and inside the FFN.
         attn_dropout: dropout on the attention weights (``multihead``).
         norm: ``batch_norm``, ``layer_norm`` or None (PyG's resolver names).
-        update_pairs: with ``grit``, return the new pair features (False for a last layer:
-            ``(x', None)``).
+        update_pairs: with ``grit``, return the new pair features, with ``gatedgcn`` the new
+            edge features (False for a last layer: ``(x', None)``).
     """
 
     def __init__(
@@ -105,10 +109,16 @@ class GPSLayer(nn.Module):
             raise ValueError("a GPS layer needs an MPNN, an attention, or both")
         if channels % heads:
             raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        if mpnn == "gatedgcn" and attention == "grit":
+            raise ValueError("mpnn='gatedgcn' updates the edge features, attention='grit' the "
+                             "pair features: one layer does not take both")
         self.channels, self.dropout, self.mpnn, self.attention = channels, dropout, mpnn, attention
         inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
                               nn.Linear(channels, channels))
-        self.conv = GINLayer(inner) if mpnn is not None else None
+        if mpnn == "gatedgcn":
+            self.conv = GatedGCNLayer(channels, dropout, update_edges=update_pairs)
+        else:
+            self.conv = GINLayer(inner) if mpnn is not None else None
         if attention == "multihead":
             self.attn = MultiheadGraphAttention(channels, heads, attn_dropout)
         elif attention == "linear":
@@ -123,7 +133,9 @@ class GPSLayer(nn.Module):
             nn.Linear(2 * channels, channels), nn.Dropout(dropout),
         )
         # a norm per branch that exists (GPSConv builds norm1 even without its MPNN)
-        self.norm1 = normalization_resolver(norm, channels) if mpnn is not None else None
+        # (GatedGCN normalizes inside)
+        self.norm1 = (normalization_resolver(norm, channels)
+                      if mpnn not in (None, "gatedgcn") else None)
         self.norm2 = normalization_resolver(norm, channels)
         self.norm3 = normalization_resolver(norm, channels)
         self.norm_pair = (normalization_resolver(norm, channels)
@@ -158,7 +170,8 @@ class GPSLayer(nn.Module):
         pair_attr: Tensor | None = None,
         log_deg: Tensor | None = None,
     ) -> Tensor | tuple[Tensor, Tensor]:
-        """``x [N, channels]`` -> ``[N, channels]``. ``batch`` maps nodes to graphs (None: one
+        """``x [N, channels]`` -> ``[N, channels]`` (``(x', edge_attr')`` with
+        ``mpnn='gatedgcn'``). ``batch`` maps nodes to graphs (None: one
         graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
         here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``;
         ``pair_bias [P, heads]`` is added to the attention logits of the pairs ``pair_index``
@@ -180,7 +193,11 @@ class GPSLayer(nn.Module):
             if out is not None:
                 return out
         hs = []
-        if self.conv is not None:
+        new_edges = None
+        if self.mpnn == "gatedgcn":  # residual, norm and dropout inside
+            h, new_edges = self.conv(x, edge_index, edge_attr, edge_weight)
+            hs.append(h)
+        elif self.conv is not None:
             if self.mpnn == "gine":
                 if edge_attr is None:
                     raise ValueError("mpnn='gine' needs edge_attr of width channels")
@@ -220,6 +237,8 @@ class GPSLayer(nn.Module):
             hs.append(self._norm(self.norm2, h + x, batch, num_graphs))
         out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
         out = self._norm(self.norm3, out + self.mlp(out), batch, num_graphs)
+        if self.mpnn == "gatedgcn":
+            return out, new_edges
         return (out, new_pairs) if self.attention == "grit" else out
 
 
@@ -387,6 +406,38 @@ class GINE(PEGraphModel):
         return h
 
 
+class GatedGCN(PEGraphModel):
+    """A GatedGCN network (Bresson & Laurent, 2017; the benchmarking-gnns model of Dwivedi et
+    al., JMLR 2023): ``num_layers`` :class:`~graphpe.nn.conv.GatedGCNLayer` (residual gated
+    convolutions that update the node and the edge features), then pooling and an MLP head.
+    Without edge features every edge starts from one learned vector. ``peg_attr`` names the
+    eigenvectors whose distances gate every layer's messages (:class:`~graphpe.nn.conv.
+    PEGGate`; GraphGPS's GatedGCN with ``equivstable_pe``). See :class:`PEGraphModel` for the
+    other arguments."""
+
+    def __init__(self, channels: int, num_layers: int, out_dim: int,
+                 peg_attr: str | None = None, **kwargs: Any) -> None:
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+        # the last layer's edge features would not be read: it does not compute them
+        self.convs = nn.ModuleList(GatedGCNLayer(channels, self.dropout,
+                                                 update_edges=i < num_layers - 1)
+                                   for i in range(num_layers))
+        self.edge_start = (nn.Parameter(torch.zeros(channels)) if self.edge_input is None
+                           else None)
+        self._build_peg(peg_attr, num_layers)
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        distances = self._peg_distances(batch)
+        if self.edge_start is not None:
+            edge_attr = self.edge_start.expand(batch.edge_index.size(1), -1)
+        for i, conv in enumerate(self.convs):
+            if self.reinject is not None:
+                h = h + self.reinject[i](pe)
+            gate = self.peg_gates[i](distances) if distances is not None else None
+            h, edge_attr = conv(h, batch.edge_index, edge_attr, gate)
+        return h
+
+
 @torch.compiler.disable
 def _fused_eager(*args) -> Tensor | None:
     return fused_forward(*args)
@@ -401,7 +452,8 @@ def _layout(graph: Tensor | None, num_nodes: int, ptr: Tensor | None,
 
 class GPS(PEGraphModel):
     """A GPS network: :class:`GPSLayer` stack, then pooling and an MLP head. Extra arguments:
-    ``mpnn`` (default ``gine`` with edge features, else ``gin``), ``attention``, ``heads``,
+    ``mpnn`` (default ``gine`` with edge features, else ``gin``; ``gatedgcn`` for GraphGPS's
+    GatedGCN, which updates the edge features layer by layer), ``attention``, ``heads``,
     ``attn_dropout``, ``norm``, ``attention_buckets`` (the most size buckets the ``multihead``
     attention pads the batch's graphs into, built once per forward; 1 pads every graph to the
     largest, as PyG's ``GPSConv``), ``pair_encoder`` (``multihead`` attention: e.g.
@@ -447,6 +499,11 @@ class GPS(PEGraphModel):
             mpnn = "gine" if self.edge_input is not None else "gin"
         if mpnn == "gine" and self.edge_input is None:
             raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
+        self.mpnn = mpnn
+        # GatedGCN without edge features starts every edge from one learned vector (as
+        # benchmarking-gnns' GatedGCN does with edge_feat=False)
+        self.edge_start = (nn.Parameter(torch.zeros(channels))
+                           if mpnn == "gatedgcn" and self.edge_input is None else None)
         # the last layer's pair features would not be read: it does not compute them
         self.layers = nn.ModuleList(
             GPSLayer(channels, mpnn, attention, heads, self.dropout, attn_dropout, norm,
@@ -477,13 +534,20 @@ class GPS(PEGraphModel):
         elif self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
             pair_bias, pair_index = self.pair_encoder(batch)
         distances = self._peg_distances(batch)
+        if self.edge_start is not None:
+            edge_attr = self.edge_start.expand(batch.edge_index.size(1), -1)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
             gate = self.peg_gates[i](distances) if distances is not None else None
             out = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
                         pair_index, gate, pair_attr, log_deg)
-            h, pair_attr = out if self.attention == "grit" else (out, None)
+            if self.mpnn == "gatedgcn":  # the edge features, updated by every layer
+                h, edge_attr = out
+            elif self.attention == "grit":
+                h, pair_attr = out
+            else:
+                h = out
         return h
 
 
@@ -537,10 +601,11 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     ``attention='grit'``). ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``,
     ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``, ``degree``) to their encoder
     settings; ``peg`` (eigenvectors ``attr_names``) adds PEG gates to the messages of
-    ``gine``/``gps`` instead of an encoder. :func:`graphpe.presets.pe_model_config` builds this
+    ``gine``/``gps``/``gatedgcn`` instead of an encoder. :func:`graphpe.presets.pe_model_config` builds this
     entry from the same specs that build the transforms, so the two always agree. Every other
     key is passed to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
-    (:class:`GPS`), ``grit`` (:class:`GRIT`), ``gcn`` (:class:`GCN`) or ``gin`` (:class:`GIN`).
+    (:class:`GPS`), ``grit`` (:class:`GRIT`), ``gcn`` (:class:`GCN`), ``gin`` (:class:`GIN`) or
+    ``gatedgcn`` (:class:`GatedGCN`).
     """
     config = dict(config)
     kind = config.pop("model", "gine")
@@ -580,8 +645,8 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     pe = dict(pe)
     peg = pe.pop("peg", None)
     if peg is not None:  # not a node encoder: gates on every layer's messages
-        if kind not in ("gine", "gps"):
-            raise ValueError("peg gates the messages of model='gine' or 'gps'")
+        if kind not in ("gine", "gps", "gatedgcn"):
+            raise ValueError("peg gates the messages of model='gine', 'gps' or 'gatedgcn'")
         config["peg_attr"] = (peg or {}).get("attr_names", ("peg_pe",))[0]
     unknown = set(pe) - set(PE_ENCODERS)
     if unknown:
@@ -697,4 +762,5 @@ def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Te
 
 
 # build_model's "model" names
-MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "gin": GIN}
+MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "gin": GIN,
+          "gatedgcn": GatedGCN}

@@ -308,7 +308,7 @@ class StaticGPS(nn.Module):
     depend only on ``StaticBatch.shape_key``. Returns the graph predictions ``[G, out_dim]``
     (rows of empty slots are not meaningful: weight the loss by ``graph_mask``).
 
-    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None; ``attention`` ``multihead``/
+    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None (not ``gatedgcn``); ``attention`` ``multihead``/
     None, with a :class:`~graphpe.nn.PairBiasEncoder` (RRWP, SPD, resistance or heat-kernel
     biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm`` or None; PE encoders
     :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE, ElstaticSE),
@@ -331,6 +331,8 @@ class StaticGPS(nn.Module):
                              f"{model.attention!r}")
         if model.peg_gates is not None:
             raise ValueError("StaticGPS does not support PEG gates")
+        if model.mpnn == "gatedgcn":
+            raise ValueError("StaticGPS supports mpnn 'gine', 'gin' or None, got 'gatedgcn'")
         if model.pair_encoder is not None and not isinstance(model.pair_encoder,
                                                              PairBiasEncoder):
             raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "

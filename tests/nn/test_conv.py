@@ -1,9 +1,10 @@
 import pytest
 import torch
 from torch import nn
-from torch_geometric.nn import GINConv, GINEConv
+from torch_geometric.nn import GINConv, GINEConv, MessagePassing
+from torch_geometric.utils import scatter
 
-from graphpe.nn.conv import GINLayer, gin_aggregate
+from graphpe.nn.conv import GatedGCNLayer, GINLayer, gin_aggregate
 
 
 @pytest.mark.parametrize("edges", [True, False])
@@ -144,3 +145,114 @@ def test_gin_layer_takes_the_compiled_aggregation_unless_told_not_to(monkeypatch
     layer.use_kernels = True
     layer(x, edge_index, edge_weight=torch.ones(20, 1))
     assert calls == [1]
+
+
+class _GraphGPSGatedGCN(MessagePassing):
+    """GraphGPS's GatedGCNLayer maths as a PyG MessagePassing, the reference for
+    GatedGCNLayer: message e_ij = D x_i + E x_j + C e (i the target), sigma = sigmoid(e_ij)
+    times an optional gate, sum-aggregated numerator and denominator, update A x + num /
+    (den + 1e-6), then BN, ReLU, dropout and the residuals on nodes and edges."""
+
+    def __init__(self, channels, dropout=0.0):
+        super().__init__()
+        self.A, self.B, self.C, self.D, self.E = (nn.Linear(channels, channels)
+                                                  for _ in range(5))
+        self.bn_node_x = nn.BatchNorm1d(channels)
+        self.bn_edge_e = nn.BatchNorm1d(channels)
+        self.dropout = dropout
+
+    def forward(self, x, edge_index, e, gate=None):
+        x_new, e_new = self.propagate(edge_index, Bx=self.B(x), Dx=self.D(x), Ex=self.E(x),
+                                      Ce=self.C(e), Ax=self.A(x), gate=gate)
+        x_new = torch.nn.functional.relu(self.bn_node_x(x_new))
+        e_new = torch.nn.functional.relu(self.bn_edge_e(e_new))
+        return x + x_new, e + e_new
+
+    def message(self, Dx_i, Ex_j, Ce, gate):
+        e_ij = Dx_i + Ex_j + Ce
+        sigma = torch.sigmoid(e_ij)
+        if gate is not None:
+            sigma = sigma * gate
+        self._e = e_ij
+        return sigma
+
+    def aggregate(self, sigma, index, Bx_j, Bx):
+        num = scatter(sigma * Bx_j, index, 0, dim_size=Bx.size(0), reduce="sum")
+        den = scatter(sigma, index, 0, dim_size=Bx.size(0), reduce="sum")
+        return num / (den + 1e-6)
+
+    def update(self, aggr_out, Ax):
+        return Ax + aggr_out, self._e
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_gatedgcn_layer_equals_graphgps_maths_with_gradients(gated):
+    torch.manual_seed(0)
+    channels = 8
+    # a directed multigraph with an isolated node (6) and a self loop (2 -> 2)
+    edge_index = torch.tensor([[0, 1, 1, 2, 3, 4, 4, 2, 5, 0],
+                               [1, 0, 2, 1, 4, 3, 5, 2, 4, 1]])
+    ref = _GraphGPSGatedGCN(channels).double()
+    ours = GatedGCNLayer(channels).double()
+    ours.load_state_dict(ref.state_dict())  # GraphGPS's parameter names
+    x = torch.randn(7, channels, dtype=torch.float64)
+    e = torch.randn(edge_index.size(1), channels, dtype=torch.float64)
+    gate = torch.rand(edge_index.size(1), 1, dtype=torch.float64) if gated else None
+    inputs = []
+    for model in (ref, ours):
+        xi, ei = x.clone().requires_grad_(), e.clone().requires_grad_()
+        out_x, out_e = model(xi, edge_index, ei, gate)
+        (out_x.sin().sum() + out_e.cos().sum()).backward()
+        inputs.append((out_x, out_e, xi.grad, ei.grad,
+                       {n: p.grad for n, p in model.named_parameters()}))
+    (rx, re, rgx, rge, rgp), (ox, oe, ogx, oge, ogp) = inputs
+    for a, b in ((rx, ox), (re, oe), (rgx, ogx), (rge, oge)):
+        torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
+    assert rgp.keys() == ogp.keys()
+    for name in rgp:
+        torch.testing.assert_close(ogp[name], rgp[name], rtol=1e-10, atol=1e-10, msg=name)
+    # the isolated node gets A x alone: its sum is 0 over 1e-6
+    assert torch.isfinite(ox).all()
+    # running statistics follow the same batch statistics
+    torch.testing.assert_close(ours.bn_edge_e.running_var, ref.bn_edge_e.running_var)
+
+
+def test_gatedgcn_layer_dropout_and_residual_options():
+    torch.manual_seed(0)
+    layer = GatedGCNLayer(4, dropout=0.5, residual=False).eval()
+    x, e = torch.randn(3, 4), torch.randn(2, 4)
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    out_x, out_e = layer(x, edge_index, e)
+    assert (out_x >= 0).all() and (out_e >= 0).all()  # ReLU outputs, no residual added
+    layer.train()
+    torch.manual_seed(1)
+    a = layer(x, edge_index, e)[0]
+    torch.manual_seed(2)
+    assert not torch.equal(a, layer(x, edge_index, e)[0])  # dropout draws in training
+
+
+def test_gatedgcn_layer_rejects_bad_inputs():
+    layer = GatedGCNLayer(4)
+    edge_index = torch.tensor([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match=r"GatedGCNLayer needs edge_attr \[num_edges, 4\] "
+                                         r"= \[2, 4\], got None"):
+        layer(torch.randn(2, 4), edge_index, None)
+    with pytest.raises(ValueError, match=r"= \[2, 4\], got \(2, 3\)"):
+        layer(torch.randn(2, 4), edge_index, torch.randn(2, 3))
+    with pytest.raises(ValueError, match="channels must be a positive int, got 0"):
+        GatedGCNLayer(0)
+    with pytest.raises(ValueError, match=r"dropout must be in \[0, 1\), got 1.0"):
+        GatedGCNLayer(4, dropout=1.0)
+
+
+def test_gatedgcn_last_layer_computes_no_edge_update():
+    torch.manual_seed(0)
+    full = GatedGCNLayer(4)
+    last = GatedGCNLayer(4, update_edges=False)
+    state = {k: v for k, v in full.state_dict().items() if not k.startswith("bn_edge_e")}
+    last.load_state_dict(state)
+    x, e = torch.randn(3, 4), torch.randn(2, 4)
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    out, none = last(x, edge_index, e)
+    assert none is None and last.bn_edge_e is None
+    torch.testing.assert_close(out, full(x, edge_index, e)[0])

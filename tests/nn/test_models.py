@@ -47,7 +47,7 @@ def permute_batch(batch, perm_per_graph):
     return Batch.from_data_list(graphs)
 
 
-@pytest.mark.parametrize("kind", ["gine", "gps"])
+@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn"])
 def test_permutation_invariance_and_equivariance(kind):
     batch = make_batch()
     rng = np.random.default_rng(0)
@@ -56,15 +56,16 @@ def test_permutation_invariance_and_equivariance(kind):
     # deterministic PEs whose values move with the nodes: RWSE, LCP, SPE (basis invariant),
     # SignNet, and the fixed RFP draws permuted along with the nodes
     pe = {k: v for k, v in ALL_PE.items() if k != "lap"}
+    kind, extra = _kind(kind)
     torch.manual_seed(0)
     graph_model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 3,
-                               "node_vocab": 5, "edge_vocab": 3, "pe": pe}).eval()
+                               "node_vocab": 5, "edge_vocab": 3, "pe": pe, **extra}).eval()
     with torch.no_grad():
         assert torch.allclose(graph_model(permuted), graph_model(batch), atol=1e-4)
     torch.manual_seed(0)
     node_model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 3,
                               "task": "node_classification", "node_vocab": 5, "edge_vocab": 3,
-                              "pe": pe}).eval()
+                              "pe": pe, **extra}).eval()
     with torch.no_grad():
         out, out_perm = node_model(batch), node_model(permuted)
     offset = 0
@@ -75,13 +76,21 @@ def test_permutation_invariance_and_equivariance(kind):
         offset += n
 
 
-@pytest.mark.parametrize("kind", ["gine", "gps"])
+def _kind(kind):
+    """``gps+gatedgcn``: model ``gps`` with ``mpnn='gatedgcn'``."""
+    if kind == "gps+gatedgcn":
+        return "gps", {"mpnn": "gatedgcn"}
+    return kind, {}
+
+
+@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn"])
 @pytest.mark.parametrize("combine", ["sum", "concat"])
 def test_every_parameter_gets_a_gradient(kind, combine):
     batch = make_batch()
+    kind, extra = _kind(kind)
     model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 1,
                          "node_vocab": 5, "edge_vocab": 3, "pe": ALL_PE,
-                         "pe_combine": combine, "reinject_pe": True})
+                         "pe_combine": combine, "reinject_pe": True, **extra})
     model.train()
     model(batch).pow(2).sum().backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]
@@ -263,11 +272,11 @@ def test_gin_matches_pyg_ginconv_stack():
 
 def test_unknown_model_name_is_refused():
     with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'grit', "
-                                         r"'gcn', 'gin'\), got 'gat'"):
+                                         r"'gcn', 'gin', 'gatedgcn'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 
-@pytest.mark.parametrize("kind", ["gine", "gps"])
+@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn"])
 def test_peg_gates_are_invariant_to_any_orthogonal_map_of_the_eigenvectors(kind):
     """PEG (EquivStableLapPE): the gates read ||p_i - p_j||^2 only, so rotating the
     eigenvector columns by any orthogonal matrix (sign flips, bases of repeated eigenspaces)
@@ -276,8 +285,10 @@ def test_peg_gates_are_invariant_to_any_orthogonal_map_of_the_eigenvectors(kind)
 
     (transform,) = transforms_of(resolve_pe("peg:k=4"))
     batch = transform(make_batch())
+    kind, extra = _kind(kind)
+    if kind == "gps":
+        extra["heads"] = 2
     torch.manual_seed(0)
-    extra = {"heads": 2} if kind == "gps" else {}
     model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 1,
                          "node_vocab": 5, "edge_vocab": 3, "pe": {"peg": {}}, **extra}).eval()
     q, _ = torch.linalg.qr(torch.randn(4, 4, dtype=torch.float64))
@@ -296,7 +307,8 @@ def test_peg_gates_are_invariant_to_any_orthogonal_map_of_the_eigenvectors(kind)
 
 
 def test_peg_bad_uses():
-    with pytest.raises(ValueError, match="peg gates the messages of model='gine' or 'gps'"):
+    with pytest.raises(ValueError, match="peg gates the messages of model='gine', 'gps' or "
+                                         "'gatedgcn'"):
         build_model({"model": "gcn", "channels": 8, "layers": 1, "node_vocab": 5,
                      "pe": {"peg": {}}})
     model = build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
@@ -308,3 +320,71 @@ def test_peg_bad_uses():
     layer = GINLayer(torch.nn.Linear(4, 4))
     with pytest.raises(ValueError, match=r"edge_weight must have shape \(2, 1\), got \(2,\)"):
         layer(torch.randn(3, 4), torch.tensor([[0, 1], [1, 2]]), edge_weight=torch.ones(2))
+
+
+def test_gps_layer_with_gatedgcn_is_graphgps_custom_gatedgcn_layer():
+    """GraphGPS's GPSLayer with local_gnn_type='CustomGatedGCN': the MPNN branch is the
+    GatedGCN layer's output as it is (residual, norm and dropout inside, no norm1), summed
+    with the attention branch, then the FFN and its norm; the updated edges come back."""
+    from graphpe.nn import GatedGCNLayer
+
+    torch.manual_seed(0)
+    batch = make_batch()
+    x = torch.randn(batch.num_nodes, 16)
+    e = torch.randn(batch.edge_index.size(1), 16)
+    layer = GPSLayer(16, "gatedgcn", "multihead", heads=4).train()
+    assert isinstance(layer.conv, GatedGCNLayer) and layer.norm1 is None
+    torch.manual_seed(1)
+    out, new_e = layer(x, batch.edge_index, batch.batch, e)
+    torch.manual_seed(1)
+    local, local_e = layer.conv(x, batch.edge_index, e)
+    attn = layer.norm2(x + layer.attn(x, _layout_of(batch)))
+    h = local + attn
+    expected = layer.norm3(h + layer.mlp(h))
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(new_e, local_e)
+
+
+def _layout_of(batch):
+    from graphpe.nn.attention import layout_from_batch
+
+    return layout_from_batch(batch.batch, batch.num_nodes)
+
+
+def test_gatedgcn_models_thread_the_edge_features_through_the_layers():
+    """Layer l + 1 reads the edge features layer l wrote (GPS with mpnn='gatedgcn' and the
+    plain GatedGCN stack); without edge features every edge starts from one learned
+    vector."""
+    torch.manual_seed(0)
+    batch = make_batch()
+    for kind, extra in (("gatedgcn", {}), ("gps", {"mpnn": "gatedgcn"})):
+        model = build_model({"model": kind, "channels": 16, "layers": 3, "out_dim": 1,
+                             "node_vocab": 5, "edge_vocab": 3, **extra}).eval()
+        seen = []
+        convs = model.convs if kind == "gatedgcn" else [layer.conv for layer in model.layers]
+        for conv in convs:
+            conv.register_forward_hook(lambda m, args, out: seen.append((args[2], out[1])))
+        with torch.no_grad():
+            model(batch)
+        assert len(seen) == 3
+        for (_, written), (read, _) in zip(seen[:-1], seen[1:], strict=True):
+            assert read is written
+        # no edge features: a learned start vector, which gets a gradient
+        bare = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 1,
+                            "node_vocab": 5, **extra})
+        assert bare.edge_start is not None
+        bare(batch).square().sum().backward()
+        assert bare.edge_start.grad is not None and bare.edge_start.grad.abs().sum() > 0
+
+
+def test_gatedgcn_bad_configurations():
+    with pytest.raises(ValueError, match="mpnn='gatedgcn' updates the edge features, "
+                                         "attention='grit' the pair features"):
+        GPSLayer(16, "gatedgcn", "grit")
+    from graphpe.nn import StaticGPS
+
+    model = build_model({"model": "gps", "mpnn": "gatedgcn", "channels": 16, "layers": 1,
+                         "node_vocab": 5, "edge_vocab": 3})
+    with pytest.raises(ValueError, match="StaticGPS supports mpnn 'gine', 'gin' or None, "
+                                         "got 'gatedgcn'"):
+        StaticGPS(model)
