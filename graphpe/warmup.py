@@ -96,8 +96,8 @@ def _stand_in_eigenpairs(batch, spec) -> None:
 
 def _train_models(graphs: list) -> None:
     """A training step and an evaluation pass of the GPS (fused layers, attention dropout,
-    and with RRWP pair biases), GRIT and GINE models (with RWSE, and with the SignNet and SPE
-    encoders' GIN aggregation) on a batch of ``graphs``."""
+    and with RRWP pair biases), GRIT, GINE (with RWSE, and with the SignNet and SPE encoders'
+    GIN aggregation) and GatedGCN models on a batch of ``graphs``."""
     import torch
     from torch_geometric.data import Batch
 
@@ -105,7 +105,7 @@ def _train_models(graphs: list) -> None:
     from graphpe.presets import pair_model_config, pe_model_config, resolve_pe
 
     for model_name, pe in (("gps", "rwse"), ("gps", "rrwp"), ("grit", "rrwp"), ("gine", "rwse"),
-                           ("gine", "signnet"), ("gine", "spe")):
+                           ("gine", "signnet"), ("gine", "spe"), ("gatedgcn", "rwse")):
         specs = resolve_pe(pe)
         batch = Batch.from_data_list([g.clone() for g in graphs])
         for spec in specs:

@@ -79,7 +79,7 @@ def test_after_warm_up_a_workload_needs_no_new_kernel():
         precompute([g.clone() for g in graphs], [transform], progress=False)
     for model, pe in (("gps", "rwse:walk_length=8"), ("gps", "rrwp:num_steps=5"),
                       ("gine", "rwse:walk_length=8"), ("gine", "spe:k=6"),
-                      ("gine", "signnet:k=6")):
+                      ("gine", "signnet:k=6"), ("gatedgcn", "rwse:walk_length=8")):
         specs = resolve_pe(pe)
         batch = Batch.from_data_list([g.clone() for g in graphs])
         batch = specs[0].transform()(batch)

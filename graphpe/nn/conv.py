@@ -210,6 +210,41 @@ class PEGGate(nn.Module):
         return torch.sigmoid(self.mlp(distances))
 
 
+class _GatedAggregate(torch.autograd.Function):
+    """GatedGCN's edge logits and gated mean by the compiled host loops of
+    :func:`graphpe.ops.message.gated_aggregate`, as one autograd node: ``(xw [N, 4C], ce [E,
+    C], bias [3, C], gate [E, 1] or None, src, dst) -> (e_hat [E, C], out [N, C])``."""
+
+    @staticmethod
+    def forward(ctx, xw, ce, bias, gate, src, dst):
+        xw, ce, bias = xw.detach(), ce.detach(), bias.detach()
+        gate_np = None if gate is None else gate.detach().reshape(-1).numpy()
+        e_hat, out, inv, mean = message.gated_aggregate(
+            xw.numpy(), ce.numpy(), bias.numpy(), src.numpy(), dst.numpy(), gate_np)
+        e_hat, inv, mean = torch.from_numpy(e_hat), torch.from_numpy(inv), torch.from_numpy(mean)
+        ctx.save_for_backward(xw, bias, gate, src, dst, e_hat, inv, mean)
+        return e_hat, torch.from_numpy(out)
+
+    @staticmethod
+    @once_differentiable  # numpy inside: no graph to differentiate again
+    def backward(ctx, grad_e, grad_out):
+        xw, bias, gate, src, dst, e_hat, inv, mean = ctx.saved_tensors
+        if grad_out is None:
+            grad_out = torch.zeros_like(inv)
+        grad_xw, grad_ce, grad_gate = message.gated_aggregate_backward(
+            xw.numpy(), bias.numpy(), src.numpy(), dst.numpy(),
+            None if gate is None else gate.detach().reshape(-1).numpy(), e_hat.numpy(),
+            inv.numpy(), mean.numpy(), grad_out.contiguous().numpy(),
+            None if grad_e is None else grad_e.contiguous().numpy())
+        grad_xw, grad_ce = torch.from_numpy(grad_xw), torch.from_numpy(grad_ce)
+        channels = grad_ce.size(1)
+        grad_bias = torch.stack([grad_out.sum(0), grad_xw[:, channels:2 * channels].sum(0),
+                                 grad_ce.sum(0)])
+        if grad_gate is not None:
+            grad_gate = torch.from_numpy(grad_gate).view(-1, 1)
+        return grad_xw, grad_ce, grad_bias, grad_gate, None, None
+
+
 class GatedGCNLayer(nn.Module):
     r"""The residual gated graph convolution with edge features (Bresson & Laurent, "Residual
     Gated Graph ConvNets", 2017; with the edge update of Dwivedi et al., "Benchmarking Graph
@@ -227,7 +262,10 @@ class GatedGCNLayer(nn.Module):
     with ``A``..``E`` linear maps with biases, the gate :math:`g_{ji}` an optional per-edge
     weight (PEG's, :class:`PEGGate`, as GraphGPS's ``equivstable_pe``) and the residuals
     optional. Submodules are named as GraphGPS's (``A``..``E``, ``bn_node_x``,
-    ``bn_edge_e``), so its weights load.
+    ``bn_edge_e``), so its weights load. ``A``, ``B``, ``D`` and ``E`` run as one product;
+    on CPU tensors of one float dtype the logits, gates and gated mean are one compiled loop
+    over the edges each way (:func:`graphpe.ops.message.gated_aggregate`; ``use_kernels =
+    False`` takes the torch formulation, the reference and the GPU path).
 
     Args:
         channels: width of the node and edge features (in and out).
@@ -250,6 +288,7 @@ class GatedGCNLayer(nn.Module):
                                                   for _ in range(5))
         self.bn_node_x = nn.BatchNorm1d(channels)
         self.bn_edge_e = nn.BatchNorm1d(channels) if update_edges else None
+        self.use_kernels = True
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor,
                 edge_weight: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
@@ -260,20 +299,33 @@ class GatedGCNLayer(nn.Module):
             got = None if edge_attr is None else tuple(edge_attr.shape)
             raise ValueError(f"GatedGCNLayer needs edge_attr [num_edges, {self.channels}] "
                              f"= [{edge_index.size(1)}, {self.channels}], got {got}")
-        src, dst = edge_index[0], edge_index[1]
-        # D x_i + E x_j as one product: [N, 2C] -> gathered per edge end
-        de = torch.cat([self.D.weight, self.E.weight]).t()
-        dx_ex = torch.mm(x, de)
-        e_hat = (self.C(edge_attr) + dx_ex[:, :self.channels].index_select(0, dst)
-                 + dx_ex[:, self.channels:].index_select(0, src)
-                 + (self.D.bias + self.E.bias))
-        sigma = torch.sigmoid(e_hat)
-        if edge_weight is not None:
-            sigma = sigma * edge_weight
-        # numerator and denominator in one scatter: [E, 2C]
-        both = torch.cat([sigma * self.B(x).index_select(0, src), sigma], dim=1)
-        sums = both.new_zeros(x.size(0), 2 * self.channels).index_add_(0, dst, both)
-        x_hat = self.A(x) + sums[:, :self.channels] / (sums[:, self.channels:] + 1e-6)
+        if edge_weight is not None and edge_weight.shape != (edge_index.size(1), 1):
+            raise ValueError(f"edge_weight must have shape ({edge_index.size(1)}, 1), got "
+                             f"{tuple(edge_weight.shape)}")
+        c = self.channels
+        # the four maps of x as one product [N, 4C]; the biases are added per edge and node
+        xw = torch.mm(x, torch.cat([self.A.weight, self.B.weight, self.D.weight,
+                                    self.E.weight]).t())
+        ce = torch.mm(edge_attr, self.C.weight.t())
+        bias = torch.stack([self.A.bias, self.B.bias, self.C.bias + self.D.bias + self.E.bias])
+        tensors = (x, edge_attr) if edge_weight is None else (x, edge_attr, edge_weight)
+        if (self.use_kernels and edge_index.size(1) and use_host_kernels(*tensors)
+                and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long):
+            src, dst = checked_edges(edge_index, x.size(0))
+            e_hat, x_hat = _GatedAggregate.apply(xw.contiguous(), ce.contiguous(),
+                                                 bias.contiguous(), edge_weight, src, dst)
+        else:
+            src, dst = edge_index[0], edge_index[1]
+            e_hat = (ce + xw[:, 2 * c:3 * c].index_select(0, dst)
+                     + xw[:, 3 * c:].index_select(0, src) + bias[2])
+            sigma = torch.sigmoid(e_hat)
+            if edge_weight is not None:
+                sigma = sigma * edge_weight
+            # numerator and denominator in one scatter: [E, 2C]
+            both = torch.cat([sigma * (xw[:, c:2 * c] + bias[1]).index_select(0, src), sigma],
+                             dim=1)
+            sums = both.new_zeros(x.size(0), 2 * c).index_add_(0, dst, both)
+            x_hat = xw[:, :c] + bias[0] + sums[:, :c] / (sums[:, c:] + message.GATE_EPS)
         x_out = F.dropout(F.relu(self.bn_node_x(x_hat)), self.dropout, self.training)
         if self.residual:
             x_out = x + x_out

@@ -601,8 +601,9 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     ``attention='grit'``). ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``,
     ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``, ``degree``) to their encoder
     settings; ``peg`` (eigenvectors ``attr_names``) adds PEG gates to the messages of
-    ``gine``/``gps``/``gatedgcn`` instead of an encoder. :func:`graphpe.presets.pe_model_config` builds this
-    entry from the same specs that build the transforms, so the two always agree. Every other
+    ``gine``/``gps``/``gatedgcn`` instead of an encoder. :func:`graphpe.presets.pe_model_config`
+    builds this entry from the same specs that build the transforms, so the two always agree.
+    Every other
     key is passed to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
     (:class:`GPS`), ``grit`` (:class:`GRIT`), ``gcn`` (:class:`GCN`), ``gin`` (:class:`GIN`) or
     ``gatedgcn`` (:class:`GatedGCN`).

@@ -308,13 +308,13 @@ class StaticGPS(nn.Module):
     depend only on ``StaticBatch.shape_key``. Returns the graph predictions ``[G, out_dim]``
     (rows of empty slots are not meaningful: weight the loss by ``graph_mask``).
 
-    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None (not ``gatedgcn``); ``attention`` ``multihead``/
-    None, with a :class:`~graphpe.nn.PairBiasEncoder` (RRWP, SPD, resistance or heat-kernel
-    biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm`` or None; PE encoders
-    :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE, ElstaticSE),
-    :class:`~graphpe.nn.LapPEEncoder` and :class:`~graphpe.nn.RFPEncoder` (trajectory
-    readout); ``reinject_pe``. Anything else raises at construction, naming what is not
-    supported.
+    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None (not ``gatedgcn``);
+    ``attention`` ``multihead``/None, with a :class:`~graphpe.nn.PairBiasEncoder` (RRWP, SPD,
+    resistance or heat-kernel biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm``
+    or None; PE encoders :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE,
+    ElstaticSE), :class:`~graphpe.nn.LapPEEncoder` and :class:`~graphpe.nn.RFPEncoder`
+    (trajectory readout); ``reinject_pe``. Anything else raises at construction, naming what is
+    not supported.
     """
 
     def __init__(self, model: nn.Module) -> None:

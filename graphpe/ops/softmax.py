@@ -11,7 +11,7 @@ SLP vectorizer off). So these kernels take the blocks transposed, keys first (``
 ``K`` transposed): the softmax then runs down each column, and every inner loop runs along a
 row of queries, updating one running maximum and sum per query, which vectorizes. The
 exponential is a polynomial on ``[-1/2, 1/2]`` times a power of two built from its exponent
-bits (libm's ``expf`` does not vectorize here); its relative error is ~1e-7, float32 rounding.
+bits (:func:`graphpe.ops.fastmath.exp2_poly`: libm's ``expf`` does not vectorize here).
 
 The dropout masks are those of :mod:`graphpe.ops.dropout` (a keyed hash of each element's
 position in the block array, ``p`` at a resolution of ``2^-24``), so the backward recomputes
@@ -25,43 +25,16 @@ real; the others are padding and get weight 0.
 
 from __future__ import annotations
 
-import math
-
 import numba
 import numpy as np
-from llvmlite import ir
-from numba import types as nb_types
-from numba.extending import intrinsic
 
 from graphpe.ops.compiled import host_empty
 from graphpe.ops.dropout import DROPOUT_BITS, _keyed_hash
+from graphpe.ops.fastmath import LOG2E, exp2_poly
 
 # Reassociation lets LLVM vectorize the loops over queries; no result here depends on the
 # order of a sum beyond float32 rounding.
 _FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
-_LOG2E = 1.4426950408889634
-_LN2 = 0.6931471805599453
-# 1/k! for the Taylor polynomial of e^f, |f| <= ln(2)/2: the first term left out,
-# (ln 2 / 2)^8 / 8!, is ~5e-9 relative, under float32's rounding
-_C = tuple(1.0 / math.factorial(k) for k in range(8))
-# 2^x for x below this is 0 here (exp(-88) and less; torch gives subnormals down to ~1e-45):
-# the clamp keeps the exponent bits of 2^k non-negative
-_EXP2_FLOOR = -127.0
-
-
-@intrinsic
-def _float_bits(typingctx, bits):  # pragma: no cover - compiled
-    """The float32 whose bit pattern is the low 32 bits of the integer ``bits``."""
-    if not isinstance(bits, nb_types.Integer):
-        return None
-
-    def codegen(context, builder, signature, args):
-        value = args[0]
-        if bits.bitwidth != 32:
-            value = builder.trunc(value, ir.IntType(32))
-        return builder.bitcast(value, ir.FloatType())
-
-    return nb_types.float32(bits), codegen
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
@@ -74,7 +47,7 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
     t = np.uint32(threshold)
     shift = np.uint32(32 - DROPOUT_BITS)
     zero = np.float32(0.0)
-    to_log2 = np.float32(scale * _LOG2E)
+    to_log2 = np.float32(scale * LOG2E)
     flat_scores = scores.reshape(-1)
     flat_dropped = dropped.reshape(-1)
     for b in range(blocks):
@@ -97,20 +70,7 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
         start, size = b * n * n, keys * n
         x = flat_scores[start: start + size]
         for e in range(size):
-            # 2^x = 2^k 2^f with k = round(x), |f| <= 1/2: a polynomial in f ln 2, and 2^k
-            # from its exponent bits (k >= -127: 2^-127 is written as 0)
-            v = max(x[e], np.float32(_EXP2_FLOOR))
-            k = np.floor(v + np.float32(0.5))
-            f = (v - k) * np.float32(_LN2)
-            p = np.float32(_C[7])
-            p = p * f + np.float32(_C[6])
-            p = p * f + np.float32(_C[5])
-            p = p * f + np.float32(_C[4])
-            p = p * f + np.float32(_C[3])
-            p = p * f + np.float32(_C[2])
-            p = p * f + np.float32(_C[1])
-            p = p * f + np.float32(_C[0])
-            x[e] = p * _float_bits((np.int32(k) + np.int32(127)) << np.int32(23))
+            x[e] = exp2_poly(x[e])  # (graphpe.ops.fastmath: vectorizes, libm's expf does not)
         for j in range(keys):
             row = s[j]
             for i in range(n):

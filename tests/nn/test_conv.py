@@ -185,8 +185,11 @@ class _GraphGPSGatedGCN(MessagePassing):
         return Ax + aggr_out, self._e
 
 
+@pytest.mark.parametrize("kernels", [True, False])
 @pytest.mark.parametrize("gated", [False, True])
-def test_gatedgcn_layer_equals_graphgps_maths_with_gradients(gated):
+def test_gatedgcn_layer_equals_graphgps_maths_with_gradients(gated, kernels):
+    """Both paths, the compiled loops (CPU) and the torch formulation, against GraphGPS's
+    maths: outputs, input, gate and parameter gradients (float64)."""
     torch.manual_seed(0)
     channels = 8
     # a directed multigraph with an isolated node (6) and a self loop (2 -> 2)
@@ -194,6 +197,7 @@ def test_gatedgcn_layer_equals_graphgps_maths_with_gradients(gated):
                                [1, 0, 2, 1, 4, 3, 5, 2, 4, 1]])
     ref = _GraphGPSGatedGCN(channels).double()
     ours = GatedGCNLayer(channels).double()
+    ours.use_kernels = kernels
     ours.load_state_dict(ref.state_dict())  # GraphGPS's parameter names
     x = torch.randn(7, channels, dtype=torch.float64)
     e = torch.randn(edge_index.size(1), channels, dtype=torch.float64)
@@ -201,12 +205,13 @@ def test_gatedgcn_layer_equals_graphgps_maths_with_gradients(gated):
     inputs = []
     for model in (ref, ours):
         xi, ei = x.clone().requires_grad_(), e.clone().requires_grad_()
-        out_x, out_e = model(xi, edge_index, ei, gate)
+        gi = gate.clone().requires_grad_() if gated else None
+        out_x, out_e = model(xi, edge_index, ei, gi)
         (out_x.sin().sum() + out_e.cos().sum()).backward()
-        inputs.append((out_x, out_e, xi.grad, ei.grad,
+        inputs.append((out_x, out_e, xi.grad, ei.grad, gi.grad if gated else xi.grad,
                        {n: p.grad for n, p in model.named_parameters()}))
-    (rx, re, rgx, rge, rgp), (ox, oe, ogx, oge, ogp) = inputs
-    for a, b in ((rx, ox), (re, oe), (rgx, ogx), (rge, oge)):
+    (rx, re, rgx, rge, rgg, rgp), (ox, oe, ogx, oge, ogg, ogp) = inputs
+    for a, b in ((rx, ox), (re, oe), (rgx, ogx), (rge, oge), (rgg, ogg)):
         torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
     assert rgp.keys() == ogp.keys()
     for name in rgp:
@@ -256,3 +261,38 @@ def test_gatedgcn_last_layer_computes_no_edge_update():
     out, none = last(x, edge_index, e)
     assert none is None and last.bn_edge_e is None
     torch.testing.assert_close(out, full(x, edge_index, e)[0])
+
+
+@pytest.mark.parametrize("update_edges", [True, False])
+def test_gatedgcn_compiled_loops_equal_the_torch_path_in_float32(update_edges, monkeypatch):
+    """float32 (the sigmoid a polynomial in the compiled loops): values and gradients agree
+    to float32 rounding; the compiled loops ran."""
+    from graphpe.ops import message
+
+    calls = []
+    original = message.gated_aggregate
+    monkeypatch.setattr(message, "gated_aggregate",
+                        lambda *a: calls.append(1) or original(*a))
+    torch.manual_seed(0)
+    n, channels = 40, 16
+    edge_index = torch.randint(0, n, (2, 150))
+    layer = GatedGCNLayer(channels, update_edges=update_edges)
+    torch_path = GatedGCNLayer(channels, update_edges=update_edges)
+    torch_path.load_state_dict(layer.state_dict())
+    torch_path.use_kernels = False
+    x = torch.randn(n, channels) * 3  # logits out to |e_hat| ~ 30: saturated gates too
+    e = torch.randn(150, channels) * 3
+    grads = []
+    for model in (layer, torch_path):
+        xi, ei = x.clone().requires_grad_(), e.clone().requires_grad_()
+        out_x, out_e = model(xi, edge_index, ei)
+        loss = out_x.square().sum() + (out_e.square().sum() if update_edges else 0)
+        loss.backward()
+        grads.append([out_x, out_e, xi.grad, ei.grad,
+                      *[p.grad for p in model.parameters()]])
+    assert calls == [1]
+    for a, b in zip(*grads, strict=True):
+        if a is None:
+            assert b is None
+            continue
+        torch.testing.assert_close(a, b, rtol=2e-4, atol=2e-4)

@@ -361,9 +361,13 @@ def test_gatedgcn_models_thread_the_edge_features_through_the_layers():
         model = build_model({"model": kind, "channels": 16, "layers": 3, "out_dim": 1,
                              "node_vocab": 5, "edge_vocab": 3, **extra}).eval()
         seen = []
+
+        def record(module, args, out, seen=seen):
+            seen.append((args[2], out[1]))
+
         convs = model.convs if kind == "gatedgcn" else [layer.conv for layer in model.layers]
         for conv in convs:
-            conv.register_forward_hook(lambda m, args, out: seen.append((args[2], out[1])))
+            conv.register_forward_hook(record)
         with torch.no_grad():
             model(batch)
         assert len(seen) == 3
