@@ -38,9 +38,11 @@ COLUMNS = [("model", "model", ""), ("pe_label", "PE", ""), ("seed", "seed", "d")
 
 
 # benchmark model names that are a graphpe model with settings; gps-72 is GPS with about the
-# parameters of gps-grit at 64 channels (GRIT's pair maps add ~50k), the control for its size
+# parameters of gps-grit at 64 channels (GRIT's pair maps add ~50k), the control for its size;
+# gps-gatedgcn is GraphGPS's GatedGCN + Transformer
 MODEL_VARIANTS = {"gps-grit": ("gps", {"attention": "grit"}),
-                  "gps-72": ("gps", {"channels": 72})}
+                  "gps-72": ("gps", {"channels": 72}),
+                  "gps-gatedgcn": ("gps", {"mpnn": "gatedgcn"})}
 
 
 def main(argv=None):
