@@ -1,5 +1,6 @@
 """GINE training step: graphpe's ``GINE`` model against the same network built from PyG's
-``GINEConv`` (and, without edge features, GIN against PyG's ``GINConv``).
+``GINEConv`` (without edge features, GIN against PyG's ``GINConv``; and GatedGCN against
+GraphGPS's ``GatedGCNLayer``).
 
     python benchmarks/gine_step.py --threads 1
 
@@ -141,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--channels", type=int, default=64)
     ap.add_argument("--layers", type=int, default=4)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--variants", default="gine,gin")
+    ap.add_argument("--variants", default="gine,gin,gatedgcn")
     ap.add_argument("--steps", type=int, default=10, help="steps per model per round")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--root", type=Path, default=DEFAULT_ROOT)
@@ -192,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
             if r:
                 times[name].append((time.perf_counter() - start) / len(timed) * 1e3)
     rows = []
-    print(f"GINE training step ({args.layers} layers x {args.channels} channels), ZINC, batch "
+    print(f"GINE/GIN/GatedGCN training step ({args.layers} layers x {args.channels} channels), "
+          f"ZINC, batch "
           f"{args.batch_size}, CPU, {args.threads} thread(s): median of {args.rounds} rounds x "
           f"{len(timed)} steps")
     for name, values in times.items():

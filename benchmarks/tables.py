@@ -201,12 +201,13 @@ def inference_table(data: dict) -> str:
 
 
 def gine_step_table(data: dict) -> str:
-    """GINE training step against PyG's GINEConv network (from ``benchmarks/gine_step.py``)."""
+    """GINE, GIN and GatedGCN training steps against the same networks from PyG's GINEConv /
+    GINConv and GraphGPS's GatedGCNLayer (from ``benchmarks/gine_step.py``)."""
     lines = [f"`{data['command']}` ({data['layers']} layers x {data['channels']} channels, "
              f"ZINC batch {data['batch_size']}, CPU, {data['threads']} thread, torch "
              f"{data['torch']}; forward, backward and plain Adam, median of {data['rounds']} "
              f"rounds x {data['steps']} steps, the models taking turns):", "",
-             "| model | parameters | ms per step | vs PyG (same network) |",
+             "| model | parameters | ms per step | vs the reference (same network) |",
              "| --- | ---: | ---: | ---: |"]
     for r in data["rows"]:
         lines.append(f"| {r['model']} | {r['params']:,} | {r['ms_per_step']:.1f} | "
@@ -555,6 +556,18 @@ def zinc_grit_table(runs: list[list[dict]]) -> str:
                              "4 layers, 64 channels (gps-72: 72), batch 128", "model:PE")
 
 
+def zinc_gatedgcn_table(runs: list[list[dict]]) -> str:
+    """ZINC with GatedGCN, alone and as GPS's local MPNN, against GINE and GPS with GINE, RWSE
+    everywhere, the same seeds in one run (``benchmarks/zinc.py --runs gine:rwse,gatedgcn:rwse,
+    gps:rwse,gps-gatedgcn:rwse --seeds 0,1``)."""
+    def command(run):
+        pairs = ",".join(dict.fromkeys(f"{r['model']}:{r['pe_label']}" for r in run))
+        return f"`python benchmarks/zinc.py --runs {pairs} {_seeds_and_epochs(run)}`"
+
+    return _zinc_seeds_table(runs, lambda r: f"{r['model']}:{r['pe_label']}", "gine:rwse",
+                             command, "4 layers, 64 channels, batch 128", "model:PE")
+
+
 def zinc_pe_table(runs: list[list[dict]]) -> str:
     """Test MAE of each model with each PE after a short run (``benchmarks/zinc.py --models
     gine --json benchmarks/results/zinc_pe_gine.json``, one file per model), one seed."""
@@ -659,6 +672,7 @@ TABLES = {
     "zinc_pairwise": ("benchmarks/results/zinc_pairwise*.json", zinc_pairwise_table),
     "zinc_graphormer": ("benchmarks/results/zinc_graphormer*.json", zinc_graphormer_table),
     "zinc_grit": ("benchmarks/results/zinc_grit*.json", zinc_grit_table),
+    "zinc_gatedgcn": ("benchmarks/results/zinc_gatedgcn*.json", zinc_gatedgcn_table),
     "zinc_pe": ("benchmarks/results/zinc_pe_*.json", zinc_pe_table),
     "ogbg_mol": ("benchmarks/results/ogbg_mol.json", ogbg_mol_table),
     "grit_step": ("benchmarks/results/grit_step.json", grit_step_table),

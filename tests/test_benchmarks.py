@@ -203,8 +203,11 @@ def test_gine_step_benchmark_runs(tmp_path, monkeypatch):
     rows = data["rows"]
     assert [r["model"] for r in rows] == [
         "pyg GINEConv", "graphpe GINE", "graphpe GINE, module by module", "pyg GINConv",
-        "graphpe GIN", "graphpe GIN, module by module"]
-    assert len({r["params"] for r in rows[:3]}) == len({r["params"] for r in rows[3:]}) == 1
+        "graphpe GIN", "graphpe GIN, module by module", "GraphGPS GatedGCNLayer",
+        "graphpe GatedGCN"]
+    assert len({r["params"] for r in rows[:3]}) == len({r["params"] for r in rows[3:6]}) == 1
+    # graphpe's last GatedGCN layer has no edge norm (its edge update is not read)
+    assert rows[6]["params"] - rows[7]["params"] == 2 * data["channels"]
     assert "| pyg GINEConv |" in _tables().gine_step_table(data)
 
 
