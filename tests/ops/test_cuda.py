@@ -233,11 +233,14 @@ def test_rrwp_and_spd_on_cuda(batch):
     {"pe": {"pearl": {"variant": "basis", "layers": 2, "hidden": 8, "pe_dim": 8}}},
     {"pe": {"pearl": {"variant": "random", "num_samples": 8, "layers": 2, "hidden": 8,
                       "pe_dim": 8}}},
+    {"mpnn": "gatedgcn"},
+    {"model": "gatedgcn"},
 ])
 def test_pair_bias_spe_and_pearl_models_on_cuda(spec):
-    """GPS with an RRWP attention bias, GRIT (the torch formulation on CUDA against the compiled
-    kernels on the CPU), and models with SPE (masked BatchNorm in rho) and PEARL encoders: eval
-    outputs on CUDA equal the CPU's, and a training step runs there."""
+    """GPS with an RRWP attention bias, GRIT and GatedGCN (alone and in GPS; the torch
+    formulations on CUDA against the compiled kernels on the CPU), and models with SPE (masked
+    BatchNorm in rho) and PEARL encoders: eval outputs on CUDA equal the CPU's, and a training
+    step runs there."""
     from graphpe.nn import build_model
     from graphpe.transforms import RRWP
     from tests.nn.test_models import make_batch
@@ -246,8 +249,9 @@ def test_pair_bias_spe_and_pearl_models_on_cuda(spec):
     if "pair" in spec:
         batch = RRWP(5)(batch)
     torch.manual_seed(0)
+    attention = {} if spec.get("model") == "gatedgcn" else {"heads": 2}
     model = build_model({"model": "gps", "channels": 16, "layers": 2, "out_dim": 1,
-                         "node_vocab": 5, "edge_vocab": 3, "heads": 2, **spec})
+                         "node_vocab": 5, "edge_vocab": 3, **attention, **spec})
     outs = []
     for device in ("cpu", "cuda"):
         m = copy.deepcopy(model).to(device).eval()
