@@ -308,9 +308,10 @@ class GatedGCNLayer(nn.Module):
                                     self.E.weight]).t())
         ce = torch.mm(edge_attr, self.C.weight.t())
         bias = torch.stack([self.A.bias, self.B.bias, self.C.bias + self.D.bias + self.E.bias])
-        tensors = (x, edge_attr) if edge_weight is None else (x, edge_attr, edge_weight)
+        # the products' dtypes decide (under autocast they are bfloat16/float16: torch path)
+        tensors = (xw, ce, bias) if edge_weight is None else (xw, ce, bias, edge_weight)
         if (self.use_kernels and edge_index.size(1) and use_host_kernels(*tensors)
-                and edge_attr.dtype == x.dtype and edge_index.dtype == torch.long):
+                and edge_index.dtype == torch.long):
             src, dst = checked_edges(edge_index, x.size(0))
             e_hat, x_hat = _GatedAggregate.apply(xw.contiguous(), ce.contiguous(),
                                                  bias.contiguous(), edge_weight, src, dst)

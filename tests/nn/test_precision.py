@@ -46,6 +46,8 @@ CASES = {  # id: (build_model settings, PEs)
     "grit-rd": ({"model": "grit"}, "rd"),
     "gcn": ({"model": "gcn"}, "rwse:walk_length=8"),
     "gin": ({"model": "gin"}, "lap:k=4"),
+    "gatedgcn": ({"model": "gatedgcn"}, "rwse:walk_length=8"),
+    "gps-gatedgcn-peg": ({"model": "gps", "mpnn": "gatedgcn"}, "peg:k=4,rwse:walk_length=8"),
 }
 # largest |out - out_fp32| / max |out_fp32| measured over these cases: ~0.03 (bfloat16),
 # ~0.005 (float16); the bounds leave 2x
