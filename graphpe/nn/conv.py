@@ -295,6 +295,19 @@ class GatedGCNLayer(nn.Module):
         """``x [N, channels]``, ``edge_attr [E, channels]`` (edge ``k`` runs
         ``edge_index[0, k] -> edge_index[1, k]``), ``edge_weight [E, 1]`` gates or None ->
         ``(x' [N, channels], edge_attr' [E, channels] or None)``."""
+        x_hat, e_hat = self.gated(x, edge_index, edge_attr, edge_weight)
+        x_out = F.dropout(F.relu(self.bn_node_x(x_hat)), self.dropout, self.training)
+        if self.residual:
+            x_out = x + x_out
+        if self.bn_edge_e is None:
+            return x_out, None
+        e_out = F.dropout(F.relu(self.bn_edge_e(e_hat)), self.dropout, self.training)
+        return x_out, edge_attr + e_out if self.residual else e_out
+
+    def gated(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor,
+              edge_weight: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The layer before its norms: ``(x_hat [N, C], e_hat [E, C])`` of the docstring's
+        formula (the static GPS path normalizes them over its real rows and edges)."""
         if edge_attr is None or edge_attr.shape != (edge_index.size(1), self.channels):
             got = None if edge_attr is None else tuple(edge_attr.shape)
             raise ValueError(f"GatedGCNLayer needs edge_attr [num_edges, {self.channels}] "
@@ -327,13 +340,7 @@ class GatedGCNLayer(nn.Module):
                              dim=1)
             sums = both.new_zeros(x.size(0), 2 * c).index_add_(0, dst, both)
             x_hat = xw[:, :c] + bias[0] + sums[:, :c] / (sums[:, c:] + message.GATE_EPS)
-        x_out = F.dropout(F.relu(self.bn_node_x(x_hat)), self.dropout, self.training)
-        if self.residual:
-            x_out = x + x_out
-        if self.bn_edge_e is None:
-            return x_out, None
-        e_out = F.dropout(F.relu(self.bn_edge_e(e_hat)), self.dropout, self.training)
-        return x_out, edge_attr + e_out if self.residual else e_out
+        return x_hat, e_hat
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.channels}, dropout={self.dropout})"

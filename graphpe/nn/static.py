@@ -62,6 +62,7 @@ class StaticBatch:
         edge_index: ``[2, num_edges]`` in padded row ids; padding edges run sink -> sink.
         edge_attr: ``[num_edges, ...]`` or None.
         node_mask: ``[num_rows]`` float, 1 on real nodes.
+        edge_mask: ``[num_edges]`` float, 1 on real edges (the first ones).
         graph_mask: ``[G]`` float, 1 on the slots that hold a graph of the batch.
         graph_count: real graphs (an int: known on the host when the batch is built).
         y: graph targets ``[G, ...]`` (0 on empty slots) or None.
@@ -81,6 +82,7 @@ class StaticBatch:
     node_mask: Tensor
     graph_mask: Tensor
     graph_count: int
+    edge_mask: Tensor | None = None
     y: Tensor | None = None
     node_attrs: dict[str, Tensor] = field(default_factory=dict)
     pair_attrs: dict[str, tuple[Tensor, Tensor]] = field(default_factory=dict)
@@ -101,6 +103,7 @@ class StaticBatch:
 
         return replace(self, x=each(self.x), edge_index=each(self.edge_index),
                        edge_attr=each(self.edge_attr), node_mask=each(self.node_mask),
+                       edge_mask=each(self.edge_mask),
                        graph_mask=each(self.graph_mask), y=each(self.y),
                        node_attrs={k: each(v) for k, v in self.node_attrs.items()},
                        pair_attrs={k: (each(v), each(m)) for k, (v, m) in
@@ -220,8 +223,10 @@ def static_batch(
             dense_path[flat] = path
             pairs[f"{name}_path"] = (dense_path.view(G, S, S, -1), listed.view(G, S, S))
     x = batch.get("x")
+    edge_mask = torch.zeros(E, device=device)
+    edge_mask[:edges] = 1.0
     return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
-                       node_mask, graph_mask, count, y, attrs, pairs)
+                       node_mask, graph_mask, count, edge_mask, y, attrs, pairs)
 
 
 class StaticCollate:
@@ -308,7 +313,7 @@ class StaticGPS(nn.Module):
     depend only on ``StaticBatch.shape_key``. Returns the graph predictions ``[G, out_dim]``
     (rows of empty slots are not meaningful: weight the loss by ``graph_mask``).
 
-    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/None (not ``gatedgcn``);
+    Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/``gatedgcn``/None;
     ``attention`` ``multihead``/None, with a :class:`~graphpe.nn.PairBiasEncoder` (RRWP, SPD,
     resistance or heat-kernel biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm``
     or None; PE encoders :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE,
@@ -331,8 +336,6 @@ class StaticGPS(nn.Module):
                              f"{model.attention!r}")
         if model.peg_gates is not None:
             raise ValueError("StaticGPS does not support PEG gates")
-        if model.mpnn == "gatedgcn":
-            raise ValueError("StaticGPS supports mpnn 'gine', 'gin' or None, got 'gatedgcn'")
         if model.pair_encoder is not None and not isinstance(model.pair_encoder,
                                                              PairBiasEncoder):
             raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "
@@ -406,9 +409,23 @@ class StaticGPS(nn.Module):
         return attn.out_proj(out)
 
     def _layer(self, layer, x: Tensor, sb: StaticBatch, edge_attr: Tensor | None,
-               key_bias: Tensor, mask: Tensor, count: Tensor) -> Tensor:
+               key_bias: Tensor, mask: Tensor, count: Tensor) -> tuple[Tensor, Tensor | None]:
         hs = []
-        if layer.conv is not None:  # padding edges run sink -> sink: they reach no real row
+        if layer.mpnn == "gatedgcn":  # its norms over the real nodes and the real edges
+            conv = layer.conv
+            x_hat, e_hat = conv.gated(x, sb.edge_index, edge_attr)
+            h = F.relu(masked_batch_norm(conv.bn_node_x, x_hat, mask, count))
+            hs.append(x + F.dropout(h, conv.dropout, conv.training))
+            if conv.bn_edge_e is not None:
+                e = F.relu(masked_batch_norm(conv.bn_edge_e, e_hat, sb.edge_mask,
+                                             sb.edge_mask.sum()))
+                # padding edges start every layer at 0, as padding rows
+                edge_attr = torch.where(sb.edge_mask.unsqueeze(-1) > 0,
+                                        edge_attr + F.dropout(e, conv.dropout, conv.training),
+                                        0.0)
+            else:
+                edge_attr = None
+        elif layer.conv is not None:  # padding edges run sink -> sink: they reach no real row
             h = layer.conv(x, sb.edge_index, edge_attr if layer.mpnn == "gine" else None)
             h = F.dropout(h, layer.dropout, layer.training)
             hs.append(masked_batch_norm(layer.norm1, h + x, mask, count))
@@ -417,7 +434,7 @@ class StaticGPS(nn.Module):
             h = F.dropout(h, layer.dropout, layer.training)
             hs.append(masked_batch_norm(layer.norm2, h + x, mask, count))
         out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
-        return masked_batch_norm(layer.norm3, out + layer.mlp(out), mask, count)
+        return masked_batch_norm(layer.norm3, out + layer.mlp(out), mask, count), edge_attr
 
     def forward(self, sb: StaticBatch) -> Tensor:
         model = self.model
@@ -433,6 +450,8 @@ class StaticGPS(nn.Module):
         if pe is not None:
             h = model.combine(torch.cat([h, pe], -1)) if model.combine is not None else h + pe
         edge_attr = model.edge_input(sb.edge_attr) if model.edge_input is not None else None
+        if model.edge_start is not None:  # GatedGCN without edge features
+            edge_attr = model.edge_start.expand(sb.edge_index.size(1), -1)
         # Padding rows start every layer at 0. Left alone they would not stay finite: the sink
         # row takes the messages of every padding edge (hundreds per batch), each layer
         # multiplies that, and an inf there is a NaN after any product with the mask.
@@ -445,8 +464,8 @@ class StaticGPS(nn.Module):
         for i, layer in enumerate(model.layers):
             if model.reinject is not None:
                 h = h + model.reinject[i](pe)
-            h = torch.where(real, self._layer(layer, h, sb, edge_attr, key_bias, mask, count),
-                            0.0)
+            h, edge_attr = self._layer(layer, h, sb, edge_attr, key_bias, mask, count)
+            h = torch.where(real, h, 0.0)
         nodes = (h * mask.unsqueeze(-1))[:G * S].view(G, S, -1)
         if model.pool == "sum":
             pooled = nodes.sum(1)

@@ -385,10 +385,5 @@ def test_gatedgcn_bad_configurations():
     with pytest.raises(ValueError, match="mpnn='gatedgcn' updates the edge features, "
                                          "attention='grit' the pair features"):
         GPSLayer(16, "gatedgcn", "grit")
-    from graphpe.nn import StaticGPS
-
-    model = build_model({"model": "gps", "mpnn": "gatedgcn", "channels": 16, "layers": 1,
-                         "node_vocab": 5, "edge_vocab": 3})
-    with pytest.raises(ValueError, match="StaticGPS supports mpnn 'gine', 'gin' or None, "
-                                         "got 'gatedgcn'"):
-        StaticGPS(model)
+    with pytest.raises(ValueError, match=r"GatedGCNLayer needs edge_attr \[num_edges, 16\]"):
+        GPSLayer(16, "gatedgcn")(torch.randn(3, 16), torch.tensor([[0, 1], [1, 2]]))

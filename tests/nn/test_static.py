@@ -59,7 +59,7 @@ def test_static_equals_eager_in_training(pe, pool):
 
 def test_static_equals_eager_in_eval_and_gin():
     batch = make_batch(5, seed=3)
-    for kwargs in ({}, {"mpnn": "gin"}, {"attention": None}, {"mpnn": None},
+    for kwargs in ({}, {"mpnn": "gin"}, {"mpnn": "gatedgcn"}, {"attention": None}, {"mpnn": None},
                    {"reinject_pe": True, "pe_combine": "concat"}):
         eager = gps(**kwargs)
         static_model = copy.deepcopy(eager)
@@ -69,6 +69,30 @@ def test_static_equals_eager_in_eval_and_gin():
         static_model.eval()
         torch.testing.assert_close(StaticGPS(static_model)(sb)[: batch.num_graphs],
                                    eager(batch), rtol=1e-4, atol=1e-4, msg=str(kwargs))
+
+
+@pytest.mark.parametrize("edges", [True, False])
+def test_static_gatedgcn_equals_eager_in_training(edges):
+    """GPS with GatedGCN: its node and edge norms take their statistics over the real nodes
+    and edges only, the edge features flow from layer to layer (three layers: the last one
+    without an edge update), and padding edges stay out of every real row."""
+    batch = make_batch(6)
+    kwargs = {} if edges else {"edge_vocab": None}
+    eager = gps(mpnn="gatedgcn", attn_dropout=0.0, layers=3, **kwargs)
+    static_model = copy.deepcopy(eager)
+    eager.train()
+    static_model.train()
+    sb = static_batch(batch, num_graphs=8, graph_size=16, num_edges=512)
+    assert sb.edge_mask.sum() == batch.edge_index.size(1)
+    out = eager(batch)
+    out_static = StaticGPS(static_model)(sb)
+    torch.testing.assert_close(out_static[: batch.num_graphs], out, rtol=1e-4, atol=1e-4)
+    out.square().sum().backward()
+    out_static[: batch.num_graphs].square().sum().backward()
+    for (name, p), q in zip(eager.named_parameters(), static_model.parameters(), strict=True):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=name)
+    for (name, p), q in zip(eager.named_buffers(), static_model.buffers(), strict=True):
+        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
 
 
 def test_static_batch_layout():
@@ -312,15 +336,17 @@ def test_padding_keys_are_masked():
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="torch.compile on the CPU needs a C++ compiler")
-@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}])
+@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}, "gatedgcn"])
 def test_fullgraph_compile_matches_eager(pair):
     """One graph, no breaks and no host syncs: what CUDA graphs need (also with Graphormer's
-    spatial and edge encodings)."""
+    spatial and edge encodings, and with GatedGCN)."""
     from graphpe.transforms import SPD
 
     batch = make_batch(4)
     model = gps(attn_dropout=0.0, layers=1)
-    if pair is not None:
+    if pair == "gatedgcn":
+        model = gps(attn_dropout=0.0, layers=2, mpnn="gatedgcn")
+    elif pair is not None:
         batch = SPD(**pair["spd"])(batch)
         model = gps(attn_dropout=0.0, layers=1, pair=pair)
     model.train()
@@ -358,20 +384,26 @@ def test_static_on_cuda_matches_cpu():
 
 @pytest.mark.gpu
 @cuda
-@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}])
+@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}, "gatedgcn"])
 def test_cuda_graph_steps_match_eager(pair):
     """Three training steps replayed as CUDA graphs (``mode='reduce-overhead'``) give the
-    parameters of three eager steps (also with Graphormer's spatial and edge encodings)."""
+    parameters of three eager steps (also with Graphormer's spatial and edge encodings, and
+    with GatedGCN as the MPNN)."""
     from graphpe.transforms import SPD
 
     batches = [make_batch(6, seed=s) for s in range(3)]
     shapes = static_shapes([g for b in batches for g in b.to_data_list()], 8)
-    if pair is not None:  # on the whole batch: after to_data_list, which knows its slices
+    if isinstance(pair, dict):  # on the whole batch: after to_data_list, which knows its slices
         batches = [SPD(**pair["spd"])(b) for b in batches]
     for b in batches:
         b.y = torch.randn(b.num_graphs)
-    model = (gps(attn_dropout=0.0) if pair is None
-             else gps(attn_dropout=0.0, pair=pair)).cuda()
+    if pair is None:
+        model = gps(attn_dropout=0.0)
+    elif pair == "gatedgcn":
+        model = gps(attn_dropout=0.0, mpnn="gatedgcn")
+    else:
+        model = gps(attn_dropout=0.0, pair=pair)
+    model = model.cuda()
     ref = copy.deepcopy(model)
     runs = []
     for net, compiled in ((model, True), (ref, False)):
