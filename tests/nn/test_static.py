@@ -31,30 +31,35 @@ def calibrate(*models_and_inputs):
                 model(inputs)
 
 
-@pytest.mark.parametrize("pe", [{"rwse": {"walk_length": 8}},
-                                {"lap": {"k": 6}, "lcp": {}, "rfp": {"dim": 4, "steps": 2}}])
-@pytest.mark.parametrize("pool", ["sum", "mean", "max"])
-def test_static_equals_eager_in_training(pe, pool):
-    batch = make_batch(6)
-    eager = gps(pe, pool=pool, attn_dropout=0.0)
+def _assert_static_equals_eager_in_training(eager: nn.Module, batch) -> None:
+    """StaticGPS on a copy of ``eager`` (training mode) against ``eager``: outputs, every
+    gradient and the running statistics of every norm (real rows only)."""
     static_model = copy.deepcopy(eager)
-    for enc in list(eager.pe_encoders) + list(static_model.pe_encoders):
-        if hasattr(enc, "random_sign_flip"):  # random draws differ between the two paths
-            enc.random_sign_flip = False
     eager.train()
     static_model.train()
     sb = static_batch(batch, num_graphs=8, graph_size=16, num_edges=512)
+    assert sb.edge_mask.sum() == batch.edge_index.size(1)
     out = eager(batch)
     out_static = StaticGPS(static_model)(sb)
     assert out_static.shape == (8, 2)
     torch.testing.assert_close(out_static[: batch.num_graphs], out, rtol=1e-4, atol=1e-4)
-    # gradients, and the running statistics of every norm (real rows only)
     out.square().sum().backward()
     out_static[: batch.num_graphs].square().sum().backward()
     for (name, p), q in zip(eager.named_parameters(), static_model.parameters(), strict=True):
         torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=name)
     for (name, p), q in zip(eager.named_buffers(), static_model.buffers(), strict=True):
         torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("pe", [{"rwse": {"walk_length": 8}},
+                                {"lap": {"k": 6}, "lcp": {}, "rfp": {"dim": 4, "steps": 2}}])
+@pytest.mark.parametrize("pool", ["sum", "mean", "max"])
+def test_static_equals_eager_in_training(pe, pool):
+    eager = gps(pe, pool=pool, attn_dropout=0.0)
+    for enc in eager.pe_encoders:
+        if hasattr(enc, "random_sign_flip"):  # random draws differ between the two paths
+            enc.random_sign_flip = False
+    _assert_static_equals_eager_in_training(eager, make_batch(6))
 
 
 def test_static_equals_eager_in_eval_and_gin():
@@ -76,23 +81,9 @@ def test_static_gatedgcn_equals_eager_in_training(edges):
     """GPS with GatedGCN: its node and edge norms take their statistics over the real nodes
     and edges only, the edge features flow from layer to layer (three layers: the last one
     without an edge update), and padding edges stay out of every real row."""
-    batch = make_batch(6)
     kwargs = {} if edges else {"edge_vocab": None}
     eager = gps(mpnn="gatedgcn", attn_dropout=0.0, layers=3, **kwargs)
-    static_model = copy.deepcopy(eager)
-    eager.train()
-    static_model.train()
-    sb = static_batch(batch, num_graphs=8, graph_size=16, num_edges=512)
-    assert sb.edge_mask.sum() == batch.edge_index.size(1)
-    out = eager(batch)
-    out_static = StaticGPS(static_model)(sb)
-    torch.testing.assert_close(out_static[: batch.num_graphs], out, rtol=1e-4, atol=1e-4)
-    out.square().sum().backward()
-    out_static[: batch.num_graphs].square().sum().backward()
-    for (name, p), q in zip(eager.named_parameters(), static_model.parameters(), strict=True):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-3, atol=1e-4, msg=name)
-    for (name, p), q in zip(eager.named_buffers(), static_model.buffers(), strict=True):
-        torch.testing.assert_close(q, p, rtol=1e-5, atol=1e-6, msg=name)
+    _assert_static_equals_eager_in_training(eager, make_batch(6))
 
 
 def test_static_batch_layout():
