@@ -72,9 +72,9 @@ class GPSLayer(nn.Module):
     features and updates them: the layer then also returns the new pair features,
     :math:`e' = \mathrm{norm}_e(e + \mathrm{Dropout}(\hat e))` (GRIT's layer when ``mpnn`` is
     None). With ``mpnn='gatedgcn'`` (:class:`~graphpe.nn.conv.GatedGCNLayer`, GraphGPS's
-    ``CustomGatedGCN``) the MPNN branch is that layer's output, which has its own residual,
-    norm and dropout (so there is no ``norm1``), and the layer also returns the edge features
-    it updated: ``(out, edge_attr')``.
+    ``CustomGatedGCN``) the MPNN branch is :math:`h^M = \mathrm{norm}_1(\mathrm{GatedGCN}(x))`:
+    that layer has its own residual and dropout (and norms inside), as in GraphGPS's
+    ``GPSLayer``; the layer also returns the edge features it updated: ``(out, edge_attr')``.
 
     Args:
         channels: width.
@@ -133,9 +133,7 @@ class GPSLayer(nn.Module):
             nn.Linear(2 * channels, channels), nn.Dropout(dropout),
         )
         # a norm per branch that exists (GPSConv builds norm1 even without its MPNN)
-        # (GatedGCN normalizes inside)
-        self.norm1 = (normalization_resolver(norm, channels)
-                      if mpnn not in (None, "gatedgcn") else None)
+        self.norm1 = normalization_resolver(norm, channels) if mpnn is not None else None
         self.norm2 = normalization_resolver(norm, channels)
         self.norm3 = normalization_resolver(norm, channels)
         self.norm_pair = (normalization_resolver(norm, channels)
@@ -194,9 +192,9 @@ class GPSLayer(nn.Module):
                 return out
         hs = []
         new_edges = None
-        if self.mpnn == "gatedgcn":  # residual, norm and dropout inside
+        if self.mpnn == "gatedgcn":  # residual and dropout inside (GraphGPS's CustomGatedGCN)
             h, new_edges = self.conv(x, edge_index, edge_attr, edge_weight)
-            hs.append(h)
+            hs.append(self._norm(self.norm1, h, batch, num_graphs))
         elif self.conv is not None:
             if self.mpnn == "gine":
                 if edge_attr is None:

@@ -415,7 +415,8 @@ class StaticGPS(nn.Module):
             conv = layer.conv
             x_hat, e_hat = conv.gated(x, sb.edge_index, edge_attr)
             h = F.relu(masked_batch_norm(conv.bn_node_x, x_hat, mask, count))
-            hs.append(x + F.dropout(h, conv.dropout, conv.training))
+            h = x + F.dropout(h, conv.dropout, conv.training)
+            hs.append(masked_batch_norm(layer.norm1, h, mask, count))
             if conv.bn_edge_e is not None:
                 e = F.relu(masked_batch_norm(conv.bn_edge_e, e_hat, sb.edge_mask,
                                              sb.edge_mask.sum()))

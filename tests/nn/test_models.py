@@ -1,3 +1,5 @@
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -323,9 +325,13 @@ def test_peg_bad_uses():
 
 
 def test_gps_layer_with_gatedgcn_is_graphgps_custom_gatedgcn_layer():
-    """GraphGPS's GPSLayer with local_gnn_type='CustomGatedGCN': the MPNN branch is the
-    GatedGCN layer's output as it is (residual, norm and dropout inside, no norm1), summed
-    with the attention branch, then the FFN and its norm; the updated edges come back."""
+    """GraphGPS's GPSLayer with local_gnn_type='CustomGatedGCN' (graphgps/layer/gps_layer.py):
+    h_local = norm1_local(GatedGCN(h)) (the GatedGCN layer adds the residual and applies the
+    dropout itself), h_attn = norm1_attn(h + attn(h)), h = h_local + h_attn, then
+    norm2(h + FFN(h)); the updated edges come back. Written with torch's own
+    MultiheadAttention over the dense batch, as GraphGPS does."""
+    from torch_geometric.utils import to_dense_batch
+
     from graphpe.nn import GatedGCNLayer
 
     torch.manual_seed(0)
@@ -333,15 +339,25 @@ def test_gps_layer_with_gatedgcn_is_graphgps_custom_gatedgcn_layer():
     x = torch.randn(batch.num_nodes, 16)
     e = torch.randn(batch.edge_index.size(1), 16)
     layer = GPSLayer(16, "gatedgcn", "multihead", heads=4).train()
-    assert isinstance(layer.conv, GatedGCNLayer) and layer.norm1 is None
-    torch.manual_seed(1)
+    assert isinstance(layer.conv, GatedGCNLayer) and layer.norm1 is not None
     out, new_e = layer(x, batch.edge_index, batch.batch, e)
-    torch.manual_seed(1)
-    local, local_e = layer.conv(x, batch.edge_index, e)
-    attn = layer.norm2(x + layer.attn(x, _layout_of(batch)))
-    h = local + attn
-    expected = layer.norm3(h + layer.mlp(h))
-    torch.testing.assert_close(out, expected)
+    # the reference, with copies of the layer's modules (their running statistics advance
+    # once per forward, as the layer's)
+    ref = copy.deepcopy(layer)
+    for module in (ref.norm1, ref.norm2, ref.norm3, ref.conv.bn_node_x, ref.conv.bn_edge_e):
+        module.reset_running_stats()
+    mha = nn.MultiheadAttention(16, 4, batch_first=True)
+    mha.in_proj_weight.data.copy_(layer.attn.in_proj_weight)
+    mha.in_proj_bias.data.copy_(layer.attn.in_proj_bias)
+    mha.out_proj.load_state_dict(layer.attn.out_proj.state_dict())
+    local, local_e = ref.conv(x, batch.edge_index, e)
+    h_local = ref.norm1(local)
+    dense, mask = to_dense_batch(x, batch.batch)
+    h_attn = ref.norm2(x + mha(dense, dense, dense, key_padding_mask=~mask,
+                               need_weights=False)[0][mask])
+    h = h_local + h_attn
+    expected = ref.norm3(h + ref.mlp(h))
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(new_e, local_e)
 
 
