@@ -405,9 +405,11 @@ class GINE(PEGraphModel):
 
 
 class GatedGCN(PEGraphModel):
-    """A GatedGCN network (Bresson & Laurent, 2017; the benchmarking-gnns model of Dwivedi et
-    al., JMLR 2023): ``num_layers`` :class:`~graphpe.nn.conv.GatedGCNLayer` (residual gated
-    convolutions that update the node and the edge features), then pooling and an MLP head.
+    """A GatedGCN network (Bresson & Laurent, 2017; with the edge-feature layers of
+    benchmarking-gnns, Dwivedi et al., JMLR 2023): after the input embeddings,
+    ``num_layers`` :class:`~graphpe.nn.conv.GatedGCNLayer` (residual gated convolutions that
+    update the node and the edge features), then pooling (``pool``; benchmarking-gnns reads
+    out the mean) and the MLP head of :class:`PEGraphModel`.
     Without edge features every edge starts from one learned vector. ``peg_attr`` names the
     eigenvectors whose distances gate every layer's messages (:class:`~graphpe.nn.conv.
     PEGGate`; GraphGPS's GatedGCN with ``equivstable_pe``). See :class:`PEGraphModel` for the
