@@ -128,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
                               "over pair features, e.g. --pe rrwp), GCN, GIN or GatedGCN "
                               "(residual gated convolutions updating the edge features)")
+    p_train.add_argument("--attention",
+                         choices=["auto", "multihead", "linear", "performer", "none"],
+                         default="auto",
+                         help="gps: the global attention (auto: multihead, over each graph's "
+                              "nodes; linear and performer (GraphGPS's Performer, FAVOR+) are "
+                              "linear-time, for large graphs)")
     p_train.add_argument("--mpnn", choices=["auto", "gine", "gin", "gatedgcn", "none"],
                          default="auto",
                          help="gps, grit: the local message passing beside the attention "
@@ -315,6 +321,11 @@ def _dispatch(args: argparse.Namespace) -> None:
         elif args.mpnn != "auto":
             raise ValueError(f"--mpnn sets the local MPNN of --model gps or grit, not "
                              f"{args.model}")
+        if args.attention != "auto":
+            if args.model != "gps":
+                raise ValueError(f"--attention sets the global attention of --model gps, not "
+                                 f"{args.model}")
+            extra["attention"] = None if args.attention == "none" else args.attention
         record = run(bundle, args.pe, model=args.model, channels=args.channels,
                      layers=args.layers, config=config, **extra)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",

@@ -92,6 +92,9 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
      "graphpe: error: --config /nonexistent.toml"),
     (["train", "--dataset", "own_dataset:build", "--root", ".", "--mpnn", "gatedgcn"],
      "graphpe: error: --mpnn sets the local MPNN of --model gps or grit, not gine"),
+    (["train", "--dataset", "own_dataset:build", "--root", ".", "--model", "grit",
+      "--attention", "performer"],
+     "graphpe: error: --attention sets the global attention of --model gps, not grit"),
 ])
 def test_cli_errors_are_one_line_and_exit_2(argv, message, capsys, monkeypatch):
     from pathlib import Path
@@ -217,10 +220,11 @@ def test_static_shapes_flag_trains_a_gps(tmp_path, capsys, monkeypatch):
     assert code == 2 and "StaticGPS runs a GPS model, got GINE" in err
 
 
-@pytest.mark.parametrize("argv", [["--model", "gatedgcn"], ["--model", "gps", "--mpnn",
-                                                            "gatedgcn", "--heads", "2"]])
-def test_gatedgcn_trains_from_the_cli_and_its_checkpoint_reloads(argv, tmp_path, capsys,
-                                                                 monkeypatch):
+@pytest.mark.parametrize("argv", [["--model", "gatedgcn"],
+                                  ["--model", "gps", "--mpnn", "gatedgcn", "--heads", "2"],
+                                  ["--model", "gps", "--attention", "performer", "--heads", "2"]])
+def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
+        argv, tmp_path, capsys, monkeypatch):
     from pathlib import Path
 
     examples = Path(__file__).resolve().parents[1] / "examples"
@@ -233,8 +237,10 @@ def test_gatedgcn_trains_from_the_cli_and_its_checkpoint_reloads(argv, tmp_path,
     assert code == 0, err
     record = json.loads(results.read_text())
     assert record["model_config"]["model"] == argv[1]
-    if argv[1] == "gps":
+    if "--mpnn" in argv:
         assert record["model_config"]["mpnn"] == "gatedgcn"
+    if "--attention" in argv:
+        assert record["model_config"]["attention"] == "performer"
     code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
                               "own_dataset:build", "--root", str(tmp_path)], capsys)
     assert code == 0, err

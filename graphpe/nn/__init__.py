@@ -4,7 +4,13 @@ Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transfor
 ``[N, channels]``, so it can be added to the node embedding of any GNN.
 """
 
-from graphpe.nn.attention import GraphLayout, LinearAttention, MultiheadGraphAttention, graph_layout
+from graphpe.nn.attention import (
+    GraphLayout,
+    LinearAttention,
+    MultiheadGraphAttention,
+    PerformerAttention,
+    graph_layout,
+)
 from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     DegreeEncoder,
@@ -61,6 +67,7 @@ __all__ = [
     "MultiheadGraphAttention",
     "PEARLEncoder",
     "PEGGate",
+    "PerformerAttention",
     "PEGraphModel",
     "PairBiasEncoder",
     "PairFeatureEncoder",

@@ -23,6 +23,7 @@ from graphpe.nn.attention import (
     GraphLayout,
     LinearAttention,
     MultiheadGraphAttention,
+    PerformerAttention,
     layout_from_batch,
 )
 from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
@@ -47,7 +48,7 @@ from graphpe.nn.rfp import RFPEncoder, _mlp
 from graphpe.ops.pairwise import pair_ids_of_edges
 
 MPNNS = ("gine", "gin", "gatedgcn", None)
-ATTENTIONS = ("multihead", "linear", "grit", None)
+ATTENTIONS = ("multihead", "linear", "performer", "grit", None)
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 TASKS = ("graph_regression", "graph_classification", "node_classification")
 PE_COMBINE = ("sum", "concat")
@@ -64,7 +65,9 @@ class GPSLayer(nn.Module):
 
     with dropout after each branch and the attention over each graph's nodes only. The same
     maths and submodule names as PyG's ``GPSConv`` (so its weights load directly), with the
-    MPNN and attention each optional and a ``linear`` attention for large graphs. The
+    MPNN and attention each optional and two linear-time attentions for large graphs
+    (``linear``, :class:`~graphpe.nn.attention.LinearAttention`; ``performer``,
+    :class:`~graphpe.nn.attention.PerformerAttention`, GraphGPS's Performer). The
     ``multihead`` attention runs over size buckets of the batch's graphs
     (:class:`~graphpe.nn.attention.MultiheadGraphAttention`), not one block padded to the
     largest graph; pass the batch's ``layout`` when calling several layers, so it is built once.
@@ -80,7 +83,7 @@ class GPSLayer(nn.Module):
         channels: width.
         mpnn: ``gine`` (needs ``edge_attr`` of width ``channels``), ``gatedgcn`` (the same),
             ``gin`` or None.
-        attention: ``multihead``, ``linear``, ``grit`` or None.
+        attention: ``multihead``, ``linear``, ``performer``, ``grit`` or None.
         heads: attention heads.
         dropout: dropout after each branch and inside the FFN.
         attn_dropout: dropout on the attention weights (``multihead``).
@@ -123,6 +126,8 @@ class GPSLayer(nn.Module):
             self.attn = MultiheadGraphAttention(channels, heads, attn_dropout)
         elif attention == "linear":
             self.attn = LinearAttention(channels, heads)
+        elif attention == "performer":  # GraphGPS's Performer: dropout on its output
+            self.attn = PerformerAttention(channels, heads, dropout=attn_dropout)
         elif attention == "grit":
             self.attn = GRITAttention(channels, heads, attn_dropout,
                                       update_pairs=update_pairs)
@@ -227,8 +232,9 @@ class GPSLayer(nn.Module):
                 if pair_bias is not None:
                     raise ValueError("pair biases need attention='multihead'")
                 if batch is None:
-                    batch = x.new_zeros(x.size(0), dtype=torch.long)
-                num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+                    batch, num_graphs = x.new_zeros(x.size(0), dtype=torch.long), 1
+                if num_graphs is None:
+                    num_graphs = int(batch.max()) + 1 if batch.numel() else 0
                 h = self.attn(x, batch, num_graphs)
             if self.dropout > 0.0:
                 h = F.dropout(h, p=self.dropout, training=self.training)

@@ -375,3 +375,106 @@ def test_weight_dropout_backward_applies_the_forward_mask():
                                                                      .requires_grad_(),))
     assert weight_dropout(x, 0.3, training=False) is x
     assert weight_dropout(x, 0.0) is x
+
+
+def _performer_reference(attn, x, ptr):
+    """PerformerAttention's formula graph by graph and head by head in float64 numpy, with
+    the module's own maps and feature directions: phi(x) = m^-1/2 (exp(W x' - |x'|^2 / 2 - s)
+    + 1e-4), x' = d^-1/4 x, s a query's own largest W q' and, for keys, the largest over the
+    graph's keys of that head; o = phi(q)^T sum phi(k) v^T / phi(q)^T sum phi(k)."""
+    d, heads = attn.head_dim, attn.heads
+    w = attn.projection_matrix.double().numpy()
+    m = w.shape[0]
+
+    def maps(layer):
+        return (x.double() @ layer.weight.double().t() + layer.bias.double()).detach().numpy()
+
+    q, k, v = maps(attn.to_q), maps(attn.to_k), maps(attn.to_v)
+    out = np.zeros_like(q)
+    for g in range(len(ptr) - 1):
+        a, b = ptr[g], ptr[g + 1]
+        for h in range(heads):
+            cols = slice(h * d, (h + 1) * d)
+            qs, ks, vs = q[a:b, cols] * d ** -0.25, k[a:b, cols] * d ** -0.25, v[a:b, cols]
+            pq, pk = qs @ w.T, ks @ w.T
+            fq = (np.exp(pq - (qs ** 2).sum(1, keepdims=True) / 2
+                         - pq.max(1, keepdims=True)) + 1e-4) / np.sqrt(m)
+            fk = (np.exp(pk - (ks ** 2).sum(1, keepdims=True) / 2 - pk.max()) + 1e-4) / np.sqrt(m)
+            out[a:b, cols] = (fq @ (fk.T @ vs)) / (fq @ fk.sum(0))[:, None]
+    return out @ attn.to_out.weight.double().detach().numpy().T + \
+        attn.to_out.bias.double().detach().numpy()
+
+
+def test_performer_attention_equals_its_formula_graph_by_graph():
+    from graphpe.nn import PerformerAttention
+
+    torch.manual_seed(0)
+    attn = PerformerAttention(16, heads=2, num_features=12).double().eval()
+    ptr = np.array([0, 5, 6, 14, 23])
+    batch = torch.repeat_interleave(torch.arange(4), torch.from_numpy(np.diff(ptr)))
+    x = torch.randn(23, 16, dtype=torch.float64) * 2
+    out = attn(x, batch, 4)
+    np.testing.assert_allclose(out.detach().numpy(), _performer_reference(attn, x, ptr),
+                               rtol=1e-10, atol=1e-10)
+    # a single graph takes the path without per-node copies of the sums: the same formula
+    one = attn(x[6:14], torch.zeros(8, dtype=torch.long), 1)
+    np.testing.assert_allclose(one.detach().numpy(),
+                               _performer_reference(attn, x[6:14], np.array([0, 8])),
+                               rtol=1e-10, atol=1e-10)
+    # graphs do not see each other
+    x2 = x.clone()
+    x2[6:14] = torch.randn(8, 16, dtype=torch.float64)
+    changed = attn(x2, batch, 4)
+    torch.testing.assert_close(changed[:6], out[:6])
+    torch.testing.assert_close(changed[14:], out[14:])
+
+
+def test_performer_attention_estimates_softmax_attention():
+    """With many random features the estimate approaches exact softmax attention, and it is
+    closer than with few (the FAVOR+ estimator is unbiased for exp(q . k / sqrt d))."""
+    from graphpe.nn import PerformerAttention
+
+    torch.manual_seed(0)
+    x = torch.randn(30, 8, dtype=torch.float64) * 0.5
+    batch = torch.zeros(30, dtype=torch.long)
+    errors = {}
+    for m in (4, 4096):
+        attn = PerformerAttention(8, heads=1, num_features=m).double().eval()
+        q, k, v = attn.to_q(x), attn.to_k(x), attn.to_v(x)
+        exact = attn.to_out(torch.softmax(q @ k.t() / np.sqrt(8), -1) @ v)
+        approx = attn(x, batch, 1)
+        errors[m] = ((approx - exact).norm() / exact.norm()).item()
+    assert errors[4096] < 0.03 and errors[4096] < errors[4] / 3, errors
+
+
+def test_performer_attention_redraws_its_features_in_training_only():
+    from graphpe.nn import PerformerAttention
+
+    torch.manual_seed(0)
+    attn = PerformerAttention(8, heads=2, redraw_interval=3)
+    x, batch = torch.randn(5, 8), torch.zeros(5, dtype=torch.long)
+    first = attn.projection_matrix.clone()
+    assert attn.num_features == int(4 * np.log(4))  # performer-pytorch's d ln d
+    attn.eval()
+    for _ in range(5):
+        attn(x, batch, 1)
+    assert torch.equal(attn.projection_matrix, first)
+    attn.train()
+    attn(x, batch, 1)
+    attn(x, batch, 1)
+    assert torch.equal(attn.projection_matrix, first)
+    attn(x, batch, 1)  # the third training call draws again
+    assert not torch.equal(attn.projection_matrix, first)
+    # the directions: orthogonal within a block, Gaussian-sized rows
+    from graphpe.nn.attention import orthogonal_gaussian_features
+
+    w = orthogonal_gaussian_features(8, 8, torch.Generator().manual_seed(0)).double()
+    gram = w @ w.t()
+    torch.testing.assert_close(gram - torch.diag(torch.diagonal(gram)),
+                               torch.zeros(8, 8, dtype=torch.float64), atol=1e-5, rtol=0)
+    with pytest.raises(ValueError, match="num_features must be a positive int, got 0"):
+        PerformerAttention(8, num_features=0)
+    with pytest.raises(ValueError, match="redraw_interval must be a non-negative int, got -1"):
+        PerformerAttention(8, redraw_interval=-1)
+    with pytest.raises(ValueError, match="channels=8 must be divisible by heads=3"):
+        PerformerAttention(8, heads=3)

@@ -49,7 +49,7 @@ def permute_batch(batch, perm_per_graph):
     return Batch.from_data_list(graphs)
 
 
-@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn"])
+@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn", "gps+performer"])
 def test_permutation_invariance_and_equivariance(kind):
     batch = make_batch()
     rng = np.random.default_rng(0)
@@ -79,13 +79,16 @@ def test_permutation_invariance_and_equivariance(kind):
 
 
 def _kind(kind):
-    """``gps+gatedgcn``: model ``gps`` with ``mpnn='gatedgcn'``."""
+    """``gps+gatedgcn``: model ``gps`` with ``mpnn='gatedgcn'``; ``gps+performer`` with
+    ``attention='performer'``."""
     if kind == "gps+gatedgcn":
         return "gps", {"mpnn": "gatedgcn"}
+    if kind == "gps+performer":
+        return "gps", {"attention": "performer"}
     return kind, {}
 
 
-@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn"])
+@pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn", "gps+performer"])
 @pytest.mark.parametrize("combine", ["sum", "concat"])
 def test_every_parameter_gets_a_gradient(kind, combine):
     batch = make_batch()

@@ -39,6 +39,7 @@ CASES = {  # id: (build_model settings, PEs)
     "gps": ({"model": "gps"}, NODE_PE),
     "gps-peg": ({"model": "gps"}, "peg:k=4,rwse:walk_length=8"),
     "gps-linear": ({"model": "gps", "attention": "linear"}, "rwse:walk_length=8"),
+    "gps-performer": ({"model": "gps", "attention": "performer"}, "rwse:walk_length=8"),
     "gps-rrwp-bias": ({"model": "gps"}, "rwse:walk_length=8,rrwp:num_steps=4"),
     "gps-spd-bias": ({"model": "gps"}, "rwse:walk_length=8,spd:max_dist=4"),
     "gps-grit-attention": ({"model": "gps", "attention": "grit"}, "rrwp:num_steps=4"),

@@ -235,6 +235,7 @@ def test_rrwp_and_spd_on_cuda(batch):
                       "pe_dim": 8}}},
     {"mpnn": "gatedgcn"},
     {"model": "gatedgcn"},
+    {"attention": "performer"},
 ])
 def test_pair_bias_spe_and_pearl_models_on_cuda(spec):
     """GPS with an RRWP attention bias, GRIT and GatedGCN (alone and in GPS; the torch
