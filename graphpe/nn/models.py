@@ -330,6 +330,20 @@ class PEGraphModel(nn.Module):
         self.peg_gates = (nn.ModuleList(PEGGate(self.channels) for _ in range(num_layers))
                           if peg_attr is not None else None)
 
+    def _build_edge_start(self, needed: bool) -> None:
+        """``edge_start``: for layers that update edge features (GatedGCN) in a model without
+        edge features, the one learned vector every edge starts from (as benchmarking-gnns'
+        GatedGCN with ``edge_feat=False``); None otherwise."""
+        self.edge_start = (nn.Parameter(torch.zeros(self.channels))
+                           if needed and self.edge_input is None else None)
+
+    def _edge_states(self, batch, edge_attr: Tensor | None) -> Tensor | None:
+        """The edge features the layers start from: the embedded ones, or ``edge_start`` on
+        every edge."""
+        if self.edge_start is None:
+            return edge_attr
+        return self.edge_start.expand(batch.edge_index.size(1), -1)
+
     def _peg_distances(self, batch) -> Tensor | None:
         if self.peg_gates is None:
             return None
@@ -428,14 +442,12 @@ class GatedGCN(PEGraphModel):
         self.convs = nn.ModuleList(GatedGCNLayer(channels, self.dropout,
                                                  update_edges=i < num_layers - 1)
                                    for i in range(num_layers))
-        self.edge_start = (nn.Parameter(torch.zeros(channels)) if self.edge_input is None
-                           else None)
+        self._build_edge_start(True)
         self._build_peg(peg_attr, num_layers)
 
     def layers_forward(self, h, batch, edge_attr, pe):
         distances = self._peg_distances(batch)
-        if self.edge_start is not None:
-            edge_attr = self.edge_start.expand(batch.edge_index.size(1), -1)
+        edge_attr = self._edge_states(batch, edge_attr)
         for i, conv in enumerate(self.convs):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)
@@ -506,10 +518,7 @@ class GPS(PEGraphModel):
         if mpnn == "gine" and self.edge_input is None:
             raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
         self.mpnn = mpnn
-        # GatedGCN without edge features starts every edge from one learned vector (as
-        # benchmarking-gnns' GatedGCN does with edge_feat=False)
-        self.edge_start = (nn.Parameter(torch.zeros(channels))
-                           if mpnn == "gatedgcn" and self.edge_input is None else None)
+        self._build_edge_start(mpnn == "gatedgcn")
         # the last layer's pair features would not be read: it does not compute them
         self.layers = nn.ModuleList(
             GPSLayer(channels, mpnn, attention, heads, self.dropout, attn_dropout, norm,
@@ -540,8 +549,7 @@ class GPS(PEGraphModel):
         elif self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
             pair_bias, pair_index = self.pair_encoder(batch)
         distances = self._peg_distances(batch)
-        if self.edge_start is not None:
-            edge_attr = self.edge_start.expand(batch.edge_index.size(1), -1)
+        edge_attr = self._edge_states(batch, edge_attr)
         for i, layer in enumerate(self.layers):
             if self.reinject is not None:
                 h = h + self.reinject[i](pe)

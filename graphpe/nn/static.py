@@ -451,8 +451,7 @@ class StaticGPS(nn.Module):
         if pe is not None:
             h = model.combine(torch.cat([h, pe], -1)) if model.combine is not None else h + pe
         edge_attr = model.edge_input(sb.edge_attr) if model.edge_input is not None else None
-        if model.edge_start is not None:  # GatedGCN without edge features
-            edge_attr = model.edge_start.expand(sb.edge_index.size(1), -1)
+        edge_attr = model._edge_states(sb, edge_attr)  # GatedGCN without edge features
         # Padding rows start every layer at 0. Left alone they would not stay finite: the sink
         # row takes the messages of every padding edge (hundreds per batch), each layer
         # multiplies that, and an inf there is a NaN after any product with the mask.
