@@ -150,8 +150,13 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
     p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
-    p_train.add_argument("--pool", choices=["sum", "mean", "max"], default="sum",
-                         help="graph pooling (graph-level tasks)")
+    p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default="sum",
+                         help="graph pooling (graph-level tasks); token: the final state of "
+                              "the graph token (--graph-token)")
+    p_train.add_argument("--graph-token", action="store_true",
+                         help="gps: add Graphormer's graph token to every graph (attends to "
+                              "and from every node, with a learned bias per head); read it "
+                              "out with --pool token")
     p_train.add_argument("--warmup", type=int, default=5,
                          help="epochs of linear learning-rate warm-up before cosine decay")
     p_train.add_argument("--patience", type=int, default=30,
@@ -326,6 +331,10 @@ def _dispatch(args: argparse.Namespace) -> None:
                 raise ValueError(f"--attention sets the global attention of --model gps, not "
                                  f"{args.model}")
             extra["attention"] = None if args.attention == "none" else args.attention
+        if args.graph_token:
+            if args.model != "gps":
+                raise ValueError(f"--graph-token adds a token to --model gps, not {args.model}")
+            extra["graph_token"] = True
         record = run(bundle, args.pe, model=args.model, channels=args.channels,
                      layers=args.layers, config=config, **extra)
         summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",

@@ -222,7 +222,8 @@ def test_static_shapes_flag_trains_a_gps(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.parametrize("argv", [["--model", "gatedgcn"],
                                   ["--model", "gps", "--mpnn", "gatedgcn", "--heads", "2"],
-                                  ["--model", "gps", "--attention", "performer", "--heads", "2"]])
+                                  ["--model", "gps", "--attention", "performer", "--heads", "2"],
+                                  ["--model", "gps", "--graph-token", "--pool", "token"]])
 def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
         argv, tmp_path, capsys, monkeypatch):
     from pathlib import Path
@@ -241,7 +242,22 @@ def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
         assert record["model_config"]["mpnn"] == "gatedgcn"
     if "--attention" in argv:
         assert record["model_config"]["attention"] == "performer"
+    if "--graph-token" in argv:
+        assert record["model_config"]["graph_token"] is True
+        assert record["model_config"]["pool"] == "token"
     code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
                               "own_dataset:build", "--root", str(tmp_path)], capsys)
     assert code == 0, err
     assert json.loads(out)["value"] == pytest.approx(record["test"])
+
+
+def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            "--model", "gine", "--graph-token", "--epochs", "1"], capsys)
+    assert code == 2 and "--graph-token adds a token to --model gps, not gine" in err
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            "--model", "gps", "--pool", "token", "--epochs", "1"], capsys)
+    assert code == 2 and "pool='token' reads the graph token: it needs graph_token=True" in err

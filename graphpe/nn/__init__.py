@@ -25,6 +25,7 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
+from graphpe.nn.graph_token import GraphToken
 from graphpe.nn.grit import GRITAttention
 from graphpe.nn.models import (
     GINE,
@@ -58,6 +59,7 @@ __all__ = [
     "GRIT",
     "GRITAttention",
     "GraphLayout",
+    "GraphToken",
     "HKdiagSEEncoder",
     "LCPEncoder",
     "LapPEEncoder",

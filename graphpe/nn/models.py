@@ -42,6 +42,7 @@ from graphpe.nn.encoders import (
 )
 from graphpe.nn.fused import fused_forward, may_fuse
 from graphpe.nn.fused_gine import fused_gine_layer
+from graphpe.nn.graph_token import GraphToken
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
@@ -262,9 +263,14 @@ class PEGraphModel(nn.Module):
         pe_combine: ``sum`` (each encoder's output must have ``channels``) or ``concat``
             (node embedding and encoders concatenated, then projected to ``channels``).
         reinject_pe: add a per-layer projection of the PE embedding before every layer.
-        pool: ``sum``, ``mean`` or ``max`` for graph-level tasks.
+        pool: ``sum``, ``mean`` or ``max`` over the nodes for graph-level tasks, or
+            ``token``: the final state of Graphormer's graph token (:class:`GPS` with
+            ``graph_token=True``).
         dropout: dropout in layers and head.
     """
+
+    #: whether the model can carry Graphormer's graph token (``pool='token'`` reads it)
+    takes_graph_token = False
 
     def __init__(
         self,
@@ -285,8 +291,12 @@ class PEGraphModel(nn.Module):
         super().__init__()
         if task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}, got {task!r}")
-        if pool not in POOLS:
-            raise ValueError(f"pool must be one of {tuple(POOLS)}, got {pool!r}")
+        if pool not in POOLS and pool != "token":
+            raise ValueError(f"pool must be one of {(*POOLS, 'token')}, got {pool!r}")
+        if pool == "token" and not self.takes_graph_token:
+            raise ValueError(f"pool='token' reads Graphormer's graph token, which "
+                             f"{type(self).__name__} has not (model='gps' with "
+                             f"graph_token=True)")
         if pe_combine not in PE_COMBINE:
             raise ValueError(f"pe_combine must be one of {PE_COMBINE}, got {pe_combine!r}")
         for name, value in (("channels", channels), ("num_layers", num_layers),
@@ -373,8 +383,13 @@ class PEGraphModel(nn.Module):
                                  "is missing")
             edge_attr = self.edge_input(batch.edge_attr)
         h = self.layers_forward(h, batch, edge_attr, pe)
+        tokens = None
+        if isinstance(h, tuple):  # GPS with graph tokens: (the nodes, one token per graph)
+            h, tokens = h
         if self.task == "node_classification":
             return self.head(h)
+        if self.pool == "token":
+            return self.head(tokens)
         graph, num_graphs = batch.get("batch"), None
         if graph is None:
             graph, num_graphs = h.new_zeros(h.size(0), dtype=torch.long), 1
@@ -478,7 +493,12 @@ class GPS(PEGraphModel):
     :class:`PairBiasEncoder`, an attention bias per node pair and head, shared by the layers;
     ``grit`` attention: a :class:`PairFeatureEncoder`, whose pair features the layers update,
     with the edge embeddings added on the pairs that are edges, and whose diagonal node
-    encoding is added to the node embedding); the rest as :class:`PEGraphModel`."""
+    encoding is added to the node embedding), ``graph_token`` (``multihead`` attention: add
+    Graphormer's graph token to every graph, :class:`~graphpe.nn.graph_token.GraphToken`; with
+    ``pool='token'`` its final state is the graph's representation, else it only relays
+    attention and the nodes are pooled); the rest as :class:`PEGraphModel`."""
+
+    takes_graph_token = True
 
     def __init__(
         self,
@@ -493,9 +513,15 @@ class GPS(PEGraphModel):
         attention_buckets: int = MAX_BUCKETS,
         pair_encoder: nn.Module | None = None,
         peg_attr: str | None = None,
+        graph_token: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(channels, num_layers, out_dim, **kwargs)
+        if graph_token and attention != "multihead":
+            raise ValueError(f"graph_token needs attention='multihead' (its pairs carry a "
+                             f"learned attention bias), got attention={attention!r}")
+        if self.pool == "token" and not graph_token:
+            raise ValueError("pool='token' reads the graph token: it needs graph_token=True")
         if attention == "grit":
             if not isinstance(pair_encoder, PairFeatureEncoder) or \
                     pair_encoder.channels != channels:
@@ -528,14 +554,23 @@ class GPS(PEGraphModel):
         if peg_attr is not None and mpnn is None:
             raise ValueError("peg_attr gates the MPNN's messages: it needs an mpnn")
         self._build_peg(peg_attr, num_layers)
+        self.graph_token = GraphToken(channels, heads) if graph_token else None
 
     def layers_forward(self, h, batch, edge_attr, pe):
-        graph = batch.get("batch")
-        num_graphs = batch.ptr.numel() - 1 if batch.get("ptr") is not None else None
+        graph, ptr, edge_index = batch.get("batch"), batch.get("ptr"), batch.edge_index
+        num_graphs = ptr.numel() - 1 if ptr is not None else None
+        pair_bias = pair_index = pair_attr = log_deg = tokens = None
+        if self.pair_encoder is not None and self.attention != "grit":
+            # one bias per pair and head, shared by the layers
+            pair_bias, pair_index = self.pair_encoder(batch)
+        if self.graph_token is not None:  # a token in front of each graph: rows renumbered
+            h, tokens = self.graph_token(h, edge_index, graph, ptr, pair_bias, pair_index)
+            graph, ptr, edge_index = tokens.graph, tokens.ptr, tokens.edge_index
+            pair_bias, pair_index = tokens.pair_bias, tokens.pair_index
+            num_graphs = ptr.numel() - 1
         layout = None
         if self.attention == "multihead":  # one layout for all layers
-            layout = _layout(graph, h.size(0), batch.get("ptr"), self.attention_buckets)
-        pair_bias = pair_index = pair_attr = log_deg = None
+            layout = _layout(graph, h.size(0), ptr, self.attention_buckets)
         if self.attention == "grit":  # pair features, updated by every layer
             node, pair_attr, pair_index = self.pair_encoder(batch)
             if node is not None:
@@ -546,15 +581,14 @@ class GPS(PEGraphModel):
                 acc = torch.promote_types(pair_attr.dtype, edge_attr.dtype)
                 pair_attr = pair_attr.to(acc).index_add(0, edge_pairs, edge_attr.to(acc))
             log_deg = log_degree(batch.edge_index, h.size(0), h.dtype)
-        elif self.pair_encoder is not None:  # one bias per pair and head, shared by the layers
-            pair_bias, pair_index = self.pair_encoder(batch)
         distances = self._peg_distances(batch)
         edge_attr = self._edge_states(batch, edge_attr)
         for i, layer in enumerate(self.layers):
-            if self.reinject is not None:
-                h = h + self.reinject[i](pe)
+            if self.reinject is not None:  # (the tokens have no PE)
+                h = (h + self.reinject[i](pe) if tokens is None
+                     else h.index_add(0, tokens.node_rows, self.reinject[i](pe)))
             gate = self.peg_gates[i](distances) if distances is not None else None
-            out = layer(h, batch.edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
+            out = layer(h, edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
                         pair_index, gate, pair_attr, log_deg)
             if self.mpnn == "gatedgcn":  # the edge features, updated by every layer
                 h, edge_attr = out
@@ -562,6 +596,8 @@ class GPS(PEGraphModel):
                 h, pair_attr = out
             else:
                 h = out
+        if tokens is not None:
+            return h[tokens.node_rows], h[tokens.token_rows]
         return h
 
 

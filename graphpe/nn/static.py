@@ -336,6 +336,8 @@ class StaticGPS(nn.Module):
                              f"{model.attention!r}")
         if model.peg_gates is not None:
             raise ValueError("StaticGPS does not support PEG gates")
+        if model.graph_token is not None:
+            raise ValueError("StaticGPS does not support the graph token")
         if model.pair_encoder is not None and not isinstance(model.pair_encoder,
                                                              PairBiasEncoder):
             raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "
