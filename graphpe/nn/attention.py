@@ -34,6 +34,14 @@ BUCKET_OVERHEAD = {"cpu": 8_000, "cuda": 1_000_000}
 MAX_BUCKETS = 4
 
 
+def check_heads(channels: int, heads: int) -> None:
+    """Attention heads: a positive int that divides ``channels`` (ValueError otherwise)."""
+    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
+        raise ValueError(f"heads must be a positive int, got {heads!r}")
+    if channels % heads:
+        raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+
+
 @dataclass(frozen=True)
 class Bucket:
     """``num_graphs`` graphs padded to ``size`` nodes, rows ``start`` to ``start + num_graphs *
@@ -473,8 +481,7 @@ class MultiheadGraphAttention(nn.Module):
 
     def __init__(self, channels: int, heads: int = 1, dropout: float = 0.0) -> None:
         super().__init__()
-        if channels % heads:
-            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        check_heads(channels, heads)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.channels, self.heads, self.head_dim, self.dropout = (
@@ -571,8 +578,7 @@ class PerformerAttention(nn.Module):
     def __init__(self, channels: int, heads: int = 1, num_features: int | None = None,
                  redraw_interval: int = 1000, dropout: float = 0.0) -> None:
         super().__init__()
-        if channels % heads:
-            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        check_heads(channels, heads)
         self.heads, self.head_dim = heads, channels // heads
         if num_features is None:
             num_features = max(1, int(self.head_dim * math.log(self.head_dim)))
@@ -661,8 +667,7 @@ class LinearAttention(nn.Module):
 
     def __init__(self, channels: int, heads: int = 1) -> None:
         super().__init__()
-        if channels % heads:
-            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        check_heads(channels, heads)
         self.heads, self.head_dim = heads, channels // heads
         self.qkv = nn.Linear(channels, 3 * channels)
         self.out = nn.Linear(channels, channels)

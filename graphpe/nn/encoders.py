@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -33,8 +34,9 @@ def read_attribute(batch, name: str, producer: str) -> Tensor:
     return value
 
 
-def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int):
-    """``(eigenvectors [N, k], eigenvalues [N, k], mask [N, k] or None)`` of a batch."""
+def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int, dtype: torch.dtype):
+    """``(eigenvectors [N, k], eigenvalues [N, k], mask [N, k] or None)`` of a batch, the
+    first two in ``dtype`` (the encoder's parameters': float64 models take float64 PEs)."""
     vec_name, val_name, mask_name = attr_names
     producer = f"LaplacianPE(k={k}, attr_names={tuple(attr_names)!r})"
     vecs = read_attribute(batch, vec_name, producer)
@@ -42,7 +44,7 @@ def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int):
     if vecs.dim() != 2 or vecs.size(1) != k:
         raise ValueError(f"expected {vec_name} [N, {k}], got {list(vecs.shape)}")
     mask = batch.get(mask_name) if hasattr(batch, "get") else None
-    return vecs, vals, mask
+    return vecs.to(dtype), vals.to(dtype), mask
 
 
 def parameter_dtype(module: nn.Module) -> torch.dtype:
@@ -98,7 +100,8 @@ class LapPEEncoder(nn.Module):
         """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
         optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
         ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
-        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
+        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
+                                            parameter_dtype(self))
         graph = num_graphs = None
         if self.training and self.random_sign_flip:
             graph = _graph_index(batch)
@@ -200,7 +203,8 @@ class SignNetEncoder(nn.Module):
         """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
         optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
         ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
-        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
+        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
+                                            parameter_dtype(self))
         keep = (torch.ones_like(vecs) if mask is None else mask.to(vecs.dtype)).unsqueeze(-1)
         # each column: the eigenvector entry and its eigenvalue, [N, k, 2]
         pos = torch.stack([vecs, vals], dim=-1)
@@ -277,7 +281,8 @@ class SPEEncoder(nn.Module):
         """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
         optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
         ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
-        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k)
+        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
+                                            parameter_dtype(self))
         num_nodes = vecs.size(0)
         graph = _graph_index(batch)
         num_graphs = int(graph.max()) + 1 if num_nodes else 0
@@ -427,12 +432,18 @@ class FeatureInput(nn.Module):
             raise ValueError(f"give exactly one of {what}_vocab (categorical) or {what}_dim")
         self.categorical = vocab is not None
         if self.categorical:
-            sizes = [int(vocab)] if isinstance(vocab, int) else [int(v) for v in vocab]
-            self.shared = isinstance(vocab, int)
+            self.shared = isinstance(vocab, numbers.Integral)
+            sizes = [vocab] if self.shared else list(vocab)
+            if not sizes or any(isinstance(v, bool) or not isinstance(v, numbers.Integral)
+                                or v < 1 for v in sizes):
+                raise ValueError(f"{what}_vocab must be a positive int or a non-empty list of "
+                                 f"them (one per feature column), got {vocab!r}")
+            sizes = [int(v) for v in sizes]
             offsets = torch.tensor([0] + sizes[:-1]).cumsum(0)
             self.register_buffer("offsets", offsets, persistent=False)
             self.layer = nn.Embedding(sum(sizes), channels)
         else:
+            _positive(f"{what}_dim", dim)
             self.layer = nn.Linear(dim, channels)
 
     def forward(self, x: Tensor) -> Tensor:

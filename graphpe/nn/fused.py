@@ -188,7 +188,9 @@ def _batch_norm_module(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d
     """The ``BatchNorm1d`` behind a GPS layer's norm (PyG's ``BatchNorm`` wraps one), if it
     normalizes as the fused kernels do: affine, with float32 running statistics, in the
     layer's mode; in training they are updated with a momentum, in evaluation they are what
-    the norm applies."""
+    the norm applies. None for no norm (``norm=None``: not the fused layer)."""
+    if norm is None:
+        return None
     bn = norm._modules.get("module") if type(norm) is BatchNorm else norm
     if (type(bn) is not nn.BatchNorm1d or bn.training != training or not bn.affine
             or not bn.track_running_stats or bn.running_mean is None
@@ -222,7 +224,8 @@ def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple]
             and type(f[1]) is nn.ReLU and type(f[2]) is nn.Dropout and f[2].p == 0.0
             and type(f[3]) is nn.Linear and type(f[4]) is nn.Dropout and f[4].p == 0.0):
         return None
-    wrappers = (mods["norm1"], mods["norm2"], mods["norm3"])
+    # (a norm set to None is an attribute, not a submodule)
+    wrappers = (mods.get("norm1"), mods.get("norm2"), mods.get("norm3"))
     norms = tuple(_batch_norm_module(n, training) for n in wrappers)
     if None in norms:
         return None

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
-from graphpe.nn.attention import weight_dropout
+from graphpe.nn.attention import check_heads, weight_dropout
 from graphpe.ops import pair_attention as kernels
 from graphpe.ops.compiled import host_empty, use_host_kernels
 from graphpe.ops.graph import index_range
@@ -130,8 +130,7 @@ class GRITAttention(nn.Module):
                  clamp: float | None = LOGIT_CLAMP, degree_scaler: bool = True,
                  update_pairs: bool = True) -> None:
         super().__init__()
-        if channels % heads:
-            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        check_heads(channels, heads)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.channels, self.heads, self.head_dim = channels, heads, channels // heads

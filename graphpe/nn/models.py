@@ -24,6 +24,7 @@ from graphpe.nn.attention import (
     LinearAttention,
     MultiheadGraphAttention,
     PerformerAttention,
+    check_heads,
     layout_from_batch,
 )
 from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
@@ -39,6 +40,7 @@ from graphpe.nn.encoders import (
     RWSEEncoder,
     SignNetEncoder,
     SPEEncoder,
+    parameter_dtype,
 )
 from graphpe.nn.fused import fused_forward, may_fuse
 from graphpe.nn.fused_gine import fused_gine_layer
@@ -111,8 +113,10 @@ class GPSLayer(nn.Module):
             raise ValueError(f"attention must be one of {ATTENTIONS}, got {attention!r}")
         if mpnn is None and attention is None:
             raise ValueError("a GPS layer needs an MPNN, an attention, or both")
-        if channels % heads:
-            raise ValueError(f"channels={channels} must be divisible by heads={heads}")
+        check_heads(channels, heads)
+        if attention == "linear" and attn_dropout:
+            raise ValueError("attn_dropout drops attention weights, which attention='linear' "
+                             "never forms; use dropout")
         if mpnn == "gatedgcn" and attention == "grit":
             raise ValueError("mpnn='gatedgcn' updates the edge features, attention='grit' the "
                              "pair features: one layer does not take both")
@@ -140,7 +144,7 @@ class GPSLayer(nn.Module):
         )
         # a norm per branch that exists (GPSConv builds norm1 even without its MPNN)
         self.norm1 = normalization_resolver(norm, channels) if mpnn is not None else None
-        self.norm2 = normalization_resolver(norm, channels)
+        self.norm2 = normalization_resolver(norm, channels) if attention is not None else None
         self.norm3 = normalization_resolver(norm, channels)
         self.norm_pair = (normalization_resolver(norm, channels)
                           if attention == "grit" and update_pairs else None)
@@ -151,6 +155,14 @@ class GPSLayer(nn.Module):
         # training steps on the CPU as one autograd node where graphpe.nn.fused applies
         # (False: module by module, e.g. to inspect the submodules' outputs)
         self.fused = True
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # layers without attention saved before graphpe stopped building their norm2 (never
+        # read) still load
+        if self.norm2 is None:
+            for key in [k for k in state_dict if k.startswith(prefix + "norm2.")]:
+                del state_dict[key]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def _norm(self, norm: nn.Module | None, h: Tensor, batch: Tensor | None,
               num_graphs: int | None) -> Tensor:
@@ -361,7 +373,7 @@ class PEGraphModel(nn.Module):
         if pe is None:
             raise ValueError(f"PEG gates read batch.{self.peg_attr} (the eigenvectors of "
                              f"LaplacianPE(attr_names=({self.peg_attr!r}, ...)))")
-        return pe_distances(pe, batch.edge_index)
+        return pe_distances(pe.to(parameter_dtype(self.peg_gates)), batch.edge_index)
 
     def encode_pe(self, batch) -> Tensor | None:
         if not self.pe_encoders:
@@ -516,6 +528,14 @@ class GPS(PEGraphModel):
         graph_token: bool = False,
         **kwargs: Any,
     ) -> None:
+        has_edges = kwargs.get("edge_vocab") is not None or kwargs.get("edge_dim") is not None
+        if mpnn == "auto":
+            mpnn = "gine" if has_edges else "gin"
+        if mpnn in ("gin", None) and attention != "grit":
+            # no layer reads edge features (GIN and the attentions other than GRIT's): no
+            # edge embedding that would get no gradient, as GIN and GCN (a pair encoder with
+            # Graphormer's path edges reads the raw ones itself)
+            kwargs.update(edge_vocab=None, edge_dim=None)
         super().__init__(channels, num_layers, out_dim, **kwargs)
         if graph_token and attention != "multihead":
             raise ValueError(f"graph_token needs attention='multihead' (its pairs carry a "
@@ -539,8 +559,6 @@ class GPS(PEGraphModel):
             raise ValueError(f"attention_buckets must be a positive int, got "
                              f"{attention_buckets!r}")
         self.attention, self.attention_buckets = attention, attention_buckets
-        if mpnn == "auto":
-            mpnn = "gine" if self.edge_input is not None else "gin"
         if mpnn == "gine" and self.edge_input is None:
             raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
         self.mpnn = mpnn
@@ -555,6 +573,14 @@ class GPS(PEGraphModel):
             raise ValueError("peg_attr gates the MPNN's messages: it needs an mpnn")
         self._build_peg(peg_attr, num_layers)
         self.graph_token = GraphToken(channels, heads) if graph_token else None
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # models saved before graphpe stopped building an edge embedding that no layer read
+        # (mpnn gin or None) still load
+        if self.edge_input is None:
+            for key in [k for k in state_dict if k.startswith(prefix + "edge_input.")]:
+                del state_dict[key]
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def layers_forward(self, h, batch, edge_attr, pe):
         graph, ptr, edge_index = batch.get("batch"), batch.get("ptr"), batch.edge_index

@@ -115,6 +115,7 @@ class RFPEncoder(nn.Module):
             raise ValueError(
                 f"expected RFP features [N, draws, {self.in_dim}], got {list(rfp.shape)}"
             )
+        rfp = rfp.to(next(self.parameters()).dtype)  # float64 models take float64 PEs
         if self.readout == "gram":
             rfp = self.gram(rfp, sizes)
         h = self.phi(rfp)

@@ -406,3 +406,28 @@ def test_gatedgcn_bad_configurations():
         GPSLayer(16, "gatedgcn", "grit")
     with pytest.raises(ValueError, match=r"GatedGCNLayer needs edge_attr \[num_edges, 16\]"):
         GPSLayer(16, "gatedgcn")(torch.randn(3, 16), torch.tensor([[0, 1], [1, 2]]))
+
+
+def test_gps_builds_no_parameters_its_layers_never_read_and_old_checkpoints_still_load():
+    """Without attention a GPS layer has no norm2, and with mpnn gin or None (and an attention
+    other than GRIT's) the model has no edge embedding: parameters without gradients make
+    DistributedDataParallel fail. State dicts saved with them still load."""
+    base = {"model": "gps", "channels": 8, "layers": 2, "out_dim": 1, "node_vocab": 5,
+            "edge_vocab": 3}
+    no_attention = build_model({**base, "attention": None})
+    assert all(layer.norm2 is None for layer in no_attention.layers)
+    for mpnn in ("gin", None):
+        assert build_model({**base, "mpnn": mpnn}).edge_input is None
+    assert build_model(base).edge_input is not None  # auto: GINE reads them
+    # the state dicts graphpe wrote before: the unread modules' entries are dropped on load
+    state = no_attention.state_dict()
+    for i in range(2):
+        state[f"layers.{i}.norm2.module.weight"] = torch.ones(8)
+        state[f"layers.{i}.norm2.module.bias"] = torch.zeros(8)
+    no_attention.load_state_dict(state)
+    no_mpnn = build_model({**base, "mpnn": None})
+    state = no_mpnn.state_dict()
+    state["edge_input.layer.weight"] = torch.zeros(3, 8)
+    no_mpnn.load_state_dict(state)
+    with pytest.raises(RuntimeError, match="Unexpected key"):  # anything else is still strict
+        no_mpnn.load_state_dict({**state, "layers.0.surprise": torch.zeros(1)})
