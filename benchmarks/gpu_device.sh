@@ -3,8 +3,8 @@
 # (GPU_BUDGET_S, default 540 s; each part also has its own cap and is skipped when less than
 # 20 s are left). `graphpe warmup` first compiles the CPU kernels (-> warmup.log). Parts, most
 # important first:
-#   1. the CUDA tests (tests/ops/test_cuda.py, the static-shape GPS with CUDA graphs in
-#      tests/nn/test_static.py, mixed precision in tests/*/test_precision.py)
+#   1. the CUDA tests (every test marked gpu: tests/ops/test_cuda.py, the static-shape GPS with
+#      CUDA graphs in tests/nn/test_static.py, mixed precision in tests/*/test_precision.py, ...)
 #                                                                         -> gpu_tests.log
 #   2. benchmarks/train_step.py: the GPS step and one ZINC epoch against PyG's example,
 #      compiled, on static shapes as CUDA graphs, and with OnTheFlyPE (issue 12's GPU target)
@@ -58,8 +58,8 @@ part() {  # part NAME CAP_S COMMAND...: run COMMAND for at most CAP_S and what t
 # the CPU kernels the parts compare against, compiled side by side on the machine's cores
 # first, rather than one after another inside the capped parts
 part "warmup" 90 python3 -m graphpe.cli warmup 2>&1 | tee "$OUT/warmup.log"
-part "CUDA tests" 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests/ops/test_cuda.py \
-    tests/nn/test_static.py tests/nn/test_precision.py tests/transforms/test_precision.py \
+# every test marked gpu, wherever it lives (collecting the rest costs seconds)
+part "CUDA tests" 150 python3 -m pytest -q -m gpu -p no:cacheprovider tests \
     2>&1 | tee "$OUT/gpu_tests.log"
 {
     # perf_hints: torch.compile logs why it would skip CUDA graphs (mutated inputs, CPU

@@ -215,3 +215,16 @@ def test_init_matches_graphormers():
     token = GraphToken(4096, heads=4096)
     for p in (token.embedding, token.virtual_distance):
         assert abs(p.std().item() - 0.02) < 0.002 and abs(p.mean().item()) < 0.002
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu(graphs):
+    batch = Batch.from_data_list(graphs)
+    model = _model().eval()
+    with torch.no_grad():
+        cpu = model(batch)
+        gpu = model.cuda()(batch.cuda()).cpu()
+    torch.testing.assert_close(gpu, cpu, atol=1e-4, rtol=1e-4)
+    model.train()(batch.cuda()).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
