@@ -123,11 +123,14 @@ def build_parser() -> argparse.ArgumentParser:
     data_args(p_train)
     p_train.add_argument("--config", default=None,
                          help="TOML/JSON file of these options (flags given here override it)")
-    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn"],
+    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn",
+                                             "graphormer"],
                          default="gine",
                          help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
-                              "over pair features, e.g. --pe rrwp), GCN, GIN or GatedGCN "
-                              "(residual gated convolutions updating the edge features)")
+                              "over pair features, e.g. --pe rrwp), GCN, GIN, GatedGCN "
+                              "(residual gated convolutions updating the edge features) or "
+                              "Graphormer (a transformer with its graph token; its encodings: "
+                              "--pe degree,spd:path_hops=5)")
     p_train.add_argument("--attention",
                          choices=["auto", "multihead", "linear", "performer", "none"],
                          default="auto",
@@ -143,16 +146,19 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--layers", type=int, default=4, help="number of layers")
     p_train.add_argument("--dropout", type=float, default=0.0,
                          help="dropout in the layers and the head")
-    p_train.add_argument("--heads", type=int, default=4, help="attention heads (gps, grit)")
-    p_train.add_argument("--attn-dropout", type=float, default=0.0,
-                         help="dropout on the attention weights (gps, grit)")
+    p_train.add_argument("--heads", type=int, default=None,
+                         help="attention heads (gps, grit: default 4; graphormer: 8)")
+    p_train.add_argument("--attn-dropout", type=float, default=None,
+                         help="dropout on the attention weights (gps, grit: default 0; "
+                              "graphormer: 0.1)")
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
     p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
     p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
-    p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default="sum",
-                         help="graph pooling (graph-level tasks); token: the final state of "
-                              "the graph token (--graph-token)")
+    p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
+                         help="graph pooling (graph-level tasks; default sum, graphormer: "
+                              "token); token: the final state of the graph token "
+                              "(--graph-token)")
     p_train.add_argument("--graph-token", action="store_true",
                          help="gps: add Graphormer's graph token to every graph (attends to "
                               "and from every node, with a learned bias per head); read it "
@@ -318,9 +324,19 @@ def _dispatch(args: argparse.Namespace) -> None:
                              static_shapes=args.static_shapes, num_workers=args.num_workers,
                              cache_dir=args.cache_dir, resume=args.resume,
                              precision=args.precision)
-        extra = {"dropout": args.dropout, "pool": args.pool}
+        extra = {"dropout": args.dropout}
+        if args.pool is not None:
+            extra["pool"] = args.pool
+        attention_options = {"heads": args.heads, "attn_dropout": args.attn_dropout}
+        if args.model in ("gps", "grit", "graphormer"):
+            extra.update({k: v for k, v in attention_options.items() if v is not None})
+        else:
+            for name, value in attention_options.items():
+                if value is not None:
+                    flag = "--" + name.replace("_", "-")
+                    raise ValueError(f"{flag} sets the attention of --model gps, grit or "
+                                     f"graphormer, not {args.model}")
         if args.model in ("gps", "grit"):
-            extra.update(heads=args.heads, attn_dropout=args.attn_dropout)
             if args.mpnn != "auto":
                 extra["mpnn"] = None if args.mpnn == "none" else args.mpnn
         elif args.mpnn != "auto":
@@ -331,8 +347,8 @@ def _dispatch(args: argparse.Namespace) -> None:
                 raise ValueError(f"--attention sets the global attention of --model gps, not "
                                  f"{args.model}")
             extra["attention"] = None if args.attention == "none" else args.attention
-        if args.graph_token:
-            if args.model != "gps":
+        if args.graph_token:  # (graphormer has it by default)
+            if args.model not in ("gps", "graphormer"):
                 raise ValueError(f"--graph-token adds a token to --model gps, not {args.model}")
             extra["graph_token"] = True
         record = run(bundle, args.pe, model=args.model, channels=args.channels,

@@ -542,9 +542,9 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}
     pair = pair_model_config(specs)
     if pair is not None:
-        if model not in ("gps", "grit"):
+        if model not in ("gps", "grit", "graphormer"):
             raise ValueError(f"pairwise encodings ({sorted(pair)}) are attention biases or "
-                             "GRIT's pair features: use model='gps' or 'grit'")
+                             "GRIT's pair features: use model='gps', 'grit' or 'graphormer'")
         model_config["pair"] = pair
     net = build_model(model_config)
     random_pe = [t for t in transforms if _is_random(t)]

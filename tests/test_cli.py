@@ -223,7 +223,9 @@ def test_static_shapes_flag_trains_a_gps(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize("argv", [["--model", "gatedgcn"],
                                   ["--model", "gps", "--mpnn", "gatedgcn", "--heads", "2"],
                                   ["--model", "gps", "--attention", "performer", "--heads", "2"],
-                                  ["--model", "gps", "--graph-token", "--pool", "token"]])
+                                  ["--model", "gps", "--graph-token", "--pool", "token"],
+                                  ["--model", "graphormer", "--heads", "2", "--pe",
+                                   "degree,spd:max_dist=4"]])
 def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
         argv, tmp_path, capsys, monkeypatch):
     from pathlib import Path
@@ -232,7 +234,8 @@ def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
     monkeypatch.syspath_prepend(str(examples))
     results, ckpt = tmp_path / "r.json", tmp_path / "m.pt"
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
-                            *argv, "--pe", "rwse:walk_length=6", "--channels", "16",
+                            *argv, *([] if "--pe" in argv else ["--pe", "rwse:walk_length=6"]),
+                            "--channels", "16",
                             "--layers", "2", "--epochs", "1", "--results", str(results),
                             "--checkpoint", str(ckpt)], capsys)
     assert code == 0, err
@@ -245,6 +248,9 @@ def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
     if "--graph-token" in argv:
         assert record["model_config"]["graph_token"] is True
         assert record["model_config"]["pool"] == "token"
+    if argv[1] == "graphormer":
+        assert record["model_config"]["pair"] == {"spd": {"max_dist": 4, "path_hops": 0}}
+        assert record["model_config"]["heads"] == 2
     code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
                               "own_dataset:build", "--root", str(tmp_path)], capsys)
     assert code == 0, err
@@ -261,3 +267,7 @@ def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gps", "--pool", "token", "--epochs", "1"], capsys)
     assert code == 2 and "pool='token' reads the graph token: it needs graph_token=True" in err
+    code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
+                            "--model", "gine", "--heads", "2", "--epochs", "1"], capsys)
+    assert code == 2 and "--heads sets the attention of --model gps, grit or graphormer, " \
+                         "not gine" in err

@@ -71,7 +71,7 @@ def test_pairwise_specs_train_a_gps_with_an_attention_bias():
     assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 5}}
     assert "rrwp" not in record["model_config"]["pe"]
     with pytest.raises(ValueError, match="are attention biases or GRIT's pair features: use "
-                                         "model='gps' or 'grit'"):
+                                         "model='gps', 'grit' or 'graphormer'"):
         run(bundle, "spd", model="gine", channels=8, layers=1,
             config=TrainConfig(epochs=1, batch_size=8, progress=False))
 

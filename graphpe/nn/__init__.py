@@ -26,6 +26,7 @@ from graphpe.nn.encoders import (
     SPEEncoder,
 )
 from graphpe.nn.graph_token import GraphToken
+from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention
 from graphpe.nn.models import (
     GINE,
@@ -33,6 +34,7 @@ from graphpe.nn.models import (
     GRIT,
     GatedGCN,
     GPSLayer,
+    Graphormer,
     PEGraphModel,
     build_model,
     load_model,
@@ -60,6 +62,8 @@ __all__ = [
     "GRITAttention",
     "GraphLayout",
     "GraphToken",
+    "Graphormer",
+    "GraphormerLayer",
     "HKdiagSEEncoder",
     "LCPEncoder",
     "LapPEEncoder",

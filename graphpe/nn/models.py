@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +44,8 @@ from graphpe.nn.encoders import (
 )
 from graphpe.nn.fused import fused_forward, may_fuse
 from graphpe.nn.fused_gine import fused_gine_layer
-from graphpe.nn.graph_token import GraphToken
+from graphpe.nn.graph_token import GraphToken, TokenLayout
+from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import RFPEncoder, _mlp
@@ -495,6 +496,41 @@ def _layout(graph: Tensor | None, num_nodes: int, ptr: Tensor | None,
     return layout_from_batch(graph, num_nodes, ptr=ptr, max_buckets=max_buckets)
 
 
+class _AttentionInputs(NamedTuple):
+    """What the layers of an attention model read besides the node states (after any graph
+    tokens are inserted)."""
+
+    h: Tensor
+    graph: Tensor | None  # [N] graph of every row (None: one graph)
+    num_graphs: int | None
+    edge_index: Tensor
+    pair_bias: Tensor | None  # [P, heads]
+    pair_index: Tensor | None  # [2, P]
+    tokens: TokenLayout | None
+    layout: GraphLayout | None
+
+
+def _attention_inputs(h: Tensor, batch, pair_encoder: nn.Module | None,
+                      graph_token: GraphToken | None,
+                      buckets: int | None) -> _AttentionInputs:
+    """The pair biases of ``pair_encoder`` (one per pair and head, shared by the layers), the
+    graph tokens inserted in front of each graph (rows, edges and pairs renumbered), and, when
+    ``buckets`` is given, the attention's layout of the rows, built once for all layers."""
+    graph, ptr, edge_index = batch.get("batch"), batch.get("ptr"), batch.edge_index
+    pair_bias = pair_index = tokens = layout = None
+    if pair_encoder is not None:
+        pair_bias, pair_index = pair_encoder(batch)
+    if graph_token is not None:
+        h, tokens = graph_token(h, edge_index, graph, ptr, pair_bias, pair_index)
+        graph, ptr, edge_index = tokens.graph, tokens.ptr, tokens.edge_index
+        pair_bias, pair_index = tokens.pair_bias, tokens.pair_index
+    if buckets is not None:
+        layout = _layout(graph, h.size(0), ptr, buckets)
+    num_graphs = ptr.numel() - 1 if ptr is not None else None
+    return _AttentionInputs(h, graph, num_graphs, edge_index, pair_bias, pair_index, tokens,
+                            layout)
+
+
 class GPS(PEGraphModel):
     """A GPS network: :class:`GPSLayer` stack, then pooling and an MLP head. Extra arguments:
     ``mpnn`` (default ``gine`` with edge features, else ``gin``; ``gatedgcn`` for GraphGPS's
@@ -583,21 +619,12 @@ class GPS(PEGraphModel):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def layers_forward(self, h, batch, edge_attr, pe):
-        graph, ptr, edge_index = batch.get("batch"), batch.get("ptr"), batch.edge_index
-        num_graphs = ptr.numel() - 1 if ptr is not None else None
-        pair_bias = pair_index = pair_attr = log_deg = tokens = None
-        if self.pair_encoder is not None and self.attention != "grit":
-            # one bias per pair and head, shared by the layers
-            pair_bias, pair_index = self.pair_encoder(batch)
-        if self.graph_token is not None:  # a token in front of each graph: rows renumbered
-            h, tokens = self.graph_token(h, edge_index, graph, ptr, pair_bias, pair_index)
-            graph, ptr, edge_index = tokens.graph, tokens.ptr, tokens.edge_index
-            pair_bias, pair_index = tokens.pair_bias, tokens.pair_index
-            num_graphs = ptr.numel() - 1
-        layout = None
-        if self.attention == "multihead":  # one layout for all layers
-            layout = _layout(graph, h.size(0), ptr, self.attention_buckets)
-        if self.attention == "grit":  # pair features, updated by every layer
+        grit = self.attention == "grit"
+        h, graph, num_graphs, edge_index, pair_bias, pair_index, tokens, layout = \
+            _attention_inputs(h, batch, None if grit else self.pair_encoder, self.graph_token,
+                              self.attention_buckets if self.attention == "multihead" else None)
+        pair_attr = log_deg = None
+        if grit:  # pair features, updated by every layer
             node, pair_attr, pair_index = self.pair_encoder(batch)
             if node is not None:
                 h = h + node
@@ -642,6 +669,115 @@ class GRIT(GPS):
                          **kwargs)
 
 
+class Graphormer(PEGraphModel):
+    r"""Graphormer (Ying et al., "Do Transformers Really Perform Badly for Graph
+    Representation?", NeurIPS 2021): a transformer over each graph's nodes and its graph token.
+
+    - Input: the node embedding plus the encoders of ``pe`` (Graphormer's centrality encoding
+      is ``{"degree": {}}``, :class:`DegreeEncoder`), the graph token inserted in front of each
+      graph (:class:`~graphpe.nn.graph_token.GraphToken`), a layer norm of every row
+      (Graphormer's ``encoder_normalize_before``) and dropout.
+    - Layers: :class:`~graphpe.nn.graphormer.GraphormerLayer`, attention over each graph's rows
+      with the pair biases of ``pair_encoder`` (the spatial encoding: a
+      :class:`PairBiasEncoder` of SPD, ``pair={"spd": {...}}`` in :func:`build_model`; with
+      ``path_hops``, the edge encoding too) and the token's virtual-distance bias.
+    - Readout: the token's final state (``pool='token'``; or ``sum``/``mean``/``max`` over the
+      nodes), then Graphormer's head ``Linear -> GELU -> LayerNorm -> Linear``.
+    - ``graphormer_init``: Graphormer's initialization (``apply_graphormer_init``) of the
+      encoder (every linear map and embedding ``N(0, 0.02^2)``, biases 0; the head keeps
+      torch's).
+
+    ``graphormer_slim`` (its ZINC model) is ``Graphormer(80, 12, 1, heads=8,
+    attn_dropout=0.1, act_dropout=0.1, dropout=0.0)`` (``ffn_channels`` = ``channels``).
+    No layer reads edge features: they enter through the pair encoder's path edges only.
+
+    Args:
+        channels, num_layers, out_dim: width, layers, outputs.
+        heads: attention heads.
+        ffn_channels: hidden width of each layer's feed-forward block (default ``channels``).
+        attn_dropout, act_dropout: dropout on the attention weights and after the GELU.
+        pre_norm: pre-norm layers (Graphormer's ``--pre-layernorm``).
+        pair_encoder: the attention biases (a :class:`PairBiasEncoder`), or None.
+        graph_token: insert the graph token.
+        input_norm: the layer norm of the input rows.
+        graphormer_init: Graphormer's initialization.
+        attention_buckets: as :class:`GPS`.
+        pool: ``token`` (the default with the token) or ``sum``/``mean``/``max``.
+        **kwargs: :class:`PEGraphModel`'s (``dropout`` is Graphormer's ``dropout``).
+    """
+
+    takes_graph_token = True
+    default_heads = 8
+
+    def __init__(self, channels: int, num_layers: int, out_dim: int, heads: int = 8,
+                 ffn_channels: int | None = None, attn_dropout: float = 0.1,
+                 act_dropout: float = 0.1, pre_norm: bool = False,
+                 pair_encoder: nn.Module | None = None, graph_token: bool = True,
+                 input_norm: bool = True, graphormer_init: bool = True,
+                 attention_buckets: int = MAX_BUCKETS, pool: str | None = None,
+                 **kwargs: Any) -> None:
+        # no layer reads edge features (the pair encoder's path edges read the raw ones)
+        kwargs.update(edge_vocab=None, edge_dim=None)
+        pool = ("token" if graph_token else "sum") if pool is None else pool
+        super().__init__(channels, num_layers, out_dim, pool=pool, **kwargs)
+        if pool == "token" and not graph_token:
+            raise ValueError("pool='token' reads the graph token: it needs graph_token=True")
+        if pair_encoder is not None and not isinstance(pair_encoder, PairBiasEncoder):
+            raise ValueError(f"Graphormer's pair_encoder gives attention biases (a "
+                             f"PairBiasEncoder), got {type(pair_encoder).__name__}")
+        if (isinstance(attention_buckets, bool) or not isinstance(attention_buckets, int)
+                or attention_buckets < 1):
+            raise ValueError(f"attention_buckets must be a positive int, got "
+                             f"{attention_buckets!r}")
+        self.attention_buckets = attention_buckets
+        self.pair_encoder = pair_encoder
+        self.graph_token = GraphToken(channels, heads) if graph_token else None
+        self.input_norm = nn.LayerNorm(channels) if input_norm else None
+        self.layers = nn.ModuleList(
+            GraphormerLayer(channels, heads, ffn_channels, self.dropout, attn_dropout,
+                            act_dropout, pre_norm) for _ in range(num_layers))
+        if graphormer_init:
+            self.apply(_graphormer_init)
+            if self.graph_token is not None:
+                self.graph_token.reset_parameters()
+        # Graphormer's lm_head_transform_weight, activation, layer_norm, embed_out
+        self.head = nn.Sequential(nn.Linear(channels, channels), nn.GELU(),
+                                  nn.LayerNorm(channels), nn.Linear(channels, out_dim))
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        h, graph, num_graphs, edge_index, pair_bias, pair_index, tokens, layout = \
+            _attention_inputs(h, batch, self.pair_encoder, self.graph_token,
+                              self.attention_buckets)
+        if self.input_norm is not None:
+            h = self.input_norm(h)
+        h = F.dropout(h, self.dropout, self.training)
+        for i, layer in enumerate(self.layers):
+            if self.reinject is not None:  # (the tokens have no PE)
+                h = (h + self.reinject[i](pe) if tokens is None
+                     else h.index_add(0, tokens.node_rows, self.reinject[i](pe)))
+            h = layer(h, layout, pair_bias, pair_index)
+        if tokens is not None:
+            return h[tokens.node_rows], h[tokens.token_rows]
+        return h
+
+
+def _graphormer_init(module: nn.Module) -> None:
+    """microsoft/Graphormer's ``init_graphormer_params``: linear maps and embeddings
+    ``N(0, 0.02^2)``, biases 0 (the attention's packed q/k/v projection included)."""
+    if isinstance(module, nn.Linear):
+        nn.init.normal_(module.weight, std=0.02)
+        if module.bias is not None:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Embedding):
+        nn.init.normal_(module.weight, std=0.02)
+        if module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+    elif isinstance(module, MultiheadGraphAttention):
+        nn.init.normal_(module.in_proj_weight, std=0.02)
+        nn.init.zeros_(module.in_proj_bias)
+
+
 _SPECTRAL = ("lap_pe", "lap_eigvals", "lap_mask")
 
 PE_ENCODERS = {
@@ -673,16 +809,16 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                      "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
 
     ``pair`` names one pairwise encoding (``rrwp``, ``spd``, ``rd``, ``heat``) with its
-    settings: an attention bias for ``gps``, the pair features of ``grit`` (or of ``gps`` with
-    ``attention='grit'``). ``pe`` maps encoding names (``lap``, ``signnet``, ``spe``,
-    ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``, ``degree``) to their encoder
-    settings; ``peg`` (eigenvectors ``attr_names``) adds PEG gates to the messages of
-    ``gine``/``gps``/``gatedgcn`` instead of an encoder. :func:`graphpe.presets.pe_model_config`
-    builds this entry from the same specs that build the transforms, so the two always agree.
-    Every other
-    key is passed to the model class: ``model`` is ``gine`` (:class:`GINE`, the default), ``gps``
-    (:class:`GPS`), ``grit`` (:class:`GRIT`), ``gcn`` (:class:`GCN`), ``gin`` (:class:`GIN`) or
-    ``gatedgcn`` (:class:`GatedGCN`).
+    settings: an attention bias for ``gps`` and ``graphormer``, the pair features of ``grit``
+    (or of ``gps`` with ``attention='grit'``). ``pe`` maps encoding names (``lap``,
+    ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``,
+    ``degree``) to their encoder settings; ``peg`` (eigenvectors ``attr_names``) adds PEG
+    gates to the messages of ``gine``/``gps``/``gatedgcn`` instead of an encoder.
+    :func:`graphpe.presets.pe_model_config` builds this entry from the same specs that build the
+    transforms, so the two always agree. Every other key is passed to the model class:
+    ``model`` is ``gine`` (:class:`GINE`, the default), ``gps`` (:class:`GPS`), ``grit``
+    (:class:`GRIT`), ``gcn`` (:class:`GCN`), ``gin`` (:class:`GIN`), ``gatedgcn``
+    (:class:`GatedGCN`) or ``graphormer`` (:class:`Graphormer`).
     """
     config = dict(config)
     kind = config.pop("model", "gine")
@@ -694,12 +830,12 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     pe = config.pop("pe", {}) or {}
     pair = config.pop("pair", None)
     if pair:
-        if kind not in ("gps", "grit") or len(pair) != 1:
+        if kind not in ("gps", "grit", "graphormer") or len(pair) != 1:
             raise ValueError("pair (an attention bias, or GRIT's pair features) takes one "
-                             "pairwise encoding and model='gps' or 'grit'")
+                             "pairwise encoding and model='gps', 'grit' or 'graphormer'")
         (name, settings), = pair.items()
         settings = settings or {}
-        heads = config.get("heads", 4)
+        heads = config.get("heads", getattr(MODELS[kind], "default_heads", 4))
         if kind == "grit" or config.get("attention") == "grit":
             config["pair_encoder"] = _pair_feature_encoder(name, settings, channels)
         elif name == "rrwp":
@@ -840,4 +976,4 @@ def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Te
 
 # build_model's "model" names
 MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "gin": GIN,
-          "gatedgcn": GatedGCN}
+          "gatedgcn": GatedGCN, "graphormer": Graphormer}

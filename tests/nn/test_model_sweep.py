@@ -155,6 +155,18 @@ CONFIGS = [
          reinject_pe=True, pool="max"),
     _cfg("grit-gine-rrwp-dropout", "grit", ["lap"], "rrwp", mpnn="gine", dropout=0.2,
          attn_dropout=0.2),
+    # the graph token (GPS) and Graphormer
+    _cfg("gps-token-spdpath", "gps", ["degree"], "spd_path", graph_token=True, pool="token",
+         heads=2),
+    _cfg("gps-token-mean-gatedgcn-reinject", "gps", ["rwse"], mpnn="gatedgcn",
+         graph_token=True, pool="mean", reinject_pe=True),
+    _cfg("gps-token-nompnn-node", "gps", ["lap"], "rrwp", edges=None, mpnn=None,
+         graph_token=True, task="node_classification"),
+    _cfg("graphormer-degree-spdpath", "graphormer", ["degree"], "spd_path", heads=2),
+    _cfg("graphormer-prenorm-noedge-rwse-sum", "graphormer", ["rwse"], "spd", edges=None,
+         pre_norm=True, graph_token=False, dropout=0.1),
+    _cfg("graphormer-lap-rd-node-contnode", "graphormer", ["lap"], "rd", nodes="cont",
+         task="node_classification", ffn_channels=8, graphormer_init=False),
 ]
 
 

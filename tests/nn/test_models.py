@@ -191,7 +191,7 @@ def test_gps_with_a_pairwise_attention_bias(pair):
             p.add_(torch.randn_like(p))
         assert not torch.allclose(model(batch), before)
     with pytest.raises(ValueError, match="pair .* takes one pairwise encoding and "
-                                         "model='gps' or 'grit'"):
+                                         "model='gps', 'grit' or 'graphormer'"):
         build_model({"model": "gine", "channels": 8, "layers": 1, "node_vocab": 5,
                      "pair": pair})
     if pair[name].get("path_hops"):
@@ -277,7 +277,8 @@ def test_gin_matches_pyg_ginconv_stack():
 
 def test_unknown_model_name_is_refused():
     with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'grit', "
-                                         r"'gcn', 'gin', 'gatedgcn'\), got 'gat'"):
+                                         r"'gcn', 'gin', 'gatedgcn', 'graphormer'\), got "
+                                         r"'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 
