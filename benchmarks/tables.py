@@ -475,12 +475,12 @@ def expressivity_table(runs: list[list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def _zinc_seeds_table(runs: list[list[dict]], label, baseline: str, command, shape: str,
-                      header: str) -> str:
+def _zinc_seeds_table(runs: list[list[dict]], label, baseline: str | dict[str, str], command,
+                      shape: str, header: str) -> str:
     """Models trained with the same seeds in each run: per ``label(row)``, mean and spread of
     the test and validation MAE over all seeds and each seed's test MAE, then every label's
     seed-by-seed difference to ``baseline`` (the fair comparison: each seed's models share a
-    run)."""
+    run); a dict maps labels to their own baselines (labels it leaves out get none)."""
     rows = [r for run in runs for r in run]
     lines = [f"{' and '.join(command(run) for run in runs)} ({shape}; mean +- standard "
              "deviation over the seeds):", "",
@@ -498,15 +498,17 @@ def _zinc_seeds_table(runs: list[list[dict]], label, baseline: str, command, sha
                      f"{np.mean([r['seconds_per_epoch'] for r in cell]):.1f} |")
     by_seed = {(label(r), r.get("seed", 0)): r["test_mae"] for r in rows}
     notes = []
+    controls = baseline if isinstance(baseline, dict) else {n: baseline for n in labels}
     for name in labels:
-        seeds = sorted(s for n, s in by_seed if n == name and (baseline, s) in by_seed)
-        if name == baseline or len(seeds) < 2:
+        base = controls.get(name)
+        seeds = sorted(s for n, s in by_seed if n == name and (base, s) in by_seed)
+        if base is None or name == base or len(seeds) < 2:
             continue
-        diff = np.array([by_seed[(name, s)] - by_seed[(baseline, s)] for s in seeds])
+        diff = np.array([by_seed[(name, s)] - by_seed[(base, s)] for s in seeds])
         sd = diff.std(ddof=1)
         # the paired t statistic: how many standard errors the mean difference is from 0
         t = diff.mean() / (sd / np.sqrt(len(diff))) if sd > 0 else float("nan")
-        notes.append(f"{name} minus {baseline}, seed by seed ({len(seeds)} seeds): mean "
+        notes.append(f"{name} minus {base}, seed by seed ({len(seeds)} seeds): mean "
                      f"{diff.mean():+.4f}, standard deviation {sd:.4f}, paired t {t:+.2f}, "
                      f"lower in {(diff < 0).sum()}")
     if notes:
@@ -565,6 +567,25 @@ def zinc_gatedgcn_table(runs: list[list[dict]]) -> str:
         return f"`python benchmarks/zinc.py --runs {pairs} {_seeds_and_epochs(run)}`"
 
     return _zinc_seeds_table(runs, lambda r: f"{r['model']}:{r['pe_label']}", "gine:rwse",
+                             command, "4 layers, 64 channels, batch 128", "model:PE")
+
+
+def zinc_graph_token_table(runs: list[list[dict]]) -> str:
+    """ZINC with Graphormer's graph token read out (``pool='token'``) against the same model
+    pooling its nodes, on GPS without message passing (Graphormer's encodings: degree, SPD with
+    the path edges) and on GPS with GINE, the same seeds in one run (``benchmarks/zinc.py
+    --runs gps-attn:...,gps-attn-token:...,gps:rwse,gps-token:rwse``)."""
+    def command(run):
+        pairs = ",".join(dict.fromkeys(f"{r['model']}:{r['pe_label']}" for r in run))
+        return f"`python benchmarks/zinc.py --runs {pairs} {_seeds_and_epochs(run)}`"
+
+    labels = {f"{r['model']}:{r['pe_label']}" for run in runs for r in run}
+    controls = {}
+    for name in labels:
+        model, pe = name.split(":", 1)
+        if model.endswith("-token"):
+            controls[name] = f"{model.removesuffix('-token')}:{pe}"
+    return _zinc_seeds_table(runs, lambda r: f"{r['model']}:{r['pe_label']}", controls,
                              command, "4 layers, 64 channels, batch 128", "model:PE")
 
 
@@ -673,6 +694,7 @@ TABLES = {
     "zinc_graphormer": ("benchmarks/results/zinc_graphormer*.json", zinc_graphormer_table),
     "zinc_grit": ("benchmarks/results/zinc_grit*.json", zinc_grit_table),
     "zinc_gatedgcn": ("benchmarks/results/zinc_gatedgcn*.json", zinc_gatedgcn_table),
+    "zinc_graph_token": ("benchmarks/results/zinc_graph_token*.json", zinc_graph_token_table),
     "zinc_pe": ("benchmarks/results/zinc_pe_*.json", zinc_pe_table),
     "ogbg_mol": ("benchmarks/results/ogbg_mol.json", ogbg_mol_table),
     "grit_step": ("benchmarks/results/grit_step.json", grit_step_table),

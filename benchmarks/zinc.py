@@ -39,10 +39,16 @@ COLUMNS = [("model", "model", ""), ("pe_label", "PE", ""), ("seed", "seed", "d")
 
 # benchmark model names that are a graphpe model with settings; gps-72 is GPS with about the
 # parameters of gps-grit at 64 channels (GRIT's pair maps add ~50k), the control for its size;
-# gps-gatedgcn is GraphGPS's GatedGCN + Transformer
+# gps-gatedgcn is GraphGPS's GatedGCN + Transformer; the -token variants add Graphormer's
+# graph token and read it out; gps-attn is GPS without message passing (attention alone, as
+# Graphormer), its control
 MODEL_VARIANTS = {"gps-grit": ("gps", {"attention": "grit"}),
                   "gps-72": ("gps", {"channels": 72}),
-                  "gps-gatedgcn": ("gps", {"mpnn": "gatedgcn"})}
+                  "gps-gatedgcn": ("gps", {"mpnn": "gatedgcn"}),
+                  "gps-token": ("gps", {"graph_token": True, "pool": "token"}),
+                  "gps-attn": ("gps", {"mpnn": None}),
+                  "gps-attn-token": ("gps", {"mpnn": None, "graph_token": True,
+                                             "pool": "token"})}
 
 
 def main(argv=None):

@@ -69,9 +69,9 @@ DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molh
                 "module:function for an own dataset (see examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp, hkdiag, "
            "elstatic, pearl, degree; peg: eigenvector distances gating gine/gps messages; "
-           "pairwise, as attention biases with --model gps or pair features with --model "
-           "grit: rrwp, spd (spd:path_hops=5 adds Graphormer's edge encoding), rd, heat) with "
-           "optional settings, e.g. 'rwse:walk_length=20,lap:k=4', lists with '/': "
+           "pairwise, as attention biases with --model gps or graphormer or pair features "
+           "with --model grit: rrwp, spd (spd:path_hops=5 adds Graphormer's edge encoding), "
+           "rd, heat) with optional settings, e.g. 'rwse:walk_length=20,lap:k=4', lists with '/': "
            "'hkdiag:times=1/2/4'; 'none' for no PE")
 
 

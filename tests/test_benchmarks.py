@@ -140,6 +140,24 @@ def test_zinc_pe_table_merges_the_models_runs():
     assert "| GPS (180k-180k params, 12-12 s/epoch) | - | 0.200 |" in table
 
 
+def test_zinc_graph_token_table_pairs_each_token_model_with_its_control():
+    """Each ``-token`` model is compared seed by seed with the same model without the token
+    (not with one baseline for all)."""
+    def row(model, pe, seed, mae):
+        return {"model": model, "pe_label": pe, "seed": seed, "test_mae": mae,
+                "val_mae": mae, "params": 1000, "seconds_per_epoch": 1.0, "epochs": 20}
+
+    rows = [row(m, pe, seed, mae + 0.01 * seed) for seed in (0, 1, 2)
+            for m, pe, mae in (("gps-attn", "degree", 0.5), ("gps-attn-token", "degree", 0.4),
+                               ("gps", "rwse", 0.3), ("gps-token", "rwse", 0.35))]
+    table = _tables().zinc_graph_token_table([rows])
+    assert "--runs gps-attn:degree,gps-attn-token:degree,gps:rwse,gps-token:rwse" in table
+    assert ("gps-attn-token:degree minus gps-attn:degree, seed by seed (3 seeds): mean "
+            "-0.1000") in table
+    assert "gps-token:rwse minus gps:rwse, seed by seed (3 seeds): mean +0.0500" in table
+    assert "gps:rwse minus" not in table and "gps-attn:degree minus" not in table
+
+
 def test_ogbg_mol_table_has_a_row_per_dataset_and_model():
     def row(dataset, pe, test, metric):
         return {"dataset": dataset, "model": "gine", "pe_label": pe, "metric": metric,
