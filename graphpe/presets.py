@@ -180,9 +180,15 @@ def parse_pe(text: str) -> list[dict]:
     return specs
 
 
+_PYTHON_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
 def _parse_value(text: str) -> Any:
-    """One value of :func:`parse_pe`: JSON where it parses, a list for ``a/b/c`` whose items
-    all parse as JSON, else the string."""
+    """One value of :func:`parse_pe`: JSON where it parses (Python's ``True``, ``False`` and
+    ``None`` too, as users write them), a list for ``a/b/c`` whose items all parse as JSON,
+    else the string."""
+    if text.strip() in _PYTHON_CONSTANTS:
+        return _PYTHON_CONSTANTS[text.strip()]
     try:
         return json.loads(text)
     except json.JSONDecodeError:

@@ -87,6 +87,9 @@ def test_spectral_specs_parse_lists_and_build_their_encoders():
         {"name": "hkdiag", "times": [0.5, 1, 2]}, {"name": "elstatic"}]
     assert parse_pe("heat:times=[3]")[0]["times"] == [3]
     assert parse_pe("x:path=a/b,y:n=2")[0]["path"] == "a/b"  # not numbers: a string
+    # Python's constants as users type them, beside JSON's (a string "False" would be truthy)
+    assert parse_pe("spd:local=False:x=True:y=None:z=false") == [
+        {"name": "spd", "local": False, "x": True, "y": None, "z": False}]
     specs = resolve_pe("hkdiag:times=0.5/1/2,elstatic:per_component=true,heat:times=1/4")
     assert specs[0].settings == {"times": [0.5, 1.0, 2.0], "normalization": "none",
                                  "keep_trivial": False}

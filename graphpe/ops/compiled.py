@@ -167,7 +167,10 @@ def use_host_kernels(*tensors: Tensor) -> bool:
 
 def host_array(t: Tensor, dtype: np.dtype | None = None) -> np.ndarray:
     """A numpy view of a CPU tensor (a copy only when ``dtype`` asks for one)."""
-    a = t.detach().numpy()
+    t = t.detach()
+    if t.dtype == torch.bfloat16:  # numpy has no bfloat16: widened exactly
+        t = t.float()
+    a = t.numpy()
     return a if dtype is None else a.astype(dtype, copy=False)
 
 

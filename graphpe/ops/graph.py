@@ -400,8 +400,10 @@ def size_buckets(sizes: Tensor, granularity: int = 1, max_size: int | None = Non
     if growth is None:
         padded = (sizes + granularity - 1) // granularity * granularity
     else:
+        # (the ladder reaches the largest kept graph: only kept graphs are looked up on it)
         ladder = torch.tensor(size_ladder(int(sizes[ids].max()), growth))
-        padded = ladder[torch.searchsorted(ladder, sizes.clamp(min=1))]
+        padded = torch.zeros_like(sizes)
+        padded[ids] = ladder[torch.searchsorted(ladder, sizes[ids])]
     order = torch.argsort(padded[ids], stable=True)
     ids, padded_sorted = ids[order], padded[ids][order]
     values, counts = torch.unique_consecutive(padded_sorted, return_counts=True)

@@ -98,6 +98,37 @@ def check_seed(seed: object) -> int | None:
     return None if seed is None else int(seed)
 
 
+def check_flag(name: str, value: object) -> bool:
+    """``value`` if it is True or False, else the ValueError naming ``name`` (a string such as
+    ``"False"`` from a command line must not read as true)."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def check_size_limit(name: str, value: object) -> int:
+    """A node-count threshold (``dense_max_nodes``, ``max_nodes``): an int >= 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
+def check_attr_names(names: dict[str, object], optional: tuple[str, ...] = ()) -> None:
+    """The attribute names a transform writes: non-empty strings (None where ``optional``
+    allows it: PyG's "append to ``x``"), no two the same (one output would overwrite the
+    other)."""
+    seen: dict[str, str] = {}
+    for arg, value in names.items():
+        if value is None and arg in optional:
+            continue
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{arg} must be a non-empty str, got {value!r}")
+        if value in seen:
+            raise ValueError(f"{seen[value]} and {arg} both name {value!r}: one output would "
+                             "overwrite the other")
+        seen[value] = arg
+
+
 def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | None]:
     """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``; ``ptr`` is
     None for a single graph (the kernels then skip all batch bookkeeping)."""

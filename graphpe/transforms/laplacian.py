@@ -8,7 +8,13 @@ from torch import Tensor
 
 from graphpe.ops.eigen import DENSE_MAX_NODES, check_eigenpair_options, laplacian_eigenpairs
 from graphpe.ops.graph import per_node
-from graphpe.transforms.base import PETransform, check_seed
+from graphpe.transforms.base import (
+    PETransform,
+    check_attr_names,
+    check_flag,
+    check_seed,
+    check_size_limit,
+)
 
 
 class LaplacianPE(PETransform):
@@ -67,14 +73,18 @@ class LaplacianPE(PETransform):
         check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
         if len(attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
+        # (eigenvectors named None are appended to x, as PyG's attr_name=None)
+        check_attr_names(dict(zip(("eigenvectors' name", "eigenvalues' name", "mask's name"),
+                                  attr_names, strict=True)),
+                         optional=("eigenvectors' name",))
         self.k = k
         self.normalization = normalization
-        self.keep_trivial = keep_trivial
+        self.keep_trivial = check_flag("keep_trivial", keep_trivial)
         self.sign = sign
         self.seed = check_seed(seed)
         self.pad_value = pad_value
         self.attr_names = tuple(attr_names)
-        self.dense_max_nodes = dense_max_nodes
+        self.dense_max_nodes = check_size_limit("dense_max_nodes", dense_max_nodes)
         self.sparse_solver = sparse_solver
         self.eigh_backend = eigh_backend
         self.reset_generator()

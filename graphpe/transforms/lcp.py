@@ -8,7 +8,7 @@ from typing import Any
 from torch import Tensor
 
 from graphpe.ops.curvature import CURVATURES, PROFILE_STATS, local_curvature_profile
-from graphpe.transforms.base import PETransform
+from graphpe.transforms.base import PETransform, check_attr_names
 
 
 class LCP(PETransform):
@@ -57,6 +57,8 @@ class LCP(PETransform):
                 raise ValueError(f"unknown statistic {s!r}; choose from {PROFILE_STATS}")
         if curvature in ("forman", "afrc") and alpha != 0.0:
             raise ValueError(f"alpha applies to Ollivier-Ricci curvature, not {curvature!r}")
+        check_attr_names({"attr_name": attr_name, "edge_attr_name": edge_attr_name},
+                         optional=("attr_name", "edge_attr_name"))
         self.curvature = curvature
         self.alpha = float(alpha)
         self.stats = stats

@@ -19,8 +19,12 @@ from graphpe.ops.pairwise import (
     shortest_paths,
 )
 from graphpe.ops.spectral import check_normalization, check_times
-from graphpe.transforms.base import PETransform
-from graphpe.transforms.spectral import check_flag
+from graphpe.transforms.base import (
+    PETransform,
+    check_attr_names,
+    check_flag,
+    check_size_limit,
+)
 
 
 class PairwiseTransform(PETransform):
@@ -41,6 +45,13 @@ class PairwiseTransform(PETransform):
 
     def _write(self, encoding) -> dict[str, Tensor]:
         return {f"{self.attr_name}_index": encoding.pair_index, self.attr_name: encoding.values}
+
+    def _set_outputs(self, attr_name: object, max_nodes: object) -> None:
+        """The base name of the pair attributes (a pair list cannot be appended to ``x``) and
+        the largest graph, checked."""
+        check_attr_names({"attr_name": attr_name})
+        self.attr_name = attr_name
+        self.max_nodes = check_size_limit("max_nodes", max_nodes)
 
 
 class RRWP(PairwiseTransform):
@@ -69,7 +80,8 @@ class RRWP(PairwiseTransform):
         if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int)
                                  or hops < 0):
             raise ValueError(f"hops must be None or a non-negative int, got {hops!r}")
-        self.num_steps, self.attr_name, self.max_nodes = num_steps, attr_name, max_nodes
+        self.num_steps = num_steps
+        self._set_outputs(attr_name, max_nodes)
         self.hops = hops
 
     def settings(self) -> dict[str, Any]:
@@ -111,8 +123,9 @@ class SPD(PairwiseTransform):
             raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
         if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
             raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
-        self.max_dist, self.attr_name, self.max_nodes = max_dist, attr_name, max_nodes
-        self.local, self.path_hops = bool(local), path_hops
+        self.max_dist = max_dist
+        self._set_outputs(attr_name, max_nodes)
+        self.local, self.path_hops = check_flag("local", local), path_hops
 
     def settings(self) -> dict[str, Any]:
         return {"max_dist": self.max_dist, "attr_name": self.attr_name,
@@ -144,7 +157,7 @@ class ResistanceDistance(PairwiseTransform):
     """
 
     def __init__(self, attr_name: str = "rd", max_nodes: int = PAIRWISE_MAX_NODES) -> None:
-        self.attr_name, self.max_nodes = attr_name, max_nodes
+        self._set_outputs(attr_name, max_nodes)
 
     def settings(self) -> dict[str, Any]:
         return {"attr_name": self.attr_name}
@@ -182,7 +195,7 @@ class HeatKernel(PairwiseTransform):
         self.times = check_times(times)
         self.normalization = check_normalization(normalization)
         self.keep_trivial = check_flag("keep_trivial", keep_trivial)
-        self.attr_name, self.max_nodes = attr_name, max_nodes
+        self._set_outputs(attr_name, max_nodes)
 
     def settings(self) -> dict[str, Any]:
         return {"times": self.times, "attr_name": self.attr_name,

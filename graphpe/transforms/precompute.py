@@ -78,9 +78,40 @@ def _structure_of_in_memory(dataset: InMemoryDataset) -> _Structure | None:
     eptr = slices["edge_index"].long()
     local = data.edge_index.long()
     edge_graph = torch.repeat_interleave(torch.arange(ptr.numel() - 1), eptr[1:] - eptr[:-1])
+    _check_local_ids(local.numpy(), (ptr[1:] - ptr[:-1]).numpy(), eptr.numpy(),
+                     edge_graph.numpy())
     edge_index = local + ptr[edge_graph].unsqueeze(0)
-    weight = data.edge_weight if "edge_weight" in slices else None
+    weight = None
+    if "edge_weight" in slices:
+        if not torch.equal(slices["edge_weight"].long(), eptr):
+            g = int(torch.nonzero(slices["edge_weight"].long() != eptr)[0]) - 1
+            raise ValueError(f"graph {max(g, 0)}: edge_weight must have one entry per edge")
+        weight = _host_weight(data.edge_weight)
     return _Structure(ptr, eptr, edge_index, weight)
+
+
+def _check_local_ids(local: np.ndarray, sizes: np.ndarray, eptr: np.ndarray,
+                     edge_graph: np.ndarray) -> None:
+    """Every graph's edges within its own nodes ``[0, sizes[g])``, checked before the graphs'
+    offsets are added: after them an edge past its graph's last node would silently land in
+    the next graph."""
+    if local.shape[1] == 0:
+        return
+    bound = sizes[edge_graph]
+    bad = ((local < 0) | (local >= bound)).any(0)
+    if bad.any():  # the message a call on that graph alone gives
+        g = int(edge_graph[int(np.argmax(bad))])
+        try:
+            validate_graph(torch.from_numpy(np.ascontiguousarray(local[:, eptr[g]:eptr[g + 1]])),
+                           int(sizes[g]))
+        except ValueError as err:
+            raise ValueError(f"graph {g}: {err}") from None
+
+
+def _host_weight(weight: Tensor) -> Tensor:
+    """Edge weights on the host in a dtype numpy holds (bfloat16 widened exactly)."""
+    weight = weight.detach().cpu()
+    return weight.float() if weight.dtype == torch.bfloat16 else weight
 
 
 def _structure_of_list(graphs: Sequence[Data]) -> _Structure:
@@ -115,17 +146,23 @@ def _structure_of_list(graphs: Sequence[Data]) -> _Structure:
         if w is not None and not isinstance(w, Tensor):
             raise ValueError(f"graph {i}: edge_weight must be a torch.Tensor [num_edges], got a "
                              f"{type(w).__name__}")
+        if w is not None and tuple(w.shape) != (ei_np.shape[1],):
+            # (checked per graph: concatenated, a surplus here would fill a gap further on)
+            raise ValueError(f"graph {i}: edge_weight must have shape [{ei_np.shape[1]}] (one "
+                             f"per edge), got {list(w.shape)}")
         sizes[i] = n
         esizes[i] = ei_np.shape[1]
         edges.append(ei_np)
-        weights.append(None if w is None else w.detach().cpu().numpy())
+        weights.append(None if w is None else _host_weight(w).numpy())
     ptr = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(sizes, out=ptr[1:])
     eptr = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(esizes, out=eptr[1:])
     edge_index = (np.concatenate(edges, axis=1).astype(np.int64, copy=False) if edges
                   else np.zeros((2, 0), dtype=np.int64))
-    edge_index = edge_index + np.repeat(ptr[:-1], esizes)  # local -> global node ids
+    edge_graph = np.repeat(np.arange(count), esizes)
+    _check_local_ids(edge_index, sizes, eptr, edge_graph)
+    edge_index = edge_index + ptr[:-1][edge_graph]  # local -> global node ids
     has_weight = [w is not None for w in weights]
     if any(has_weight) and not all(has_weight):
         raise ValueError("some graphs have edge_weight and others do not")

@@ -7,7 +7,7 @@ from typing import Any
 from torch import Tensor
 
 from graphpe.ops.propagate import random_walk_landing_probs
-from graphpe.transforms.base import PETransform
+from graphpe.transforms.base import PETransform, check_attr_names, check_size_limit
 
 
 class RWSE(PETransform):
@@ -38,14 +38,16 @@ class RWSE(PETransform):
             raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
         if not isinstance(self_loops, bool):
             raise ValueError(f"self_loops must be True or False, got {self_loops!r}")
+        check_attr_names({"attr_name": attr_name}, optional=("attr_name",))
         self.walk_length = walk_length
         self.attr_name = attr_name
-        self.dense_max_nodes = dense_max_nodes
+        self.dense_max_nodes = check_size_limit("dense_max_nodes", dense_max_nodes)
         self.self_loops = self_loops
 
     def settings(self) -> dict[str, Any]:
+        # dense and sparse products agree to rounding, but a cache must not mix their outputs
         return {"walk_length": self.walk_length, "attr_name": self.attr_name,
-                "self_loops": self.self_loops}
+                "self_loops": self.self_loops, "dense_max_nodes": self.dense_max_nodes}
 
     def compute(
         self,

@@ -13,14 +13,12 @@ from graphpe.ops.spectral import (
     electrostatic_encoding,
     heat_kernel_diagonals,
 )
-from graphpe.transforms.base import PETransform
-
-
-def check_flag(name: str, value: object) -> bool:
-    """``value`` if it is True or False, else the ValueError naming ``name``."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
+from graphpe.transforms.base import (
+    PETransform,
+    check_attr_names,
+    check_flag,
+    check_size_limit,
+)
 
 
 class HKdiagSE(PETransform):
@@ -49,7 +47,9 @@ class HKdiagSE(PETransform):
         self.times = check_times(times)
         self.normalization = check_normalization(normalization)
         self.keep_trivial = check_flag("keep_trivial", keep_trivial)
-        self.attr_name, self.max_nodes = attr_name, max_nodes
+        check_attr_names({"attr_name": attr_name}, optional=("attr_name",))
+        self.attr_name = attr_name
+        self.max_nodes = check_size_limit("max_nodes", max_nodes)
 
     def settings(self) -> dict[str, Any]:
         return {"times": self.times, "attr_name": self.attr_name,
@@ -81,7 +81,9 @@ class ElstaticSE(PETransform):
     def __init__(self, attr_name: str = "elstatic", per_component: bool = False,
                  max_nodes: int = SPECTRAL_MAX_NODES) -> None:
         self.per_component = check_flag("per_component", per_component)
-        self.attr_name, self.max_nodes = attr_name, max_nodes
+        check_attr_names({"attr_name": attr_name}, optional=("attr_name",))
+        self.attr_name = attr_name
+        self.max_nodes = check_size_limit("max_nodes", max_nodes)
 
     def settings(self) -> dict[str, Any]:
         return {"attr_name": self.attr_name, "per_component": self.per_component}

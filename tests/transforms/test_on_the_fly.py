@@ -62,9 +62,10 @@ def test_compute_on_validation_and_repr():
         with pytest.raises(ValueError, match="host_max_nodes must be a non-negative int"):
             OnTheFlyPE([RWSE(4)], host_max_nodes=bad)
     assert repr(OnTheFlyPE([RWSE(4)])) == (
-        "OnTheFlyPE(RWSE(walk_length=4, attr_name='rwse', self_loops=True))")
+        "OnTheFlyPE(RWSE(walk_length=4, attr_name='rwse', self_loops=True, "
+        "dense_max_nodes=512))")
     assert repr(OnTheFlyPE([RWSE(4)], compute_on="device")).endswith(
-        "self_loops=True), compute_on='device', host_max_nodes=64)")
+        "self_loops=True, dense_max_nodes=512), compute_on='device', host_max_nodes=64)")
 
 
 def test_host_rule_for_accelerator_batches():

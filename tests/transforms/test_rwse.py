@@ -17,7 +17,8 @@ def test_data_and_batch_equal_pyg(families):
 
 
 def test_repr_and_bad_arguments():
-    assert repr(RWSE(8)) == "RWSE(walk_length=8, attr_name='rwse', self_loops=True)"
+    assert repr(RWSE(8)) == ("RWSE(walk_length=8, attr_name='rwse', self_loops=True, "
+                             "dense_max_nodes=512)")
     with pytest.raises(ValueError, match="walk_length must be a positive int"):
         RWSE(0)
     with pytest.raises(ValueError, match="self_loops must be True or False, got 'yes'"):
