@@ -40,6 +40,7 @@ from graphpe.nn.encoders import (
     RWSEEncoder,
     SignNetEncoder,
     SPEEncoder,
+    _positive,
     parameter_dtype,
 )
 from graphpe.nn.fused import fused_forward, may_fuse
@@ -590,10 +591,7 @@ class GPS(PEGraphModel):
             raise ValueError("a PairFeatureEncoder feeds attention='grit'; the multihead "
                              "attention takes a bias (PairBiasEncoder)")
         self.pair_encoder = pair_encoder
-        if (isinstance(attention_buckets, bool) or not isinstance(attention_buckets, int)
-                or attention_buckets < 1):
-            raise ValueError(f"attention_buckets must be a positive int, got "
-                             f"{attention_buckets!r}")
+        _positive("attention_buckets", attention_buckets)
         self.attention, self.attention_buckets = attention, attention_buckets
         if mpnn == "gine" and self.edge_input is None:
             raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
@@ -725,10 +723,7 @@ class Graphormer(PEGraphModel):
         if pair_encoder is not None and not isinstance(pair_encoder, PairBiasEncoder):
             raise ValueError(f"Graphormer's pair_encoder gives attention biases (a "
                              f"PairBiasEncoder), got {type(pair_encoder).__name__}")
-        if (isinstance(attention_buckets, bool) or not isinstance(attention_buckets, int)
-                or attention_buckets < 1):
-            raise ValueError(f"attention_buckets must be a positive int, got "
-                             f"{attention_buckets!r}")
+        _positive("attention_buckets", attention_buckets)
         self.attention_buckets = attention_buckets
         self.pair_encoder = pair_encoder
         self.graph_token = GraphToken(channels, heads) if graph_token else None
