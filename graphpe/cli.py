@@ -85,7 +85,34 @@ def _load_config(path: str) -> dict:
         import tomllib
 
         values = tomllib.loads(text)
+    if not isinstance(values, dict):
+        raise ValueError(f"expected a table of options (a JSON object), got a "
+                         f"{type(values).__name__}")
     return {k.replace("-", "_"): v for k, v in values.items()}
+
+
+def _typed_config(values: dict, actions: dict[str, argparse.Action]) -> dict:
+    """The file's values checked as the command line checks its flags: through each option's
+    ``type`` and ``choices`` (a file's ``epochs = 1.5`` must not reach the training loop);
+    switches take true or false."""
+    typed = {}
+    for key, value in values.items():
+        action = actions[key]
+        if action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction):
+            if not isinstance(value, bool):
+                raise ValueError(f"{key} takes true or false, got {value!r}")
+        elif value is not None and action.type is not None:
+            if isinstance(value, bool) or (action.type is int and isinstance(value, float)):
+                raise ValueError(f"{key}: invalid {action.type.__name__} value {value!r}")
+            try:
+                value = action.type(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{key}: invalid {action.type.__name__} value "
+                                 f"{value!r}") from None
+        if action.choices is not None and value not in action.choices:
+            raise ValueError(f"{key}: {value!r} is not one of {list(action.choices)}")
+        typed[key] = value
+    return typed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--root", required=True, help="folder holding (or receiving) the "
                                                      "dataset's files")
         p.add_argument("--pe", default="none", help=PE_HELP)
-        p.add_argument("--download", action="store_true",
+        p.add_argument("--download", action=argparse.BooleanOptionalAction, default=False,
                        help="let the dataset's loader download missing files")
         p.add_argument("--cache-dir", default=None,
                        help="precompute's cache of the encoded splits: written once, reused "
@@ -159,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="graph pooling (graph-level tasks; default sum, graphormer: "
                               "token); token: the final state of the graph token "
                               "(--graph-token)")
-    p_train.add_argument("--graph-token", action="store_true",
+    p_train.add_argument("--graph-token", action=argparse.BooleanOptionalAction, default=False,
                          help="gps: add Graphormer's graph token to every graph (attends to "
                               "and from every node, with a learned bias per head); read it "
                               "out with --pool token")
@@ -173,9 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="on the CPU, keep freed memory for reuse rather than returning "
                               "it to the OS (faster steps with large tensors; the process "
                               "keeps its peak memory)")
-    p_train.add_argument("--compile", action="store_true",
+    p_train.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
                          help="run the model through torch.compile (ignored where unsupported)")
-    p_train.add_argument("--static-shapes", action="store_true",
+    p_train.add_argument("--static-shapes", action=argparse.BooleanOptionalAction, default=False,
                          help="gps only: train on fixed-shape batches (every graph padded to "
                               "the largest, one shape for the run); with --compile on CUDA the "
                               "step runs as CUDA graphs")
@@ -201,7 +228,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--dataset", required=True, help=DATASET_HELP)
     p_eval.add_argument("--root", required=True, help="folder holding the dataset's files")
     p_eval.add_argument("--split", choices=["train", "val", "test"], default="test")
-    p_eval.add_argument("--seed", type=int, default=0, help="seed of the split (TU, CSL, EXP)")
+    p_eval.add_argument("--seed", type=int, default=None,
+                        help="seed of the split (TU, CSL, EXP); default: the training run's")
+    p_eval.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default=None,
+                        help="precision of the forward; default: the training run's")
     p_eval.add_argument("--device", default="cpu")
     p_eval.add_argument("--download", action="store_true")
 
@@ -255,11 +285,15 @@ def main(argv: list[str] | None = None) -> None:
             values = _load_config(args.config)
         except (OSError, ValueError) as err:
             parser.exit(2, f"graphpe: error: --config {args.config}: {err}\n")
-        known = {a.dest for a in parser._train_parser._actions}
-        unknown = sorted(set(values) - known)
+        actions = {a.dest: a for a in parser._train_parser._actions}
+        unknown = sorted(set(values) - set(actions))
         if unknown:
             parser.exit(2, f"graphpe: error: --config {args.config}: unknown option(s) "
                            f"{unknown}\n")
+        try:
+            values = _typed_config(values, actions)
+        except ValueError as err:
+            parser.exit(2, f"graphpe: error: --config {args.config}: {err}\n")
         parser._train_parser.set_defaults(**values)
         args = parser.parse_args(argv)  # flags on the command line override the file
     if args.command in ("precompute", "train", "evaluate"):
@@ -374,17 +408,33 @@ def evaluate_checkpoint(args: argparse.Namespace) -> None:
     from graphpe.train import encode_bundle, evaluate
 
     _check_device(args.device)
-    ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
-    record = ckpt.get("record", {}) if isinstance(ckpt, dict) else {}
     model = load_model(args.checkpoint).to(args.device)
-    bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
+    ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
+    record = ckpt.get("record", {})
+    trained = record.get("config", {})  # the run's TrainConfig: its split seed and precision
+    seed = trained.get("seed", 0) if args.seed is None else args.seed
+    precision = trained.get("precision", "fp32") if args.precision is None else args.precision
+    bundle = load_dataset(args.dataset, args.root, seed=seed, download=args.download)
+    # the dataset must be one the model was built for (task, outputs, input features)
+    model_config = ckpt.get("model_config") or {}
+    differ = {k: (model_config[k], v) for k, v in bundle.model_kwargs().items()
+              if k in model_config and _plain(model_config[k]) != _plain(v)}
+    if differ:
+        detail = ", ".join(f"{k} {a!r} (model) vs {b!r} ({args.dataset})"
+                           for k, (a, b) in differ.items())
+        raise ValueError(f"{args.checkpoint} was not trained for {args.dataset}: {detail}")
     specs = resolve_pe(record.get("pe", []))
     encoded, _ = encode_bundle(bundle, transforms_of(specs))
     loader = DataLoader(getattr(encoded, args.split), batch_size=256)
-    value = evaluate(model, loader, encoded, args.device, args.split)
+    value = evaluate(model, loader, encoded, args.device, args.split, precision=precision)
     print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": bundle.metric,
                       "value": value, "checkpoint": args.checkpoint,
                       "trained_test": record.get("test")}, indent=2))
+
+
+def _plain(value):
+    """Lists and tuples compared alike (a checkpoint's config has been through storage)."""
+    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 if __name__ == "__main__":

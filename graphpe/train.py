@@ -75,6 +75,16 @@ class TrainConfig:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, "
                              f"got {self.precision!r}")
+        for name, low in (("epochs", 1), ("batch_size", 1), ("patience", 0),
+                          ("warmup_epochs", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        for name in ("lr", "weight_decay"):  # (lr 0: a frozen model, for checks)
+            value = getattr(self, name)
+            number = not isinstance(value, bool) and isinstance(value, (int, float))
+            if not (number and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 # TrainConfig.precision -> the dtype torch.autocast runs the products in (None: no autocast).
@@ -405,6 +415,12 @@ def fit(
         if not isinstance(state, dict) or state.get("format") != TRAINING_STATE_FORMAT:
             raise ValueError(f"{config.resume} is not a graphpe training state (written "
                              "beside --checkpoint as <checkpoint>.state)")
+        saved = state.get("model_config")
+        if saved is not None and model_config is not None and saved != model_config:
+            changed = sorted(k for k in set(saved) | set(model_config)
+                             if saved.get(k) != model_config.get(k))
+            raise ValueError(f"{config.resume} was written by another model: its settings "
+                             f"differ in {changed}; resume with the run's own settings")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
@@ -417,6 +433,10 @@ def fit(
         best, history, waited = state["best"], state["history"], state["waited"]
         best_state, first = state["best_state"], state["epoch"] + 1
         _set_rng_states(state["rng"])
+        # the epochs before the interruption, in the run's timings
+        earlier_seconds = float(state.get("train_seconds", 0.0))
+    else:
+        earlier_seconds = 0.0
     start = time.perf_counter()
     bar = tqdm(range(first, config.epochs), desc=f"{bundle.name}",
                disable=not config.progress or rank != 0)
@@ -476,10 +496,12 @@ def fit(
                 "format": TRAINING_STATE_FORMAT, "epoch": epoch, "model": model.state_dict(),
                 "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
                 "scaler": scaler.state_dict(), "best": best, "best_state": best_state,
-                "history": history, "waited": waited, "rng": _rng_states()})
+                "history": history, "waited": waited, "rng": _rng_states(),
+                "model_config": model_config,
+                "train_seconds": earlier_seconds + time.perf_counter() - start})
         if waited >= config.patience:
             break
-    train_seconds = time.perf_counter() - start
+    train_seconds = earlier_seconds + time.perf_counter() - start
     if best_state is not None:
         model.load_state_dict(best_state)
     test = evaluate(model, test_loader, bundle, device, "test", gather=shard_eval,

@@ -889,6 +889,10 @@ def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PE
     """The model of a checkpoint written by :func:`graphpe.train.fit` (``--checkpoint``): built
     from the config stored beside its weights, weights loaded, in eval mode."""
     ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    if isinstance(ckpt, dict) and str(ckpt.get("format", "")).startswith(
+            "graphpe-training-state"):
+        raise ValueError(f"{path} is a training state, for resuming a run (--resume); the "
+                         "model's checkpoint is the file beside it without '.state'")
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise ValueError(f"{path} holds a bare state_dict, not a graphpe checkpoint with its "
                          "config: build the model with build_model(config) and call "
