@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 from torch import Tensor
@@ -82,7 +83,9 @@ class LaplacianPE(PETransform):
         self.keep_trivial = check_flag("keep_trivial", keep_trivial)
         self.sign = sign
         self.seed = check_seed(seed)
-        self.pad_value = pad_value
+        if isinstance(pad_value, bool) or not isinstance(pad_value, numbers.Real):
+            raise ValueError(f"pad_value must be a number, got {pad_value!r}")
+        self.pad_value = float(pad_value)  # (0 and 0.0: one setting, one cache key)
         self.attr_names = tuple(attr_names)
         self.dense_max_nodes = check_size_limit("dense_max_nodes", dense_max_nodes)
         self.sparse_solver = sparse_solver

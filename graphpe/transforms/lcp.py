@@ -52,6 +52,8 @@ class LCP(PETransform):
                 or not 0.0 <= float(alpha) < 1.0):
             raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
         stats = tuple(stats)
+        if not stats:
+            raise ValueError(f"stats must name at least one statistic of {PROFILE_STATS}")
         for s in stats:
             if s not in PROFILE_STATS:
                 raise ValueError(f"unknown statistic {s!r}; choose from {PROFILE_STATS}")

@@ -725,7 +725,14 @@ BAD_SETTINGS = [
     (lambda: HeatKernel([float("nan")]), "times must be finite and non-negative"),
     (lambda: OnTheFlyPE([RWSE(3)], compute_on="cuda"), "compute_on must be one of"),
     (lambda: OnTheFlyPE(RWSE(3)), "OnTheFlyPE takes a list"),
+    (lambda: LCP(stats=()), "stats must name at least one statistic"),
+    (lambda: LaplacianPE(2, pad_value="0"), "pad_value must be a number"),
 ]
+
+
+def test_equal_settings_spelled_differently_share_a_cache_key():
+    assert cache_key([LaplacianPE(2, pad_value=0)], "fp") == cache_key(
+        [LaplacianPE(2, pad_value=0.0)], "fp")
 
 
 @pytest.mark.parametrize(("make", "match"), BAD_SETTINGS, ids=[m for _, m in BAD_SETTINGS])
