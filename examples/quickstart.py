@@ -10,7 +10,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 import graphpe
-from graphpe.presets import pe_model_config, pe_spec
+from graphpe.encodings import pe_model_config, pe_spec
 from graphpe.synthetic import molecule_like_graphs
 
 # one spec: it builds the transform and the matching encoder (settings written once)
@@ -20,7 +20,7 @@ graphs = [rfp(g) for g in molecule_like_graphs(200, seed=0)]  # as a PyG pre_tra
 for g in graphs:  # a target only the structure determines: the number of rings
     g.y = torch.tensor([float(g.edge_index.size(1) // 2 - g.num_nodes + 1)])
 
-model = graphpe.nn.build_model({
+model = graphpe.build_model({
     "model": "gps", "channels": 32, "layers": 2, "out_dim": 1, "node_vocab": 1,
     "pe": pe_model_config([spec]),
 })

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-DEMO_PES = ["none", "lap", "rwse", "rfp", "lcp", "spe"]
 
 
 def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]:
@@ -21,6 +20,7 @@ def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]
     import torch
 
     from graphpe.datasets import DatasetBundle, stratified_split
+    from graphpe.encodings import encodings
     from graphpe.synthetic import csl_graphs
     from graphpe.train import TrainConfig, run
 
@@ -34,7 +34,7 @@ def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]
     rows = []
     print(f"graphpe demo: GINE (4 layers, 32 channels) on CSL generated in code, "
           f"{len(train)}/{len(val)}/{len(test)} train/val/test graphs, {epochs} epochs")
-    for pe in DEMO_PES:
+    for pe in ["none", *(name for name, cls in encodings().items() if cls.demo)]:
         config = TrainConfig(epochs=epochs, batch_size=16, lr=2e-3, warmup_epochs=5,
                              patience=epochs, seed=seed, progress=progress)
         record = run(bundle, pe, model="gine", channels=32, layers=4, config=config)
@@ -67,12 +67,9 @@ def _run_benchmark(name: str, extra: list[str]) -> None:
 DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
                 "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
                 "module:function for an own dataset (see examples/own_dataset.py)")
-PE_HELP = ("comma-separated encodings, each a name (lap, signnet, spe, rwse, rfp, lcp, hkdiag, "
-           "elstatic, pearl, degree; peg: eigenvector distances gating gine/gps messages; "
-           "pairwise, as attention biases with --model gps or graphormer or pair features "
-           "with --model grit: rrwp, spd (spd:path_hops=5 adds Graphormer's edge encoding), "
-           "rd, heat) with optional settings, e.g. 'rwse:walk_length=20,lap:k=4', lists with '/': "
-           "'hkdiag:times=1/2/4'; 'none' for no PE")
+PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
+           "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
+           "no PE; `graphpe encodings` lists the encodings with their settings")
 
 
 def _load_config(path: str) -> dict:
@@ -217,7 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="JSON record: metrics, curve, PE specs, model and train config, "
                               "versions")
     p_train.add_argument("--checkpoint", default=None,
-                         help="best model with its config (graphpe.nn.load_model reads it); "
+                         help="best model with its config (graphpe.build.load_model reads it); "
                               "the state to resume from is kept beside it as <file>.state")
     p_train.add_argument("--resume", default=None,
                          help="continue a run from its <checkpoint>.state file")
@@ -311,7 +308,7 @@ def _dispatch(args: argparse.Namespace) -> None:
     elif args.command == "bench":
         _run_benchmark(args.name, args.args)
     elif args.command == "warmup":
-        from graphpe.presets import parse_pe
+        from graphpe.encodings import parse_pe
         from graphpe.warmup import cache_location, warm_up
 
         # the --pe of `graphpe train` works here too: the kernels depend on the names only
@@ -324,7 +321,7 @@ def _dispatch(args: argparse.Namespace) -> None:
               f"{cache_location()}")
     elif args.command == "precompute":
         from graphpe.datasets import load_dataset
-        from graphpe.presets import resolve_pe, transforms_of
+        from graphpe.encodings import resolve_pe, transforms_of
         from graphpe.transforms import precompute
 
         if args.cache_dir is None:
@@ -402,9 +399,9 @@ def evaluate_checkpoint(args: argparse.Namespace) -> None:
     import torch
     from torch_geometric.loader import DataLoader
 
+    from graphpe.build import load_model
     from graphpe.datasets import load_dataset
-    from graphpe.nn import load_model
-    from graphpe.presets import resolve_pe, transforms_of
+    from graphpe.encodings import resolve_pe, transforms_of
     from graphpe.train import encode_bundle, evaluate
 
     _check_device(args.device)

@@ -29,15 +29,15 @@ from torch_geometric.loader import DataLoader
 from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
+from graphpe.build import build_model, normalize_model_config
 from graphpe.datasets import DatasetBundle
-from graphpe.nn import build_model
-from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
+from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.transforms import PETransform
 
 
 def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
-    """The transforms and the ``pe`` config of :func:`graphpe.nn.build_model` for PEs given in
-    any form :func:`graphpe.presets.resolve_pe` takes (names, or names with settings)."""
+    """The transforms and the ``pe`` config of :func:`graphpe.build.build_model` for PEs given in
+    any form :func:`graphpe.encodings.resolve_pe` takes (names, or names with settings)."""
     specs = resolve_pe(pe)
     return transforms_of(specs), pe_model_config(specs)
 
@@ -366,7 +366,7 @@ def fit(
 
     ``train_split(epoch)``, if given, supplies the training graphs of each epoch (used to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
-    goes into the checkpoint, so :func:`graphpe.nn.load_model` rebuilds the model from the file
+    goes into the checkpoint, so :func:`graphpe.build.load_model` rebuilds the model from the file
     alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
     seed_everything(config.seed)
     rank, world, device = distributed_setup(config.device)
@@ -416,9 +416,11 @@ def fit(
             raise ValueError(f"{config.resume} is not a graphpe training state (written "
                              "beside --checkpoint as <checkpoint>.state)")
         saved = state.get("model_config")
-        if saved is not None and model_config is not None and saved != model_config:
-            changed = sorted(k for k in set(saved) | set(model_config)
-                             if saved.get(k) != model_config.get(k))
+        if saved is not None and model_config is not None:  # (an older version's form too)
+            saved, current = map(normalize_model_config, (saved, model_config))
+        if saved is not None and model_config is not None and saved != current:
+            changed = sorted(k for k in set(saved) | set(current)
+                             if saved.get(k) != current.get(k))
             raise ValueError(f"{config.resume} was written by another model: its settings "
                              f"differ in {changed}; resume with the run's own settings")
         model.load_state_dict(state["model"])
@@ -551,7 +553,7 @@ def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
 def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int = 64,
         layers: int = 4, config: TrainConfig | None = None, **model_kwargs: Any) -> dict:
     """Encode ``bundle`` with the PEs ``pe`` (names, or names with settings: anything
-    :func:`graphpe.presets.resolve_pe` takes), build the matching model and fit it. The record
+    :func:`graphpe.encodings.resolve_pe` takes), build the matching model and fit it. The record
     (and the ``results`` JSON) holds the resolved PE specs, the model config and the training
     config, so it says how to reproduce the run."""
     config = config or TrainConfig()

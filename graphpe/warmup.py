@@ -7,7 +7,7 @@ In a fresh environment that first call pays the compile: on one core of a 2-core
 (``benchmarks/cold_start.py`` measures them) and a GPS training step's ~7 s; later processes
 load the cache in well under a second. :func:`warm_up` pays it once, ahead of time (e.g.
 while building a container image or before a job array), in several processes at once:
-kernels are grouped by family (:data:`FAMILIES`) and each family compiles in its own process,
+kernels are grouped by family (:func:`families`) and each family compiles in its own process,
 so the wall time is about that of the slowest family instead of the sum.
 
 Each family runs the public calls a user makes (a transform on one ``Data``, on a ``Batch``,
@@ -24,22 +24,17 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
-from graphpe.presets import LEARNED
-
-# PE names (graphpe.presets) by the kernels they compile; "models" is the fused GPS layer, the
-# GINE aggregation and the attention kernels (pair biases included). Slowest first (measured
-# on one core: ~16, ~8, ~8, ~3, ~2 s), so processes that take them in turn finish together.
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "eigen": ("lap", "signnet", "spe", "peg", "hkdiag", "elstatic", "rd", "heat"),
-    "models": (),
-    "curvature": ("lcp",),
-    "walk": ("rwse", "rrwp", "spd"),
-    "propagate": ("rfp",),
-}
+from graphpe.encodings.registry import FAMILIES, encodings
 
 
-# settings of a PE whose kernels its defaults do not reach
-VARIANTS: dict[str, tuple[dict, ...]] = {"spd": ({"path_hops": 2},)}
+def families() -> dict[str, tuple[str, ...]]:
+    """Encoding names by the kernel family that compiles their kernels (each encoding
+    declares its ``family``); ``models`` holds the models' kernels (fused GPS layer, GINE
+    aggregation, attention and pair biases) and the encodings learned inside a model. In
+    :data:`~graphpe.encodings.registry.FAMILIES` order, slowest first, so processes that take
+    them in turn finish together."""
+    return {family: tuple(name for name, cls in encodings().items() if cls.family == family)
+            for family in FAMILIES}
 
 
 def _graphs() -> list:
@@ -67,11 +62,11 @@ def _encode(pe: str, graphs: list) -> None:
     """Every CPU path of one PE's transform: per ``Data``, per ``Batch``, ``precompute``."""
     from torch_geometric.data import Batch
 
-    from graphpe.presets import resolve_pe
+    from graphpe.encodings import pe_spec
     from graphpe.transforms import precompute
 
-    variants = [spec for settings in VARIANTS.get(pe, ()) for spec in resolve_pe({pe: settings})]
-    for spec in [*resolve_pe(pe), *variants]:
+    variants = encodings()[pe].warmup_variants
+    for spec in [pe_spec(pe), *(pe_spec(pe, **settings) for settings in variants)]:
         transform = spec.transform()
         if transform is None:  # learned inside the model: nothing to precompute
             continue
@@ -87,7 +82,7 @@ def _stand_in_eigenpairs(batch, spec) -> None:
     the ``eigen`` family compiles in its own process."""
     import torch
 
-    k, names = spec.settings["k"], spec.encoder_config()["attr_names"]
+    k, names = spec.k, spec.attr_names
     n = batch.num_nodes
     for name, value in zip(names, (torch.randn(n, k), torch.rand(n, k).sort(1).values,
                                    torch.ones(n, k, dtype=torch.bool)), strict=True):
@@ -95,40 +90,44 @@ def _stand_in_eigenpairs(batch, spec) -> None:
 
 
 def _train_models(graphs: list) -> None:
-    """A training step and an evaluation pass of the GPS (fused layers, attention dropout,
-    and with RRWP pair biases), GRIT, GINE (with RWSE, and with the SignNet and SPE encoders'
-    GIN aggregation) and GatedGCN models on a batch of ``graphs``."""
+    """A training step and an evaluation pass of every model an encoding names in its
+    ``warmup_models`` (GPS with fused layers and attention dropout, GRIT, GINE, GatedGCN),
+    with that encoding, on a batch of ``graphs``."""
+    from graphpe.encodings import pe_spec
+
+    for name, cls in encodings().items():
+        for model_name in cls.warmup_models:
+            _train_model(model_name, pe_spec(name), graphs)
+
+
+def _train_model(model_name: str, spec, graphs: list) -> None:
     import torch
     from torch_geometric.data import Batch
 
-    from graphpe.nn import build_model
-    from graphpe.presets import pair_model_config, pe_model_config, resolve_pe
+    from graphpe.build import build_model
+    from graphpe.encodings import pair_model_config, pe_model_config
 
-    for model_name, pe in (("gps", "rwse"), ("gps", "rrwp"), ("grit", "rrwp"), ("gine", "rwse"),
-                           ("gine", "signnet"), ("gine", "spe"), ("gatedgcn", "rwse")):
-        specs = resolve_pe(pe)
-        batch = Batch.from_data_list([g.clone() for g in graphs])
-        for spec in specs:
-            if spec.name in ("signnet", "spe"):
-                _stand_in_eigenpairs(batch, spec)
-            else:
-                batch = spec.transform()(batch)
-        config = {"model": model_name, "channels": 16, "layers": 2, "out_dim": 1,
-                  "node_vocab": 4, "edge_vocab": 4, "pe": pe_model_config(specs)}
-        pair = pair_model_config(specs)
-        if pair:
-            config["pair"] = pair
-        if model_name == "gps":
-            config.update(heads=2, attn_dropout=0.1)
-        model = build_model(config)
-        optimizer = torch.optim.Adam(model.parameters())
-        model.train()
-        loss = model(batch).square().mean()
-        loss.backward()
-        optimizer.step()
-        model.eval()
-        with torch.no_grad():
-            model(batch)
+    batch = Batch.from_data_list([g.clone() for g in graphs])
+    if spec.family == "eigen":  # the eigen family compiles the eigensolver, in its own process
+        _stand_in_eigenpairs(batch, spec)
+    else:
+        batch = spec.transform()(batch)
+    config = {"model": model_name, "channels": 16, "layers": 2, "out_dim": 1,
+              "node_vocab": 4, "edge_vocab": 4, "pe": pe_model_config([spec])}
+    pair = pair_model_config([spec])
+    if pair:
+        config["pair"] = pair
+    if model_name == "gps":
+        config.update(heads=2, attn_dropout=0.1)
+    model = build_model(config)
+    optimizer = torch.optim.Adam(model.parameters())
+    model.train()
+    loss = model(batch).square().mean()
+    loss.backward()
+    optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        model(batch)
 
 
 def _one_thread() -> None:
@@ -143,6 +142,7 @@ def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
     returns the seconds it took."""
     if family not in FAMILIES:
         raise ValueError(f"unknown kernel family {family!r}; choose from {sorted(FAMILIES)}")
+    names = families()[family] if pes is None else pes
     from graphpe.ops.compiled import FIRST_COMPILE_NOTICE
 
     FIRST_COMPILE_NOTICE.enabled = False  # compiling is what was asked for
@@ -150,7 +150,7 @@ def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
     graphs = _graphs()
     if family == "models":
         _train_models(graphs)
-    for pe in FAMILIES[family] if pes is None else pes:
+    for pe in names:
         _encode(pe, graphs)
     return time.perf_counter() - start
 
@@ -162,8 +162,7 @@ def plan(pes: Sequence[str] | None = None, models: bool = True
     PE learned inside the model such as ``pearl``)."""
     if pes is None:
         return [(family, None) for family in FAMILIES if models or family != "models"]
-    owner = {pe: family for family, names in FAMILIES.items() for pe in names}
-    owner.update({pe: "models" for pe in LEARNED})  # computed inside the model
+    owner = {pe: cls.family for pe, cls in encodings().items()}
     unknown = [pe for pe in pes if pe not in owner]
     if unknown:
         raise ValueError(f"unknown PE name(s) {unknown}; choose from {sorted(owner)}")
@@ -185,7 +184,7 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
     load them instead of compiling on first use.
 
     Args:
-        pes: PE names (as ``graphpe.presets``, e.g. ``["lap", "rwse"]``) whose kernels to
+        pes: encoding names (as :mod:`graphpe.encodings`, e.g. ``["lap", "rwse"]``) whose kernels to
             compile; ``None`` (default) for all of them.
         models: also compile the models' kernels (fused GPS layer, GINE aggregation,
             attention softmax, dropout and pair biases). Default ``True``.

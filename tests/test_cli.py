@@ -3,13 +3,13 @@ import json
 import pytest
 
 from graphpe.cli import demo, main
-from graphpe.presets import parse_pe
+from graphpe.encodings import parse_pe
 from tests.conftest import copy_shared
 
 
 def test_demo_runs_every_pe(capsys):
     rows = demo(epochs=2)
-    assert [r["pe"] for r in rows] == ["none", "lap", "rwse", "rfp", "lcp", "spe"]
+    assert [r["pe"] for r in rows] == ["none", "lap", "lcp", "rfp", "rwse", "spe"]
     assert "test acc" in capsys.readouterr().out
 
 
@@ -139,7 +139,7 @@ def test_config_gallery_files_are_valid():
     from pathlib import Path
 
     from graphpe.cli import _load_config, build_parser
-    from graphpe.presets import resolve_pe
+    from graphpe.encodings import resolve_pe
 
     parser = build_parser()
     known = {a.dest for a in parser._train_parser._actions}
@@ -193,7 +193,7 @@ def test_grit_trains_from_the_cli_and_its_checkpoint_reloads(tmp_path, capsys, m
     assert code == 0, err
     record = json.loads(results.read_text())
     assert record["model_config"]["model"] == "grit"
-    assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 6}}
+    assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 6, "hops": None}}
     assert record["model_config"]["attn_dropout"] == 0.2
     code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
                               "own_dataset:build", "--root", str(tmp_path)], capsys)
@@ -249,7 +249,8 @@ def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
         assert record["model_config"]["graph_token"] is True
         assert record["model_config"]["pool"] == "token"
     if argv[1] == "graphormer":
-        assert record["model_config"]["pair"] == {"spd": {"max_dist": 4, "path_hops": 0}}
+        assert record["model_config"]["pair"] == {"spd": {"max_dist": 4, "local": False,
+                                                          "path_hops": 0}}
         assert record["model_config"]["heads"] == 2
     code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
                               "own_dataset:build", "--root", str(tmp_path)], capsys)

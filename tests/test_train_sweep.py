@@ -31,8 +31,8 @@ from torch_geometric.loader import DataLoader
 
 import graphpe.train as train_module
 from graphpe.datasets import DatasetBundle, node_split_masks
+from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
 from graphpe.nn import load_model
-from graphpe.presets import pe_model_config, resolve_pe, transforms_of
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.train import (
     CHECKPOINT_FORMAT,

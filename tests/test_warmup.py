@@ -12,8 +12,8 @@ from torch_geometric.loader import DataLoader
 import graphpe
 from graphpe import warmup
 from graphpe.cli import main
+from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe
 from graphpe.nn import build_model
-from graphpe.presets import pair_model_config, pe_model_config, resolve_pe
 from graphpe.transforms import precompute
 
 

@@ -1,4 +1,5 @@
-"""``torch.nn`` modules: PE encoders, the GPS layer, GINE/GPS models and a builder.
+"""``torch.nn`` modules: PE encoders, the GPS layer and the GINE, GPS, GRIT, GatedGCN, GCN,
+GIN and Graphormer models (built from a config by :func:`graphpe.build.build_model`).
 
 Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transforms` to
 ``[N, channels]``, so it can be added to the node embedding of any GNN.
@@ -36,8 +37,6 @@ from graphpe.nn.models import (
     GPSLayer,
     Graphormer,
     PEGraphModel,
-    build_model,
-    load_model,
 )
 from graphpe.nn.pearl import PEARLEncoder
 from graphpe.nn.rfp import LearnedRFP, RFPEncoder
@@ -48,6 +47,16 @@ from graphpe.nn.static import (
     static_batch,
     static_shapes,
 )
+
+
+def __getattr__(name: str):
+    # build_model and load_model read the encodings registry, which sits above nn (it imports
+    # the transforms too); they live in graphpe.build and are reachable here by their old name
+    if name in ("build_model", "load_model"):
+        from graphpe import build
+
+        return getattr(build, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "DegreeEncoder",
@@ -84,9 +93,7 @@ __all__ = [
     "StaticBatch",
     "StaticCollate",
     "StaticGPS",
-    "build_model",
     "graph_layout",
-    "load_model",
     "pe_distances",
     "static_batch",
     "static_shapes",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import torch
@@ -29,17 +28,9 @@ from graphpe.nn.attention import (
 )
 from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
-    DegreeEncoder,
-    ElstaticSEEncoder,
     FeatureInput,
-    HKdiagSEEncoder,
-    LapPEEncoder,
-    LCPEncoder,
     PairBiasEncoder,
     PairFeatureEncoder,
-    RWSEEncoder,
-    SignNetEncoder,
-    SPEEncoder,
     _positive,
     parameter_dtype,
 )
@@ -48,8 +39,7 @@ from graphpe.nn.fused_gine import fused_gine_layer
 from graphpe.nn.graph_token import GraphToken, TokenLayout
 from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention, log_degree
-from graphpe.nn.pearl import PEARLEncoder
-from graphpe.nn.rfp import RFPEncoder, _mlp
+from graphpe.nn.rfp import _mlp
 from graphpe.ops.pairwise import pair_ids_of_edges
 
 MPNNS = ("gine", "gin", "gatedgcn", None)
@@ -771,138 +761,6 @@ def _graphormer_init(module: nn.Module) -> None:
     elif isinstance(module, MultiheadGraphAttention):
         nn.init.normal_(module.in_proj_weight, std=0.02)
         nn.init.zeros_(module.in_proj_bias)
-
-
-_SPECTRAL = ("lap_pe", "lap_eigvals", "lap_mask")
-
-PE_ENCODERS = {
-    "lap": lambda cfg, ch: LapPEEncoder(cfg.get("k", 8), ch,
-                                        attr_names=cfg.get("attr_names", _SPECTRAL)),
-    "signnet": lambda cfg, ch: SignNetEncoder(cfg.get("k", 8), ch,
-                                              attr_names=cfg.get("attr_names", _SPECTRAL)),
-    "spe": lambda cfg, ch: SPEEncoder(cfg.get("k", 8), ch, m=cfg.get("m", 16),
-                                      rho_hidden=cfg.get("rho_hidden", 64),
-                                      rho_layers=cfg.get("rho_layers", 4),
-                                      attr_names=cfg.get("attr_names", _SPECTRAL)),
-    "rwse": lambda cfg, ch: RWSEEncoder(cfg.get("walk_length", 16), ch),
-    "lcp": lambda cfg, ch: LCPEncoder(cfg.get("num_stats", 5), ch),
-    "rfp": lambda cfg, ch: RFPEncoder(cfg.get("dim", 16) * (cfg.get("steps", 8) + 1), ch,
-                                      readout=cfg.get("readout", "trajectory"),
-                                      steps=cfg.get("steps", 8)),
-    "pearl": lambda cfg, ch: PEARLEncoder(ch, **cfg),
-    "degree": lambda cfg, ch: DegreeEncoder(ch, **cfg),
-    "hkdiag": lambda cfg, ch: HKdiagSEEncoder(cfg.get("num_times", 16), ch),
-    "elstatic": lambda cfg, ch: ElstaticSEEncoder(ch),
-}
-
-
-def build_model(config: dict[str, Any]) -> PEGraphModel:
-    """Build a model from a small config, e.g.::
-
-        build_model({"model": "gps", "channels": 64, "layers": 4, "out_dim": 1,
-                     "task": "graph_regression", "node_vocab": 28, "edge_vocab": 4,
-                     "pe": {"rwse": {"walk_length": 16}, "lap": {"k": 8}}})
-
-    ``pair`` names one pairwise encoding (``rrwp``, ``spd``, ``rd``, ``heat``) with its
-    settings: an attention bias for ``gps`` and ``graphormer``, the pair features of ``grit``
-    (or of ``gps`` with ``attention='grit'``). ``pe`` maps encoding names (``lap``,
-    ``signnet``, ``spe``, ``rwse``, ``lcp``, ``rfp``, ``hkdiag``, ``elstatic``, ``pearl``,
-    ``degree``) to their encoder settings; ``peg`` (eigenvectors ``attr_names``) adds PEG
-    gates to the messages of ``gine``/``gps``/``gatedgcn`` instead of an encoder.
-    :func:`graphpe.presets.pe_model_config` builds this entry from the same specs that build the
-    transforms, so the two always agree. Every other key is passed to the model class:
-    ``model`` is ``gine`` (:class:`GINE`, the default), ``gps`` (:class:`GPS`), ``grit``
-    (:class:`GRIT`), ``gcn`` (:class:`GCN`), ``gin`` (:class:`GIN`), ``gatedgcn``
-    (:class:`GatedGCN`) or ``graphormer`` (:class:`Graphormer`).
-    """
-    config = dict(config)
-    kind = config.pop("model", "gine")
-    if kind not in MODELS:
-        raise ValueError(f"model must be one of {tuple(MODELS)}, got {kind!r}")
-    channels = config.pop("channels", 64)
-    layers = config.pop("layers", 4)
-    out_dim = config.pop("out_dim", 1)
-    pe = config.pop("pe", {}) or {}
-    pair = config.pop("pair", None)
-    if pair:
-        if kind not in ("gps", "grit", "graphormer") or len(pair) != 1:
-            raise ValueError("pair (an attention bias, or GRIT's pair features) takes one "
-                             "pairwise encoding and model='gps', 'grit' or 'graphormer'")
-        (name, settings), = pair.items()
-        settings = settings or {}
-        heads = config.get("heads", getattr(MODELS[kind], "default_heads", 4))
-        if kind == "grit" or config.get("attention") == "grit":
-            config["pair_encoder"] = _pair_feature_encoder(name, settings, channels)
-        elif name == "rrwp":
-            config["pair_encoder"] = PairBiasEncoder(settings.get("num_steps", 21), heads,
-                                                     "rrwp")
-        elif name == "spd":  # with path_hops, Graphormer's edge encoding of the raw edges
-            config["pair_encoder"] = PairBiasEncoder(
-                1, heads, "spd", num_categories=settings.get("max_dist", 8) + 2,
-                path_hops=settings.get("path_hops", 0),
-                **({"edge_vocab": config.get("edge_vocab"), "edge_dim": config.get("edge_dim")}
-                   if settings.get("path_hops", 0) else {}))
-        elif name == "rd":
-            config["pair_encoder"] = PairBiasEncoder(1, heads, "rd")
-        elif name == "heat":
-            config["pair_encoder"] = PairBiasEncoder(
-                len(settings.get("times", (1, 2, 4, 8, 16))), heads, "heat")
-        else:
-            raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
-                             "['heat', 'rd', 'rrwp', 'spd']")
-    pe = dict(pe)
-    peg = pe.pop("peg", None)
-    if peg is not None:  # not a node encoder: gates on every layer's messages
-        if kind not in ("gine", "gps", "gatedgcn"):
-            raise ValueError("peg gates the messages of model='gine', 'gps' or 'gatedgcn'")
-        config["peg_attr"] = (peg or {}).get("attr_names", ("peg_pe",))[0]
-    unknown = set(pe) - set(PE_ENCODERS)
-    if unknown:
-        raise ValueError(f"unknown PE {sorted(unknown)}; choose from {sorted(PE_ENCODERS)}")
-    encoders = [PE_ENCODERS[name](settings or {}, channels) for name, settings in pe.items()]
-    return MODELS[kind](channels, layers, out_dim, pe_encoders=encoders, **config)
-
-
-def _pair_feature_encoder(name: str, settings: dict[str, Any],
-                          channels: int) -> PairFeatureEncoder:
-    """GRIT's input for the pairwise encoding ``name`` (settings as its transform's). The
-    diagonal feeds the nodes only where it describes them (RRWP: RWSE; heat: HKdiagSE); SPD's
-    and resistance's diagonals are 0."""
-    attr = settings.get("attr_name", name)
-    if settings.get("path_hops"):
-        raise ValueError("path_hops (Graphormer's edge encoding) is an attention bias: use "
-                         "model='gps' with multihead attention, not GRIT's pair features")
-    if name == "rrwp":
-        return PairFeatureEncoder(settings.get("num_steps", 21), channels, attr)
-    if name == "spd":
-        return PairFeatureEncoder(1, channels, attr, node_from_diagonal=False,
-                                  num_categories=settings.get("max_dist", 8) + 2)
-    if name == "rd":
-        return PairFeatureEncoder(1, channels, attr, node_from_diagonal=False)
-    if name == "heat":
-        return PairFeatureEncoder(len(settings.get("times", (1, 2, 4, 8, 16))), channels, attr)
-    raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
-                     "['heat', 'rd', 'rrwp', 'spd']")
-
-
-def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
-    """The model of a checkpoint written by :func:`graphpe.train.fit` (``--checkpoint``): built
-    from the config stored beside its weights, weights loaded, in eval mode."""
-    ckpt = torch.load(path, map_location=map_location, weights_only=True)
-    if isinstance(ckpt, dict) and str(ckpt.get("format", "")).startswith(
-            "graphpe-training-state"):
-        raise ValueError(f"{path} is a training state, for resuming a run (--resume); the "
-                         "model's checkpoint is the file beside it without '.state'")
-    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
-        raise ValueError(f"{path} holds a bare state_dict, not a graphpe checkpoint with its "
-                         "config: build the model with build_model(config) and call "
-                         "load_state_dict")
-    if ckpt.get("model_config") is None:
-        raise ValueError(f"{path} has no model config (the model was not built by "
-                         "build_model): rebuild it yourself and load ckpt['state_dict']")
-    model = build_model(ckpt["model_config"])
-    model.load_state_dict(ckpt["state_dict"])
-    return model.eval()
 
 
 class GCN(PEGraphModel):

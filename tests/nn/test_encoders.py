@@ -394,8 +394,8 @@ def test_degree_encoder_embeds_networkx_degrees_clamped():
 def test_graphormer_from_the_presets():
     """Graphormer's three encodings through one spec list: degree (no transform), SPD with
     the path edges; a GPS without message passing trains on them."""
+    from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
     from graphpe.nn import build_model
-    from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
 
     specs = resolve_pe("degree:max_degree=8,spd:max_dist=5:path_hops=3")
     assert [s.transform() is None for s in specs] == [True, False]

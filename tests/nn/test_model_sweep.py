@@ -39,8 +39,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Batch, Data
 
+from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.nn import build_model
-from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.synthetic import molecule_like_graphs
 
 CHANNELS, LAYERS, OUT = 16, 2, 3
@@ -470,6 +470,15 @@ INVALID = [
     ({"model": "gps", "pe": {"lap": {"k": 0}}}, "k must be a positive int"),
     ({"model": "gps", "pe": {"rfp": {"readout": "nope"}}}, "readout must be one of"),
     ({"model": "gps", "pe": {"pearl": {"variant": "nope"}}}, "variant must be one of"),
+    # one declaration per encoding: its settings and nothing else, the same defaults everywhere
+    ({"model": "gps", "pe": {"rwse": {"walk_lenght": 16}}},
+     r"^unknown setting\(s\) \['walk_lenght'\] for PE 'rwse'; allowed: \['walk_length'\]$"),
+    ({"model": "gps", "pe": {"lap": {"attr_names": ("a", "b", "c")}}},
+     r"^lap writes \('lap_pe', 'lap_eigvals', 'lap_mask'\), got attr_names="),
+    ({"model": "gps", "pe": {"rrwp": {}}}, r"^\['rrwp'\] are pairwise encodings: give them as "
+                                           r"'pair', not 'pe'$"),
+    ({"model": "gps", "pair": {"rwse": {}}}, r"^unknown pairwise encoding 'rwse'; choose from "
+                                             r"\['heat', 'rd', 'rrwp', 'spd'\]$"),
 ]
 INVALID += [  # found by this sweep: each failed deep inside the forward (or built dead
     # parameters) before it was checked at build time
@@ -504,21 +513,24 @@ def test_mismatched_inputs_raise_value_error():
     forward."""
     gs = graphs("cat", "cat")
     batch = Batch.from_data_list(gs)
+    missing = batch.clone()
+    del missing.sn_pe, missing.peg_pe
     cases = [
         # the encoder reads k=8 eigenvectors, the transform wrote 4
-        ({"model": "gps", "edge_vocab": 3, "pe": {"lap": {"k": 8}}}, "expected lap_pe"),
+        ({"model": "gps", "edge_vocab": 3, "pe": {"lap": {"k": 8}}}, "expected lap_pe", batch),
         ({"model": "gine", "edge_vocab": 3, "pe": {"rwse": {"walk_length": 16}}},
-         "expected rwse"),
-        ({"model": "gine", "edge_vocab": 3, "pe": {"lap": {"k": 4, "attr_names": (
-            "nope_pe", "nope_eigvals", "nope_mask")}}}, "no attribute 'nope_pe'"),
-        ({"model": "gps", "edge_vocab": 3, "pair": {"rrwp": {"num_steps": 9}}}, "expected rrwp"),
-        ({"model": "gine", "edge_vocab": 3, "pe": {"peg": {"attr_names": ("nope",)}}},
-         "PEG gates read batch.nope"),
+         "expected rwse", batch),
+        ({"model": "gine", "edge_vocab": 3, "pe": {"signnet": {"k": 4}}},
+         "no attribute 'sn_pe'", missing),
+        ({"model": "gps", "edge_vocab": 3, "pair": {"rrwp": {"num_steps": 9}}}, "expected rrwp",
+         batch),
+        ({"model": "gine", "edge_vocab": 3, "pe": {"peg": {"k": 4}}},
+         "PEG gates read batch.peg_pe", missing),
     ]
-    for settings, match in cases:
+    for settings, match, data in cases:
         model = build_model({**BASE, **settings}).eval()
         with pytest.raises(ValueError, match=match), torch.no_grad():
-            model(batch)
+            model(data)
     no_edges = Batch.from_data_list(graphs("cat", None))
     model = build_model({**BASE, "model": "gps", "edge_vocab": 3}).eval()
     with pytest.raises(ValueError, match="batch.edge_attr is missing"), torch.no_grad():

@@ -8,9 +8,9 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.nn import GINEConv, GPSConv
 from torch_geometric.transforms import Compose
 
+from graphpe.encodings import resolve_pe, transforms_of
 from graphpe.nn import GINE, GPS, GPSLayer, LinearAttention, RWSEEncoder, build_model
 from graphpe.synthetic import molecule_like_graphs
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE
 
 ALL_PE = {"lap": {"k": 6}, "signnet": {"k": 6}, "spe": {"k": 6}, "rwse": {"walk_length": 8},
           "lcp": {}, "rfp": {"dim": 4, "steps": 2}}
@@ -23,8 +23,7 @@ def make_batch(num_graphs=5, seed=0, transforms=None):
         g.x = torch.randint(0, 5, (g.num_nodes, 1), generator=gen)
         g.edge_attr = torch.randint(0, 3, (g.edge_index.size(1),), generator=gen)
         g.edge_attr = torch.maximum(g.edge_attr, g.edge_attr[_reverse(g.edge_index)])
-    t = transforms or Compose([LaplacianPE(6, keep_trivial=True), RWSE(8), LCP(),
-                               RFP(dim=4, steps=2, seed=0)])
+    t = transforms or Compose(transforms_of(resolve_pe(ALL_PE)))
     return Batch.from_data_list([t(g) for g in graphs])
 
 
@@ -43,7 +42,8 @@ def permute_batch(batch, perm_per_graph):
     for g, perm in zip(batch.to_data_list(), perm_per_graph, strict=True):
         inv = torch.argsort(perm)  # old node i -> new position inv[i]
         new = Data(edge_index=inv[g.edge_index], edge_attr=g.edge_attr, num_nodes=g.num_nodes)
-        for key in ("x", "lap_pe", "lap_eigvals", "lap_mask", "rwse", "lcp", "rfp"):
+        for key in ("x", "rwse", "lcp", "rfp", *(f"{pe}_{part}" for pe in ("lap", "sn", "spe")
+                                                  for part in ("pe", "eigvals", "mask"))):
             new[key] = g[key][perm]
         graphs.append(new)
     return Batch.from_data_list(graphs)
@@ -287,7 +287,7 @@ def test_peg_gates_are_invariant_to_any_orthogonal_map_of_the_eigenvectors(kind)
     """PEG (EquivStableLapPE): the gates read ||p_i - p_j||^2 only, so rotating the
     eigenvector columns by any orthogonal matrix (sign flips, bases of repeated eigenspaces)
     leaves the model's output unchanged; the gates get gradients and change the output."""
-    from graphpe.presets import resolve_pe, transforms_of
+    from graphpe.encodings import resolve_pe, transforms_of
 
     (transform,) = transforms_of(resolve_pe("peg:k=4"))
     batch = transform(make_batch())

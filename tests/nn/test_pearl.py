@@ -234,7 +234,7 @@ def test_build_model_with_pearl(model):
 
 
 def test_presets_have_no_transform_for_pearl():
-    from graphpe.presets import pe_model_config, pe_spec, resolve_pe, transforms_of
+    from graphpe.encodings import pe_model_config, pe_spec, resolve_pe, transforms_of
 
     specs = resolve_pe("rwse,pearl:num_samples=4:variant=basis")
     assert specs[1].transform() is None

@@ -18,6 +18,7 @@ import graphpe.nn.attention
 import graphpe.nn.conv
 import graphpe.nn.fused
 import graphpe.nn.grit
+from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.nn import (
     LearnedRFP,
     RFPEncoder,
@@ -28,7 +29,6 @@ from graphpe.nn import (
 )
 from graphpe.nn.fused import may_fuse
 from graphpe.nn.grit import signed_sqrt
-from graphpe.presets import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.synthetic import molecule_like_graphs
 
 # every node encoding at once (the spectral ones write their own attributes)

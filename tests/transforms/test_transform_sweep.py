@@ -846,7 +846,7 @@ def test_precompute_refuses_per_graph_weight_length_mismatch():
 
 
 def test_spd_local_flag_is_validated():
-    from graphpe.presets import resolve_pe, transforms_of
+    from graphpe.encodings import resolve_pe, transforms_of
 
     (t,) = transforms_of(resolve_pe("spd:local=False"))  # Python's spelling, as JSON's
     assert t.local is False

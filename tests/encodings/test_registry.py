@@ -2,8 +2,8 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
+from graphpe.encodings import pe_model_config, pe_spec, resolve_pe
 from graphpe.nn import build_model
-from graphpe.presets import PE_DEFAULTS, pe_model_config, pe_spec, resolve_pe
 from graphpe.synthetic import molecule_like_graphs
 
 
@@ -27,7 +27,7 @@ def test_one_spec_builds_the_transform_and_the_matching_encoder():
 def test_the_forms_a_pe_can_take():
     by_name = resolve_pe("rwse, lap")
     assert [s.name for s in by_name] == ["rwse", "lap"]
-    assert by_name[0].settings == PE_DEFAULTS["rwse"]
+    assert by_name[0].settings == {"walk_length": 16}
     assert resolve_pe("none") == [] and resolve_pe(None) == []
     assert resolve_pe(["rwse"]) == resolve_pe({"rwse": None}) == by_name[:1]
     tuned = resolve_pe([{"name": "rwse", "walk_length": 20}])
@@ -68,7 +68,7 @@ def test_pairwise_specs_train_a_gps_with_an_attention_bias():
                            task="graph_regression", metric="mae", out_dim=1, node_vocab=1)
     record = run(bundle, {"rrwp": {"num_steps": 5}, "rwse": {}}, model="gps", channels=8, layers=1,
                  config=TrainConfig(epochs=1, batch_size=8, progress=False))
-    assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 5}}
+    assert record["model_config"]["pair"] == {"rrwp": {"num_steps": 5, "hops": None}}
     assert "rrwp" not in record["model_config"]["pe"]
     with pytest.raises(ValueError, match="are attention biases or GRIT's pair features: use "
                                          "model='gps', 'grit' or 'graphormer'"):
@@ -81,7 +81,7 @@ def test_spectral_specs_parse_lists_and_build_their_encoders():
     canonical float times (JSON round trip), and the matching encoders."""
     import json
 
-    from graphpe.presets import pair_model_config, parse_pe
+    from graphpe.encodings import pair_model_config, parse_pe
 
     assert parse_pe("hkdiag:times=0.5/1/2,elstatic") == [
         {"name": "hkdiag", "times": [0.5, 1, 2]}, {"name": "elstatic"}]
@@ -96,8 +96,10 @@ def test_spectral_specs_parse_lists_and_build_their_encoders():
     assert specs[1].settings == {"per_component": True}
     assert resolve_pe(json.loads(json.dumps([s.to_dict() for s in specs]))) == specs
     assert resolve_pe("heat:times=2")[0].settings["times"] == [2.0]
-    assert PE_DEFAULTS["hkdiag"]["times"] == list(range(1, 17))
-    assert pe_model_config(specs) == {"hkdiag": {"num_times": 3}, "elstatic": {}}
+    assert pe_spec("hkdiag").settings["times"] == list(range(1, 17))
+    assert pe_model_config(specs) == {"hkdiag": {"times": [0.5, 1.0, 2.0], "normalization":
+                                                 "none", "keep_trivial": False},
+                                      "elstatic": {"per_component": True}}
     assert pair_model_config(specs) == {"heat": {"times": [1.0, 4.0], "normalization": "none",
                                                  "keep_trivial": False}}
 

@@ -1,0 +1,104 @@
+"""Models from a small config, with their encoders from the encodings registry.
+
+    build_model({"model": "gps", "channels": 64, "layers": 4, "out_dim": 1,
+                 "task": "graph_regression", "node_vocab": 28, "edge_vocab": 4,
+                 "pe": {"rwse": {"walk_length": 16}, "lap": {}}, "pair": {"rrwp": {}}})
+
+``pe`` maps node encodings (and ``peg``'s message gates) to their settings, ``pair`` names one
+pairwise encoding: both are read through :mod:`graphpe.encodings`, so every name has one set
+of defaults and an unknown name or setting is a ``ValueError`` listing the allowed ones.
+:func:`graphpe.encodings.pe_model_config` writes these entries from the same specs that give
+the transforms, so data and model always agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from graphpe.encodings import GATE, PAIR, encodings, from_model_config
+from graphpe.nn.models import MODELS, PEGraphModel
+
+# models that read a pairwise encoding, and those whose messages PEG can gate
+PAIR_MODELS = ("gps", "grit", "graphormer")
+GATED_MODELS = ("gine", "gps", "gatedgcn")
+
+
+def build_model(config: dict[str, Any]) -> PEGraphModel:
+    """Build a model from a small config (see the module docstring).
+
+    ``model`` is ``gine`` (:class:`~graphpe.nn.GINE`, the default), ``gps``, ``grit``,
+    ``gcn``, ``gin``, ``gatedgcn`` or ``graphormer``; ``channels`` (64), ``layers`` (4) and
+    ``out_dim`` (1) are its first arguments; ``pe`` and ``pair`` give the encoders; every other
+    key is passed to the model class. A pairwise encoding is an attention bias for ``gps`` and
+    ``graphormer`` and the pair features of ``grit`` (or of ``gps`` with
+    ``attention='grit'``).
+    """
+    config = dict(config)
+    kind = config.pop("model", "gine")
+    if kind not in MODELS:
+        raise ValueError(f"model must be one of {tuple(MODELS)}, got {kind!r}")
+    channels = config.pop("channels", 64)
+    layers = config.pop("layers", 4)
+    out_dim = config.pop("out_dim", 1)
+    specs = [from_model_config(name, settings)
+             for name, settings in (config.pop("pe", None) or {}).items()]
+    if any(spec.kind == PAIR for spec in specs):
+        raise ValueError(f"{[s.name for s in specs if s.kind == PAIR]} are pairwise "
+                         "encodings: give them as 'pair', not 'pe'")
+    pair = config.pop("pair", None)
+    if pair:
+        if kind not in PAIR_MODELS or len(pair) != 1:
+            raise ValueError("pair (an attention bias, or GRIT's pair features) takes one "
+                             "pairwise encoding and model='gps', 'grit' or 'graphormer'")
+        (name, settings), = pair.items()
+        if name not in encodings(PAIR):
+            raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
+                             f"{sorted(encodings(PAIR))}")
+        spec = from_model_config(name, settings)
+        heads = config.get("heads", getattr(MODELS[kind], "default_heads", 4))
+        features = kind == "grit" or config.get("attention") == "grit"
+        config["pair_encoder"] = spec.pair_encoder(channels, heads, features,
+                                                   edge_vocab=config.get("edge_vocab"),
+                                                   edge_dim=config.get("edge_dim"))
+    gates = [spec for spec in specs if spec.kind == GATE]
+    if gates:
+        if kind not in GATED_MODELS:
+            raise ValueError("peg gates the messages of model='gine', 'gps' or 'gatedgcn'")
+        config["peg_attr"] = gates[0].gate_attr
+    encoders = [spec.encoder(channels) for spec in specs if spec.kind not in (GATE, PAIR)]
+    return MODELS[kind](channels, layers, out_dim, pe_encoders=encoders, **config)
+
+
+def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
+    """The model of a checkpoint written by :func:`graphpe.train.fit` (``--checkpoint``): built
+    from the config stored beside its weights, weights loaded, in eval mode."""
+    ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    if isinstance(ckpt, dict) and str(ckpt.get("format", "")).startswith(
+            "graphpe-training-state"):
+        raise ValueError(f"{path} is a training state, for resuming a run (--resume); the "
+                         "model's checkpoint is the file beside it without '.state'")
+    if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
+        raise ValueError(f"{path} holds a bare state_dict, not a graphpe checkpoint with its "
+                         "config: build the model with build_model(config) and call "
+                         "load_state_dict")
+    if ckpt.get("model_config") is None:
+        raise ValueError(f"{path} has no model config (the model was not built by "
+                         "build_model): rebuild it yourself and load ckpt['state_dict']")
+    model = build_model(ckpt["model_config"])
+    model.load_state_dict(ckpt["state_dict"])
+    return model.eval()
+
+
+def normalize_model_config(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with its ``pe`` and ``pair`` entries as today's full settings (those of an
+    older version upgraded, defaults filled in): two configs that build the same model
+    compare equal."""
+    config = dict(config)
+    for key in ("pe", "pair"):
+        if config.get(key):
+            config[key] = {name: from_model_config(name, settings).settings
+                           for name, settings in config[key].items()}
+    return config
