@@ -6,18 +6,12 @@ whatever pairs a batch holds.
 
 from __future__ import annotations
 
-from typing import Any
-
 from graphpe.encodings.registry import PairEncoding, register, setting
 from graphpe.nn import PairBiasEncoder, PairFeatureEncoder
-from graphpe.ops.spectral import check_times
 from graphpe.transforms import RRWP as RRWPTransform
 from graphpe.transforms import SPD as SPDTransform
 from graphpe.transforms import HeatKernel, ResistanceDistance
-
-
-def _times(_: str, value: Any) -> tuple[float, ...]:
-    return check_times(value)
+from graphpe.transforms.spectral import times_option
 
 
 @register
@@ -102,7 +96,7 @@ class Heat(PairEncoding):
     family = "eigen"
     reference_test = "tests/ops/test_spectral.py::test_heat_kernel_with_trivial_pairs_is_expm"
 
-    times: tuple[float, ...] = setting((1, 2, 4, 8, 16), _times)
+    times: tuple[float, ...] = setting((1, 2, 4, 8, 16), times_option)
     normalization: str = setting("none")
     keep_trivial: bool = setting(False)
 

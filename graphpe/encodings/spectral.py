@@ -6,8 +6,8 @@ from torch import nn
 
 from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.nn import ElstaticSEEncoder, HKdiagSEEncoder
-from graphpe.ops.spectral import check_times
 from graphpe.transforms import ElstaticSE, HKdiagSE
+from graphpe.transforms.spectral import times_option
 
 
 @register
@@ -19,7 +19,7 @@ class HKdiag(Encoding):
     reference_test = ("tests/ops/test_spectral.py::"
                       "test_default_heat_kernels_are_graphgps_and_drop_one_over_component_size")
 
-    times: tuple[float, ...] = setting(tuple(range(1, 17)), lambda _, value: check_times(value))
+    times: tuple[float, ...] = setting(tuple(range(1, 17)), times_option)
     normalization: str = setting("none")
     keep_trivial: bool = setting(False)
 

@@ -10,14 +10,19 @@ without building ``Batch`` objects at all.
 from __future__ import annotations
 
 import contextlib
-import numbers
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
+
+from graphpe.ops.checks import check_flag, check_seed, check_size_limit
+
+__all__ = ["PETransform", "check_attr_names", "check_flag", "check_seed", "check_size_limit",
+           "option"]
 
 
 def fields(data: Data) -> dict[str, Any]:
@@ -91,28 +96,6 @@ def node_count(data: Data, store: dict[str, Any] | None = None) -> int | None:
     return data.num_nodes
 
 
-def check_seed(seed: object) -> int | None:
-    """``seed`` if it is an int (or None); else the ValueError that names what is allowed."""
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)):
-        raise ValueError(f"seed must be an int or None, got {seed!r}")
-    return None if seed is None else int(seed)
-
-
-def check_flag(name: str, value: object) -> bool:
-    """``value`` if it is True or False, else the ValueError naming ``name`` (a string such as
-    ``"False"`` from a command line must not read as true)."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def check_size_limit(name: str, value: object) -> int:
-    """A node-count threshold (``dense_max_nodes``, ``max_nodes``): an int >= 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-    return int(value)
-
-
 def check_attr_names(names: dict[str, object], optional: tuple[str, ...] = ()) -> None:
     """The attribute names a transform writes: non-empty strings (None where ``optional``
     allows it: PyG's "append to ``x``"), no two the same (one output would overwrite the
@@ -160,6 +143,17 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | No
 _FIXED = object()
 
 
+def option(default: Any, check: Callable[[str, Any], Any] | None = None, *,
+           key: bool | str = True, kw_only: bool = False) -> Any:
+    """An option of a transform declared as a dataclass: its default, the check that validates
+    and normalizes a value (``check(name, value)``, run when the transform is made), and
+    whether it enters :meth:`PETransform.settings` (and so the ``repr`` and cache keys):
+    ``True``; ``False`` for what cannot change an output (a size limit that only refuses
+    larger graphs); ``"if_set"`` only where it differs from the default."""
+    return dataclasses.field(default=default, kw_only=kw_only,
+                             metadata={"check": check, "key": key})
+
+
 def distributed_rank() -> int | None:
     """This process's rank in an initialized ``torch.distributed`` run of several processes,
     else None."""
@@ -175,7 +169,10 @@ def _mix_seeds(base: int, worker_seed: int) -> int:
 
 
 class PETransform(BaseTransform):
-    """Base class: subclasses implement :meth:`compute` and :meth:`settings`.
+    """Base class: subclasses implement :meth:`compute` and declare their options once, as
+    the fields of a dataclass (``@dataclass(eq=False, repr=False)``, each field an
+    :func:`option`): the signature, the attributes, the checks, :meth:`settings`, ``repr``
+    and cache keys all come from them. Checks across options go in :meth:`validate`.
 
     Transforms that draw random numbers keep a ``seed`` and one CPU generator: successive calls
     draw successive numbers, :meth:`reset_generator` restarts the stream (precompute does, so a
@@ -277,9 +274,27 @@ class PETransform(BaseTransform):
         ``edge_index``) rather than per node."""
         return set()
 
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            check = f.metadata.get("check")
+            if check is not None:
+                setattr(self, f.name, check(f.name, getattr(self, f.name)))
+        self.validate()
+        if any(f.name == "seed" for f in dataclasses.fields(self)):
+            self.reset_generator()
+
+    def validate(self) -> None:
+        """Checks across options, after each option's own (none by default)."""
+
     def settings(self) -> dict[str, Any]:
-        """Every argument that changes the output; shown by ``repr`` and hashed into cache keys."""
-        raise NotImplementedError
+        """Every option that changes the output (see :func:`option`); shown by ``repr`` and
+        hashed into cache keys."""
+        out = {}
+        for f in dataclasses.fields(self):
+            key, value = f.metadata.get("key", True), getattr(self, f.name)
+            if key is True or (key == "if_set" and value != f.default):
+                out[f.name] = value
+        return out
 
     def forward(self, data: Data) -> Data:
         edge_index, num_nodes, ptr, edge_weight = graph_structure(data)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from dataclasses import dataclass
 
 from torch import Tensor
 
@@ -15,9 +15,11 @@ from graphpe.transforms.base import (
     check_flag,
     check_seed,
     check_size_limit,
+    option,
 )
 
 
+@dataclass(eq=False, repr=False)
 class LaplacianPE(PETransform):
     r"""Laplacian eigenvector positional encoding (Dwivedi et al., "Benchmarking Graph Neural
     Networks", 2020), computed for a whole batch in one batched ``eigh`` per size bucket.
@@ -35,7 +37,7 @@ class LaplacianPE(PETransform):
       eigenpairs, where ``lap_pe`` is 0 and ``lap_eigvals`` is ``pad_value``.
 
     Args:
-        k: number of eigenpairs.
+        k: number of eigenpairs (default 8).
         normalization: ``"sym"``, ``"rw"`` or ``"none"``.
         keep_trivial: keep the eigenvalue-0 pairs (as SPE does).
         sign: ``"canonical"`` (deterministic, independent of node order where the spectrum
@@ -55,61 +57,40 @@ class LaplacianPE(PETransform):
             :func:`graphpe.ops.laplacian_eigenpairs`.
     """
 
-    def __init__(
-        self,
-        k: int,
-        normalization: str = "sym",
-        keep_trivial: bool = False,
-        sign: str = "canonical",
-        seed: int | None = None,
-        pad_value: float = 0.0,
-        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
-        dense_max_nodes: int = DENSE_MAX_NODES,
-        sparse_solver: str = "auto",
-        eigh_backend: str = "auto",
-        attr_name: str | None = "",
-    ) -> None:
-        if attr_name != "":  # given: PyG's single name for the eigenvectors
-            attr_names = (attr_name, *tuple(attr_names)[1:])
-        check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
-        if len(attr_names) != 3:
+    k: int = option(8)
+    normalization: str = option("sym")
+    keep_trivial: bool = option(False, check_flag)
+    sign: str = option("canonical")
+    seed: int | None = option(None, lambda name, value: check_seed(value, name))
+    pad_value: float = option(0.0)
+    attr_names: tuple[str, str, str] = option(("lap_pe", "lap_eigvals", "lap_mask"),
+                                              lambda _, value: tuple(value))
+    # solvers agree to rounding, but a cache must not mix their outputs
+    dense_max_nodes: int = option(DENSE_MAX_NODES, check_size_limit)
+    sparse_solver: str = option("auto")
+    eigh_backend: str = option("auto")
+    # PyG's spelling, folded into attr_names
+    attr_name: str | None = option("", key=False)
+
+    def validate(self) -> None:
+        if self.attr_name != "":  # given: PyG's single name for the eigenvectors
+            self.attr_names = (self.attr_name, *self.attr_names[1:])
+            self.attr_name = ""
+        check_eigenpair_options(self.k, self.normalization, self.sign, self.eigh_backend,
+                                self.sparse_solver)
+        if len(self.attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
         # (eigenvectors named None are appended to x, as PyG's attr_name=None)
         check_attr_names(dict(zip(("eigenvectors' name", "eigenvalues' name", "mask's name"),
-                                  attr_names, strict=True)),
+                                  self.attr_names, strict=True)),
                          optional=("eigenvectors' name",))
-        self.k = k
-        self.normalization = normalization
-        self.keep_trivial = check_flag("keep_trivial", keep_trivial)
-        self.sign = sign
-        self.seed = check_seed(seed)
-        if isinstance(pad_value, bool) or not isinstance(pad_value, numbers.Real):
-            raise ValueError(f"pad_value must be a number, got {pad_value!r}")
-        self.pad_value = float(pad_value)  # (0 and 0.0: one setting, one cache key)
-        self.attr_names = tuple(attr_names)
-        self.dense_max_nodes = check_size_limit("dense_max_nodes", dense_max_nodes)
-        self.sparse_solver = sparse_solver
-        self.eigh_backend = eigh_backend
-        self.reset_generator()
+        if isinstance(self.pad_value, bool) or not isinstance(self.pad_value, numbers.Real):
+            raise ValueError(f"pad_value must be a number, got {self.pad_value!r}")
+        self.pad_value = float(self.pad_value)  # (0 and 0.0: one setting, one cache key)
 
     @property
     def draws_random(self) -> bool:
         return self.sign == "random"
-
-    def settings(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "normalization": self.normalization,
-            "keep_trivial": self.keep_trivial,
-            "sign": self.sign,
-            "seed": self.seed,
-            "pad_value": self.pad_value,
-            "attr_names": self.attr_names,
-            # solvers agree to rounding, but a cache must not mix their outputs
-            "dense_max_nodes": self.dense_max_nodes,
-            "sparse_solver": self.sparse_solver,
-            "eigh_backend": self.eigh_backend,
-        }
 
     def compute(
         self,

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from dataclasses import dataclass
 
 from torch import Tensor
 
+from graphpe.ops.checks import check_choice
 from graphpe.ops.curvature import CURVATURES, PROFILE_STATS, local_curvature_profile
-from graphpe.transforms.base import PETransform, check_attr_names
+from graphpe.transforms.base import PETransform, check_attr_names, option
 
 
+@dataclass(eq=False, repr=False)
 class LCP(PETransform):
     r"""Local Curvature Profile (Fesser & Weber, "Effective Structural Encodings via
     Local Curvature Profiles", ICLR 2024): each node is described by statistics of the curvature of
@@ -38,43 +40,28 @@ class LCP(PETransform):
         edge_attr_name: edge attribute for the per-edge curvature, or None.
     """
 
-    def __init__(
-        self,
-        curvature: str = "orc",
-        alpha: float = 0.0,
-        stats: tuple[str, ...] = PROFILE_STATS,
-        attr_name: str = "lcp",
-        edge_attr_name: str | None = None,
-    ) -> None:
-        if curvature not in CURVATURES:
-            raise ValueError(f"curvature must be one of {CURVATURES}, got {curvature!r}")
+    curvature: str = option("orc", lambda name, value: check_choice(name, value, CURVATURES))
+    alpha: float = option(0.0)
+    stats: tuple[str, ...] = option(PROFILE_STATS, lambda _, value: tuple(value))
+    attr_name: str | None = option("lcp")
+    edge_attr_name: str | None = option(None)
+
+    def validate(self) -> None:
+        alpha = self.alpha
         if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
                 or not 0.0 <= float(alpha) < 1.0):
             raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
-        stats = tuple(stats)
-        if not stats:
+        self.alpha = float(alpha)
+        if not self.stats:
             raise ValueError(f"stats must name at least one statistic of {PROFILE_STATS}")
-        for s in stats:
+        for s in self.stats:
             if s not in PROFILE_STATS:
                 raise ValueError(f"unknown statistic {s!r}; choose from {PROFILE_STATS}")
-        if curvature in ("forman", "afrc") and alpha != 0.0:
-            raise ValueError(f"alpha applies to Ollivier-Ricci curvature, not {curvature!r}")
-        check_attr_names({"attr_name": attr_name, "edge_attr_name": edge_attr_name},
+        if self.curvature in ("forman", "afrc") and self.alpha != 0.0:
+            raise ValueError(f"alpha applies to Ollivier-Ricci curvature, not "
+                             f"{self.curvature!r}")
+        check_attr_names({"attr_name": self.attr_name, "edge_attr_name": self.edge_attr_name},
                          optional=("attr_name", "edge_attr_name"))
-        self.curvature = curvature
-        self.alpha = float(alpha)
-        self.stats = stats
-        self.attr_name = attr_name
-        self.edge_attr_name = edge_attr_name
-
-    def settings(self) -> dict[str, Any]:
-        return {
-            "curvature": self.curvature,
-            "alpha": self.alpha,
-            "stats": self.stats,
-            "attr_name": self.attr_name,
-            "edge_attr_name": self.edge_attr_name,
-        }
 
     def edge_attributes(self) -> set[str]:
         return set() if self.edge_attr_name is None else {self.edge_attr_name}

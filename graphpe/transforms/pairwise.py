@@ -7,10 +7,17 @@ On a ``Batch`` the pairs of all graphs are computed in one call, with batch-glob
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from torch import Tensor
 
+from graphpe.ops.checks import (
+    check_flag,
+    check_non_negative_int,
+    check_positive_int,
+    check_size_limit,
+)
 from graphpe.ops.pairwise import (
     PAIRWISE_MAX_NODES,
     heat_kernels,
@@ -18,13 +25,15 @@ from graphpe.ops.pairwise import (
     resistance_distances,
     shortest_paths,
 )
-from graphpe.ops.spectral import check_normalization, check_times
-from graphpe.transforms.base import (
-    PETransform,
-    check_attr_names,
-    check_flag,
-    check_size_limit,
-)
+from graphpe.transforms.base import PETransform, check_attr_names, option
+from graphpe.transforms.spectral import normalization_option, times_option
+
+
+def _hops(name: str, value: Any) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value < 0):
+        raise ValueError(f"{name} must be None or a non-negative int, got {value!r}")
+    return value
 
 
 class PairwiseTransform(PETransform):
@@ -46,14 +55,12 @@ class PairwiseTransform(PETransform):
     def _write(self, encoding) -> dict[str, Tensor]:
         return {f"{self.attr_name}_index": encoding.pair_index, self.attr_name: encoding.values}
 
-    def _set_outputs(self, attr_name: object, max_nodes: object) -> None:
-        """The base name of the pair attributes (a pair list cannot be appended to ``x``) and
-        the largest graph, checked."""
-        check_attr_names({"attr_name": attr_name})
-        self.attr_name = attr_name
-        self.max_nodes = check_size_limit("max_nodes", max_nodes)
+    def validate(self) -> None:
+        # the base name of the pair attributes: a pair list cannot be appended to ``x``
+        check_attr_names({"attr_name": self.attr_name})
 
 
+@dataclass(eq=False, repr=False)
 class RRWP(PairwiseTransform):
     r"""Relative random-walk probabilities (Ma et al., "Graph Inductive Biases in Transformers
     without Message Passing", ICML 2023): for every ordered pair :math:`(i, j)` of a graph,
@@ -73,20 +80,10 @@ class RRWP(PairwiseTransform):
             0); None lists all pairs. Values are exact either way.
     """
 
-    def __init__(self, num_steps: int, attr_name: str = "rrwp",
-                 max_nodes: int = PAIRWISE_MAX_NODES, hops: int | None = None) -> None:
-        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-            raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
-        if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int)
-                                 or hops < 0):
-            raise ValueError(f"hops must be None or a non-negative int, got {hops!r}")
-        self.num_steps = num_steps
-        self._set_outputs(attr_name, max_nodes)
-        self.hops = hops
-
-    def settings(self) -> dict[str, Any]:
-        return {"num_steps": self.num_steps, "attr_name": self.attr_name,
-                **({} if self.hops is None else {"hops": self.hops})}
+    num_steps: int = option(21, check_positive_int)
+    attr_name: str = option("rrwp")
+    max_nodes: int = option(PAIRWISE_MAX_NODES, check_size_limit, key=False)
+    hops: int | None = option(None, _hops, key="if_set")
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return self._write(relative_random_walk_probs(
@@ -94,6 +91,7 @@ class RRWP(PairwiseTransform):
             max_nodes=self.max_nodes, hops=self.hops))
 
 
+@dataclass(eq=False, repr=False)
 class SPD(PairwiseTransform):
     """Shortest-path (hop) distance of every ordered pair of a graph (Graphormer's spatial
     encoding, Ying et al., NeurIPS 2021), capped: ``max_dist + 1`` means farther or in another
@@ -116,21 +114,11 @@ class SPD(PairwiseTransform):
             ``multi_hop_max_dist``; 0: none).
     """
 
-    def __init__(self, max_dist: int = 8, attr_name: str = "spd",
-                 max_nodes: int = PAIRWISE_MAX_NODES, local: bool = False,
-                 path_hops: int = 0) -> None:
-        if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
-            raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
-        if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
-            raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
-        self.max_dist = max_dist
-        self._set_outputs(attr_name, max_nodes)
-        self.local, self.path_hops = check_flag("local", local), path_hops
-
-    def settings(self) -> dict[str, Any]:
-        return {"max_dist": self.max_dist, "attr_name": self.attr_name,
-                **({"local": True} if self.local else {}),
-                **({"path_hops": self.path_hops} if self.path_hops else {})}
+    max_dist: int = option(8, check_positive_int)
+    attr_name: str = option("spd")
+    max_nodes: int = option(PAIRWISE_MAX_NODES, check_size_limit, key=False)
+    local: bool = option(False, check_flag, key="if_set")
+    path_hops: int = option(0, check_non_negative_int, key="if_set")
 
     def pair_attributes(self) -> set[str]:
         return super().pair_attributes() | ({f"{self.attr_name}_path"} if self.path_hops
@@ -145,6 +133,7 @@ class SPD(PairwiseTransform):
         return out
 
 
+@dataclass(eq=False, repr=False)
 class ResistanceDistance(PairwiseTransform):
     """Effective resistance of every ordered pair of a graph (``L = D - A``, weights as
     conductances; Zhang et al., "Rethinking the Expressive Power of GNNs via Graph
@@ -156,11 +145,8 @@ class ResistanceDistance(PairwiseTransform):
         max_nodes: largest graph.
     """
 
-    def __init__(self, attr_name: str = "rd", max_nodes: int = PAIRWISE_MAX_NODES) -> None:
-        self._set_outputs(attr_name, max_nodes)
-
-    def settings(self) -> dict[str, Any]:
-        return {"attr_name": self.attr_name}
+    attr_name: str = option("rd")
+    max_nodes: int = option(PAIRWISE_MAX_NODES, check_size_limit, key=False)
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return self._write(resistance_distances(edge_index, num_nodes, ptr=ptr,
@@ -168,6 +154,7 @@ class ResistanceDistance(PairwiseTransform):
                                                 max_nodes=self.max_nodes))
 
 
+@dataclass(eq=False, repr=False)
 class HeatKernel(PairwiseTransform):
     r"""Heat kernel of every ordered pair of a graph for several diffusion times (GraphGPS's
     ``HKfullPE`` kernel, ``get_heat_kernels``; Rampasek et al., NeurIPS 2022):
@@ -189,17 +176,11 @@ class HeatKernel(PairwiseTransform):
         max_nodes: largest graph.
     """
 
-    def __init__(self, times=(1, 2, 4, 8, 16), attr_name: str = "heat",
-                 normalization: str = "none", keep_trivial: bool = False,
-                 max_nodes: int = PAIRWISE_MAX_NODES) -> None:
-        self.times = check_times(times)
-        self.normalization = check_normalization(normalization)
-        self.keep_trivial = check_flag("keep_trivial", keep_trivial)
-        self._set_outputs(attr_name, max_nodes)
-
-    def settings(self) -> dict[str, Any]:
-        return {"times": self.times, "attr_name": self.attr_name,
-                "normalization": self.normalization, "keep_trivial": self.keep_trivial}
+    times: tuple[float, ...] = option((1, 2, 4, 8, 16), times_option)
+    attr_name: str = option("heat")
+    normalization: str = option("none", normalization_option)
+    keep_trivial: bool = option(False, check_flag)
+    max_nodes: int = option(PAIRWISE_MAX_NODES, check_size_limit, key=False)
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return self._write(heat_kernels(

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import check_choice, check_seed
 from graphpe.ops.propagate import OPERATORS, PROPAGATION_NORMS, random_feature_propagation
-from graphpe.transforms.base import PETransform, check_seed
+from graphpe.transforms.base import PETransform, option
 
 
+def _int_at_least(low: int) -> Callable[[str, object], int]:
+    def check(name: str, value: object) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        return value
+    return check
+
+
+@dataclass(eq=False, repr=False)
 class RFP(PETransform):
     r"""Random Feature Propagation (Eliasof, Frasca, Bevilacqua, Treister, Chechik, Maron,
     "Graph Positional Encoding via Random Feature Propagation", ICML 2023, PMLR 202).
@@ -41,48 +52,18 @@ class RFP(PETransform):
         attr_name: attribute written.
     """
 
-    def __init__(
-        self,
-        dim: int = 16,
-        steps: int = 8,
-        num_draws: int = 1,
-        operator: str = "gcn",
-        normalization: str = "qr",
-        seed: int | None = None,
-        attr_name: str = "rfp",
-    ) -> None:
-        for name, value, low in (("dim", dim, 1), ("steps", steps, 0), ("num_draws", num_draws, 1)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        if operator not in OPERATORS:
-            raise ValueError(f"operator must be one of {OPERATORS}, got {operator!r}")
-        if normalization not in PROPAGATION_NORMS:
-            raise ValueError(
-                f"normalization must be one of {PROPAGATION_NORMS}, got {normalization!r}"
-            )
-        self.dim = dim
-        self.steps = steps
-        self.num_draws = num_draws
-        self.operator = operator
-        self.normalization = normalization
-        self.seed = check_seed(seed)
-        self.attr_name = attr_name
-        self.reset_generator()
+    dim: int = option(16, _int_at_least(1))
+    steps: int = option(8, _int_at_least(0))
+    num_draws: int = option(1, _int_at_least(1))
+    operator: str = option("gcn", lambda name, value: check_choice(name, value, OPERATORS))
+    normalization: str = option("qr", lambda name, value: check_choice(
+        name, value, PROPAGATION_NORMS))
+    seed: int | None = option(None, lambda name, value: check_seed(value, name))
+    attr_name: str = option("rfp")
 
     @property
     def draws_random(self) -> bool:
         return True
-
-    def settings(self) -> dict[str, Any]:
-        return {
-            "dim": self.dim,
-            "steps": self.steps,
-            "num_draws": self.num_draws,
-            "operator": self.operator,
-            "normalization": self.normalization,
-            "seed": self.seed,
-            "attr_name": self.attr_name,
-        }
 
     def compute(
         self,

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from torch import Tensor
 
+from graphpe.ops.checks import check_flag, check_positive_int, check_size_limit
 from graphpe.ops.propagate import random_walk_landing_probs
-from graphpe.transforms.base import PETransform, check_attr_names, check_size_limit
+from graphpe.transforms.base import PETransform, check_attr_names, option
 
 
+@dataclass(eq=False, repr=False)
 class RWSE(PETransform):
     r"""Random-walk structural encoding (Dwivedi et al., "Graph Neural Networks with Learnable
     Structural and Positional Representations", ICLR 2022): the probability that a random walk
@@ -24,30 +26,21 @@ class RWSE(PETransform):
     nodes get zeros.
 
     Args:
-        walk_length: number of steps ``T``.
-        attr_name: attribute written.
-        dense_max_nodes: larger graphs use sparse products and are never densified.
-        self_loops: keep self loops as edges of the walk (PyG's behaviour); False drops them.
+        walk_length: number of steps ``T`` (default 16).
+        attr_name: attribute written (``"rwse"``; None appends to ``x`` as PyG does).
+        self_loops: keep self loops as edges of the walk (PyG's behaviour, the default); False
+            drops them.
+        dense_max_nodes: larger graphs use sparse products and are never densified (512).
     """
 
-    def __init__(
-        self, walk_length: int, attr_name: str = "rwse", dense_max_nodes: int = 512,
-        self_loops: bool = True,
-    ) -> None:
-        if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
-            raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
-        if not isinstance(self_loops, bool):
-            raise ValueError(f"self_loops must be True or False, got {self_loops!r}")
-        check_attr_names({"attr_name": attr_name}, optional=("attr_name",))
-        self.walk_length = walk_length
-        self.attr_name = attr_name
-        self.dense_max_nodes = check_size_limit("dense_max_nodes", dense_max_nodes)
-        self.self_loops = self_loops
+    walk_length: int = option(16, check_positive_int)
+    attr_name: str | None = option("rwse")
+    self_loops: bool = option(True, check_flag, kw_only=True)
+    # dense and sparse products agree to rounding, but a cache must not mix their outputs
+    dense_max_nodes: int = option(512, check_size_limit, kw_only=True)
 
-    def settings(self) -> dict[str, Any]:
-        # dense and sparse products agree to rounding, but a cache must not mix their outputs
-        return {"walk_length": self.walk_length, "attr_name": self.attr_name,
-                "self_loops": self.self_loops, "dense_max_nodes": self.dense_max_nodes}
+    def validate(self) -> None:
+        check_attr_names({"attr_name": self.attr_name}, optional=("attr_name",))
 
     def compute(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from torch import Tensor
@@ -18,9 +19,21 @@ from graphpe.transforms.base import (
     check_attr_names,
     check_flag,
     check_size_limit,
+    option,
 )
 
 
+def times_option(_: str, value: Any) -> tuple[float, ...]:
+    """:func:`~graphpe.ops.spectral.check_times` as an option's check."""
+    return check_times(value)
+
+
+def normalization_option(_: str, value: Any) -> str:
+    """:func:`~graphpe.ops.spectral.check_normalization` as an option's check."""
+    return check_normalization(value)
+
+
+@dataclass(eq=False, repr=False)
 class HKdiagSE(PETransform):
     r"""Heat kernel diagonal structural encoding (Kreuzer et al., NeurIPS 2021; GraphGPS's
     ``HKdiagSE``, Rampasek et al., NeurIPS 2022): for every node and diffusion time :math:`t`,
@@ -41,19 +54,14 @@ class HKdiagSE(PETransform):
         max_nodes: largest graph (one dense ``n x n`` eigendecomposition per graph).
     """
 
-    def __init__(self, times=tuple(range(1, 17)), attr_name: str = "hkdiag",
-                 normalization: str = "none", keep_trivial: bool = False,
-                 max_nodes: int = SPECTRAL_MAX_NODES) -> None:
-        self.times = check_times(times)
-        self.normalization = check_normalization(normalization)
-        self.keep_trivial = check_flag("keep_trivial", keep_trivial)
-        check_attr_names({"attr_name": attr_name}, optional=("attr_name",))
-        self.attr_name = attr_name
-        self.max_nodes = check_size_limit("max_nodes", max_nodes)
+    times: tuple[float, ...] = option(tuple(range(1, 17)), times_option)
+    attr_name: str | None = option("hkdiag")
+    normalization: str = option("none", normalization_option)
+    keep_trivial: bool = option(False, check_flag)
+    max_nodes: int = option(SPECTRAL_MAX_NODES, check_size_limit, key=False)
 
-    def settings(self) -> dict[str, Any]:
-        return {"times": self.times, "attr_name": self.attr_name,
-                "normalization": self.normalization, "keep_trivial": self.keep_trivial}
+    def validate(self) -> None:
+        check_attr_names({"attr_name": self.attr_name}, optional=("attr_name",))
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return {self.attr_name: heat_kernel_diagonals(
@@ -62,6 +70,7 @@ class HKdiagSE(PETransform):
             max_nodes=self.max_nodes)}
 
 
+@dataclass(eq=False, repr=False)
 class ElstaticSE(PETransform):
     r"""GraphGPS's electrostatic structural encoding (``ElstaticSE``, Rampasek et al., NeurIPS
     2022): from the pseudo-inverse ``L+`` of ``L = D - A`` and the potential
@@ -78,15 +87,12 @@ class ElstaticSE(PETransform):
         max_nodes: largest graph (one dense ``n x n`` eigendecomposition per graph).
     """
 
-    def __init__(self, attr_name: str = "elstatic", per_component: bool = False,
-                 max_nodes: int = SPECTRAL_MAX_NODES) -> None:
-        self.per_component = check_flag("per_component", per_component)
-        check_attr_names({"attr_name": attr_name}, optional=("attr_name",))
-        self.attr_name = attr_name
-        self.max_nodes = check_size_limit("max_nodes", max_nodes)
+    attr_name: str | None = option("elstatic")
+    per_component: bool = option(False, check_flag)
+    max_nodes: int = option(SPECTRAL_MAX_NODES, check_size_limit, key=False)
 
-    def settings(self) -> dict[str, Any]:
-        return {"attr_name": self.attr_name, "per_component": self.per_component}
+    def validate(self) -> None:
+        check_attr_names({"attr_name": self.attr_name}, optional=("attr_name",))
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
         return {self.attr_name: electrostatic_encoding(
