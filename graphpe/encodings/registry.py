@@ -289,6 +289,22 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+DOCS_TABLE_START = "<!-- encodings table: generated -->"
+DOCS_TABLE_END = "<!-- end of the generated table -->"
+
+
+def write_docs_table(path: str) -> None:
+    """Replace the generated table of the markdown file at ``path`` (between
+    :data:`DOCS_TABLE_START` and :data:`DOCS_TABLE_END`) by :func:`markdown_table`:
+    ``python -m graphpe.encodings docs/encodings.md``."""
+    from pathlib import Path
+
+    text = Path(path).read_text()
+    start, end = text.index(DOCS_TABLE_START), text.index(DOCS_TABLE_END)
+    Path(path).write_text(f"{text[:start]}{DOCS_TABLE_START}\n{markdown_table()}\n"
+                          f"{text[end:]}")
+
+
 def cli_help() -> str:
     """The command line's ``--pe`` help, from the declarations."""
     groups = {NODE: "node encodings", GATE: "message gates (--model gine, gps or gatedgcn)",
@@ -298,3 +314,4 @@ def cli_help() -> str:
     return ("comma-separated encodings, each a name with optional settings, e.g. "
             "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
             "no PE. " + "; ".join(parts) + ". `graphpe encodings` lists each with its settings")
+
