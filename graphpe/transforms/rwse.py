@@ -6,7 +6,7 @@ from typing import Any
 
 from torch import Tensor
 
-from graphpe.ops.propagate import random_walk_landing_probs
+from graphpe.ops.walk import random_walk_landing_probs
 from graphpe.transforms.base import PETransform, check_attr_names, check_size_limit
 
 
