@@ -44,7 +44,7 @@ from common import DEFAULT_SHARED, place  # noqa: E402
 
 from graphpe.build import build_model  # noqa: E402
 from graphpe.ops import laplacian_eigenpairs  # noqa: E402
-from graphpe.ops.dense_eigh import cupy_available  # noqa: E402
+from graphpe.ops.eigen.dense import cupy_available  # noqa: E402
 from graphpe.ops.graph import undirected_simple  # noqa: E402
 from graphpe.ops.propagate import propagate, propagation_operator  # noqa: E402
 from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, OnTheFlyPE  # noqa: E402

@@ -25,7 +25,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 
-from graphpe.ops.pairwise import (  # noqa: E402
+from graphpe.ops.walk import (  # noqa: E402
     relative_random_walk_probs,
     resistance_distances,
     shortest_path_distances,

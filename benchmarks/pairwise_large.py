@@ -1,5 +1,5 @@
 """Pairwise encodings on one large graph, where all pairs (``n^2`` values) are out of reach:
-the pairs within ``hops`` hops (``graphpe.ops.pairwise.local_pairs``), SPD on them
+the pairs within ``hops`` hops (``graphpe.ops.walk.local_pairs``), SPD on them
 (``SPD(max_dist, local=True)``) and exact RRWP on them (``RRWP(K, hops=r)``), against
 networkx's ``single_source_shortest_path_length(cutoff=hops)`` from every node (timed on
 ``--reference-sources`` nodes and scaled to all of them) in the same run.
@@ -21,7 +21,7 @@ from pathlib import Path
 import networkx as nx
 import torch
 
-from graphpe.ops.pairwise import local_pairs, relative_random_walk_probs
+from graphpe.ops.walk import local_pairs, relative_random_walk_probs
 
 
 def timed(fn):

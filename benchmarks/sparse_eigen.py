@@ -37,8 +37,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import report  # noqa: E402
 
+from graphpe.ops.eigen.sparse import chebyshev_eigenpairs, component_basis  # noqa: E402
 from graphpe.ops.graph import laplacian_entries, sparse_operator, undirected_simple  # noqa: E402
-from graphpe.ops.sparse_eigen import chebyshev_eigenpairs, component_basis  # noqa: E402
 
 
 def random_cycle(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -143,7 +143,7 @@ def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
     if family not in FAMILIES:
         raise ValueError(f"unknown kernel family {family!r}; choose from {sorted(FAMILIES)}")
     names = families()[family] if pes is None else pes
-    from graphpe.ops.compiled import FIRST_COMPILE_NOTICE
+    from graphpe.ops.host import FIRST_COMPILE_NOTICE
 
     FIRST_COMPILE_NOTICE.enabled = False  # compiling is what was asked for
     start = time.perf_counter()

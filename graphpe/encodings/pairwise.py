@@ -22,7 +22,7 @@ class RRWP(PairEncoding):
              "ICML 2023")
     family = "walk"
     warmup_models = ("gps", "grit")
-    reference_test = ("tests/ops/test_pairwise.py::"
+    reference_test = ("tests/ops/walk/test_pairwise.py::"
                       "test_rrwp_equals_numpy_powers_and_its_diagonal_is_rwse")
 
     num_steps: int = setting(21)
@@ -46,7 +46,7 @@ class SPD(PairEncoding):
              "NeurIPS 2021")
     family = "walk"
     warmup_variants = ({"path_hops": 2},)
-    reference_test = ("tests/ops/test_pairwise.py::"
+    reference_test = ("tests/ops/walk/test_pairwise.py::"
                       "test_shortest_paths_equal_networkx_and_batch_equals_per_graph")
 
     max_dist: int = setting(8)
@@ -77,7 +77,7 @@ class RD(PairEncoding):
     paper = ("Zhang et al., Rethinking the Expressive Power of GNNs via Graph "
              "Biconnectivity, ICLR 2023")
     family = "eigen"
-    reference_test = "tests/ops/test_pairwise.py::test_resistance_equals_networkx"
+    reference_test = "tests/ops/walk/test_pairwise.py::test_resistance_equals_networkx"
 
     def transform(self) -> ResistanceDistance:
         return ResistanceDistance()

@@ -296,7 +296,7 @@ DOCS_TABLE_END = "<!-- end of the generated table -->"
 def write_docs_table(path: str) -> None:
     """Replace the generated table of the markdown file at ``path`` (between
     :data:`DOCS_TABLE_START` and :data:`DOCS_TABLE_END`) by :func:`markdown_table`:
-    ``python -m graphpe.encodings docs/encodings.md``."""
+    ``graphpe encodings --write-docs docs/encodings.md``."""
     from pathlib import Path
 
     text = Path(path).read_text()

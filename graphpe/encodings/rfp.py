@@ -18,7 +18,7 @@ class RFP(Encoding):
     paper = "Eliasof et al., Graph Positional Encoding via Random Feature Propagation, ICML 2023"
     family = "propagate"
     demo = True
-    reference_test = "tests/ops/test_propagate_rfp.py::test_operators_match_dense_definitions"
+    reference_test = "tests/ops/propagate/test_rfp.py::test_operators_match_dense_definitions"
 
     dim: int = setting(16)
     steps: int = setting(8)

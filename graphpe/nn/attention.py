@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from graphpe.ops.compiled import rows_or_zero, use_host_kernels
 from graphpe.ops.dropout import dropout_host, dropout_keys
+from graphpe.ops.host import rows_or_zero, use_host_kernels
 from graphpe.ops.softmax import softmax_keys_first, softmax_keys_first_backward
 
 # The cost model that picks the buckets: a bucket of ``g`` graphs padded to ``n`` nodes costs
@@ -135,7 +135,7 @@ class GraphLayout:
     def head_sources(self, width: int) -> Tensor:
         """The inverse of :meth:`head_rows`: for each row of the ``[width * num_slots,
         head_dim]`` padded buffer, the row of ``x.view(-1, head_dim)`` it holds, or -1 on
-        padding (the buffer filled as a gather, :func:`graphpe.ops.compiled.rows_or_zero`).
+        padding (the buffer filled as a gather, :func:`graphpe.ops.host.rows_or_zero`).
         Cached per ``width``."""
         key = ("sources", width)
         if key not in self._bias_cache:
@@ -150,7 +150,7 @@ class GraphLayout:
         """``x [N, width * head_dim]`` (plus ``bias [width * head_dim]`` on every row, if
         given) laid into the head-major padded buffer ``[width * num_slots, head_dim]``
         (:meth:`head_rows`), zero on padding rows: on the CPU one compiled gather
-        (:func:`~graphpe.ops.compiled.rows_or_zero`), elsewhere a zero fill and an
+        (:func:`~graphpe.ops.host.rows_or_zero`), elsewhere a zero fill and an
         ``index_copy_``."""
         head_dim = x.size(1) // width
         if use_host_kernels(x):

@@ -9,8 +9,8 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from graphpe.ops import message
-from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.graph import index_range
+from graphpe.ops.host import use_host_kernels
 
 
 class _GINEAggregate(torch.autograd.Function):

@@ -12,7 +12,7 @@ from torch import Tensor, nn
 
 from graphpe.nn.conv import gin_aggregate
 from graphpe.nn.rfp import _mlp
-from graphpe.ops.pairwise import all_pairs, pair_row_edges
+from graphpe.ops.walk import all_pairs, pair_row_edges
 
 POOLINGS = ("sum", "mean")
 
@@ -229,7 +229,7 @@ class SPEEncoder(nn.Module):
     equal eigenvalues equal weights), and stable under perturbations (Huang et al.). Batched
     without padding: ``rho`` runs once over the rows ``(i, j)`` of every graph's real node
     pairs, its messages along the graph's edges copied onto each column ``j``
-    (:func:`graphpe.ops.pairwise.pair_row_edges`), so its products, batch norms and sums see
+    (:func:`graphpe.ops.walk.pair_row_edges`), so its products, batch norms and sums see
     no padding entries; on the CPU its aggregation is a compiled loop
     (:func:`graphpe.nn.conv.gin_aggregate`). Memory ``O(sum of n^2 * rho_hidden)`` over a
     batch's graphs, meant for molecule-scale graphs. Feed it eigenpairs with

@@ -61,8 +61,8 @@ from graphpe.nn.attention import (
 )
 from graphpe.nn.conv import checked_edges
 from graphpe.ops import message
-from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.epilogue import bias_relu_, relu_backward_
+from graphpe.ops.host import use_host_kernels
 from graphpe.ops.norm import batch_norm_backward, batch_norm_forward, batch_norm_inference
 
 

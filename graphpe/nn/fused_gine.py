@@ -45,8 +45,8 @@ from graphpe.nn.fused import (
     _relu_backward,
 )
 from graphpe.ops import message
-from graphpe.ops.compiled import use_host_kernels
 from graphpe.ops.epilogue import bias_relu_, residual_relu
+from graphpe.ops.host import use_host_kernels
 from graphpe.ops.norm import batch_norm_backward, batch_norm_inference
 
 

@@ -14,8 +14,8 @@ from torch_geometric.utils import softmax
 
 from graphpe.nn.attention import check_heads, weight_dropout
 from graphpe.ops import pair_attention as kernels
-from graphpe.ops.compiled import host_empty, use_host_kernels
 from graphpe.ops.graph import index_range
+from graphpe.ops.host import host_empty, use_host_kernels
 
 # ``sqrt(|x| + eps) - sqrt(eps)`` instead of ``sqrt(|x|)``: the same value to 1e-4 and a
 # gradient bounded by ``1 / (2 sqrt(eps))`` at 0, where the plain square root's is infinite.

@@ -40,7 +40,7 @@ from graphpe.nn.graph_token import GraphToken, TokenLayout
 from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.rfp import _mlp
-from graphpe.ops.pairwise import pair_ids_of_edges
+from graphpe.ops.walk import pair_ids_of_edges
 
 MPNNS = ("gine", "gin", "gatedgcn", None)
 ATTENTIONS = ("multihead", "linear", "performer", "grit", None)

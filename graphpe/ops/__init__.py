@@ -7,10 +7,14 @@ from graphpe.ops.curvature import (
     node_profile,
     ollivier_ricci,
 )
-from graphpe.ops.dense_eigh import batched_eigh
 from graphpe.ops.eigen import (
+    ComponentBasis,
     Eigenpairs,
+    SparseEigenpairs,
+    batched_eigh,
     canonical_signs,
+    chebyshev_eigenpairs,
+    component_basis,
     laplacian_eigenpairs,
     random_signs,
 )
@@ -29,14 +33,8 @@ from graphpe.ops.propagate import (
     propagate,
     propagation_operator,
     random_feature_propagation,
-    random_walk_landing_probs,
 )
-from graphpe.ops.sparse_eigen import (
-    ComponentBasis,
-    SparseEigenpairs,
-    chebyshev_eigenpairs,
-    component_basis,
-)
+from graphpe.ops.walk import random_walk_landing_probs
 
 __all__ = [
     "ComponentBasis",

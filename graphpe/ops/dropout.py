@@ -24,7 +24,7 @@ from numba import types as nb_types
 from numba.extending import intrinsic
 from torch import Tensor
 
-from graphpe.ops.compiled import host_empty
+from graphpe.ops.host import host_empty
 
 # Keep/drop decisions use the top 24 bits of the hash: p is rounded to a multiple of 2^-24
 DROPOUT_BITS = 24

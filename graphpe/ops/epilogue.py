@@ -18,7 +18,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphpe.ops.compiled import host_empty
+from graphpe.ops.host import host_empty
 
 # no reassociation: the column sums keep row order, as a plain loop over the rows
 _FASTMATH = {"arcp", "nsz"}

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphpe.ops.compiled import host_empty
 from graphpe.ops.fastmath import sigmoid
+from graphpe.ops.host import host_empty
 
 # no reassociation: each row's sum over edges stays in edge order, as torch's index_add; no
 # contraction either (torch rounds scale * x before adding it)

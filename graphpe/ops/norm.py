@@ -22,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphpe.ops.compiled import host_empty
+from graphpe.ops.host import host_empty
 
 _FASTMATH = {"arcp", "nsz", "contract"}
 

@@ -15,7 +15,7 @@ and ``W_Eb e`` (last ``C``); ``score [d, H]`` (``C = H d``, channel ``c`` of hea
 ``query, key [P]`` int64 node ids.
 
 The ``[P, ...]`` outputs are allocated by the callers with
-:func:`graphpe.ops.compiled.host_empty`, not inside the kernels: numpy backs large arrays
+:func:`graphpe.ops.host.host_empty`, not inside the kernels: numpy backs large arrays
 with huge pages, and a fresh 36 MB array then costs ~4 ms of page faults instead of ~19 ms
 with the 4 KB pages that torch's and numba's own allocations get.
 """

@@ -28,9 +28,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphpe.ops.compiled import host_empty
 from graphpe.ops.dropout import DROPOUT_BITS, _keyed_hash
 from graphpe.ops.fastmath import LOG2E, exp2_poly
+from graphpe.ops.host import host_empty
 
 # Reassociation lets LLVM vectorize the loops over queries; no result here depends on the
 # order of a sum beyond float32 rounding.

@@ -2,10 +2,10 @@
 symmetric eigendecomposition per graph, batched over groups of equal-sized graphs.
 
 - Heat kernel ``H_t = exp(-t L) = V exp(-t lambda) V^T`` for several times ``t``: all pairs in
-  :func:`graphpe.ops.pairwise.heat_kernels`, the diagonal (HKdiagSE) in
+  :func:`graphpe.ops.walk.heat_kernels`, the diagonal (HKdiagSE) in
   :func:`heat_kernel_diagonals`.
 - Pseudo-inverse ``L+ = sum_{lambda > 0} v v^T / lambda``: the resistance distance
-  (:func:`graphpe.ops.pairwise.resistance_distances`) and GraphGPS's electrostatic encoding
+  (:func:`graphpe.ops.walk.resistance_distances`) and GraphGPS's electrostatic encoding
   (:func:`electrostatic_encoding`).
 
 HKdiagSE and ElstaticSE are GraphGPS's (Rampasek et al., "Recipe for a General, Powerful,
@@ -15,7 +15,7 @@ Transformers with Spectral Attention", NeurIPS 2021) via GraphGPS.
 
 Every kernel here computes in float64 (on the data's device) through
 :func:`laplacian_spectrum`, the one eigendecomposition they share, which solves with
-:func:`graphpe.ops.dense_eigh.batched_eigh` (LAPACK on the CPU; on CUDA the batched solver that
+:func:`graphpe.ops.eigen.dense.batched_eigh` (LAPACK on the CPU; on CUDA the batched solver that
 avoids ``torch.linalg.eigh``'s slow path above 32 nodes). Graphs are dense ``n x n``, so this
 is for graphs up to ``max_nodes`` (default 1,024) nodes.
 """
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import Tensor
 
-from graphpe.ops.dense_eigh import batched_eigh
+from graphpe.ops.eigen.dense import batched_eigh
 from graphpe.ops.graph import (
     bucket_node_index,
     connected_components,

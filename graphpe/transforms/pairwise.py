@@ -18,7 +18,7 @@ from graphpe.ops.checks import (
     check_positive_int,
     check_size_limit,
 )
-from graphpe.ops.pairwise import (
+from graphpe.ops.walk import (
     PAIRWISE_MAX_NODES,
     heat_kernels,
     relative_random_walk_probs,
@@ -100,7 +100,7 @@ class SPD(PairwiseTransform):
     With ``path_hops > 0`` also the input of Graphormer's edge encoding: ``spd_path``
     ``[P, path_hops]`` (int64), the edges of the first ``path_hops`` hops of one shortest path
     from ``i`` to ``j`` as positions in the graph's ``edge_index`` (-1 past the path's end;
-    :func:`graphpe.ops.pairwise.shortest_path_edges`). The ids are the graph's own, not
+    :func:`graphpe.ops.walk.shortest_path_edges`). The ids are the graph's own, not
     offset when PyG collates a batch: :class:`graphpe.nn.PairBiasEncoder` adds each graph's
     edge offset. A later transform that reorders or drops edges invalidates them.
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from graphpe.ops.checks import check_flag, check_positive_int, check_size_limit
-from graphpe.ops.propagate import random_walk_landing_probs
+from graphpe.ops.walk import random_walk_landing_probs
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
 

@@ -97,5 +97,5 @@ def test_each_encoding_names_its_reference_test(name):
 
 def test_the_docs_table_is_current():
     docs = (ROOT / "docs" / "encodings.md").read_text()
-    assert markdown_table() in docs, ("regenerate it: python -m graphpe.encodings "
+    assert markdown_table() in docs, ("regenerate it: graphpe encodings --write-docs "
                                       "docs/encodings.md")

@@ -64,7 +64,7 @@ def test_exact_orc_and_profiles_on_cuda(batch):
 
 @pytest.mark.parametrize("backend", ["auto", "torch", "host", "cupy"])
 def test_batched_eigh_backends_match_cpu(backend):
-    from graphpe.ops import dense_eigh as be
+    from graphpe.ops.eigen import dense as be
 
     if backend == "cupy" and not be.cupy_available():
         pytest.skip("CuPy not installed")
@@ -185,8 +185,8 @@ def test_gps_attention_and_step_on_cuda(max_buckets):
 def test_spectral_kernels_on_cuda(batch):
     """Heat kernels, HKdiagSE, ElstaticSE and resistance (one float64 eigendecomposition per
     graph through batched_eigh) on CUDA equal the CPU result."""
-    from graphpe.ops.pairwise import heat_kernels, resistance_distances
     from graphpe.ops.spectral import electrostatic_encoding, heat_kernel_diagonals
+    from graphpe.ops.walk import heat_kernels, resistance_distances
 
     cuda = batch.clone().to("cuda")  # Batch.to works in place
     for fn, kwargs in ((heat_kernel_diagonals, {"times": [0.5, 2.0]}),
@@ -205,7 +205,7 @@ def test_spectral_kernels_on_cuda(batch):
 
 def test_rrwp_and_spd_on_cuda(batch):
     """RRWP (the batched tensor kernel CUDA takes) and SPD on CUDA equal the CPU result."""
-    from graphpe.ops.pairwise import relative_random_walk_probs, shortest_path_distances
+    from graphpe.ops.walk import relative_random_walk_probs, shortest_path_distances
 
     cuda = batch.clone().to("cuda")  # Batch.to works in place
     cpu = relative_random_walk_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)

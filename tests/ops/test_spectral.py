@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import Batch, Data
 
-from graphpe.ops.pairwise import heat_kernels
 from graphpe.ops.spectral import check_times, electrostatic_encoding, heat_kernel_diagonals
+from graphpe.ops.walk import heat_kernels
 from tests.conftest import graph_families, nx_to_data
-from tests.ops.test_pairwise import raw_graph
+from tests.ops.walk.test_pairwise import raw_graph
 
 TIMES = (0.0, 0.3, 1.0, 2.5, 7.0)
 

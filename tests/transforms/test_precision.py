@@ -24,8 +24,8 @@ from graphpe.transforms.base import without_autocast
 @pytest.fixture
 def tensor_kernels(monkeypatch):
     """The batched torch kernels on CPU tensors (``kernel='auto'`` picks them on CUDA)."""
-    for info in pkgutil.iter_modules(graphpe.ops.__path__):
-        module = importlib.import_module(f"graphpe.ops.{info.name}")
+    for info in pkgutil.walk_packages(graphpe.ops.__path__, "graphpe.ops."):
+        module = importlib.import_module(info.name)
         if hasattr(module, "use_compiled"):
             monkeypatch.setattr(module, "use_compiled", lambda kernel, device: False)
 

@@ -8,8 +8,8 @@ import torch
 from torch_geometric.data import Batch, InMemoryDataset
 from torch_geometric.loader import DataLoader
 
-from graphpe.ops.pairwise import heat_kernels
 from graphpe.ops.spectral import electrostatic_encoding, heat_kernel_diagonals
+from graphpe.ops.walk import heat_kernels
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import ElstaticSE, HeatKernel, HKdiagSE, OnTheFlyPE, precompute
 

@@ -41,7 +41,7 @@ from graphpe.ops import (
     random_feature_propagation,
     random_walk_landing_probs,
 )
-from graphpe.ops.pairwise import relative_random_walk_probs, shortest_paths
+from graphpe.ops.walk import relative_random_walk_probs, shortest_paths
 from graphpe.transforms import (
     LCP,
     RFP,

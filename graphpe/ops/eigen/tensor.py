@@ -27,14 +27,9 @@ import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
-from graphpe.ops.compiled import (
-    host_array,
-    laplacian_eigenpairs_host,
-    numpy_dtype,
-    simple_csr,
-    use_compiled,
-)
-from graphpe.ops.dense_eigh import EIGH_BACKENDS, batched_eigh
+from graphpe.ops.eigen.compiled import laplacian_eigenpairs_host
+from graphpe.ops.eigen.dense import EIGH_BACKENDS, batched_eigh
+from graphpe.ops.eigen.sparse import chebyshev_eigenpairs, component_basis
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
@@ -53,7 +48,7 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
-from graphpe.ops.sparse_eigen import chebyshev_eigenpairs, component_basis
+from graphpe.ops.host import host_array, numpy_dtype, simple_csr, use_compiled
 
 SIGN_MODES = ("canonical", "random", "none")
 SPARSE_SOLVERS = ("auto", "chebyshev", "arpack")
@@ -120,10 +115,10 @@ def laplacian_eigenpairs(
         compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
         eigh_backend: dense solver of the size buckets, see
-            :func:`graphpe.ops.dense_eigh.batched_eigh`: ``auto`` (LAPACK on the CPU; on CUDA
+            :func:`graphpe.ops.eigen.dense.batched_eigh`: ``auto`` (LAPACK on the CPU; on CUDA
             torch up to 32 nodes, then CuPy when installed, else LAPACK on the host), ``torch``,
             ``cupy`` or ``host``.
-        sparse_solver: ``chebyshev`` (:func:`~graphpe.ops.sparse_eigen.chebyshev_eigenpairs`:
+        sparse_solver: ``chebyshev`` (:func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs`:
             Chebyshev-filtered subspace iteration on the graph's device, SpMM in
             ``compute_dtype``, component vectors deflated), ``arpack`` (scipy's ``eigsh`` per
             connected component, on the CPU) or ``auto`` (``chebyshev``, then ``arpack`` with a
@@ -139,7 +134,7 @@ def laplacian_eigenpairs(
             mid-sized graphs is solved a group of buckets at a time.
         kernel: the dense path's implementation: ``compiled`` (CPU tensors only: one compiled
             loop over the graphs, one LAPACK ``eigh`` of exactly each graph's size, see
-            :mod:`graphpe.ops.compiled`), ``tensor`` (padded size buckets, batched torch
+            :mod:`graphpe.ops.eigen.compiled`), ``tensor`` (padded size buckets, batched torch
             operations, any device) or ``auto`` (``compiled`` on the CPU).
     """
     check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)

@@ -172,9 +172,8 @@ def test_one_padded_bucket_equals_size_buckets(families, monkeypatch):
     where the padded tensor is small for the device: on GPUs nearly always) gives the
     exact-size buckets' result: zero rows change neither the Gram matrix nor the
     projections."""
-    import importlib
+    from graphpe.ops.propagate import tensor as propagate_module
 
-    propagate_module = importlib.import_module("graphpe.ops.propagate")
     batch = Batch.from_data_list([g for g in families.values() if g.num_nodes > 0] * 3)
     x = torch.randn(batch.num_nodes, 2 * 4, dtype=torch.float64)
     out = {}

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
-from graphpe.ops.propagate import orthonormalize
+from graphpe.ops.propagate.tensor import orthonormalize
 
 
 class SparseEigenpairs(NamedTuple):

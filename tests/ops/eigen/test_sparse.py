@@ -9,15 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphpe.ops import laplacian_eigenpairs
+from graphpe.ops.eigen.sparse import ComponentBasis, chebyshev_eigenpairs, component_basis
 from graphpe.ops.graph import (
     connected_components,
     laplacian_entries,
     sparse_operator,
     undirected_simple,
 )
-from graphpe.ops.sparse_eigen import ComponentBasis, chebyshev_eigenpairs, component_basis
 from tests.conftest import nx_to_data
-from tests.ops.test_eigen import assert_matches_reference, clusters
+from tests.ops.eigen.test_eigen import assert_matches_reference, clusters
 
 
 def large_families() -> dict[str, nx.Graph]:

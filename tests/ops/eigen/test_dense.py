@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from graphpe.ops import dense_eigh as be
+from graphpe.ops.eigen import dense as be
 
 
 def symmetric_batches(seed=0):

@@ -1,7 +1,7 @@
-"""The compiled host kernels (``kernel="compiled"``) against the batched tensor kernels
+"""LapPE's compiled host kernels (``kernel="compiled"``) against the batched tensor kernels
 (``kernel="tensor"``), on generated batches of awkward graphs: empty and single-node graphs,
 isolated nodes, several components, N <= k, multi-edges, self loops, directed edges, zero and
-large weights, repeated eigenvalues."""
+large weights, repeated eigenvalues; and the compiled solver's parts against numpy."""
 
 from __future__ import annotations
 
@@ -13,37 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import Batch, Data
 
-from graphpe.ops import (
-    laplacian_eigenpairs,
-    local_curvature_profile,
-    random_feature_propagation,
-    random_walk_landing_probs,
-)
-from graphpe.ops.compiled import simple_csr, use_host_kernels
+from graphpe.ops import laplacian_eigenpairs
 from graphpe.ops.graph import undirected_simple
 from tests.conftest import graph_families, nx_to_data
-
-
-@st.composite
-def raw_graph(draw, max_nodes: int = 14, weighted: bool = False) -> Data:
-    """A graph as users hand it over: any edge list (directions, duplicates, loops)."""
-    n = draw(st.integers(0, max_nodes))
-    if n == 0:
-        edges = []
-    else:
-        edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)),
-                              max_size=3 * n))
-    ei = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).t().contiguous()
-    data = Data(edge_index=ei, num_nodes=n)
-    if weighted:
-        w = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0]), min_size=ei.size(1),
-                          max_size=ei.size(1)))
-        data.edge_weight = torch.tensor(w, dtype=torch.float64)
-    return data
-
-
-def batch_of(graphs: list[Data]) -> Batch:
-    return Batch.from_data_list(graphs)
+from tests.ops.strategies import batch_of, raw_graph
 
 
 def simple_spectra(batch: Batch, normalization: str) -> list[np.ndarray]:
@@ -121,111 +94,10 @@ def test_laplacian_eigenpairs_random_signs_are_the_same_draws():
     assert simple.unique().numel() == 3
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(raw_graph(weighted=True), min_size=1, max_size=5), st.integers(1, 9))
-def test_landing_probs_compiled_equals_tensor(graphs, walk_length):
-    batch = batch_of(graphs)
-    args = (batch.edge_index, batch.num_nodes, walk_length)
-    kw = dict(ptr=batch.ptr, edge_weight=batch.get("edge_weight"))
-    ours = random_walk_landing_probs(*args, kernel="compiled", **kw)
-    ref = random_walk_landing_probs(*args, kernel="tensor", compute_dtype=torch.float64, **kw)
-    torch.testing.assert_close(ours, ref.float(), atol=1e-6, rtol=0)
-
-
-def test_landing_probs_exact_where_the_walk_is():
-    """On a triangle the 2-step return probability is exactly 1/2 (float64 inside)."""
-    ei = torch.tensor([[0, 1, 1, 2, 2, 0], [1, 0, 2, 1, 0, 2]])
-    rwse = random_walk_landing_probs(ei, 3, 3, kernel="compiled")
-    assert rwse[:, 1].tolist() == [0.5, 0.5, 0.5]
-    assert rwse[:, 2].tolist() == [0.25, 0.25, 0.25]
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.lists(raw_graph(weighted=True), min_size=1, max_size=5),
-       st.sampled_from(["gcn", "adj", "rw", "lap_shift"]), st.sampled_from(["qr", "l2"]),
-       st.integers(1, 5), st.integers(0, 4), st.integers(0, 2**16))
-def test_propagation_compiled_equals_tensor(graphs, operator, normalization, dim, steps, seed):
-    """In float64 both paths agree to rounding on every block: Cholesky-QR gives Gram-Schmidt's
-    Q for a full-rank block, and a rank-deficient block goes through the same rank-cutting
-    Gram-Schmidt in both (zero columns where the rank does not grow)."""
-    batch = batch_of(graphs)
-    x0 = torch.randn(batch.num_nodes, 2, dim, generator=torch.Generator().manual_seed(seed),
-                     dtype=torch.float64)
-    kw = dict(ptr=batch.ptr, edge_weight=batch.get("edge_weight"), dtype=torch.float64)
-    args = (batch.edge_index, batch.num_nodes, x0, steps, operator, normalization)
-    ours = random_feature_propagation(*args, kernel="compiled", **kw)
-    ref = random_feature_propagation(*args, kernel="tensor", **kw)
-    assert ours.shape == (batch.num_nodes, 2, (steps + 1) * dim)
-    torch.testing.assert_close(ours, ref, atol=1e-6 if normalization == "qr" else 1e-9, rtol=0)
-
-
-def test_propagation_rank_deficient_blocks_agree_across_kernels():
-    """A star's GCN operator has rank 2, so after one step every 4-column block is
-    rank-deficient: the tensor path (Gram-Schmidt with the rank cut) gives the compiled
-    kernel's columns, zeros included, and not a Householder completion."""
-    ei = torch.tensor([[0, 0, 0, 0, 0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0, 0, 0, 0, 0]])
-    x0 = torch.randn(6, 3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    kw = dict(dtype=torch.float64)
-    ours = random_feature_propagation(ei, 6, x0, 3, "adj", kernel="compiled", **kw)
-    ref = random_feature_propagation(ei, 6, x0, 3, "adj", kernel="tensor", **kw)
-    norms = ref.reshape(6, 3, 4, 4).norm(dim=0)  # [draws, steps + 1, columns]
-    assert bool((norms[:, 1:] < 1e-12).any())  # the cut happened
-    torch.testing.assert_close(ours, ref, atol=1e-10, rtol=0)
-
-
-def test_propagation_qr_zeroes_columns_beyond_the_rank():
-    """n = 3 nodes, d = 5 columns: 3 orthonormal columns and 2 zero ones, in every block."""
-    ei = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
-    x0 = torch.randn(3, 1, 5, generator=torch.Generator().manual_seed(0))
-    out = random_feature_propagation(ei, 3, x0, 3, kernel="compiled").reshape(3, 4, 5)
-    norms = out.norm(dim=0)
-    assert torch.allclose(norms[:, :3], torch.ones(4, 3), atol=1e-6)
-    assert bool((norms[:, 3:] == 0).all())
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.lists(raw_graph(), min_size=1, max_size=5),
-       st.sampled_from(["orc", "orc_bounds", "forman", "afrc"]), st.sampled_from([0.0, 0.5]))
-def test_curvature_profile_compiled_equals_tensor(graphs, curvature, alpha):
-    if curvature in ("forman", "afrc"):
-        alpha = 0.0
-    batch = batch_of(graphs)
-    args = (batch.edge_index, batch.num_nodes, curvature, alpha)
-    ours = local_curvature_profile(*args, ptr=batch.ptr, kernel="compiled")
-    ref = local_curvature_profile(*args, ptr=batch.ptr, kernel="tensor")
-    for a, b in zip(ours, ref, strict=True):
-        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
-
-
-@settings(max_examples=50, deadline=None)
-@given(raw_graph(weighted=True))
-def test_simple_csr_is_the_undirected_simple_graph(data):
-    """Same edges and weights as ops.graph.undirected_simple, minus edges of weight 0."""
-    csr = simple_csr(data.edge_index, data.num_nodes, data.edge_weight)
-    ref = undirected_simple(data.edge_index, data.num_nodes, data.edge_weight)
-    keep = ref.edge_weight > 0
-    rows = np.repeat(np.arange(data.num_nodes), np.diff(csr.indptr))
-    assert rows.tolist() == ref.edge_index[0][keep].tolist()
-    assert csr.indices.tolist() == ref.edge_index[1][keep].tolist()
-    assert csr.weight.tolist() == ref.edge_weight[keep].tolist()
-
-
-def test_compiled_kernel_refuses_gpu_tensors():
-    ei = torch.zeros(2, 0, dtype=torch.long, device="meta")
-    with pytest.raises(ValueError, match="kernel='compiled' runs on CPU tensors"):
-        random_walk_landing_probs(ei, 3, 2, kernel="compiled")
-
-
-def test_unknown_kernel():
-    with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'compiled', "
-                                         r"'tensor'\), got 'fast'"):
-        random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 2, kernel="fast")
-
-
 def test_laplacian_eigenpairs_compiled_on_mid_sized_graphs():
     """Graphs of 60-250 nodes: the compiled solver up to SMALL_EIGH_MAX, LAPACK's dsytrd
     reduction above it, against the tensor path (one full LAPACK eigh per size bucket)."""
-    from graphpe.ops.compiled import SMALL_EIGH_MAX
+    from graphpe.ops.eigen.compiled import SMALL_EIGH_MAX
     from graphpe.synthetic import molecule_like_graphs
 
     graphs = molecule_like_graphs(6, min_nodes=60, max_nodes=250, seed=3)
@@ -244,7 +116,7 @@ def test_small_eigh_against_numpy(scale):
     orthogonality of the wanted vectors at machine precision."""
     import numba
 
-    from graphpe.ops.compiled import _small_eigh
+    from graphpe.ops.eigen.compiled import _small_eigh
 
     @numba.njit
     def solve(matrix, first, count):
@@ -306,7 +178,7 @@ def test_laplacian_eigenpairs_compiled_mid_sized_hard_cases():
     multiplicity (hypercube, complete graph, star), equal eigenvalues in separate components
     (copies of one cycle), isolated nodes, weights. Against the tensor path, and every
     returned vector an orthonormal eigenvector, repeated eigenvalues included."""
-    from graphpe.ops.compiled import SMALL_EIGH_MAX
+    from graphpe.ops.eigen.compiled import SMALL_EIGH_MAX
 
     rng = np.random.default_rng(0)
     weighted = nx_to_data(nx.gnm_random_graph(120, 300, seed=1))
@@ -384,7 +256,7 @@ def test_laplacian_eigenpairs_compiled_equals_tensor_mid_sized(graph, normalizat
                                                                keep_trivial, k):
     """Above SMALL_EIGH_MAX nodes (LAPACK reduction; bisection or QL for the eigenvalues),
     on generated graphs with many components and repeated eigenvalues."""
-    from graphpe.ops.compiled import SMALL_EIGH_MAX
+    from graphpe.ops.eigen.compiled import SMALL_EIGH_MAX
 
     assert graph.num_nodes > SMALL_EIGH_MAX
     assert_eigenpairs_match(batch_of([graph]), k, normalization=normalization,
@@ -395,7 +267,7 @@ def test_smallest_by_bisection_on_split_tridiagonals():
     """The wanted smallest eigenvalues of a tridiagonal matrix split into blocks (equal blocks
     give equal eigenvalues in different blocks; a 1x1 block; a zero block), each with the
     block it belongs to, against numpy to the bisection tolerance."""
-    from graphpe.ops.compiled import _smallest_by_bisection, _split_blocks
+    from graphpe.ops.eigen.compiled import _smallest_by_bisection, _split_blocks
 
     rng = np.random.default_rng(0)
     pieces = [(rng.uniform(0, 2, 9), rng.uniform(-1, 1, 8))]
@@ -422,138 +294,3 @@ def test_smallest_by_bisection_on_split_tridiagonals():
         for lam, b in zip(lams[:want], blocks[:want].astype(int), strict=True):
             end = starts[starts.index(b) + 1] if b != starts[-1] else n
             assert np.abs(np.linalg.eigvalsh(dense[b:end, b:end]) - lam).min() <= 1e-11
-
-
-def test_graph_chunks_cover_every_graph_once():
-    from graphpe.ops.compiled import graph_chunks
-
-    sizes = np.array([5, 300, 7, 7, 900, 40, 1, 0, 260, 33])
-    ptr = np.concatenate([[0], np.cumsum(sizes)])
-    for threads in (1, 2, 3, 8):
-        chunks = graph_chunks(ptr, threads, min_nodes=100)
-        assert chunks[0][0] == 0 and chunks[-1][1] == len(sizes)
-        assert all(a < b for a, b in chunks)
-        assert all(b == c for (_, b), (c, _) in zip(chunks[:-1], chunks[1:], strict=True))
-        assert len(chunks) <= threads
-    assert graph_chunks(ptr, 8, min_nodes=10_000) == [(0, len(sizes))]  # too little work
-    assert graph_chunks(np.array([0]), 4, min_nodes=1) == [(0, 0)]  # no graphs
-    import threading
-
-    seen = []
-    worker = threading.Thread(target=lambda: seen.append(graph_chunks(ptr, 8, min_nodes=1)))
-    worker.start()
-    worker.join()
-    assert seen == [[(0, len(sizes))]]  # not split again inside a caller's thread
-
-
-def test_kernels_over_graph_chunks_in_threads_equal_one_call(families, monkeypatch):
-    """RWSE, LapPE (canonical and random signs), RFP and RRWP with the graphs split over threads:
-    the same bits as one call over all graphs (each graph's rows are its own)."""
-    import graphpe.ops.compiled as compiled
-    from graphpe.ops.pairwise import relative_random_walk_probs
-
-    graphs = [g for g in families.values() if g.num_nodes > 0] * 4
-    batch = Batch.from_data_list(graphs)
-    x0 = torch.randn(batch.num_nodes, 2, 3)
-
-    def encode():
-        torch.manual_seed(0)
-        gen = torch.Generator().manual_seed(1)
-        return [random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr),
-                *laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr),
-                *laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr,
-                                      sign="random", generator=gen),
-                random_feature_propagation(batch.edge_index, batch.num_nodes, x0, 3,
-                                           ptr=batch.ptr),
-                *relative_random_walk_probs(batch.edge_index, batch.num_nodes, 4,
-                                            ptr=batch.ptr)[:2]]
-
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
-    one = encode()
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
-    monkeypatch.setattr(compiled, "PARALLEL_MIN_NODES", 8)
-    assert len(compiled.graph_chunks(batch.ptr.numpy())) == 4
-    split = encode()
-    assert all(torch.equal(a, b) for a, b in zip(one, split, strict=True))
-
-
-def test_thread_pool_in_a_forked_child():
-    """A DataLoader worker is a fork of a process whose pool threads it does not have: the
-    child starts its own pool instead of waiting on the parent's forever."""
-    import multiprocessing
-
-    from graphpe.ops.compiled import run_over_graphs
-
-    out = []
-    run_over_graphs(lambda a, b: out.append((a, b)), [(0, 1), (1, 2)])  # the parent's pool
-    ctx = multiprocessing.get_context("fork")
-    child = ctx.Process(target=run_over_graphs, args=(lambda a, b: None, [(0, 1), (1, 2)]))
-    child.start()
-    child.join(timeout=60)
-    if child.is_alive():  # hung on the parent's pool
-        child.kill()
-    assert child.exitcode == 0 and sorted(out) == [(0, 1), (1, 2)]
-
-
-def test_host_kernels_take_one_float_dtype_on_the_cpu():
-    x, w = torch.ones(3, 2), torch.ones(3, 2, dtype=torch.float64)
-    index = torch.zeros(3, dtype=torch.long)
-    assert use_host_kernels(x, x, index) and use_host_kernels(w, w)
-    # a bfloat16 product beside float32 inputs (torch.autocast): the torch formulation
-    assert not use_host_kernels(x, x.bfloat16())
-    assert not use_host_kernels(x, w)
-    assert not use_host_kernels(x.half())
-    assert not use_host_kernels(x, torch.ones(3, 2, device="meta"))
-
-
-def test_first_compile_is_announced_once(caplog, monkeypatch):
-    """A graphpe kernel compiled (not loaded from numba's cache) is announced once per
-    process; other packages' functions and a silenced notice say nothing."""
-    import logging
-
-    import numba
-    from numba.core import event
-
-    from graphpe.ops import compiled
-    from graphpe.ops.compiled import FirstCompileNotice
-
-    monkeypatch.setattr(compiled.FIRST_COMPILE_NOTICE, "enabled", False)  # the process's own
-
-    def make(module):
-        def twice(x):
-            return 2 * x
-
-        twice.__module__ = module
-        return numba.njit(twice)  # no cache: compiled on its first call
-
-    notice = FirstCompileNotice()
-    with caplog.at_level(logging.WARNING, logger="graphpe"), \
-            event.install_listener("numba:compile", notice):
-        make("someone_else")(1)
-        assert not caplog.records
-        notice.enabled = False
-        make("graphpe.fake")(1)
-        assert not caplog.records
-        notice.enabled = True
-        make("graphpe.fake")(1)
-        make("graphpe.fake")(1.5)
-    assert [r.getMessage()[:55] for r in caplog.records] == [
-        "graphpe: compiling its CPU kernels (numba) on first use"]
-
-
-@pytest.mark.slow  # two fresh interpreters importing torch: ~17 s
-def test_no_notice_when_the_kernels_load_from_the_cache(tmp_path):
-    """In fresh processes: the first, on an empty numba cache, says it compiles; the second
-    loads the kernel from that cache and says nothing."""
-    import os
-    import subprocess
-    import sys
-
-    code = ("import numpy as np\nfrom graphpe.ops.graph import index_range\n"
-            "assert index_range(np.array([[0, 3], [1, 2]])) == (0, 3)\n")
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, timeout=300) for _ in range(2)]
-    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
-    said = ["graphpe: compiling its CPU kernels (numba) on first use" in r.stderr for r in runs]
-    assert said == [True, False], [r.stderr[-1000:] for r in runs]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from torch_geometric.data import Batch, Data
 
 from graphpe.ops import random_walk_landing_probs
-from graphpe.ops.pairwise import (
+from graphpe.ops.walk import (
     all_pairs,
     pair_row_edges,
     relative_random_walk_probs,
@@ -149,7 +149,7 @@ def test_rrwp_compiled_kernel_equals_tensor_kernel(data):
 def test_local_pairs_are_the_all_pairs_within_hops_with_the_same_values(graphs, hops, steps):
     """hops=r lists exactly the pairs within r hops (as all-pairs SPD, in the same order) with
     all-pairs RRWP's values; with r >= K - 1 the pairs left out are exactly the all-zero ones."""
-    from graphpe.ops.pairwise import local_pairs
+    from graphpe.ops.walk import local_pairs
 
     batch = Batch.from_data_list(graphs)
     args = (batch.edge_index, batch.num_nodes)
@@ -195,7 +195,7 @@ def test_local_pairs_on_a_graph_too_large_for_all_pairs():
 def test_rrwp_compiled_kernel_on_both_sides_of_the_stacked_size():
     """Graphs up to RRWP_STACK_MAX_NODES keep all powers and write pair by pair, larger ones
     power by power: one batch mixing both (and an empty graph) equals the tensor kernel."""
-    from graphpe.ops.compiled import RRWP_STACK_MAX_NODES
+    from graphpe.ops.walk.compiled import RRWP_STACK_MAX_NODES
 
     graphs = [nx_to_data(nx.cycle_graph(7)),
               nx_to_data(nx.random_labeled_tree(RRWP_STACK_MAX_NODES + 20, seed=1)),
@@ -211,7 +211,7 @@ def test_rrwp_compiled_kernel_on_both_sides_of_the_stacked_size():
 
 
 def test_pair_ids_of_edges():
-    from graphpe.ops.pairwise import pair_ids_of_edges
+    from graphpe.ops.walk import pair_ids_of_edges
 
     pair_index = torch.tensor([[2, 0, 1, 0, 1], [2, 1, 0, 0, 2]])
     edge_index = torch.tensor([[0, 1, 1], [1, 0, 2]])

@@ -1,9 +1,9 @@
-"""Propagation kernels: random-walk landing probabilities (RWSE) and Random Feature
-Propagation (RFP).
+"""Random Feature Propagation (RFP): the propagation operators, the per-graph normalization
+(QR or l2) and the normalized trajectory, as batched torch kernels (any device). The compiled
+CPU kernels they match are in :mod:`graphpe.ops.propagate.compiled`.
 
 All operators are built on the undirected simple graph underlying the input
-(``ops.graph.undirected_simple``). The random-walk matrix is ``P = D^{-1} A``; rows of isolated
-nodes are zero, so their landing probabilities are 0 (as in PyG's ``AddRandomWalkPE``).
+(``ops.graph.undirected_simple``).
 """
 
 from __future__ import annotations
@@ -14,231 +14,21 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from graphpe.ops.compiled import (
-    COMPILED_MAX_NODES,
-    host_array,
-    landing_probs,
-    numpy_dtype,
-    operator_csr,
-    propagate_host,
-    simple_csr,
-    use_compiled,
-)
 from graphpe.ops.graph import (
-    SizeBucket,
     batch_from_ptr,
-    bucket_groups,
     bucket_growth_for,
     bucket_node_index,
     degree,
-    dense_adjacency,
     edge_values,
     inv_sqrt_degree,
-    node_range_subgraph,
     single_graph_ptr,
     size_buckets,
     sparse_operator,
     undirected_simple,
     validate_graph,
-    weights_scaled_per_graph,
 )
-
-
-def random_walk_matrix_entries(
-    edge_index: Tensor,
-    num_nodes: int,
-    edge_weight: Tensor | None = None,
-    dtype: torch.dtype = torch.float32,
-    self_loops: bool = False,
-) -> tuple[Tensor, Tensor]:
-    """``(edge_index, values)`` of ``P = D^{-1} A`` on the undirected simple graph (plus its
-    self loops, one entry per looped node with the largest weight, with ``self_loops``)."""
-    graph = undirected_simple(edge_index, num_nodes, edge_weight)
-    w = edge_values(graph, dtype)
-    if self_loops:
-        loop = edge_index[0] == edge_index[1]
-        loop_w = (torch.ones(int(loop.sum()), dtype=dtype, device=edge_index.device)
-                  if edge_weight is None else edge_weight[loop].to(dtype))
-        nodes = edge_index[0, loop]
-        per_node = torch.zeros(num_nodes, dtype=dtype, device=edge_index.device).scatter_reduce(
-            0, nodes, loop_w, reduce="amax", include_self=True)
-        looped = torch.nonzero(per_node > 0).flatten()
-        graph = graph._replace(edge_index=torch.cat([graph.edge_index, looped.repeat(2, 1)], 1))
-        w = torch.cat([w, per_node[looped]])
-    deg = degree(graph.edge_index, num_nodes, w, dtype)
-    inv = torch.where(deg > 0, 1.0 / deg.clamp(min=torch.finfo(dtype).tiny), 0.0)
-    return graph.edge_index, inv[graph.edge_index[0]] * w
-
-
-def random_walk_landing_probs(
-    edge_index: Tensor,
-    num_nodes: int,
-    walk_length: int,
-    *,
-    ptr: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    dense_max_nodes: int = 512,
-    bucket_granularity: int | None = None,
-    compute_dtype: torch.dtype = torch.float32,
-    dtype: torch.dtype = torch.float32,
-    max_block_bytes: int = 4 * 2**20,
-    sparse_block_bytes: int = 256 * 2**20,
-    max_dense_bytes: int = 256 * 2**20,
-    kernel: str = "auto",
-    self_loops: bool = True,
-) -> Tensor:
-    """Landing probabilities ``diag(P^t)`` for ``t = 1..walk_length``, as ``[N, walk_length]``.
-
-    Graphs up to ``dense_max_nodes`` nodes are grouped into size buckets, each a padded dense
-    ``[B, n, n]`` stack. ``P`` is similar to the symmetric ``S = D^-1/2 A D^-1/2``
-    (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``: ``T - 1`` batched products of
-    ``S``, processed in cache-sized chunks.
-
-    Larger graphs are never densified: ``P`` stays sparse and is applied to blocks of columns
-    of the identity, ``T`` sparse products per block, reading the diagonal entries off.
-
-    Args:
-        edge_index: ``[2, E]`` edges of all graphs.
-        num_nodes: total number of nodes.
-        walk_length: number of steps ``T``.
-        ptr: ``[G + 1]`` node offsets of the graphs; one graph if None.
-        edge_weight: ``[E]`` finite non-negative weights, or None.
-        dense_max_nodes: largest graph size for the dense path.
-        bucket_granularity: (``kernel="tensor"``) size buckets round node counts up to a
-            multiple of this; by default exact sizes for 1024+ graphs, and for a training-size
-            batch a geometric ladder that pads no graph by more than 1.25x.
-        compute_dtype: dtype of the matrix products.
-        dtype: dtype of the result.
-        max_block_bytes: memory of one dense chunk of powers (small enough to stay in cache).
-        sparse_block_bytes: memory of one block of identity columns on the sparse path.
-        max_dense_bytes: memory of the dense matrices built at once (groups of buckets).
-        kernel: the implementation for graphs up to ``dense_max_nodes``: ``compiled`` (CPU
-            tensors only: one compiled loop over the graphs, float64, ``diag(S^t)`` by sparse
-            products of exactly each graph's size, see :mod:`graphpe.ops.compiled`),
-            ``tensor`` (padded size buckets, batched products, any device) or ``auto``
-            (``compiled`` on the CPU).
-        self_loops: the walk may take the graph's self loops (``A_ii`` = the loop's weight,
-            counted once in the degree), as PyG's ``AddRandomWalkPE``; False drops them.
-    """
-    if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
-        raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
-    device = edge_index.device
-    validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    # Every node is written below: by its bucket, or by the sparse path of its large graph.
-    itemsize = torch.finfo(compute_dtype).bits // 8
-    if use_compiled(kernel, device):
-        ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
-        # float64 inside the kernel, written straight into the output dtype
-        out = torch.from_numpy(np.empty((num_nodes, walk_length), dtype=numpy_dtype(dtype)))
-        landing_probs(simple_csr(edge_index, num_nodes, edge_weight), ptr_np, walk_length,
-                      dense_max_nodes, out.numpy(), self_loops)
-        large = np.flatnonzero((ptr_np[1:] - ptr_np[:-1]) > dense_max_nodes).tolist()
-        if not large:
-            return out
-        ptr = torch.from_numpy(ptr_np)
-    else:
-        ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
-        if edge_weight is not None and edge_weight.is_floating_point():
-            # P = D^-1 A does not change when a graph's weights are scaled together
-            edge_weight = weights_scaled_per_graph(edge_weight, edge_index, ptr)
-        out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
-        sizes = ptr[1:] - ptr[:-1]
-        buckets = size_buckets(
-            sizes, bucket_granularity or 1, dense_max_nodes,
-            growth=bucket_growth_for(sizes) if bucket_granularity is None else None)
-        for group in bucket_groups(buckets, itemsize, max_dense_bytes):
-            _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length,
-                                 compute_dtype, max_block_bytes, out, self_loops)
-        large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
-
-    for g in large:
-        # Few per batch: each is a graph too large to densify.
-        start, end = int(ptr[g]), int(ptr[g + 1])
-        n = end - start
-        sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
-        if sub_w is not None and sub_w.is_floating_point():
-            sub_w = weights_scaled_per_graph(sub_w, sub_ei, single_graph_ptr(n, sub_ei.device))
-        ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype, self_loops)
-        op = sparse_operator(ei, values, n)
-        width = max(1, sparse_block_bytes // (itemsize * n * 2))
-        for lo in range(0, n, width):
-            hi = min(lo + width, n)
-            out[start + lo : start + hi] = _sparse_landing(op, lo, hi, walk_length, compute_dtype)
-    return out.to(dtype)
-
-
-def _dense_landing_group(
-    group: list[SizeBucket],
-    edge_index: Tensor,
-    edge_weight: Tensor | None,
-    ptr: Tensor,
-    walk_length: int,
-    compute_dtype: torch.dtype,
-    max_block_bytes: int,
-    out: Tensor,
-    self_loops: bool = True,
-) -> None:
-    """Landing probabilities of one group of size buckets, written into ``out``: every bucket
-    writes its ``[T, B, n]`` results into one buffer, scattered once at the end."""
-    device = edge_index.device
-    itemsize = torch.finfo(compute_dtype).bits // 8
-    adjacency = dense_adjacency(edge_index, ptr, group, edge_weight, compute_dtype, self_loops)
-    slots = [bucket.graphs.numel() * bucket.size for bucket in group]
-    landing = torch.empty(walk_length, sum(slots), dtype=compute_dtype, device=device)
-    nodes, keep, offset = [], [], 0
-    for bucket, adj, width in zip(group, adjacency, slots, strict=True):
-        dis = inv_sqrt_degree(adj.sum(-1))
-        # S = D^-1/2 A D^-1/2 is similar to P (P^t = D^-1/2 S^t D^1/2), so diag(P^t) = diag(S^t).
-        sym = adj.mul_(dis.unsqueeze(1)).mul_(dis.unsqueeze(2))
-        n = bucket.size
-        view = landing[:, offset : offset + width].view(walk_length, -1, n)
-        chunk = max(1, max_block_bytes // (itemsize * n * n * 2))
-        for lo in range(0, sym.size(0), chunk):  # chunks small enough to stay in cache
-            _dense_landing(sym[lo : lo + chunk], view[:, lo : lo + chunk])
-        node, inside = bucket_node_index(ptr, bucket)
-        nodes.append(node.flatten())
-        keep.append(inside.flatten())
-        offset += width
-    order, keep_all = torch.cat(nodes), torch.cat(keep)
-    rows = landing.T.contiguous()
-    if bool(keep_all.all()):  # exact-size buckets: no padded slots
-        out.index_copy_(0, order, rows)
-    else:
-        out.index_copy_(0, order[keep_all], rows[keep_all])
-
-
-def _dense_landing(sym: Tensor, out: Tensor) -> None:
-    """Write the diagonals of ``S^1..S^T`` for a stack ``[b, n, n]`` into ``out`` ``[T, b, n]``.
-
-    ``T - 1`` batched products. (Row-wise dot products of lower powers need fewer flops, since
-    ``(S^{a+b})_ii = <row_i(S^a), row_i(S^b)>`` for symmetric ``S``, but at molecule sizes a
-    batched dot of length n costs as much as a whole batched n x n product: the products win.)
-    """
-    power = sym
-    out[0] = sym.diagonal(dim1=-2, dim2=-1)
-    for t in range(1, out.size(0)):
-        power = torch.bmm(power, sym)
-        out[t] = power.diagonal(dim1=-2, dim2=-1)
-
-
-def _sparse_landing(op: Tensor, lo: int, hi: int, walk_length: int,
-                    dtype: torch.dtype) -> Tensor:
-    """Diagonal entries ``lo..hi`` of ``P^1..P^T`` from ``T`` sparse products."""
-    n = op.size(0)
-    width = hi - lo
-    cols = torch.arange(width, device=op.device)
-    x = torch.zeros(n, width, dtype=dtype, device=op.device)
-    x[lo + cols, cols] = 1.0
-    out = []
-    for _ in range(walk_length):
-        x = torch.sparse.mm(op, x)
-        out.append(x[lo + cols, cols])
-    return torch.stack(out, dim=-1)
-
-
-
-
-# ----------------------------------------------------------------------------- RFP
+from graphpe.ops.host import COMPILED_MAX_NODES, host_array, simple_csr, use_compiled
+from graphpe.ops.propagate.compiled import operator_csr, propagate_host
 
 OPERATORS = ("adj", "gcn", "rw", "lap_shift")
 PROPAGATION_NORMS = ("qr", "l2")
@@ -313,10 +103,10 @@ def random_feature_propagation(
     and the per-graph normalization of :func:`propagate`.
 
     ``kernel``: ``compiled`` (CPU tensors: one compiled loop over graphs and draws, float64,
-    Gram-Schmidt orthonormalization, see :func:`graphpe.ops.compiled.propagate_host`),
+    Gram-Schmidt orthonormalization, see :func:`graphpe.ops.propagate.compiled.propagate_host`),
     ``tensor`` (sparse products and bucketed batched QR, any device; a single huge graph runs
     fastest here, on all threads) or ``auto`` (``compiled`` for CPU batches of graphs up to
-    :data:`~graphpe.ops.compiled.COMPILED_MAX_NODES` nodes).
+    :data:`~graphpe.ops.host.COMPILED_MAX_NODES` nodes).
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
         raise ValueError(f"steps must be a non-negative int, got {steps!r}")
@@ -441,11 +231,12 @@ def rank_tolerance(dtype: torch.dtype) -> float:
 def _gram_schmidt(x: Tensor) -> Tensor:
     """Orthonormal columns of each ``[..., n, d]`` block by classical Gram-Schmidt done twice
     (CGS2, "twice is enough", Giraud et al. 2005), the rule of the compiled CPU kernel
-    (:func:`graphpe.ops.compiled.propagate_host`): a column whose remainder after projecting
-    out the earlier ones is at most ``rank_tolerance * (largest column norm)`` becomes zero and
-    the next columns go on without it. So a rank-deficient block gets zero columns exactly
-    where its rank is not increased, independently of any arbitrary completion (Householder QR
-    would orthogonalize the later columns against one), and the CPU and GPU paths agree.
+    (:func:`graphpe.ops.propagate.compiled.propagate_host`): a column whose remainder after
+    projecting out the earlier ones is at most ``rank_tolerance * (largest column norm)``
+    becomes zero and the next columns go on without it. So a rank-deficient block gets zero
+    columns exactly where its rank is not increased, independently of any arbitrary completion
+    (Householder QR would orthogonalize the later columns against one), and the CPU and GPU
+    paths agree.
     ``d`` steps of batched products, whatever the number of blocks: on a GPU this is far
     cheaper than batched Householder QR of many small blocks."""
     shape, (n, d) = x.shape, x.shape[-2:]

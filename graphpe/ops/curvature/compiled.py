@@ -1,0 +1,345 @@
+"""Compiled (numba) host kernels of the curvatures: the exact Ollivier-Ricci transport
+problems (the only ORC solver, whichever path calls it), triangle counts, the per-node
+profiles and the map back to the input edges. The torch kernels they match are in
+:mod:`graphpe.ops.curvature.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from torch import Tensor
+
+from graphpe.ops.host import HostCSR, csr_position, host_array
+
+# ----------------------------------------------------------------------------- exact ORC
+
+
+@numba.njit(cache=True, nogil=True)
+def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
+    """Exact min-cost transport of supplies ``a[:m]`` to demands ``b[:n]`` (equal totals) with
+    integer costs ``cost[:m, :n]``, by the primal-dual method: Bellman-Ford distances on the
+    residual graph (free of negative cycles) give potentials, then augmenting paths are found by
+    depth-first search among the arcs on shortest paths (reduced cost 0) until none is left,
+    and the distances are recomputed. Costs between two walk measures of an edge lie in 1..3,
+    so shortest-path lengths take at most three values: few phases, each a cheap search.
+    ``a`` and ``b`` are consumed."""
+    eps = 1e-13
+    inf = 1e30
+    tie = 1e-9
+    dist_s = np.empty(m)
+    dist_t = np.empty(n)
+    pred_s = np.empty(m, dtype=np.int64)  # sink we came from on the DFS path (-1: start)
+    pred_t = np.empty(n, dtype=np.int64)  # source we came from
+    seen_s = np.zeros(m, dtype=np.bool_)
+    seen_t = np.zeros(n, dtype=np.bool_)
+    stack = np.empty(m + n, dtype=np.int64)  # entries: i >= 0 a source, -(j + 1) a sink
+    for i in range(m):
+        for j in range(n):
+            flow[i, j] = 0.0
+    remaining = 0.0
+    for i in range(m):
+        remaining += a[i]
+    total = 0.0
+    while remaining > eps:
+        # potentials: shortest distances from the sources that still have supply
+        for i in range(m):
+            dist_s[i] = 0.0 if a[i] > eps else inf
+        for j in range(n):
+            dist_t[j] = inf
+        changed = True
+        while changed:
+            changed = False
+            for i in range(m):
+                di = dist_s[i]
+                if di >= inf:
+                    continue
+                for j in range(n):
+                    nd = di + cost[i, j]
+                    if nd < dist_t[j] - tie:
+                        dist_t[j] = nd
+                        changed = True
+            for j in range(n):
+                dj = dist_t[j]
+                if dj >= inf:
+                    continue
+                for i in range(m):
+                    if flow[i, j] > eps:
+                        nd = dj - cost[i, j]
+                        if nd < dist_s[i] - tie:
+                            dist_s[i] = nd
+                            changed = True
+        target = inf
+        for j in range(n):
+            if b[j] > eps and dist_t[j] < target:
+                target = dist_t[j]
+        if target >= inf:
+            break
+        # augment along shortest paths only, until the admissible graph has none left
+        while remaining > eps:
+            for i in range(m):
+                seen_s[i] = False
+            for j in range(n):
+                seen_t[j] = False
+            top = 0
+            for i in range(m):
+                if a[i] > eps and abs(dist_s[i]) <= tie:
+                    stack[top] = i
+                    top += 1
+                    seen_s[i] = True
+                    pred_s[i] = -1
+            found = -1
+            while top > 0 and found < 0:
+                top -= 1
+                node = stack[top]
+                if node >= 0:
+                    i = node
+                    for j in range(n):
+                        if not seen_t[j] and abs(dist_s[i] + cost[i, j] - dist_t[j]) <= tie:
+                            seen_t[j] = True
+                            pred_t[j] = i
+                            if b[j] > eps and abs(dist_t[j] - target) <= tie:
+                                found = j
+                                break
+                            stack[top] = -(j + 1)
+                            top += 1
+                else:
+                    j = -node - 1
+                    for i in range(m):
+                        if (not seen_s[i] and flow[i, j] > eps
+                                and abs(dist_t[j] - cost[i, j] - dist_s[i]) <= tie):
+                            seen_s[i] = True
+                            pred_s[i] = j
+                            stack[top] = i
+                            top += 1
+            if found < 0:
+                break  # no admissible path at this distance: recompute the potentials
+            delta = b[found]
+            j = found
+            while True:
+                i = pred_t[j]
+                if pred_s[i] < 0:
+                    delta = min(delta, a[i])
+                    break
+                j = pred_s[i]
+                delta = min(delta, flow[i, j])
+            j = found
+            b[found] -= delta
+            while True:
+                i = pred_t[j]
+                flow[i, j] += delta
+                total += delta * cost[i, j]
+                if pred_s[i] < 0:
+                    a[i] -= delta
+                    break
+                j = pred_s[i]
+                flow[i, j] -= delta
+                total -= delta * cost[i, j]
+            remaining -= delta
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_measure(node, alpha, indptr, indices, nodes, mass):  # pragma: no cover - compiled
+    """Support and masses of the lazy walk measure of ``node`` (alpha on itself when positive,
+    the rest spread over its neighbours); returns the support size."""
+    count = 0
+    if alpha > 0.0:
+        nodes[0] = node
+        mass[0] = alpha
+        count = 1
+    share = (1.0 - alpha) / (indptr[node + 1] - indptr[node])
+    for p in range(indptr[node], indptr[node + 1]):
+        nodes[count] = indices[p]
+        mass[count] = share
+        count += 1
+    return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact(nodes, mass, count):  # pragma: no cover - compiled
+    """Drop entries with (numerically) no mass; returns the new count."""
+    k = 0
+    for i in range(count):
+        if mass[i] > 1e-15:
+            nodes[k] = nodes[i]
+            mass[k] = mass[i]
+            k += 1
+    return k
+
+
+@numba.njit(cache=True, nogil=True)
+def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compiled
+    num_nodes = indptr.shape[0] - 1
+    num_edges = src.shape[0]
+    out = np.empty(num_edges)
+    max_deg = 0
+    for v in range(num_nodes):
+        max_deg = max(max_deg, indptr[v + 1] - indptr[v])
+    size = max_deg + 1
+    sx = np.empty(size, dtype=np.int64)
+    sy = np.empty(size, dtype=np.int64)
+    a = np.empty(size)
+    b = np.empty(size)
+    cost = np.empty((size, size))
+    flow = np.empty((size, size))
+    mark = np.full(num_nodes, -1, dtype=np.int64)
+    where = np.zeros(num_nodes, dtype=np.int64)
+    stamp = 0
+    for e in range(num_edges):
+        m = _walk_measure(src[e], alpha, indptr, indices, sx, a)
+        n = _walk_measure(dst[e], alpha, indptr, indices, sy, b)
+        # W1 depends only on m_x - m_y (Kantorovich-Rubinstein), so mass on a node in both
+        # supports stays where it is: cancel it, and drop the entries left empty.
+        stamp += 1
+        for j in range(n):
+            mark[sy[j]] = stamp
+            where[sy[j]] = j
+        for i in range(m):
+            if mark[sx[i]] == stamp:
+                j = where[sx[i]]
+                common = min(a[i], b[j])
+                a[i] -= common
+                b[j] -= common
+        m = _compact(sx, a, m)
+        n = _compact(sy, b, n)
+        # costs 1/2/3 (no node is in both supports now): mark N(u), then test v and N(v)
+        for i in range(m):
+            u = sx[i]
+            stamp += 1
+            for p in range(indptr[u], indptr[u + 1]):
+                mark[indices[p]] = stamp
+            for j in range(n):
+                v = sy[j]
+                if mark[v] == stamp:
+                    c = 1.0
+                else:
+                    c = 3.0
+                    for p in range(indptr[v], indptr[v + 1]):
+                        if mark[indices[p]] == stamp:
+                            c = 2.0
+                            break
+                cost[i, j] = c
+        out[e] = 1.0 - _transport_cost(a, b, cost, flow, m, n)
+    return out
+
+
+def orc_csr(indptr: np.ndarray, indices: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+    """Exact ORC of every entry of a simple graph's CSR adjacency (rows sorted by column),
+    float64: each undirected edge is solved once and mirrored."""
+    return _orc_csr(indptr, indices, float(alpha))
+
+
+@numba.njit(cache=True, nogil=True)
+def _orc_csr(indptr, indices, alpha):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    nnz = indices.shape[0]
+    row = np.empty(nnz, dtype=np.int64)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            row[p] = i
+    upper = np.empty(nnz, dtype=np.int64)
+    m = 0
+    for p in range(nnz):
+        if row[p] < indices[p]:
+            upper[m] = p
+            m += 1
+    upper = upper[:m]
+    kappa_upper = _orc_kernel(indptr, indices, row[upper], indices[upper], alpha)
+    out = np.empty(nnz)
+    for q in range(m):
+        out[upper[q]] = kappa_upper[q]
+    for p in range(nnz):
+        i, j = row[p], indices[p]
+        if i > j:  # the reverse entry (j, i) sits in row j, found by binary search
+            out[p] = out[csr_position(indptr, indices, j, i)]
+    return out
+
+
+# ----------------------------------------------------------------------------- curvature
+
+
+def node_profile_host(csr: HostCSR, values: np.ndarray, stats: tuple[str, ...]) -> np.ndarray:
+    """Per-node ``[min, max, mean, std, median]`` (the ``stats`` asked for, in that order of
+    the request) of ``values`` given on the CSR entries; zeros for a node without edges."""
+    codes = np.array([PROFILE_CODES[s] for s in stats], dtype=np.int64)
+    return _profile(csr.indptr, values, codes)
+
+
+PROFILE_CODES = {"min": 0, "max": 1, "mean": 2, "std": 3, "median": 4}
+
+
+@numba.njit(cache=True, nogil=True)
+def _profile(indptr, values, codes):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    out = np.zeros((n, codes.shape[0]))
+    for i in range(n):
+        lo, hi = indptr[i], indptr[i + 1]
+        cnt = hi - lo
+        if cnt == 0:
+            continue
+        row = np.sort(values[lo:hi])
+        mean = 0.0
+        for a in range(cnt):
+            mean += row[a]
+        mean /= cnt
+        var = 0.0
+        for a in range(cnt):
+            var += (row[a] - mean) ** 2
+        for q in range(codes.shape[0]):
+            code = codes[q]
+            if code == 0:
+                out[i, q] = row[0]
+            elif code == 1:
+                out[i, q] = row[cnt - 1]
+            elif code == 2:
+                out[i, q] = mean
+            elif code == 3:
+                out[i, q] = np.sqrt(var / cnt)
+            else:
+                out[i, q] = (row[(cnt - 1) // 2] + row[cnt // 2]) / 2
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def edge_triangles_host(indptr, indices):  # pragma: no cover - compiled
+    """Common neighbours of every CSR entry ``(i, indices[p])`` (marker per row)."""
+    n = indptr.shape[0] - 1
+    out = np.zeros(indices.shape[0])
+    mark = np.full(n, -1, dtype=np.int64)
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            mark[indices[p]] = i
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            t = 0
+            for q in range(indptr[j], indptr[j + 1]):
+                if mark[indices[q]] == i:
+                    t += 1
+            out[p] = t
+    return out
+
+
+def per_input_edge_host(edge_index: Tensor, csr: HostCSR, values: np.ndarray) -> np.ndarray:
+    """Map values on the CSR entries back to the input edges (0 on self loops)."""
+    ei = host_array(edge_index, np.int64)
+    return _per_input_edge(ei[0], ei[1], csr.indptr, csr.indices, values)
+
+
+@numba.njit(cache=True, nogil=True)
+def _per_input_edge(row, col, indptr, indices, values):  # pragma: no cover - compiled
+    shape = (row.shape[0],) + values.shape[1:]
+    out = np.zeros(shape)
+    for e in range(row.shape[0]):
+        r, c = row[e], col[e]
+        if r == c:
+            continue
+        lo, hi = indptr[r], indptr[r + 1]
+        while lo < hi:  # binary search: rows are sorted by column
+            mid = (lo + hi) // 2
+            if indices[mid] < c:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < indptr[r + 1] and indices[lo] == c:
+            out[e] = values[lo]
+    return out

@@ -1,0 +1,41 @@
+"""Laplacian eigenpairs (LapPE, SignNet, SPE): the batched torch kernels (:mod:`.tensor`), the
+dense per-device solvers (:mod:`.dense`), the sparse Chebyshev solver for large graphs
+(:mod:`.sparse`) and the compiled CPU kernels (:mod:`.compiled`)."""
+
+from graphpe.ops.eigen.dense import EIGH_BACKENDS, batched_eigh, cupy_available
+from graphpe.ops.eigen.sparse import (
+    ComponentBasis,
+    SparseEigenpairs,
+    chebyshev_eigenpairs,
+    component_basis,
+)
+from graphpe.ops.eigen.tensor import (
+    DENSE_MAX_NODES,
+    SIGN_MODES,
+    SPARSE_SOLVERS,
+    Eigenpairs,
+    canonical_signs,
+    check_eigenpair_options,
+    laplacian_eigenpairs,
+    random_signs,
+    rw_scale,
+)
+
+__all__ = [
+    "DENSE_MAX_NODES",
+    "EIGH_BACKENDS",
+    "SIGN_MODES",
+    "SPARSE_SOLVERS",
+    "ComponentBasis",
+    "Eigenpairs",
+    "SparseEigenpairs",
+    "batched_eigh",
+    "canonical_signs",
+    "chebyshev_eigenpairs",
+    "check_eigenpair_options",
+    "component_basis",
+    "cupy_available",
+    "laplacian_eigenpairs",
+    "random_signs",
+    "rw_scale",
+]

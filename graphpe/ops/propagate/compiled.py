@@ -1,0 +1,195 @@
+"""Compiled (numba) host kernels of Random Feature Propagation: the propagation operator's
+CSR and the normalized trajectory of every graph. The batched torch kernels they match are in
+:mod:`graphpe.ops.propagate.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from graphpe.ops.host import HostCSR, _degrees, graph_chunks, run_over_graphs
+
+# ----------------------------------------------------------------------------- RFP
+
+OPERATOR_CODES = {"adj": 0, "gcn": 1, "rw": 2, "lap_shift": 3}
+
+
+def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray, steps: int,
+                   normalization: str, rank_tol: float = 1e-6,
+                   out_dtype: np.dtype | type = np.float64) -> np.ndarray:
+    """Random Feature Propagation of every graph: ``x0`` ``[N, draws, d]`` (float64) ->
+    trajectory ``[N, draws, steps + 1, d]``, as :func:`graphpe.ops.propagate.propagate` with
+    the operator of :func:`graphpe.ops.propagate.propagation_operator`. The iterates are
+    float64; ``out_dtype`` (float64 or float32) is only how they are stored, so a float32
+    trajectory needs no second conversion pass over the whole output.
+
+    ``qr`` orthonormalizes each graph's ``[n, d]`` block per draw by Gram-Schmidt done twice
+    (numerically orthogonal), ``diag(R) >= 0``; a column whose remainder after projecting out
+    the earlier ones has norm below ``rank_tol`` times the block's largest column norm lies in
+    their span (numerical rank) and is set to zero, so ``n < d`` gives ``n`` columns and zeros.
+    """
+    out = np.empty((x0.shape[0], x0.shape[1], steps + 1, x0.shape[2]), dtype=out_dtype)
+    run_over_graphs(lambda a, b: _propagate(csr.indptr, csr.indices, csr.weight, ptr[a : b + 1],
+                                            OPERATOR_CODES[operator], x0, steps,
+                                            normalization == "qr", rank_tol, out),
+                    graph_chunks(ptr))
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _operator_values(indptr, indices, weight, op):  # pragma: no cover - compiled
+    """Off-diagonal values and diagonal of the propagation operator, on the CSR pattern."""
+    n = indptr.shape[0] - 1
+    deg, _ = _degrees(indptr, weight)
+    scale = np.zeros(n)
+    diag = np.zeros(n)
+    for i in range(n):
+        if op == 1:
+            scale[i] = 1.0 / np.sqrt(deg[i] + 1.0)
+            diag[i] = scale[i] * scale[i]
+        elif op == 2:
+            scale[i] = 1.0 / deg[i] if deg[i] > 0 else 0.0
+        else:
+            scale[i] = 1.0 / np.sqrt(deg[i]) if deg[i] > 0 else 0.0
+            if op == 3:
+                diag[i] = 1.0 if deg[i] > 0 else 2.0
+    values = np.empty(indices.shape[0])
+    for i in range(n):
+        for p in range(indptr[i], indptr[i + 1]):
+            if op == 2:
+                values[p] = scale[i] * weight[p]
+            else:
+                values[p] = scale[i] * weight[p] * scale[indices[p]]
+    return values, diag
+
+
+def operator_csr(csr: HostCSR, operator: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(indptr, indices, values)`` of the propagation operator (see
+    :func:`graphpe.ops.propagate.propagation_operator`) on the graph's CSR pattern, with the
+    diagonal entries of ``gcn`` and ``lap_shift`` merged in at their sorted place."""
+    values, diag = _operator_values(csr.indptr, csr.indices, csr.weight, OPERATOR_CODES[operator])
+    if operator in ("adj", "rw"):
+        return csr.indptr, csr.indices, values
+    return _with_diagonal(csr.indptr, csr.indices, values, diag)
+
+
+@numba.njit(cache=True, nogil=True)
+def _with_diagonal(indptr, indices, values, diag):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    out_ptr = np.empty(n + 1, dtype=np.int64)
+    out_idx = np.empty(indices.shape[0] + n, dtype=np.int64)
+    out_val = np.empty(indices.shape[0] + n)
+    q = 0
+    out_ptr[0] = 0
+    for i in range(n):
+        placed = False
+        for p in range(indptr[i], indptr[i + 1]):
+            if not placed and indices[p] > i:
+                out_idx[q] = i
+                out_val[q] = diag[i]
+                q += 1
+                placed = True
+            out_idx[q] = indices[p]
+            out_val[q] = values[p]
+            q += 1
+        if not placed:
+            out_idx[q] = i
+            out_val[q] = diag[i]
+            q += 1
+        out_ptr[i + 1] = q
+    return out_ptr, out_idx, out_val
+
+
+@numba.njit(cache=True, nogil=True)
+def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
+    """Normalize one graph's ``[n, d]`` block in place (l2 columns, or Gram-Schmidt x2);
+    ``scratch`` is ``[d + 1, >= max(n, d)]``."""
+    n, d = x.shape
+    if not qr:
+        for c in range(d):
+            nrm = 0.0
+            for i in range(n):
+                nrm += x[i, c] * x[i, c]
+            if nrm > 0:
+                inv = 1.0 / np.sqrt(nrm)
+                for i in range(n):
+                    x[i, c] *= inv
+        return
+    # Classical Gram-Schmidt done twice (CGS2; "twice is enough", Giraud et al. 2005) on a
+    # column-major copy: every dot product and update runs over contiguous memory, which the
+    # compiler vectorizes; the row-major block would make each of them a strided walk.
+    cols = scratch  # [d + 1, >= n], C-contiguous (a sliced view would defeat vectorizing)
+    for i in range(n):
+        for c in range(d):
+            cols[c, i] = x[i, c]
+    biggest = 0.0
+    for c in range(d):
+        nrm = 0.0
+        for i in range(n):
+            nrm += cols[c, i] * cols[c, i]
+        biggest = max(biggest, nrm)
+    floor = rank_tol * np.sqrt(biggest)
+    dots = scratch[d]
+    for c in range(d):
+        for _ in range(2):
+            for b in range(c):
+                dot = 0.0
+                for i in range(n):
+                    dot += cols[b, i] * cols[c, i]
+                dots[b] = dot
+            for b in range(c):
+                dot = dots[b]
+                for i in range(n):
+                    cols[c, i] -= dot * cols[b, i]
+        nrm = 0.0
+        for i in range(n):
+            nrm += cols[c, i] * cols[c, i]
+        nrm = np.sqrt(nrm)
+        inv = 0.0 if nrm <= floor or nrm == 0.0 else 1.0 / nrm
+        for i in range(n):
+            cols[c, i] *= inv
+    for i in range(n):
+        for c in range(d):
+            x[i, c] = cols[c, i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out):  # pragma: no cover
+    values, diag = _operator_values(indptr, indices, weight, op)
+    num_graphs = ptr.shape[0] - 1
+    draws, d = x0.shape[1], x0.shape[2]
+    big = 0
+    for g in range(num_graphs):  # compiled: looping over graphs here is the kernel's design
+        big = max(big, ptr[g + 1] - ptr[g])
+    cur = np.empty((big, d))
+    nxt = np.empty((big, d))
+    scratch = np.empty((d + 1, max(big, d)))
+    for g in range(num_graphs):  # compiled: each graph at its own size, no padding
+        s = ptr[g]
+        n = ptr[g + 1] - s
+        if n == 0:
+            continue
+        for r in range(draws):
+            x = cur[:n]
+            for i in range(n):
+                for c in range(d):
+                    x[i, c] = x0[s + i, r, c]
+            _normalize_block(x, qr, rank_tol, scratch)
+            for i in range(n):
+                for c in range(d):
+                    out[s + i, r, 0, c] = x[i, c]
+            y = nxt[:n]
+            for t in range(1, steps + 1):
+                for i in range(n):
+                    for c in range(d):
+                        y[i, c] = diag[s + i] * x[i, c]
+                    for p in range(indptr[s + i], indptr[s + i + 1]):
+                        j = indices[p] - s
+                        v = values[p]
+                        for c in range(d):
+                            y[i, c] += v * x[j, c]
+                _normalize_block(y, qr, rank_tol, scratch)
+                for i in range(n):
+                    for c in range(d):
+                        out[s + i, r, t, c] = y[i, c]
+                x, y = y, x

@@ -1,0 +1,37 @@
+"""Random-walk and pairwise encodings: RWSE, RRWP, shortest-path distances and edges (all pairs
+or local pairs), resistance distances and heat kernels. Batched torch kernels in
+:mod:`.tensor`, compiled CPU kernels in :mod:`.compiled`."""
+
+from graphpe.ops.walk.tensor import (
+    PAIRWISE_MAX_NODES,
+    PairEncoding,
+    all_pairs,
+    heat_kernels,
+    local_pairs,
+    pair_ids_of_edges,
+    pair_row_edges,
+    random_walk_landing_probs,
+    random_walk_matrix_entries,
+    relative_random_walk_probs,
+    resistance_distances,
+    shortest_path_distances,
+    shortest_path_edges,
+    shortest_paths,
+)
+
+__all__ = [
+    "PAIRWISE_MAX_NODES",
+    "PairEncoding",
+    "all_pairs",
+    "heat_kernels",
+    "local_pairs",
+    "pair_ids_of_edges",
+    "pair_row_edges",
+    "random_walk_landing_probs",
+    "random_walk_matrix_entries",
+    "relative_random_walk_probs",
+    "resistance_distances",
+    "shortest_path_distances",
+    "shortest_path_edges",
+    "shortest_paths",
+]
