@@ -17,7 +17,8 @@ class LCP(Encoding):
              "ICLR 2024")
     family = "curvature"
     demo = True
-    reference_test = "tests/ops/curvature/test_curvature.py::test_exact_orc_matches_graph_ricci_curvature"
+    reference_test = ("tests/ops/curvature/test_curvature.py::"
+                      "test_exact_orc_matches_graph_ricci_curvature")
 
     curvature: str = setting("orc")
     alpha: float = setting(0.0)

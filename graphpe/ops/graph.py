@@ -63,6 +63,15 @@ def index_range(ei: np.ndarray) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
+def check_num_nodes(num_nodes: int) -> None:
+    """Raise ``ValueError`` unless ``num_nodes`` is a non-negative int (the check of
+    :func:`validate_graph`, for callers that allocate per-node tensors before it runs)."""
+    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)):
+        raise ValueError(f"num_nodes must be an int, got {type(num_nodes).__name__}")
+    if num_nodes < 0:
+        raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
+
+
 def validate_graph(
     edge_index: Tensor,
     num_nodes: int,
@@ -88,10 +97,7 @@ def validate_graph(
                          f"got {edge_index.dtype}")
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(edge_index.shape)}")
-    if isinstance(num_nodes, bool) or not isinstance(num_nodes, (int, np.integer)):
-        raise ValueError(f"num_nodes must be an int, got {type(num_nodes).__name__}")
-    if num_nodes < 0:
-        raise ValueError(f"num_nodes must be non-negative, got {num_nodes}")
+    check_num_nodes(num_nodes)
     host = edge_index.device.type == "cpu"
     num_edges = edge_index.size(1)
     if num_edges > 0:

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.checks import check_choice, check_seed
+from graphpe.ops.graph import check_num_nodes
 from graphpe.ops.propagate import OPERATORS, PROPAGATION_NORMS, random_feature_propagation
 from graphpe.transforms.base import PETransform, option
 
@@ -72,6 +73,7 @@ class RFP(PETransform):
         ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
+        check_num_nodes(num_nodes)  # before the draw: the graph is validated after it
         # drawn on the CPU generator, so a seed gives the same features on every device
         x0 = torch.randn(num_nodes, self.num_draws, self.dim, generator=self.draw_generator())
         rfp = random_feature_propagation(

@@ -44,6 +44,18 @@ def test_bad_arguments_and_repr():
                            "normalization='qr', seed=None, attr_name='rfp')")
 
 
+def test_negative_num_nodes_is_a_value_error_naming_it():
+    """As every other transform (and before any draw): not torch's RuntimeError of a negative
+    dimension."""
+    from graphpe.ops import random_feature_propagation
+
+    ei = torch.tensor([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match=r"^num_nodes must be non-negative, got -3$"):
+        RFP(dim=2, steps=1, seed=0)(Data(edge_index=ei, num_nodes=-3))
+    with pytest.raises(ValueError, match=r"^num_nodes must be non-negative, got -3$"):
+        random_feature_propagation(ei, -3, torch.randn(0, 1, 2), 1)
+
+
 class _PathDataset(torch.utils.data.Dataset):
     """Eight copies of one path graph through ``transform`` (as a dataset's ``transform``)."""
 

@@ -115,9 +115,9 @@ def random_feature_propagation(
     if normalization not in PROPAGATION_NORMS:
         raise ValueError(
             f"normalization must be one of {PROPAGATION_NORMS}, got {normalization!r}")
+    validate_graph(edge_index, num_nodes, edge_weight, ptr)
     if x0.dim() != 3 or x0.size(0) != num_nodes:
         raise ValueError(f"x0 must be [num_nodes={num_nodes}, draws, d], got {list(x0.shape)}")
-    validate_graph(edge_index, num_nodes, edge_weight, ptr)
     draws, d = x0.size(1), x0.size(2)
     width = (steps + 1) * d
     device = edge_index.device
