@@ -44,6 +44,9 @@ def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]
 
 @dataclass
 class TrainConfig:
+    """The settings of :func:`fit` (each field's default and meaning beside it); checked when
+    created."""
+
     epochs: int = 100
     batch_size: int = 64
     lr: float = 1e-3
@@ -166,9 +169,9 @@ def retain_freed_host_memory() -> bool:
     By default glibc maps every block above its threshold (128 KB, raised up to 32 MB as
     blocks are freed) freshly and unmaps it when freed, so every large tensor of a training
     step (GRIT's ``[pairs, channels]`` features: tens of MB) is new memory whose pages fault in
-    on first touch: an elementwise op over a 18 MB tensor then costs ~4x its arithmetic. With
-    the blocks kept, later steps reuse them. Process-wide and permanent: the resident memory
-    stays at its peak. ``graphpe train`` calls it on the CPU (``--no-retain-memory`` not to).
+    on first touch. With the blocks kept, later steps reuse them. Process-wide and permanent:
+    the resident memory stays at its peak. ``graphpe train`` calls it on the CPU
+    (``--no-retain-memory`` not to).
     Returns whether it took effect (False where the C library is not glibc)."""
     import ctypes
     import ctypes.util
@@ -281,13 +284,16 @@ def training_state_path(checkpoint: str) -> Path:
 
 
 def seed_everything(seed: int) -> None:
+    """Seeds Python's, NumPy's and PyTorch's random generators with ``seed``."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
 def lr_lambda(warmup: int, total: int):
-    """Linear warm-up over ``warmup`` epochs, then cosine decay to 0 at ``total``."""
+    """Linear warm-up over ``warmup`` epochs, then cosine decay to 0 at ``total``: the factor
+    of the base learning rate in epoch ``e`` is ``(e + 1) / warmup`` while ``e < warmup``, then
+    ``(1 + cos(pi * min(1, (e - warmup) / max(1, total - warmup)))) / 2``."""
 
     def factor(epoch: int) -> float:
         if epoch < warmup:
@@ -299,6 +305,9 @@ def lr_lambda(warmup: int, total: int):
 
 
 def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The training loss of ``task``: L1 (mean absolute error) for graph regression, binary
+    cross-entropy on the logits of the labelled entries for multi-label classification, and
+    cross-entropy otherwise."""
     if task == "graph_regression":
         return F.l1_loss(out.view(-1), y.view(-1).float()) if out.size(-1) == 1 \
             else F.l1_loss(out, y.float())
