@@ -1,5 +1,5 @@
 """The ``graphpe`` command line: ``demo``, ``precompute``, ``train``, ``evaluate``, ``warmup``,
-``bench``."""
+``encodings``, ``bench``."""
 
 from __future__ import annotations
 
@@ -112,20 +112,20 @@ def _typed_config(values: dict, actions: dict[str, argparse.Action]) -> dict:
     return typed
 
 
+# every sub-command but bench lists its defaults in --help
+_HELP_FORMAT = argparse.ArgumentDefaultsHelpFormatter
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``graphpe`` parser, one sub-command parser per command (``graphpe <command>
+    --help`` lists each one's flags and defaults)."""
     from graphpe import __version__
 
-    fmt = argparse.ArgumentDefaultsHelpFormatter
     parser = argparse.ArgumentParser(prog="graphpe", description="Positional and structural "
                                      "encodings for graph neural networks.")
     parser.add_argument("--version", action="version", version=f"graphpe {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p_demo = sub.add_parser("demo", formatter_class=fmt,
-                            help="GINE with and without each PE on CSL generated in code (no "
-                                 "download); prints a table")
-    p_demo.add_argument("--epochs", type=int, default=100, help="training epochs per PE")
-    p_demo.add_argument("--seed", type=int, default=0, help="seed of data, split and model")
-    p_demo.add_argument("--progress", action="store_true", help="show progress bars")
+    _add_demo_parser(sub)
 
     def data_args(p):
         p.add_argument("--dataset", required=True, help=DATASET_HELP)
@@ -138,15 +138,44 @@ def build_parser() -> argparse.ArgumentParser:
                        help="precompute's cache of the encoded splits: written once, reused "
                             "by precompute and train while data and settings are unchanged")
 
-    p_pre = sub.add_parser("precompute", formatter_class=fmt,
+    p_pre = sub.add_parser("precompute", formatter_class=_HELP_FORMAT,
                            help="encode a dataset's splits into --cache-dir")
     data_args(p_pre)
 
-    p_train = sub.add_parser("train", formatter_class=fmt,
+    p_train = sub.add_parser("train", formatter_class=_HELP_FORMAT,
                              help="train a model with the given PEs")
     data_args(p_train)
+    _add_train_args(p_train)
+    _add_evaluate_parser(sub)
+    _add_warmup_parser(sub)
+    _add_encodings_parser(sub)
+    _add_bench_parser(sub)
+    parser._train_parser = p_train  # for --config defaults
+    return parser
+
+
+def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
+    """``graphpe demo``: epochs, seed and progress bars of the demo runs."""
+    p_demo = sub.add_parser("demo", formatter_class=_HELP_FORMAT,
+                            help="GINE with and without each PE on CSL generated in code (no "
+                                 "download); prints a table")
+    p_demo.add_argument("--epochs", type=int, default=100, help="training epochs per PE")
+    p_demo.add_argument("--seed", type=int, default=0, help="seed of data, split and model")
+    p_demo.add_argument("--progress", action="store_true", help="show progress bars")
+
+
+def _add_train_args(p_train: argparse.ArgumentParser) -> None:
+    """``graphpe train``'s flags after the data flags, in the order its ``--help`` lists
+    them."""
     p_train.add_argument("--config", default=None,
                          help="TOML/JSON file of these options (flags given here override it)")
+    _add_model_args(p_train)
+    _add_fit_args(p_train)
+    _add_run_args(p_train)
+
+
+def _add_model_args(p_train: argparse.ArgumentParser) -> None:
+    """``graphpe train``: the model, its attention and message passing, and its sizes."""
     p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn",
                                              "graphormer"],
                          default="gine",
@@ -175,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--attn-dropout", type=float, default=None,
                          help="dropout on the attention weights (gps, grit: default 0; "
                               "graphormer: 0.1)")
+
+
+def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
+    """``graphpe train``: epochs, batches, AdamW, the readout (``--pool``,
+    ``--graph-token``), warm-up, early stopping and the seed."""
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
     p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
@@ -192,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--patience", type=int, default=30,
                          help="stop after this many epochs without validation improvement")
     p_train.add_argument("--seed", type=int, default=0, help="seed of split, model and draws")
+
+
+def _add_run_args(p_train: argparse.ArgumentParser) -> None:
+    """``graphpe train``: the device, the speed settings (memory, compile, static shapes,
+    precision, workers) and the run's files (results, checkpoint, resume)."""
     p_train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     p_train.add_argument("--retain-memory", action=argparse.BooleanOptionalAction, default=True,
                          help="on the CPU, keep freed memory for reuse rather than returning "
@@ -219,7 +258,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_train.add_argument("--resume", default=None,
                          help="continue a run from its <checkpoint>.state file")
 
-    p_eval = sub.add_parser("evaluate", formatter_class=fmt,
+
+def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
+    """``graphpe evaluate``: a checkpoint scored on a split of a dataset."""
+    p_eval = sub.add_parser("evaluate", formatter_class=_HELP_FORMAT,
                             help="evaluate a checkpoint written by train --checkpoint")
     p_eval.add_argument("--checkpoint", required=True, help="file written by train")
     p_eval.add_argument("--dataset", required=True, help=DATASET_HELP)
@@ -232,7 +274,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--device", default="cpu")
     p_eval.add_argument("--download", action="store_true")
 
-    p_warm = sub.add_parser("warmup", formatter_class=fmt,
+
+def _add_warmup_parser(sub: argparse._SubParsersAction) -> None:
+    """``graphpe warmup``: the kernels to compile ahead of use."""
+    p_warm = sub.add_parser("warmup", formatter_class=_HELP_FORMAT,
                             help="compile the CPU kernels into numba's on-disk cache ahead of "
                                  "use (e.g. while building a container image)")
     p_warm.add_argument("--pe", default=None,
@@ -244,11 +289,36 @@ def build_parser() -> argparse.ArgumentParser:
     p_warm.add_argument("--processes", type=int, default=None,
                         help="processes compiling side by side (default: one per kernel "
                              "family, up to the CPU count)")
+
+
+def _add_encodings_parser(sub: argparse._SubParsersAction) -> None:
+    """``graphpe encodings``: the registered encodings, or the docs table written."""
+    p = sub.add_parser("encodings", formatter_class=_HELP_FORMAT,
+                       help="list the encodings --pe takes, with their settings and defaults")
+    p.add_argument("--write-docs", metavar="PATH", default=None,
+                   help="rewrite the generated table of encodings in this markdown file "
+                        "(docs/encodings.md) instead of printing the list")
+
+
+def _print_encodings(write_docs: str | None) -> None:
+    from graphpe.encodings import encodings
+    from graphpe.encodings.registry import settings_text, write_docs_table
+
+    if write_docs is not None:
+        write_docs_table(write_docs)
+        print(f"wrote the table of {len(encodings())} encodings into {write_docs}")
+        return
+    for name, cls in encodings().items():
+        learned = ", learned in the model" if cls.family == "models" else ""
+        print(f"{name} ({cls.kind}{learned}): {cls.summary}\n    "
+              f"{settings_text(cls) or 'no settings'}\n    {cls.paper}")
+
+
+def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
+    """``graphpe bench``: a script of benchmarks/ and its own arguments."""
     bench = sub.add_parser("bench", help="run a benchmark script from benchmarks/")
     bench.add_argument("name", help="benchmark name, e.g. precompute, curvature, rfp")
     bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
-    parser._train_parser = p_train  # for --config defaults
-    return parser
 
 
 def _log_to_stderr() -> None:
@@ -307,6 +377,8 @@ def _dispatch(args: argparse.Namespace) -> None:
         demo(args.epochs, args.seed, args.progress)
     elif args.command == "bench":
         _run_benchmark(args.name, args.args)
+    elif args.command == "encodings":
+        _print_encodings(args.write_docs)
     elif args.command == "warmup":
         from graphpe.encodings import parse_pe
         from graphpe.warmup import cache_location, warm_up

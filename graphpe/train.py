@@ -44,6 +44,9 @@ def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]
 
 @dataclass
 class TrainConfig:
+    """The settings of :func:`fit` (each field's default and meaning beside it); checked when
+    created."""
+
     epochs: int = 100
     batch_size: int = 64
     lr: float = 1e-3
@@ -166,9 +169,9 @@ def retain_freed_host_memory() -> bool:
     By default glibc maps every block above its threshold (128 KB, raised up to 32 MB as
     blocks are freed) freshly and unmaps it when freed, so every large tensor of a training
     step (GRIT's ``[pairs, channels]`` features: tens of MB) is new memory whose pages fault in
-    on first touch: an elementwise op over a 18 MB tensor then costs ~4x its arithmetic. With
-    the blocks kept, later steps reuse them. Process-wide and permanent: the resident memory
-    stays at its peak. ``graphpe train`` calls it on the CPU (``--no-retain-memory`` not to).
+    on first touch. With the blocks kept, later steps reuse them. Process-wide and permanent:
+    the resident memory stays at its peak. ``graphpe train`` calls it on the CPU
+    (``--no-retain-memory`` not to).
     Returns whether it took effect (False where the C library is not glibc)."""
     import ctypes
     import ctypes.util
@@ -281,13 +284,16 @@ def training_state_path(checkpoint: str) -> Path:
 
 
 def seed_everything(seed: int) -> None:
+    """Seeds Python's, NumPy's and PyTorch's random generators with ``seed``."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
 def lr_lambda(warmup: int, total: int):
-    """Linear warm-up over ``warmup`` epochs, then cosine decay to 0 at ``total``."""
+    """Linear warm-up over ``warmup`` epochs, then cosine decay to 0 at ``total``: the factor
+    of the base learning rate in epoch ``e`` is ``(e + 1) / warmup`` while ``e < warmup``, then
+    ``(1 + cos(pi * min(1, (e - warmup) / max(1, total - warmup)))) / 2``."""
 
     def factor(epoch: int) -> float:
         if epoch < warmup:
@@ -299,6 +305,9 @@ def lr_lambda(warmup: int, total: int):
 
 
 def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The training loss of ``task``: L1 (mean absolute error) for graph regression, binary
+    cross-entropy on the logits of the labelled entries for multi-label classification, and
+    cross-entropy otherwise."""
     if task == "graph_regression":
         return F.l1_loss(out.view(-1), y.view(-1).float()) if out.size(-1) == 1 \
             else F.l1_loss(out, y.float())
@@ -354,6 +363,38 @@ def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device
     raise ValueError(f"no evaluation for metric {bundle.metric!r}")
 
 
+@dataclass
+class _Setup:
+    """What :func:`fit` trains with (built by :func:`_set_up`)."""
+
+    model: nn.Module  # the model whose weights are trained, saved and returned
+    forward: Callable[[Any], torch.Tensor]  # the training step's forward (see _set_up)
+    evaluator: Callable[[Any], torch.Tensor]  # the validation forward (see _set_up)
+    opt: torch.optim.Optimizer
+    sched: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+    train_loader: Any
+    val_loader: DataLoader
+    test_loader: DataLoader
+    shapes: dict[str, int] | None  # static_shapes: the padded batch shape of the whole run
+    rank: int
+    world: int
+    device: str
+    shard_eval: bool  # each process scores a shard of val/test and the metrics are gathered
+
+
+@dataclass
+class _Progress:
+    """Where the epochs stand: what the training state saves and a resumed run restores."""
+
+    best: dict[str, Any]  # {"epoch", "val"}: the best validation metric so far
+    best_state: dict[str, Any] | None  # the model's weights after that epoch
+    history: list[dict[str, Any]]  # {"epoch", "train_loss", "val"} per epoch run
+    waited: int = 0  # epochs since the best one (early stopping)
+    first: int = 0  # the first epoch still to run
+    earlier_seconds: float = 0.0  # training time before an interruption
+
+
 def fit(
     model: nn.Module,
     bundle: DatasetBundle,
@@ -362,23 +403,64 @@ def fit(
     model_config: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Train ``model`` on ``bundle.train``, select on ``bundle.val``, report ``bundle.test``.
+    """Train ``model`` on ``bundle.train``, select on ``bundle.val``, report ``bundle.test``;
+    returns the record (also written to ``config.results``).
+
+    Every epoch is one pass over the training batches (AdamW, gradients clipped to norm 5, the
+    learning rate of :func:`lr_lambda`), then the validation metric, then, with
+    ``config.checkpoint``, the state to resume from (:func:`training_state_path`). Training
+    stops after ``config.epochs`` epochs or ``config.patience`` epochs without improvement; the
+    best epoch's weights are then loaded back into the model, scored on the test split and saved
+    to ``config.checkpoint``. Under torchrun (``WORLD_SIZE`` > 1) the model trains with
+    ``DistributedDataParallel`` and every process gets the metrics of the whole splits.
 
     ``train_split(epoch)``, if given, supplies the training graphs of each epoch (used to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
     goes into the checkpoint, so :func:`graphpe.build.load_model` rebuilds the model from the file
     alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
     seed_everything(config.seed)
+    setup = _set_up(model, bundle, config)
+    if config.resume:  # continue where the state left off, as if never stopped
+        progress = _resume(config.resume, setup, model_config)
+    else:
+        worst = -math.inf if bundle.higher_is_better else math.inf
+        progress = _Progress(best={"epoch": -1, "val": worst}, best_state=None, history=[])
+    start = time.perf_counter()
+    bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}",
+               disable=not config.progress or setup.rank != 0)
+    for epoch in bar:
+        if train_split is not None and epoch > 0:
+            setup.train_loader = _train_loader(train_split(epoch), config, setup.rank,
+                                               setup.world, setup.shapes)
+        train_loss = _train_epoch(setup, bundle, config, epoch)
+        val = evaluate(setup.evaluator, setup.val_loader, bundle, setup.device, "val",
+                       gather=setup.shard_eval, precision=config.precision)
+        _update_progress(progress, setup.model, epoch, train_loss, val, bundle.higher_is_better)
+        bar.set_postfix(loss=f"{train_loss:.4f}", val=f"{val:.4f}",
+                        best=f"{progress.best['val']:.4f}")
+        if config.checkpoint and setup.rank == 0:  # everything needed to resume after this epoch
+            seconds = progress.earlier_seconds + time.perf_counter() - start
+            _save_state(training_state_path(config.checkpoint),
+                        _training_state(setup, progress, epoch, model_config, seconds))
+        if progress.waited >= config.patience:
+            break
+    train_seconds = progress.earlier_seconds + time.perf_counter() - start
+    if progress.best_state is not None:
+        setup.model.load_state_dict(progress.best_state)
+    test = evaluate(setup.model, setup.test_loader, bundle, setup.device, "test",
+                    gather=setup.shard_eval, precision=config.precision)
+    record = _record(setup, bundle, config, progress, test, train_seconds, model_config, metadata)
+    if setup.rank == 0:  # one writer
+        _write_outputs(record, setup.model, config, model_config)
+    return record
+
+
+def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Setup:
+    """The model on this process's device, its optimizer, schedule and loss scaler, the
+    training forward and the loaders of the three splits."""
     rank, world, device = distributed_setup(config.device)
     model = model.to(device)
-    train_model = model
-    if world > 1:  # torchrun: DistributedDataParallel, a shard of every split per process
-        from torch.nn.parallel import DistributedDataParallel
-
-        if config.sync_batchnorm:
-            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-        train_model = DistributedDataParallel(
-            model, device_ids=[torch.device(device).index] if "cuda" in str(device) else None)
+    model, train_model = _distribute(model, config, device, world)
     # node classification: one graph shared by the splits, evaluated whole by every process
     shard_eval = world > 1 and bundle.task != "node_classification"
     eval_split = (lambda split: _shard(split, rank, world)) if shard_eval else (lambda s: s)
@@ -389,135 +471,190 @@ def fit(
     # step with inf/nan gradients skipped (the scale then halves); a no-op otherwise
     scaler = torch.amp.GradScaler(torch.device(device).type,
                                   enabled=config.precision == "fp16")
-    shapes = None
-    if config.static_shapes:  # one shape for the run: a single compiled graph
-        from graphpe.nn.static import StaticGPS, static_shapes
-
-        if world > 1:
-            raise ValueError("static_shapes runs in one process (not under torchrun)")
-        if torch.device(device).type == "cpu":
-            import warnings
-
-            warnings.warn("static_shapes pads every graph to the largest: on the CPU that is "
-                          "slower than the default (bucketed) path; it is meant for GPUs "
-                          "(CUDA graphs with compile=True)", stacklevel=2)
-        shapes = static_shapes(bundle.train, config.batch_size)
-        forward = maybe_compile(StaticGPS(model), config.compile, device, static=True)
-    else:
-        forward = maybe_compile(train_model, config.compile, device)
+    forward, shapes = _training_forward(model, train_model, bundle, config, device, world)
     train_loader = _train_loader(bundle.train, config, rank, world, shapes)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
-    better = (lambda a, b: a > b) if bundle.higher_is_better else (lambda a, b: a < b)
-    best = {"epoch": -1, "val": -math.inf if bundle.higher_is_better else math.inf}
-    best_state, history, waited, first = None, [], 0, 0
-    if config.resume:  # continue where the state left off, as if never stopped
-        state = torch.load(config.resume, map_location="cpu", weights_only=True)
-        if not isinstance(state, dict) or state.get("format") != TRAINING_STATE_FORMAT:
-            raise ValueError(f"{config.resume} is not a graphpe training state (written "
-                             "beside --checkpoint as <checkpoint>.state)")
-        saved = state.get("model_config")
-        if saved is not None and model_config is not None:  # (an older version's form too)
-            saved, current = map(normalize_model_config, (saved, model_config))
-        if saved is not None and model_config is not None and saved != current:
-            changed = sorted(k for k in set(saved) | set(current)
-                             if saved.get(k) != current.get(k))
-            raise ValueError(f"{config.resume} was written by another model: its settings "
-                             f"differ in {changed}; resume with the run's own settings")
-        model.load_state_dict(state["model"])
-        opt.load_state_dict(state["optimizer"])
-        sched.load_state_dict(state["scheduler"])
-        # the learning rate from this run's schedule (a resumed run may be given more epochs)
-        for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas,
-                                       strict=True):
-            group["lr"] = base * factor(sched.last_epoch)
-        if state.get("scaler") and scaler.is_enabled():  # an fp16 run's loss scale
-            scaler.load_state_dict(state["scaler"])
-        best, history, waited = state["best"], state["history"], state["waited"]
-        best_state, first = state["best_state"], state["epoch"] + 1
-        _set_rng_states(state["rng"])
-        # the epochs before the interruption, in the run's timings
-        earlier_seconds = float(state.get("train_seconds", 0.0))
-    else:
-        earlier_seconds = 0.0
-    start = time.perf_counter()
-    bar = tqdm(range(first, config.epochs), desc=f"{bundle.name}",
-               disable=not config.progress or rank != 0)
-    for epoch in bar:
-        if train_split is not None and epoch > 0:
-            train_loader = _train_loader(train_split(epoch), config, rank, world, shapes)
-        if hasattr(train_loader.sampler, "set_epoch"):
-            train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
-        model.train()
-        # the loss summed on the device and read once per epoch: no host sync per step
-        total, count = torch.zeros((), dtype=torch.float64, device=device), 0
-        for batch in train_loader:
-            opt.zero_grad()
-            with autocast(device, config.precision):
-                if shapes is not None:  # a StaticBatch, padded by the loader
-                    sb = batch.to(device, non_blocking=True)
-                    if config.compile:  # a new iteration for CUDA graphs ('reduce-overhead')
-                        torch.compiler.cudagraph_mark_step_begin()
-                    out, y = forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
-                else:
-                    batch = batch.to(device)
-                    out, y = forward(batch), batch.y
-                    mask = _node_mask(batch, bundle, "train")
-                    if mask is not None:
-                        out, y = out[mask], y[mask]
-            loss = loss_fn(bundle.task, out.float(), y)  # in float32 under mixed precision
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)  # clip the true gradients
-            nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            scaler.step(opt)
-            scaler.update()
-            graphs = batch.graph_count if shapes is not None else batch.num_graphs
-            total += loss.detach().double() * graphs
-            count += graphs
-        total = float(total)
-        sched.step()
-        if world > 1:  # the training loss over all processes' graphs (sums, not averages)
-            import torch.distributed as dist
+    # validation: the plain model under torchrun (the processes score their shards on their
+    # own, with no DistributedDataParallel in between) and with static shapes (StaticGPS takes
+    # padded batches); otherwise the training forward, compiled or not
+    evaluator = model if world > 1 or shapes is not None else forward
+    return _Setup(model=model, forward=forward, evaluator=evaluator, opt=opt, sched=sched,
+                  scaler=scaler, train_loader=train_loader, val_loader=val_loader,
+                  test_loader=test_loader, shapes=shapes, rank=rank, world=world,
+                  device=device, shard_eval=shard_eval)
 
-            sums = torch.tensor([total, float(count)], dtype=torch.float64,
-                                device=device if "cuda" in str(device) else "cpu")
-            dist.all_reduce(sums)
-            total, count = float(sums[0]), int(sums[1])
-        val = evaluate(model if world > 1 or shapes is not None else forward, val_loader,
-                       bundle, device, "val", gather=shard_eval, precision=config.precision)
-        history.append({"epoch": epoch, "train_loss": total / max(count, 1), "val": val})
-        if better(val, best["val"]):
-            best = {"epoch": epoch, "val": val}
-            best_state = copy.deepcopy(model.state_dict())
-            waited = 0
-        else:
-            waited += 1
-        bar.set_postfix(loss=f"{total / max(count, 1):.4f}", val=f"{val:.4f}",
-                        best=f"{best['val']:.4f}")
-        if config.checkpoint and rank == 0:  # everything needed to resume after this epoch
-            _save_state(training_state_path(config.checkpoint), {
-                "format": TRAINING_STATE_FORMAT, "epoch": epoch, "model": model.state_dict(),
-                "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                "scaler": scaler.state_dict(), "best": best, "best_state": best_state,
-                "history": history, "waited": waited, "rng": _rng_states(),
-                "model_config": model_config,
-                "train_seconds": earlier_seconds + time.perf_counter() - start})
-        if waited >= config.patience:
-            break
-    train_seconds = earlier_seconds + time.perf_counter() - start
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    test = evaluate(model, test_loader, bundle, device, "test", gather=shard_eval,
-                    precision=config.precision)
-    record = {
-        "dataset": bundle.name, "metric": bundle.metric, "best_epoch": best["epoch"],
-        "val": best["val"], "test": test, "epochs_run": len(history),
-        "train_seconds": train_seconds, "seconds_per_epoch": train_seconds / max(len(history), 1),
-        "params": sum(p.numel() for p in model.parameters()),
+
+def _distribute(model: nn.Module, config: TrainConfig, device: str,
+                world: int) -> tuple[nn.Module, nn.Module]:
+    """``(model, the module the training step calls)``: under torchrun (``world`` > 1) the
+    model in ``DistributedDataParallel``, its BatchNorms made ``SyncBatchNorm`` first with
+    ``config.sync_batchnorm``; otherwise the model twice."""
+    if world <= 1:
+        return model, model
+    from torch.nn.parallel import DistributedDataParallel
+
+    if config.sync_batchnorm:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    return model, DistributedDataParallel(
+        model, device_ids=[torch.device(device).index] if "cuda" in str(device) else None)
+
+
+def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetBundle,
+                      config: TrainConfig, device: str,
+                      world: int) -> tuple[Callable[[Any], torch.Tensor], dict[str, int] | None]:
+    """``(forward, shapes)``: what the training step calls (through :func:`maybe_compile`),
+    and with ``config.static_shapes`` the one batch shape of the run (None otherwise)."""
+    if not config.static_shapes:
+        return maybe_compile(train_model, config.compile, device), None
+    # one shape for the run: a single compiled graph
+    from graphpe.nn.static import StaticGPS, static_shapes
+
+    if world > 1:
+        raise ValueError("static_shapes runs in one process (not under torchrun)")
+    if torch.device(device).type == "cpu":
+        import warnings
+
+        warnings.warn("static_shapes pads every graph to the largest: on the CPU that is "
+                      "slower than the default (bucketed) path; it is meant for GPUs "
+                      "(CUDA graphs with compile=True)", stacklevel=4)  # (fit's caller)
+    shapes = static_shapes(bundle.train, config.batch_size)
+    return maybe_compile(StaticGPS(model), config.compile, device, static=True), shapes
+
+
+def _resume(path: str, setup: _Setup, model_config: dict[str, Any] | None) -> _Progress:
+    """Loads the training state at ``path`` into ``setup`` (weights, optimizer, schedule, loss
+    scale) and the RNGs; returns its progress. Refuses a state of another model."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict) or state.get("format") != TRAINING_STATE_FORMAT:
+        raise ValueError(f"{path} is not a graphpe training state (written "
+                         "beside --checkpoint as <checkpoint>.state)")
+    saved = state.get("model_config")
+    if saved is not None and model_config is not None:  # (an older version's form too)
+        saved, current = map(normalize_model_config, (saved, model_config))
+    if saved is not None and model_config is not None and saved != current:
+        changed = sorted(k for k in set(saved) | set(current)
+                         if saved.get(k) != current.get(k))
+        raise ValueError(f"{path} was written by another model: its settings "
+                         f"differ in {changed}; resume with the run's own settings")
+    setup.model.load_state_dict(state["model"])
+    setup.opt.load_state_dict(state["optimizer"])
+    setup.sched.load_state_dict(state["scheduler"])
+    # the learning rate from this run's schedule (a resumed run may be given more epochs)
+    for group, base, factor in zip(setup.opt.param_groups, setup.sched.base_lrs,
+                                   setup.sched.lr_lambdas, strict=True):
+        group["lr"] = base * factor(setup.sched.last_epoch)
+    if state.get("scaler") and setup.scaler.is_enabled():  # an fp16 run's loss scale
+        setup.scaler.load_state_dict(state["scaler"])
+    progress = _Progress(best=state["best"], best_state=state["best_state"],
+                         history=state["history"], waited=state["waited"],
+                         first=state["epoch"] + 1)
+    _set_rng_states(state["rng"])
+    # the epochs before the interruption, in the run's timings
+    progress.earlier_seconds = float(state.get("train_seconds", 0.0))
+    return progress
+
+
+def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoch: int) -> float:
+    """One pass over the training batches, then one step of the learning-rate schedule;
+    returns the mean training loss per graph (over all processes' graphs)."""
+    if hasattr(setup.train_loader.sampler, "set_epoch"):
+        setup.train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
+    setup.model.train()
+    # the loss summed on the device and read once per epoch: no host sync per step
+    total, count = torch.zeros((), dtype=torch.float64, device=setup.device), 0
+    for batch in setup.train_loader:
+        setup.opt.zero_grad()
+        with autocast(setup.device, config.precision):
+            out, y = _forward_batch(setup, bundle, config, batch)
+        loss = loss_fn(bundle.task, out.float(), y)  # in float32 under mixed precision
+        setup.scaler.scale(loss).backward()
+        setup.scaler.unscale_(setup.opt)  # clip the true gradients
+        nn.utils.clip_grad_norm_(setup.model.parameters(), 5.0)
+        setup.scaler.step(setup.opt)
+        setup.scaler.update()
+        graphs = batch.graph_count if setup.shapes is not None else batch.num_graphs
+        total += loss.detach().double() * graphs
+        count += graphs
+    total = float(total)
+    setup.sched.step()
+    if setup.world > 1:
+        total, count = _sum_over_processes(total, count, setup.device)
+    return total / max(count, 1)
+
+
+def _forward_batch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig,
+                   batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """The training forward's outputs on one batch and their targets (node classification:
+    the training nodes only; static shapes: the real graphs, not the padding)."""
+    if setup.shapes is not None:  # a StaticBatch, padded by the loader
+        sb = batch.to(setup.device, non_blocking=True)
+        if config.compile:  # a new iteration for CUDA graphs ('reduce-overhead')
+            torch.compiler.cudagraph_mark_step_begin()
+        return setup.forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
+    batch = batch.to(setup.device)
+    out, y = setup.forward(batch), batch.y
+    mask = _node_mask(batch, bundle, "train")
+    if mask is not None:
+        out, y = out[mask], y[mask]
+    return out, y
+
+
+def _sum_over_processes(total: float, count: int, device: str) -> tuple[float, int]:
+    """The training loss and graph count summed over all processes (sums, not averages, so
+    the mean is over all graphs)."""
+    import torch.distributed as dist
+
+    sums = torch.tensor([total, float(count)], dtype=torch.float64,
+                        device=device if "cuda" in str(device) else "cpu")
+    dist.all_reduce(sums)
+    return float(sums[0]), int(sums[1])
+
+
+def _update_progress(progress: _Progress, model: nn.Module, epoch: int, train_loss: float,
+                     val: float, higher_is_better: bool) -> None:
+    """Adds the epoch to the history; keeps the weights of a better validation metric, or
+    counts one more epoch without improvement."""
+    progress.history.append({"epoch": epoch, "train_loss": train_loss, "val": val})
+    best = progress.best["val"]
+    if (val > best) if higher_is_better else (val < best):
+        progress.best = {"epoch": epoch, "val": val}
+        progress.best_state = copy.deepcopy(model.state_dict())
+        progress.waited = 0
+    else:
+        progress.waited += 1
+
+
+def _training_state(setup: _Setup, progress: _Progress, epoch: int,
+                    model_config: dict[str, Any] | None, seconds: float) -> dict[str, Any]:
+    """Everything :func:`_resume` needs to continue after ``epoch``."""
+    return {"format": TRAINING_STATE_FORMAT, "epoch": epoch, "model": setup.model.state_dict(),
+            "optimizer": setup.opt.state_dict(), "scheduler": setup.sched.state_dict(),
+            "scaler": setup.scaler.state_dict(), "best": progress.best,
+            "best_state": progress.best_state, "history": progress.history,
+            "waited": progress.waited, "rng": _rng_states(), "model_config": model_config,
+            "train_seconds": seconds}
+
+
+def _record(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, progress: _Progress,
+            test: float, train_seconds: float, model_config: dict[str, Any] | None,
+            metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's record: metrics, timings, configs, ``metadata``, versions and the curve."""
+    epochs_run = len(progress.history)
+    return {
+        "dataset": bundle.name, "metric": bundle.metric, "best_epoch": progress.best["epoch"],
+        "val": progress.best["val"], "test": test, "epochs_run": epochs_run,
+        "train_seconds": train_seconds, "seconds_per_epoch": train_seconds / max(epochs_run, 1),
+        "params": sum(p.numel() for p in setup.model.parameters()),
         "config": asdict(config), "model_config": model_config, **(metadata or {}),
-        "versions": versions(), "history": history,
+        "versions": versions(), "history": progress.history, "world_size": setup.world,
     }
-    record["world_size"] = world
-    if config.checkpoint and rank == 0:  # one writer
+
+
+def _write_outputs(record: dict[str, Any], model: nn.Module, config: TrainConfig,
+                   model_config: dict[str, Any] | None) -> None:
+    """The checkpoint (weights, build config and the record without its curve) and the
+    results JSON, where ``config`` asks for them."""
+    if config.checkpoint:
         Path(config.checkpoint).parent.mkdir(parents=True, exist_ok=True)
         torch.save({"format": CHECKPOINT_FORMAT, "model_config": model_config,
                     "state_dict": model.state_dict(),
@@ -525,10 +662,9 @@ def fit(
                     "record": json.loads(json.dumps(
                         {k: v for k, v in record.items() if k != "history"}, default=str))},
                    config.checkpoint)
-    if config.results and rank == 0:
+    if config.results:
         Path(config.results).parent.mkdir(parents=True, exist_ok=True)
         Path(config.results).write_text(json.dumps(record, indent=2))
-    return record
 
 
 def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],

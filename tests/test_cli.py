@@ -272,3 +272,18 @@ def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):
                             "--model", "gine", "--heads", "2", "--epochs", "1"], capsys)
     assert code == 2 and "--heads sets the attention of --model gps, grit or graphormer, " \
                          "not gine" in err
+
+
+def test_encodings_lists_the_registry_and_writes_the_docs_table(tmp_path, capsys):
+    from graphpe.encodings import encodings
+    from graphpe.encodings.registry import DOCS_TABLE_END, DOCS_TABLE_START, markdown_table
+
+    main(["encodings"])
+    out = capsys.readouterr().out
+    assert all(f"{name} (" in out for name in encodings())
+    assert "walk_length=16" in out
+    page = tmp_path / "page.md"
+    page.write_text(f"# title\n{DOCS_TABLE_START}\nold\n{DOCS_TABLE_END}\nafter\n")
+    main(["encodings", "--write-docs", str(page)])
+    assert page.read_text() == (f"# title\n{DOCS_TABLE_START}\n{markdown_table()}\n"
+                                f"{DOCS_TABLE_END}\nafter\n")
