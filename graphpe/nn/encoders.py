@@ -76,6 +76,9 @@ class LapPEEncoder(nn.Module):
         attr_names: the (eigenvectors, eigenvalues, mask) attributes.
     """
 
+    # runs under StaticGPS: its DeepSets reads per-node rows and a per-graph sum
+    static_shapes = True
+
     def __init__(
         self,
         k: int,
@@ -328,6 +331,8 @@ class LinearSEEncoder(nn.Module):
     """
 
     producer = "a transform writing it"
+    # runs under StaticGPS (static shapes, CUDA graphs): a node-wise map of one attribute
+    static_shapes = True
 
     def __init__(self, in_dim: int, channels: int, attr_name: str, batch_norm: bool = True):
         super().__init__()

@@ -59,6 +59,12 @@ class RFPEncoder(nn.Module):
             blocks of ``dim``).
     """
 
+    @property
+    def static_shapes(self) -> bool:
+        """Whether StaticGPS runs this encoder: with the ``trajectory`` readout only (its
+        static path has no ``gram`` readout)."""
+        return self.readout == "trajectory"
+
     def __init__(
         self,
         in_dim: int,

@@ -40,7 +40,6 @@ from graphpe.nn.encoders import (
     parameter_dtype,
     read_attribute,
 )
-from graphpe.nn.rfp import RFPEncoder
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
 # finite softmax instead of NaN; next to any real key, exp(-1e9 - max) is exactly 0 in float32.
@@ -347,13 +346,13 @@ class StaticGPS(nn.Module):
                 if norm is not None and not isinstance(norm, (PygBatchNorm, nn.BatchNorm1d)):
                     raise ValueError(f"StaticGPS supports norm='batch_norm' or None, got "
                                      f"{type(norm).__name__}")
-        for enc in model.pe_encoders:
-            ok = isinstance(enc, (LinearSEEncoder, LapPEEncoder)) or (
-                isinstance(enc, RFPEncoder) and enc.readout == "trajectory")
-            if not ok:
+        for enc in model.pe_encoders:  # each encoder declares whether it runs here
+            if not getattr(enc, "static_shapes", False):
                 raise ValueError(f"StaticGPS does not support the PE encoder "
-                                 f"{type(enc).__name__} (node-wise encoders only: RWSE, LCP, "
-                                 "HKdiagSE, ElstaticSE, LapPE, RFP with readout='trajectory')")
+                                 f"{type(enc).__name__}: it runs the encoders that declare "
+                                 "static_shapes (node-wise ones: LinearSEEncoder and its "
+                                 "subclasses, LapPEEncoder, RFPEncoder with readout="
+                                 "'trajectory')")
         self.model = model
 
     def _encode_pe(self, sb: StaticBatch, mask: Tensor, count: Tensor) -> Tensor | None:
