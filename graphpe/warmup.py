@@ -76,13 +76,13 @@ def _encode(pe: str, graphs: list) -> None:
         precompute([g.clone() for g in graphs], [transform], progress=False)
 
 
-def _stand_in_eigenpairs(batch, spec) -> None:
-    """Random eigenpair attributes of the shapes ``spec``'s encoder reads (its kernels do
-    not depend on the values), so that this family does not compile the eigensolver, which
-    the ``eigen`` family compiles in its own process."""
+def _stand_in_eigenpairs(batch, transform) -> None:
+    """Random eigenpair attributes of the shapes ``transform`` (a ``LaplacianPE``) writes
+    (the encoders' kernels do not depend on the values), so that this family does not compile
+    the eigensolver, which the ``eigen`` family compiles in its own process."""
     import torch
 
-    k, names = spec.k, spec.attr_names
+    k, names = transform.k, transform.attr_names
     n = batch.num_nodes
     for name, value in zip(names, (torch.randn(n, k), torch.rand(n, k).sort(1).values,
                                    torch.ones(n, k, dtype=torch.bool)), strict=True):
@@ -106,12 +106,14 @@ def _train_model(model_name: str, spec, graphs: list) -> None:
 
     from graphpe.build import build_model
     from graphpe.encodings import pair_model_config, pe_model_config
+    from graphpe.transforms import LaplacianPE
 
     batch = Batch.from_data_list([g.clone() for g in graphs])
-    if spec.family == "eigen":  # the eigen family compiles the eigensolver, in its own process
-        _stand_in_eigenpairs(batch, spec)
-    else:
-        batch = spec.transform()(batch)
+    transform = spec.transform()
+    if isinstance(transform, LaplacianPE):
+        _stand_in_eigenpairs(batch, transform)
+    elif transform is not None:
+        batch = transform(batch)
     config = {"model": model_name, "channels": 16, "layers": 2, "out_dim": 1,
               "node_vocab": 4, "edge_vocab": 4, "pe": pe_model_config([spec])}
     pair = pair_model_config([spec])

@@ -24,7 +24,9 @@ from typing import Any, ClassVar
 
 from torch import nn
 
+from graphpe.ops.checks import checked_fields
 from graphpe.transforms import PETransform
+from graphpe.transforms.base import option
 
 NODE = "node"  # a node encoding: an encoder adds it to the node embedding
 PAIR = "pair"  # a pairwise encoding: an attention bias, or GRIT's pair features
@@ -40,7 +42,7 @@ _REGISTRY: dict[str, type[Encoding]] = {}
 def setting(default: Any, check: Callable[[str, Any], Any] | None = None) -> Any:
     """A settings field: its default and the check that validates (and normalizes) a value,
     called as ``check(field_name, value)`` when a spec is made."""
-    return dataclasses.field(default=default, metadata={"check": check})
+    return option(default, check)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,10 +76,8 @@ class Encoding:
     reference_test: ClassVar[str]
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            check = f.metadata.get("check")
-            if check is not None:
-                object.__setattr__(self, f.name, check(f.name, getattr(self, f.name)))
+        for name, value in checked_fields(self).items():
+            object.__setattr__(self, name, value)  # (frozen: normalized once, here)
         self.validate()
 
     def validate(self) -> None:

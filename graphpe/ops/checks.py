@@ -7,6 +7,7 @@ size or a count to a user).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Collection
@@ -73,3 +74,15 @@ def check_number(name: str, value: object, low: float | None = None) -> float:
         bound = "" if low is None else f" >= {low:g}"
         raise ValueError(f"{name} must be a finite number{bound}, got {value!r}")
     return float(value)
+
+
+def checked_fields(obj: object) -> dict[str, object]:
+    """The fields of the dataclass instance ``obj``, each passed through the check its field
+    declares (``metadata["check"]``, called as ``check(name, value)``): how the settings of
+    transforms and encodings validate and normalize their values."""
+    values = {}
+    for f in dataclasses.fields(obj):
+        check = f.metadata.get("check")
+        if check is not None:
+            values[f.name] = check(f.name, getattr(obj, f.name))
+    return values

@@ -19,7 +19,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from graphpe.ops.checks import check_flag, check_seed, check_size_limit
+from graphpe.ops.checks import check_flag, check_seed, check_size_limit, checked_fields
 
 __all__ = ["PETransform", "check_attr_names", "check_flag", "check_seed", "check_size_limit",
            "option"]
@@ -275,10 +275,8 @@ class PETransform(BaseTransform):
         return set()
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            check = f.metadata.get("check")
-            if check is not None:
-                setattr(self, f.name, check(f.name, getattr(self, f.name)))
+        for name, value in checked_fields(self).items():
+            setattr(self, name, value)
         self.validate()
         if any(f.name == "seed" for f in dataclasses.fields(self)):
             self.reset_generator()
