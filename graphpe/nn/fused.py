@@ -246,6 +246,17 @@ def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple]
     return params, norms
 
 
+def fused_covers(layer: nn.Module) -> bool:
+    """Whether this path runs ``layer`` (a :class:`~graphpe.nn.models.GPSLayer`) in its
+    current mode: the layer settings it declares to cover, which the parity tests enumerate.
+    ``fused`` on, ``mpnn='gine'``, ``attention='multihead'``, no branch dropout, and the
+    submodules :func:`_fused_parts` computes (batch norms with affine parameters and running
+    statistics, no hooks). Each call also needs what :func:`may_fuse` reads of its inputs:
+    CPU float32 tensors without autocast, training mode or evaluation without autograd."""
+    return bool(layer.fused and layer.mpnn == "gine" and layer.attention == "multihead"
+                and layer.dropout == 0.0 and _fused_parts(layer, layer.training) is not None)
+
+
 def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
              pair_bias: Tensor | None, edge_weight: Tensor | None) -> bool:
     """The conditions of :func:`fused_forward` that read only settings and tensor metadata

@@ -337,6 +337,16 @@ class PEGraphModel(nn.Module):
                        pe: Tensor | None) -> Tensor:
         raise NotImplementedError
 
+    def reinjected(self, h: Tensor, pe: Tensor | None, layer: int,
+                   node_rows: Tensor | None = None) -> Tensor:
+        """``h`` plus layer ``layer``'s projection of the PE embedding ``pe`` (``reinject_pe``;
+        ``h`` itself without it), added onto ``node_rows`` only where given (the rows of the
+        real nodes when graph tokens, which carry no PE, are interleaved)."""
+        if self.reinject is None:
+            return h
+        add = self.reinject[layer](pe)
+        return h + add if node_rows is None else h.index_add(0, node_rows, add)
+
     def _build_peg(self, peg_attr: str | None, num_layers: int) -> None:
         """One :class:`~graphpe.nn.conv.PEGGate` per layer, reading the eigenvectors
         ``batch[peg_attr]`` (None: no gates)."""
@@ -429,8 +439,7 @@ class GINE(PEGraphModel):
         distances = self._peg_distances(batch)
         cache: dict = {}  # the checked edges, shared by the fused layers
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms, strict=True)):
-            if self.reinject is not None:
-                h = h + self.reinject[i](pe)
+            h = self.reinjected(h, pe, i)
             gate = self.peg_gates[i](distances) if distances is not None else None
             if self.fused and gate is None and not torch.compiler.is_compiling():
                 out = fused_gine_layer(conv, norm, h, batch.edge_index, edge_attr,
@@ -468,8 +477,7 @@ class GatedGCN(PEGraphModel):
         distances = self._peg_distances(batch)
         edge_attr = self._edge_states(batch, edge_attr)
         for i, conv in enumerate(self.convs):
-            if self.reinject is not None:
-                h = h + self.reinject[i](pe)
+            h = self.reinjected(h, pe, i)
             gate = self.peg_gates[i](distances) if distances is not None else None
             h, edge_attr = conv(h, batch.edge_index, edge_attr, gate)
         return h
@@ -625,9 +633,7 @@ class GPS(PEGraphModel):
         distances = self._peg_distances(batch)
         edge_attr = self._edge_states(batch, edge_attr)
         for i, layer in enumerate(self.layers):
-            if self.reinject is not None:  # (the tokens have no PE)
-                h = (h + self.reinject[i](pe) if tokens is None
-                     else h.index_add(0, tokens.node_rows, self.reinject[i](pe)))
+            h = self.reinjected(h, pe, i, None if tokens is None else tokens.node_rows)
             gate = self.peg_gates[i](distances) if distances is not None else None
             out = layer(h, edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
                         pair_index, gate, pair_attr, log_deg)
@@ -737,9 +743,7 @@ class Graphormer(PEGraphModel):
             h = self.input_norm(h)
         h = F.dropout(h, self.dropout, self.training)
         for i, layer in enumerate(self.layers):
-            if self.reinject is not None:  # (the tokens have no PE)
-                h = (h + self.reinject[i](pe) if tokens is None
-                     else h.index_add(0, tokens.node_rows, self.reinject[i](pe)))
+            h = self.reinjected(h, pe, i, None if tokens is None else tokens.node_rows)
             h = layer(h, layout, pair_bias, pair_index)
         if tokens is not None:
             return h[tokens.node_rows], h[tokens.token_rows]
@@ -825,8 +829,7 @@ def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Te
     """The layers of :class:`GCN` and :class:`GIN`: ``h = Dropout(ReLU(conv(h)))`` per layer,
     no residual (the LCP paper's baselines), with the PE re-injected first if asked."""
     for i, conv in enumerate(model.convs):
-        if model.reinject is not None:
-            h = h + model.reinject[i](pe)
+        h = model.reinjected(h, pe, i)
         h = F.dropout(F.relu(conv(h, batch.edge_index)), model.dropout, model.training)
     return h
 

@@ -323,37 +323,44 @@ class StaticGPS(nn.Module):
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
+        reason = self.unsupported(model)
+        if reason is not None:
+            raise ValueError(reason)
+        self.model = model
+
+    @staticmethod
+    def unsupported(model: nn.Module) -> str | None:
+        """Why this path does not run ``model`` (the message its construction raises), or
+        None where it does: the configurations it declares to cover, which the parity tests
+        enumerate."""
         from graphpe.nn.models import GPS, GRIT
 
         if not isinstance(model, GPS) or isinstance(model, GRIT):
-            raise ValueError(f"StaticGPS runs a GPS model, got {type(model).__name__}")
+            return f"StaticGPS runs a GPS model, got {type(model).__name__}"
         if model.task == "node_classification":
-            raise ValueError("StaticGPS runs graph-level tasks (graph_regression, "
-                             "graph_classification)")
+            return "StaticGPS runs graph-level tasks (graph_regression, graph_classification)"
         if model.attention not in ("multihead", None):
-            raise ValueError(f"StaticGPS supports attention 'multihead' or None, got "
-                             f"{model.attention!r}")
+            return f"StaticGPS supports attention 'multihead' or None, got {model.attention!r}"
         if model.peg_gates is not None:
-            raise ValueError("StaticGPS does not support PEG gates")
+            return "StaticGPS does not support PEG gates"
         if model.graph_token is not None:
-            raise ValueError("StaticGPS does not support the graph token")
+            return "StaticGPS does not support the graph token"
         if model.pair_encoder is not None and not isinstance(model.pair_encoder,
                                                              PairBiasEncoder):
-            raise ValueError(f"StaticGPS takes attention biases (PairBiasEncoder), got "
-                             f"{type(model.pair_encoder).__name__}")
+            return (f"StaticGPS takes attention biases (PairBiasEncoder), got "
+                    f"{type(model.pair_encoder).__name__}")
         for layer in model.layers:
             for norm in (layer.norm1, layer.norm2, layer.norm3):
                 if norm is not None and not isinstance(norm, (PygBatchNorm, nn.BatchNorm1d)):
-                    raise ValueError(f"StaticGPS supports norm='batch_norm' or None, got "
-                                     f"{type(norm).__name__}")
+                    return (f"StaticGPS supports norm='batch_norm' or None, got "
+                            f"{type(norm).__name__}")
         for enc in model.pe_encoders:  # each encoder declares whether it runs here
             if not getattr(enc, "static_shapes", False):
-                raise ValueError(f"StaticGPS does not support the PE encoder "
-                                 f"{type(enc).__name__}: it runs the encoders that declare "
-                                 "static_shapes (node-wise ones: LinearSEEncoder and its "
-                                 "subclasses, LapPEEncoder, RFPEncoder with readout="
-                                 "'trajectory')")
-        self.model = model
+                return (f"StaticGPS does not support the PE encoder {type(enc).__name__}: it "
+                        "runs the encoders that declare static_shapes (node-wise ones: "
+                        "LinearSEEncoder and its subclasses, LapPEEncoder, RFPEncoder with "
+                        "readout='trajectory')")
+        return None
 
     def _encode_pe(self, sb: StaticBatch, mask: Tensor, count: Tensor) -> Tensor | None:
         model = self.model
@@ -463,8 +470,7 @@ class StaticGPS(nn.Module):
         if model.pair_encoder is not None:  # [G, heads, S, S]: one bias per pair and head
             key_bias = key_bias + self._pair_bias(sb).to(h.dtype)
         for i, layer in enumerate(model.layers):
-            if model.reinject is not None:
-                h = h + model.reinject[i](pe)
+            h = model.reinjected(h, pe, i)
             h, edge_attr = self._layer(layer, h, sb, edge_attr, key_bias, mask, count)
             h = torch.where(real, h, 0.0)
         nodes = (h * mask.unsqueeze(-1))[:G * S].view(G, S, -1)
