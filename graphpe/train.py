@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from graphpe.build import build_model, normalize_model_config
 from graphpe.datasets import DatasetBundle
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
+from graphpe.ops.checks import check_non_negative_int
 from graphpe.transforms import PETransform
 
 
@@ -139,9 +140,7 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     :class:`~graphpe.nn.static.StaticBatch` objects padded by the loader
     (:class:`~graphpe.nn.static.StaticCollate`), in ``config.num_workers`` worker processes
     (pinned for asynchronous copies to a GPU)."""
-    if (isinstance(config.num_workers, bool) or not isinstance(config.num_workers, int)
-            or config.num_workers < 0):
-        raise ValueError(f"num_workers must be a non-negative int, got {config.num_workers!r}")
+    check_non_negative_int("num_workers", config.num_workers)
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler

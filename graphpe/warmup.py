@@ -25,6 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 from graphpe.encodings.registry import FAMILIES, encodings
+from graphpe.ops.checks import check_positive_int
 
 
 def families() -> dict[str, tuple[str, ...]]:
@@ -199,8 +200,7 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
     tasks = plan(pes, models)
     if processes is None:
         processes = min(len(tasks), os.cpu_count() or 1)
-    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
-        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    processes = check_positive_int("processes", processes)
     if processes == 1 or len(tasks) == 1:
         return {family: warm_family(family, names) for family, names in tasks}
     # spawn, not fork: a forked copy of a process with torch's thread pools can deadlock

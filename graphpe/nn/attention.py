@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from graphpe.ops.checks import check_non_negative_int, check_positive_int
 from graphpe.ops.dropout import dropout_host, dropout_keys
 from graphpe.ops.host import rows_or_zero, use_host_kernels
 from graphpe.ops.softmax import softmax_keys_first, softmax_keys_first_backward
@@ -36,8 +37,7 @@ MAX_BUCKETS = 4
 
 def check_heads(channels: int, heads: int) -> None:
     """Attention heads: a positive int that divides ``channels`` (ValueError otherwise)."""
-    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
-        raise ValueError(f"heads must be a positive int, got {heads!r}")
+    check_positive_int("heads", heads)
     if channels % heads:
         raise ValueError(f"channels={channels} must be divisible by heads={heads}")
 
@@ -215,8 +215,7 @@ def graph_layout(
     (default: :data:`BUCKET_OVERHEAD` for the device) per bucket. ``max_buckets=1`` pads every
     graph to the largest, as ``to_dense_batch`` does. Empty graphs get no bucket.
     """
-    if isinstance(max_buckets, bool) or not isinstance(max_buckets, int) or max_buckets < 1:
-        raise ValueError(f"max_buckets must be a positive int, got {max_buckets!r}")
+    max_buckets = check_positive_int("max_buckets", max_buckets)
     device = ptr.device if device is None else device
     if bucket_overhead is None:
         bucket_overhead = BUCKET_OVERHEAD.get(device.type, BUCKET_OVERHEAD["cuda"])
@@ -582,13 +581,8 @@ class PerformerAttention(nn.Module):
         self.heads, self.head_dim = heads, channels // heads
         if num_features is None:
             num_features = max(1, int(self.head_dim * math.log(self.head_dim)))
-        if isinstance(num_features, bool) or not isinstance(num_features, int) or \
-                num_features < 1:
-            raise ValueError(f"num_features must be a positive int, got {num_features!r}")
-        if isinstance(redraw_interval, bool) or not isinstance(redraw_interval, int) or \
-                redraw_interval < 0:
-            raise ValueError(f"redraw_interval must be a non-negative int, got "
-                             f"{redraw_interval!r}")
+        num_features = check_positive_int("num_features", num_features)
+        redraw_interval = check_non_negative_int("redraw_interval", redraw_interval)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.num_features, self.redraw_interval, self.dropout = (num_features, redraw_interval,

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.propagate.tensor import orthonormalize
 
 
@@ -148,8 +149,7 @@ def chebyshev_eigenpairs(
             here in float64); columns beyond ``q`` are random.
         warn: warn when ``max_iter`` is reached without convergence.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = check_positive_int("k", k)
     if operator.dim() != 2 or operator.size(0) != operator.size(1):
         raise ValueError(f"operator must be a square matrix, got shape {tuple(operator.shape)}")
     if degree < 1:
