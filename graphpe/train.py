@@ -413,7 +413,7 @@ def fit(
     to ``config.checkpoint``. Under torchrun (``WORLD_SIZE`` > 1) the model trains with
     ``DistributedDataParallel`` and every process gets the metrics of the whole splits.
 
-    ``train_split(epoch)``, if given, supplies the training graphs of each epoch (used to draw
+    ``train_split(epoch)``, if given, supplies the training graphs of each epoch (e.g. to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
     goes into the checkpoint, so :func:`graphpe.build.load_model` rebuilds the model from the file
     alone; ``metadata`` (PE specs, ...) joins the record before it is written."""

@@ -258,16 +258,15 @@ def layout_from_batch(batch: Tensor | None, num_nodes: int, ptr: Tensor | None =
 
 def dropout_scale_mask(like: Tensor, p: float) -> Tensor:
     """A dropout mask shaped as ``like``: ``1 / (1 - p)`` with probability ``1 - p``, else 0.
-    Drawn as ``rand >= p`` in place, which on the CPU is about 3x faster than ``bernoulli_``
-    and needs no boolean-to-float conversion; the distribution is the same."""
+    Drawn as ``rand >= p`` in place: the distribution of ``bernoulli_``, with no
+    boolean-to-float conversion."""
     return torch.rand_like(like).ge_(p).mul_(1.0 / (1.0 - p))
 
 
 def attention_dropout(probs: Tensor, p: float) -> Tensor:
     """``probs`` with dropout ``p`` (kept entries scaled by ``1 / (1 - p)``), a new tensor. On
-    the CPU one compiled pass with hashed random numbers (:func:`graphpe.ops.dropout.
-    dropout_host`: ~5x faster than drawing a ``rand_like`` mask and multiplying); elsewhere
-    :func:`dropout_scale_mask`."""
+    the CPU one compiled pass with hashed random numbers
+    (:func:`graphpe.ops.dropout.dropout_host`); elsewhere :func:`dropout_scale_mask`."""
     if use_host_kernels(probs):
         return dropout_host(probs, p)
     return probs * dropout_scale_mask(probs, p)
@@ -290,8 +289,7 @@ class _HashedDropout(torch.autograd.Function):
 
 def weight_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """``F.dropout(x, p, training)`` for attention weights, differentiable; on CPU float
-    tensors the hashed one-pass masks of :func:`attention_dropout` (about 5x cheaper than
-    torch's Bernoulli draws)."""
+    tensors the hashed one-pass masks of :func:`attention_dropout`."""
     if not training or p == 0.0:
         return x
     if use_host_kernels(x):
@@ -428,11 +426,9 @@ class _GraphAttentionCore(torch.autograd.Function):
     :math:`P = \mathrm{softmax}(s\,QK^\top + b)`, :math:`\tilde P = P \odot M`,
     :math:`O = \tilde P V`; backward with :math:`G = dO\,V^\top`: :math:`dV = \tilde P^\top
     dO`, :math:`dS = s\,(\tilde P \odot G - P\,\mathrm{rowsum}(\tilde P \odot G))`,
-    :math:`dQ = dS\,K`, :math:`dK = dS^\top Q`. Autograd would record ~25 nodes per bucket
-    (slices, permutes, unbinds, bias, softmax, dropout, products) and their backward allocates
-    a full-size zero gradient per slice; here the whole step is one node, a scatter into the
-    head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls per bucket
-    and a gather back. On the CPU in float32 the blocks are held keys first
+    :math:`dQ = dS\,K`, :math:`dK = dS^\top Q`. The whole step is one autograd node: a scatter
+    into the head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls
+    per bucket and a gather back. On the CPU in float32 the blocks are held keys first
     (:math:`P^\top`, from :math:`K Q^\top`) for the compiled softmax of
     :mod:`graphpe.ops.softmax`; the products read them transposed.
     """

@@ -245,11 +245,10 @@ class SPEEncoder(nn.Module):
         rho_hidden, rho_layers: the GIN ``rho``.
         attr_names: the (eigenvectors, eigenvalues, mask) attributes.
         batch_norm: BatchNorm between the layers of ``rho`` over the real entries, as the
-            paper's code (``False`` gives the unnormalized GIN of earlier graphpe versions).
-        output_norm: BatchNorm on the sum over columns, before the output map. Not in the
-            paper's code, which feeds the sum on directly: its scale grows with the graph's
-            size, and on CSL (41 nodes) a GINE's first loss was ~30x chance and one fold of
-            five stalled at 0.5 accuracy (1.0 with this norm, or with a mean over columns).
+            paper's code (default True; ``False``: an unnormalized GIN).
+        output_norm: BatchNorm on the sum over columns, before the output map (default
+            True). Not in the paper's code, which feeds the sum on directly; the sum's scale
+            grows with the graph's size.
     """
 
     def __init__(

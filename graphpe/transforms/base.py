@@ -50,10 +50,10 @@ def concat_to_x(x: Tensor | None, value: Tensor) -> Tensor:
 
 
 def set_fields(data: Data, values: dict[str | None, Tensor]) -> None:
-    """``data[name] = value`` for every item, writing the storage's mapping directly: PyG's
-    ``__setitem__`` path costs ~2 us per attribute, more than a small graph's encoding. The
-    storage's attribute-kind caches are cleared for those names, as ``__setitem__`` does. The
-    name None appends the value to ``data.x`` (:func:`concat_to_x`)."""
+    """``data[name] = value`` for every item, writing the storage's mapping directly (not
+    through PyG's ``__setitem__``). The storage's attribute-kind caches are cleared for those
+    names, as ``__setitem__`` does. The name None appends the value to ``data.x``
+    (:func:`concat_to_x`)."""
     if None in values:
         values = dict(values)
         values["x"] = concat_to_x(fields(data).get("x"), values.pop(None))

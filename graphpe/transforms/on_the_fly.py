@@ -43,8 +43,8 @@ class OnTheFlyPE(nn.Module):
 
     Where a GPU batch's encodings are computed is ``compute_on``: on a GPU, batches of small
     graphs are launch-bound (each size bucket, propagation step and Gram-Schmidt column is a
-    few kernel launches of microseconds of work), and the compiled CPU kernels, one loop over
-    the graphs, are several times faster; the results are then copied to the batch's device.
+    few kernel launches of microseconds of work), so they may go to the compiled CPU kernels
+    (one loop over the graphs) instead, the results then copied to the batch's device.
 
     Args:
         transforms: graphpe transforms (``RWSE``, ``LaplacianPE``, ``RFP``, ...).

@@ -337,8 +337,8 @@ def precompute(
 def _gc_paused():
     """Pause Python's cyclic garbage collector: the per-graph loops below allocate a few
     objects per graph, and with tens of thousands of ``Data`` alive every generation-2
-    collection they trigger walks all of them (measured: up to half of a list precompute).
-    Collection is deferred to the end, not skipped."""
+    collection they trigger walks all of them. Collection is deferred to the end, not
+    skipped."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -487,8 +487,8 @@ PAIR_COUNTS = ":pair_counts"
 def _pair_offsets(structure: _Structure, transforms: list[PETransform],
                   outputs: dict[str, Tensor]) -> dict[str, Tensor]:
     """Per pair-level output name: where each graph's pairs start (``[G + 1]``), from the
-    counts ``_run`` stored (taken out of ``outputs``), else (a cache written before those) from
-    the transform's own count of all pairs."""
+    counts ``_run`` stored (taken out of ``outputs``), else (a cache file without those counts)
+    from the transform's own count of all pairs."""
     sizes = structure.ptr[1:] - structure.ptr[:-1]
     out = {}
     for t in transforms:

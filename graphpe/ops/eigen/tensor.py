@@ -6,7 +6,7 @@ Padded rows get a diagonal entry above the spectrum, so their eigenpairs sort af
 one and are never selected. Graphs above ``dense_max_nodes`` go to a sparse solver and are never
 densified.
 
-Conventions (``../DESIGN.md`` §3-4):
+Conventions:
 - the graph is the undirected simple graph underlying the input (``ops.graph.undirected_simple``);
 - the trivial eigenpairs are the eigenvalue-0 ones, one per connected component (isolated nodes
   count as components); by default they are dropped and the next ``k`` are kept;

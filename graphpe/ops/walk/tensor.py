@@ -656,9 +656,7 @@ def _dense_landing_group(
 def _dense_landing(sym: Tensor, out: Tensor) -> None:
     """Write the diagonals of ``S^1..S^T`` for a stack ``[b, n, n]`` into ``out`` ``[T, b, n]``.
 
-    ``T - 1`` batched products. (Row-wise dot products of lower powers need fewer flops, since
-    ``(S^{a+b})_ii = <row_i(S^a), row_i(S^b)>`` for symmetric ``S``, but at molecule sizes a
-    batched dot of length n costs as much as a whole batched n x n product: the products win.)
+    ``T - 1`` batched products.
     """
     power = sym
     out[0] = sym.diagonal(dim1=-2, dim2=-1)
