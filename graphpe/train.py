@@ -528,7 +528,7 @@ def _resume(path: str, setup: _Setup, model_config: dict[str, Any] | None) -> _P
         raise ValueError(f"{path} is not a graphpe training state (written "
                          "beside --checkpoint as <checkpoint>.state)")
     saved = state.get("model_config")
-    if saved is not None and model_config is not None:  # (an older version's form too)
+    if saved is not None and model_config is not None:  # (a saved config in any accepted form)
         saved, current = map(normalize_model_config, (saved, model_config))
     if saved is not None and model_config is not None and saved != current:
         changed = sorted(k for k in set(saved) | set(current)

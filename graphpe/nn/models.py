@@ -149,8 +149,8 @@ class GPSLayer(nn.Module):
         self.fused = True
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # layers without attention saved before graphpe stopped building their norm2 (never
-        # read) still load
+        # state dicts that hold a norm2 for a layer without attention (never read) still
+        # load
         if self.norm2 is None:
             for key in [k for k in state_dict if k.startswith(prefix + "norm2.")]:
                 del state_dict[key]
@@ -598,8 +598,8 @@ class GPS(PEGraphModel):
         self.graph_token = GraphToken(channels, heads) if graph_token else None
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # models saved before graphpe stopped building an edge embedding that no layer read
-        # (mpnn gin or None) still load
+        # state dicts that hold an edge embedding no layer reads (mpnn gin or None) still
+        # load
         if self.edge_input is None:
             for key in [k for k in state_dict if k.startswith(prefix + "edge_input.")]:
                 del state_dict[key]

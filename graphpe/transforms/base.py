@@ -229,7 +229,7 @@ class PETransform(BaseTransform):
                   None if self._shared else distributed_rank())
         if stream != self._stream:
             seed = self.__dict__.get("_base_seed")
-            if seed is None:  # a transform pickled before _base_seed existed
+            if seed is None:  # a transform unpickled without a _base_seed
                 seed = self.seed if self.seed is not None else self._generator.initial_seed()
             if stream[1] is not None:
                 seed = _mix_seeds(seed, stream[1] + 1)
