@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from graphpe.build import build_model, normalize_model_config
 from graphpe.datasets import DatasetBundle
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
+from graphpe.ops.checks import check_non_negative_int
 from graphpe.transforms import PETransform
 
 
@@ -139,9 +140,7 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     :class:`~graphpe.nn.static.StaticBatch` objects padded by the loader
     (:class:`~graphpe.nn.static.StaticCollate`), in ``config.num_workers`` worker processes
     (pinned for asynchronous copies to a GPU)."""
-    if (isinstance(config.num_workers, bool) or not isinstance(config.num_workers, int)
-            or config.num_workers < 0):
-        raise ValueError(f"num_workers must be a non-negative int, got {config.num_workers!r}")
+    check_non_negative_int("num_workers", config.num_workers)
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
@@ -414,7 +413,7 @@ def fit(
     to ``config.checkpoint``. Under torchrun (``WORLD_SIZE`` > 1) the model trains with
     ``DistributedDataParallel`` and every process gets the metrics of the whole splits.
 
-    ``train_split(epoch)``, if given, supplies the training graphs of each epoch (used to draw
+    ``train_split(epoch)``, if given, supplies the training graphs of each epoch (e.g. to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
     goes into the checkpoint, so :func:`graphpe.build.load_model` rebuilds the model from the file
     alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
@@ -529,7 +528,7 @@ def _resume(path: str, setup: _Setup, model_config: dict[str, Any] | None) -> _P
         raise ValueError(f"{path} is not a graphpe training state (written "
                          "beside --checkpoint as <checkpoint>.state)")
     saved = state.get("model_config")
-    if saved is not None and model_config is not None:  # (an older version's form too)
+    if saved is not None and model_config is not None:  # (a saved config in any accepted form)
         saved, current = map(normalize_model_config, (saved, model_config))
     if saved is not None and model_config is not None and saved != current:
         changed = sorted(k for k in set(saved) | set(current)

@@ -1,19 +1,17 @@
 """Compile graphpe's CPU kernels ahead of use (``graphpe warmup``).
 
 The CPU paths of the encodings and of the fused GPS layer are numba kernels, compiled on their
-first call and cached on disk (next to the package's sources, or under ``NUMBA_CACHE_DIR``).
-In a fresh environment that first call pays the compile: on one core of a 2-core Xeon,
-``LaplacianPE``'s ~14 s, ``LCP``'s ~10 s, ``RFP``'s ~5 s, ``RWSE``'s ~3-4 s
-(``benchmarks/cold_start.py`` measures them) and a GPS training step's ~7 s; later processes
-load the cache in well under a second. :func:`warm_up` pays it once, ahead of time (e.g.
-while building a container image or before a job array), in several processes at once:
-kernels are grouped by family (:func:`families`) and each family compiles in its own process,
-so the wall time is about that of the slowest family instead of the sum.
+first call and cached on disk (next to the package's sources, or under ``NUMBA_CACHE_DIR``). In
+a fresh environment that first call pays the compile (seconds per encoding); later processes
+load the cache. :func:`warm_up` pays it once, ahead of time (e.g. while building a container
+image or before a job array), in several processes at once: kernels are grouped by family
+(:func:`families`) and each family compiles in its own process, so the wall time is about that
+of the slowest family instead of the sum.
 
 Each family runs the public calls a user makes (a transform on one ``Data``, on a ``Batch``,
 through :func:`~graphpe.transforms.precompute`; a training step and an evaluation pass of the
-models), so the signatures compiled are the ones those calls need; ``tests/test_warmup.py``
-checks that after :func:`warm_up` such a workload compiles nothing more.
+models), so the signatures compiled are the ones those calls need: after :func:`warm_up` such a
+workload compiles nothing more.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 from graphpe.encodings.registry import FAMILIES, encodings
+from graphpe.ops.checks import check_positive_int
 
 
 def families() -> dict[str, tuple[str, ...]]:
@@ -201,8 +200,7 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
     tasks = plan(pes, models)
     if processes is None:
         processes = min(len(tasks), os.cpu_count() or 1)
-    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
-        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    processes = check_positive_int("processes", processes)
     if processes == 1 or len(tasks) == 1:
         return {family: warm_family(family, names) for family, names in tasks}
     # spawn, not fork: a forked copy of a process with torch's thread pools can deadlock

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from graphpe.ops.checks import check_non_negative_int, check_positive_int
 from graphpe.ops.dropout import dropout_host, dropout_keys
 from graphpe.ops.host import rows_or_zero, use_host_kernels
 from graphpe.ops.softmax import softmax_keys_first, softmax_keys_first_backward
@@ -36,8 +37,7 @@ MAX_BUCKETS = 4
 
 def check_heads(channels: int, heads: int) -> None:
     """Attention heads: a positive int that divides ``channels`` (ValueError otherwise)."""
-    if isinstance(heads, bool) or not isinstance(heads, int) or heads < 1:
-        raise ValueError(f"heads must be a positive int, got {heads!r}")
+    check_positive_int("heads", heads)
     if channels % heads:
         raise ValueError(f"channels={channels} must be divisible by heads={heads}")
 
@@ -215,8 +215,7 @@ def graph_layout(
     (default: :data:`BUCKET_OVERHEAD` for the device) per bucket. ``max_buckets=1`` pads every
     graph to the largest, as ``to_dense_batch`` does. Empty graphs get no bucket.
     """
-    if isinstance(max_buckets, bool) or not isinstance(max_buckets, int) or max_buckets < 1:
-        raise ValueError(f"max_buckets must be a positive int, got {max_buckets!r}")
+    max_buckets = check_positive_int("max_buckets", max_buckets)
     device = ptr.device if device is None else device
     if bucket_overhead is None:
         bucket_overhead = BUCKET_OVERHEAD.get(device.type, BUCKET_OVERHEAD["cuda"])
@@ -259,16 +258,15 @@ def layout_from_batch(batch: Tensor | None, num_nodes: int, ptr: Tensor | None =
 
 def dropout_scale_mask(like: Tensor, p: float) -> Tensor:
     """A dropout mask shaped as ``like``: ``1 / (1 - p)`` with probability ``1 - p``, else 0.
-    Drawn as ``rand >= p`` in place, which on the CPU is about 3x faster than ``bernoulli_``
-    and needs no boolean-to-float conversion; the distribution is the same."""
+    Drawn as ``rand >= p`` in place: the distribution of ``bernoulli_``, with no
+    boolean-to-float conversion."""
     return torch.rand_like(like).ge_(p).mul_(1.0 / (1.0 - p))
 
 
 def attention_dropout(probs: Tensor, p: float) -> Tensor:
     """``probs`` with dropout ``p`` (kept entries scaled by ``1 / (1 - p)``), a new tensor. On
-    the CPU one compiled pass with hashed random numbers (:func:`graphpe.ops.dropout.
-    dropout_host`: ~5x faster than drawing a ``rand_like`` mask and multiplying); elsewhere
-    :func:`dropout_scale_mask`."""
+    the CPU one compiled pass with hashed random numbers
+    (:func:`graphpe.ops.dropout.dropout_host`); elsewhere :func:`dropout_scale_mask`."""
     if use_host_kernels(probs):
         return dropout_host(probs, p)
     return probs * dropout_scale_mask(probs, p)
@@ -291,8 +289,7 @@ class _HashedDropout(torch.autograd.Function):
 
 def weight_dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """``F.dropout(x, p, training)`` for attention weights, differentiable; on CPU float
-    tensors the hashed one-pass masks of :func:`attention_dropout` (about 5x cheaper than
-    torch's Bernoulli draws)."""
+    tensors the hashed one-pass masks of :func:`attention_dropout`."""
     if not training or p == 0.0:
         return x
     if use_host_kernels(x):
@@ -429,11 +426,9 @@ class _GraphAttentionCore(torch.autograd.Function):
     :math:`P = \mathrm{softmax}(s\,QK^\top + b)`, :math:`\tilde P = P \odot M`,
     :math:`O = \tilde P V`; backward with :math:`G = dO\,V^\top`: :math:`dV = \tilde P^\top
     dO`, :math:`dS = s\,(\tilde P \odot G - P\,\mathrm{rowsum}(\tilde P \odot G))`,
-    :math:`dQ = dS\,K`, :math:`dK = dS^\top Q`. Autograd would record ~25 nodes per bucket
-    (slices, permutes, unbinds, bias, softmax, dropout, products) and their backward allocates
-    a full-size zero gradient per slice; here the whole step is one node, a scatter into the
-    head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls per bucket
-    and a gather back. On the CPU in float32 the blocks are held keys first
+    :math:`dQ = dS\,K`, :math:`dK = dS^\top Q`. The whole step is one autograd node: a scatter
+    into the head-major padded buckets (:meth:`GraphLayout.head_rows`), a dozen kernel calls
+    per bucket and a gather back. On the CPU in float32 the blocks are held keys first
     (:math:`P^\top`, from :math:`K Q^\top`) for the compiled softmax of
     :mod:`graphpe.ops.softmax`; the products read them transposed.
     """
@@ -582,13 +577,8 @@ class PerformerAttention(nn.Module):
         self.heads, self.head_dim = heads, channels // heads
         if num_features is None:
             num_features = max(1, int(self.head_dim * math.log(self.head_dim)))
-        if isinstance(num_features, bool) or not isinstance(num_features, int) or \
-                num_features < 1:
-            raise ValueError(f"num_features must be a positive int, got {num_features!r}")
-        if isinstance(redraw_interval, bool) or not isinstance(redraw_interval, int) or \
-                redraw_interval < 0:
-            raise ValueError(f"redraw_interval must be a non-negative int, got "
-                             f"{redraw_interval!r}")
+        num_features = check_positive_int("num_features", num_features)
+        redraw_interval = check_non_negative_int("redraw_interval", redraw_interval)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.num_features, self.redraw_interval, self.dropout = (num_features, redraw_interval,

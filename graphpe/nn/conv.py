@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from graphpe.ops import message
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import index_range
 from graphpe.ops.host import use_host_kernels
 
@@ -201,8 +202,7 @@ class PEGGate(nn.Module):
 
     def __init__(self, hidden: int) -> None:
         super().__init__()
-        if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
-            raise ValueError(f"hidden must be a positive int, got {hidden!r}")
+        hidden = check_positive_int("hidden", hidden)
         self.mlp = nn.Sequential(nn.Linear(1, hidden), nn.ReLU(), nn.Linear(hidden, 1))
 
     def forward(self, distances: Tensor) -> Tensor:
@@ -278,8 +278,7 @@ class GatedGCNLayer(nn.Module):
     def __init__(self, channels: int, dropout: float = 0.0, residual: bool = True,
                  update_edges: bool = True) -> None:
         super().__init__()
-        if isinstance(channels, bool) or not isinstance(channels, int) or channels < 1:
-            raise ValueError(f"channels must be a positive int, got {channels!r}")
+        channels = check_positive_int("channels", channels)
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
         self.channels, self.dropout, self.residual = channels, dropout, residual

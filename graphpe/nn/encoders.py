@@ -12,6 +12,7 @@ from torch import Tensor, nn
 
 from graphpe.nn.conv import gin_aggregate
 from graphpe.nn.rfp import _mlp
+from graphpe.ops.checks import check_non_negative_int, check_positive_int
 from graphpe.ops.walk import all_pairs, pair_row_edges
 
 POOLINGS = ("sum", "mean")
@@ -53,11 +54,6 @@ def parameter_dtype(module: nn.Module) -> torch.dtype:
     return next(module.parameters()).dtype
 
 
-def _positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-
-
 class LapPEEncoder(nn.Module):
     r"""Laplacian eigenvectors with their eigenvalues through DeepSets (GraphGPS's LapPE
     encoder, Rampasek et al., 2022): for node :math:`i` and eigenpair :math:`j`,
@@ -89,8 +85,8 @@ class LapPEEncoder(nn.Module):
         attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
     ) -> None:
         super().__init__()
-        _positive("k", k)
-        _positive("channels", channels)
+        check_positive_int("k", k)
+        check_positive_int("channels", channels)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         hidden = hidden or channels
@@ -197,7 +193,7 @@ class SignNetEncoder(nn.Module):
         super().__init__()
         for name, value in (("k", k), ("channels", channels), ("hidden", hidden),
                             ("phi_layers", phi_layers)):
-            _positive(name, value)
+            check_positive_int(name, value)
         self.k, self.channels, self.attr_names = k, channels, tuple(attr_names)
         self.phi = _ChannelGIN([2] + [hidden] * phi_layers)
         self.rho = _mlp([k * hidden, channels, channels])
@@ -249,11 +245,10 @@ class SPEEncoder(nn.Module):
         rho_hidden, rho_layers: the GIN ``rho``.
         attr_names: the (eigenvectors, eigenvalues, mask) attributes.
         batch_norm: BatchNorm between the layers of ``rho`` over the real entries, as the
-            paper's code (``False`` gives the unnormalized GIN of earlier graphpe versions).
-        output_norm: BatchNorm on the sum over columns, before the output map. Not in the
-            paper's code, which feeds the sum on directly: its scale grows with the graph's
-            size, and on CSL (41 nodes) a GINE's first loss was ~30x chance and one fold of
-            five stalled at 0.5 accuracy (1.0 with this norm, or with a mean over columns).
+            paper's code (default True; ``False``: an unnormalized GIN).
+        output_norm: BatchNorm on the sum over columns, before the output map (default
+            True). Not in the paper's code, which feeds the sum on directly; the sum's scale
+            grows with the graph's size.
     """
 
     def __init__(
@@ -273,7 +268,7 @@ class SPEEncoder(nn.Module):
         for name, value in (("k", k), ("channels", channels), ("m", m),
                             ("phi_hidden", phi_hidden), ("phi_layers", phi_layers),
                             ("rho_hidden", rho_hidden), ("rho_layers", rho_layers)):
-            _positive(name, value)
+            check_positive_int(name, value)
         self.k, self.channels, self.m, self.attr_names = k, channels, m, tuple(attr_names)
         self.phi = _mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
         self.rho = _ChannelGIN([m] + [rho_hidden] * rho_layers, batch_norm=batch_norm)
@@ -336,8 +331,8 @@ class LinearSEEncoder(nn.Module):
 
     def __init__(self, in_dim: int, channels: int, attr_name: str, batch_norm: bool = True):
         super().__init__()
-        _positive("in_dim", in_dim)
-        _positive("channels", channels)
+        check_positive_int("in_dim", in_dim)
+        check_positive_int("channels", channels)
         self.in_dim, self.channels, self.attr_name = in_dim, channels, attr_name
         self.norm = nn.BatchNorm1d(in_dim) if batch_norm else nn.Identity()
         self.lin = nn.Linear(in_dim, channels)
@@ -409,8 +404,8 @@ class DegreeEncoder(nn.Module):
 
     def __init__(self, channels: int, max_degree: int = 64, directed: bool = False) -> None:
         super().__init__()
-        _positive("channels", channels)
-        _positive("max_degree", max_degree)
+        check_positive_int("channels", channels)
+        check_positive_int("max_degree", max_degree)
         self.channels, self.max_degree, self.directed = channels, max_degree, bool(directed)
         self.out_degree = nn.Embedding(max_degree + 1, channels)
         self.in_degree = nn.Embedding(max_degree + 1, channels) if directed else None
@@ -448,7 +443,7 @@ class FeatureInput(nn.Module):
             self.register_buffer("offsets", offsets, persistent=False)
             self.layer = nn.Embedding(sum(sizes), channels)
         else:
-            _positive(f"{what}_dim", dim)
+            check_positive_int(f"{what}_dim", dim)
             self.layer = nn.Linear(dim, channels)
 
     def forward(self, x: Tensor) -> Tensor:
@@ -503,17 +498,16 @@ class PairBiasEncoder(nn.Module):
                  edge_vocab: int | Sequence[int] | None = None,
                  edge_dim: int | None = None) -> None:
         super().__init__()
-        _positive("in_dim", in_dim)
-        _positive("heads", heads)
+        check_positive_int("in_dim", in_dim)
+        check_positive_int("heads", heads)
         self.in_dim, self.heads, self.attr_name = in_dim, heads, attr_name
         self.num_categories = num_categories
         if num_categories is not None:
-            _positive("num_categories", num_categories)
+            check_positive_int("num_categories", num_categories)
             self.table = nn.Embedding(num_categories, heads)
         else:
             self.mlp = _mlp([in_dim + 1, hidden, heads])
-        if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
-            raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
+        path_hops = check_non_negative_int("path_hops", path_hops)
         self.path_hops = path_hops
         if path_hops:
             if edge_vocab is None and edge_dim is None:
@@ -632,12 +626,12 @@ class PairFeatureEncoder(nn.Module):
     def __init__(self, in_dim: int, channels: int, attr_name: str = "rrwp",
                  num_categories: int | None = None, node_from_diagonal: bool = True) -> None:
         super().__init__()
-        _positive("in_dim", in_dim)
-        _positive("channels", channels)
+        check_positive_int("in_dim", in_dim)
+        check_positive_int("channels", channels)
         self.in_dim, self.channels, self.attr_name = in_dim, channels, attr_name
         self.num_categories, self.node_from_diagonal = num_categories, node_from_diagonal
         if num_categories is not None:
-            _positive("num_categories", num_categories)
+            check_positive_int("num_categories", num_categories)
             self.pair = nn.Embedding(num_categories, channels)
             self.node = nn.Embedding(num_categories, channels) if node_from_diagonal else None
         else:

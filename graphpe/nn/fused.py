@@ -1,11 +1,9 @@
 """A GPS layer's training step as one autograd node on the CPU.
 
-:class:`~graphpe.nn.models.GPSLayer` with GINE, multi-head attention and batch norms is ~16
-autograd nodes per forward (linear maps, ReLUs, residual sums, norms, the attention core), each
-with its module call, its dispatch and its backward node. On a ZINC batch of 32 molecules on one
-CPU thread the arithmetic of a layer is ~2 ms and this bookkeeping ~1 ms; on a batch of one
-molecule the layer costs ~0.9 ms of almost nothing but bookkeeping. Here the layer's forward is
-one :class:`torch.autograd.Function` whose backward is written out:
+:class:`~graphpe.nn.models.GPSLayer` with GINE, multi-head attention and batch norms, module
+by module, is ~16 autograd nodes per forward (linear maps, ReLUs, residual sums, norms, the
+attention core). Here the layer's forward is one :class:`torch.autograd.Function` whose
+backward is written out:
 
 .. math::
     a &= s\\,x + \\textstyle\\sum_{j \\to i} \\mathrm{ReLU}(x_j + e_{ji}), \\quad
@@ -23,8 +21,7 @@ one compiled pass each way (:mod:`graphpe.ops.norm`). The linear maps run as pla
 their biases are added by the pass that reads each product (a bias-ReLU epilogue from
 :mod:`graphpe.ops.epilogue`, the norms' residual sum, the attention's gather into its
 buckets), and backward the ReLU mask and the bias gradient are one pass, products accumulate
-into gradients no longer read, and the aggregation's gradient adds into ``x``'s: measured
-5% off a ZINC training step (batch 32, one CPU thread) against ``addmm`` with separate passes.
+in place into gradients not read again, and the aggregation's gradient adds into ``x``'s.
 The tests compare outputs, every gradient and the running statistics with the module path.
 
 In evaluation without autograd (``torch.no_grad()`` or ``inference_mode()``, as
@@ -35,12 +32,11 @@ the residual, and the products again run without ``addmm``'s bias copy; outputs 
 module path's to float32 rounding (tested).
 
 It runs only where it computes exactly that layer: training mode (or evaluation without
-autograd), CPU float32, ``mpnn='gine'``
-through the compiled aggregation, ``multihead`` attention (pair biases included, float32),
-no branch
-dropout, batch norms with affine parameters and running statistics (momentum set), no hooks on
-the layer's submodules, and not under ``torch.compile``. Everything else, and any layer with
-``fused = False``, takes the module path.
+autograd), CPU float32, ``mpnn='gine'`` through the compiled aggregation, ``multihead``
+attention (pair biases included, float32), no branch dropout, batch norms with affine
+parameters and running statistics (momentum set), no hooks on the layer's submodules, and not
+under ``torch.compile``. Everything else, and any layer with ``fused = False``, takes the
+module path.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from graphpe.nn.attention import GraphLayout, MultiheadGraphAttention, check_heads
+from graphpe.ops.checks import check_positive_int
 
 
 def _check_dropout(name: str, value: float) -> None:
@@ -50,10 +51,8 @@ class GraphormerLayer(nn.Module):
                  pre_norm: bool = False) -> None:
         super().__init__()
         check_heads(channels, heads)
-        ffn_channels = channels if ffn_channels is None else ffn_channels
-        if isinstance(ffn_channels, bool) or not isinstance(ffn_channels, int) or \
-                ffn_channels < 1:
-            raise ValueError(f"ffn_channels must be a positive int, got {ffn_channels!r}")
+        ffn_channels = check_positive_int(
+            "ffn_channels", channels if ffn_channels is None else ffn_channels)
         for name, value in (("dropout", dropout), ("act_dropout", act_dropout)):
             _check_dropout(name, value)
         self.dropout, self.act_dropout, self.pre_norm = dropout, act_dropout, pre_norm

@@ -31,7 +31,6 @@ from graphpe.nn.encoders import (
     FeatureInput,
     PairBiasEncoder,
     PairFeatureEncoder,
-    _positive,
     parameter_dtype,
 )
 from graphpe.nn.fused import fused_forward, may_fuse
@@ -40,6 +39,7 @@ from graphpe.nn.graph_token import GraphToken, TokenLayout
 from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.rfp import _mlp
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.walk import pair_ids_of_edges
 
 MPNNS = ("gine", "gin", "gatedgcn", None)
@@ -149,8 +149,8 @@ class GPSLayer(nn.Module):
         self.fused = True
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # layers without attention saved before graphpe stopped building their norm2 (never
-        # read) still load
+        # state dicts that hold a norm2 for a layer without attention (never read) still
+        # load
         if self.norm2 is None:
             for key in [k for k in state_dict if k.startswith(prefix + "norm2.")]:
                 del state_dict[key]
@@ -305,8 +305,7 @@ class PEGraphModel(nn.Module):
             raise ValueError(f"pe_combine must be one of {PE_COMBINE}, got {pe_combine!r}")
         for name, value in (("channels", channels), ("num_layers", num_layers),
                             ("out_dim", out_dim)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
+            check_positive_int(name, value)
         if reinject_pe and not pe_encoders:
             raise ValueError("reinject_pe needs at least one PE encoder")
         self.channels, self.task, self.pool, self.pe_combine = channels, task, pool, pe_combine
@@ -589,7 +588,7 @@ class GPS(PEGraphModel):
             raise ValueError("a PairFeatureEncoder feeds attention='grit'; the multihead "
                              "attention takes a bias (PairBiasEncoder)")
         self.pair_encoder = pair_encoder
-        _positive("attention_buckets", attention_buckets)
+        check_positive_int("attention_buckets", attention_buckets)
         self.attention, self.attention_buckets = attention, attention_buckets
         if mpnn == "gine" and self.edge_input is None:
             raise ValueError("mpnn='gine' needs edge features (edge_vocab or edge_dim)")
@@ -607,8 +606,8 @@ class GPS(PEGraphModel):
         self.graph_token = GraphToken(channels, heads) if graph_token else None
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
-        # models saved before graphpe stopped building an edge embedding that no layer read
-        # (mpnn gin or None) still load
+        # state dicts that hold an edge embedding no layer reads (mpnn gin or None) still
+        # load
         if self.edge_input is None:
             for key in [k for k in state_dict if k.startswith(prefix + "edge_input.")]:
                 del state_dict[key]
@@ -719,7 +718,7 @@ class Graphormer(PEGraphModel):
         if pair_encoder is not None and not isinstance(pair_encoder, PairBiasEncoder):
             raise ValueError(f"Graphormer's pair_encoder gives attention biases (a "
                              f"PairBiasEncoder), got {type(pair_encoder).__name__}")
-        _positive("attention_buckets", attention_buckets)
+        check_positive_int("attention_buckets", attention_buckets)
         self.attention_buckets = attention_buckets
         self.pair_encoder = pair_encoder
         self.graph_token = GraphToken(channels, heads) if graph_token else None

@@ -8,6 +8,7 @@ import warnings
 import torch
 from torch import Tensor, nn
 
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import (
     batch_from_ptr,
     laplacian_entries,
@@ -23,11 +24,6 @@ POOLINGS = ("sum", "mean")
 # torch fills whole chunks of 16 values, so row i of a table of 16 * b rows does not depend on
 # b, and a node's draws depend only on its local id (and the seed), not on its batch
 _DRAW_BLOCK = 16
-
-
-def _positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
 def _bn_mlp(sizes: list[int], batch_norm: bool) -> nn.Sequential:
@@ -155,7 +151,7 @@ class PEARLEncoder(nn.Module):
                             ("layers", layers), ("hidden", hidden), ("pe_dim", pe_dim),
                             ("powers", powers), ("mlp_layers", mlp_layers),
                             ("mlp_hidden", mlp_hidden), ("max_nodes", max_nodes)):
-            _positive(name, value)
+            check_positive_int(name, value)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"seed must be an int, got {seed!r}")
         if not isinstance(batch_norm, bool):

@@ -43,8 +43,7 @@ class RFPEncoder(nn.Module):
       the size of the node's graph and ``d = dim`` (so ``G_00`` averages 1 over a graph).
       These do not change when the draw is rotated (``X_0 -> X_0 Q`` for orthogonal ``Q``
       commutes with unnormalized propagation), so ``phi`` reads estimates of
-      :math:`(S^{l+m})_{ii}`-like return quantities rather than noise: on CSL and EXP it
-      reaches in 100 epochs what ``trajectory`` needs 300 for (``benchmarks/papers/rfp.py``).
+      :math:`(S^{l+m})_{ii}`-like return quantities rather than noise.
 
     Args:
         in_dim: ``F = dim * (steps + 1)``, the trajectory length per draw.

@@ -40,6 +40,7 @@ from graphpe.nn.encoders import (
     parameter_dtype,
     read_attribute,
 )
+from graphpe.ops.checks import check_positive_int
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
 # finite softmax instead of NaN; next to any real key, exp(-1e9 - max) is exactly 0 in float32.
@@ -150,9 +151,8 @@ def static_batch(
     G = count if num_graphs is None else num_graphs
     S = _round_up(max(largest, 1), size_multiple) if graph_size is None else graph_size
     E = _round_up(max(edges, 1), edge_multiple) if num_edges is None else num_edges
-    for name, value in (("num_graphs", G), ("graph_size", S), ("num_edges", E)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    G, S, E = (check_positive_int(name, value) for name, value in (
+        ("num_graphs", G), ("graph_size", S), ("num_edges", E)))
     if count > G:
         raise ValueError(f"the batch has {count} graphs, more than num_graphs={G}")
     if largest > S:

@@ -1,12 +1,9 @@
 """Dropout masks on the host CPU from a counter-based hash, in one pass.
 
-``torch.rand_like`` draws every element from a Mersenne twister, ~1 ns per element on one
-thread; with the mask's comparison, scaling and product that is four passes over the tensor.
-For the attention weights of a GPS step (ten layers, ~120k weights each on a ZINC batch of
-32) the random numbers alone were the largest cost of the step after the matrix products
-(~3 ms of ~61). Here element ``i`` of a call keeps its value when a keyed hash of ``i`` lands
-above the drop probability, and the kept values are scaled by ``1 / (1 - p)``: one compiled
-loop that vectorizes (no state carried from one element to the next).
+Element ``i`` of a call keeps its value when a keyed hash of ``i`` lands above the drop
+probability ``p``, and the kept values are scaled by ``1 / (1 - p)``: one compiled loop over
+the tensor that vectorizes (no state carried from one element to the next), where
+``torch.rand_like`` with the mask's comparison, scaling and product is four passes.
 
 The hash is two rounds of Wellons' ``lowbias32`` integer mixer, each keyed by a 32-bit word
 drawn from torch's default generator, so ``torch.manual_seed`` fixes the masks as it fixes
@@ -45,8 +42,8 @@ def _lowbias32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 @intrinsic
 def _keyed_hash(typingctx, index, key0, key1):  # pragma: no cover - compiled
     """``lowbias32(lowbias32(index ^ key0) ^ key1)`` on uint32 values. Written as LLVM IR on
-    32-bit integers: numba types a product of two uint32 as uint64, and its vector loops then
-    multiply in 64-bit lanes (~25% slower per element, measured)."""
+    32-bit integers, so that vector loops multiply in 32-bit lanes (numba types a product of
+    two uint32 as uint64)."""
     sig = nb_types.uint32(nb_types.uint32, nb_types.uint32, nb_types.uint32)
 
     def codegen(context, builder, signature, args):

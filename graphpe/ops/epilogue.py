@@ -1,14 +1,11 @@
 """Compiled (numba) epilogues of linear maps on the host CPU: bias and ReLU forward, ReLU
 backward with the bias gradient, in place; and a residual block's ``x + ReLU(v)``.
 
-``torch.addmm(bias, a, W^T)`` copies the broadcast bias into its output before the product
-adds to it, one pass over the output more than ``torch.mm``; a ReLU after it is another pass,
-and backward ``threshold_backward`` writes a new gradient that the bias gradient's column sum
-then reads again. On a ZINC batch of 32 (~730 rows of 64 or 128 channels) each such pass is
-5-20 us, and the fused GPS layer (:mod:`graphpe.nn.fused`) makes a dozen per layer. Here the
-product runs as ``mm`` and one loop over its output adds the bias and applies the ReLU; the
-backward's loop masks the gradient in place and sums its columns. The inner loops run along
-the contiguous channels.
+The product runs as ``torch.mm`` and one loop over its output adds the bias and applies the
+ReLU (what ``torch.addmm(bias, a, W^T)`` followed by ``relu`` computes); the backward's loop
+masks the gradient in place and sums its columns (the bias gradient). The inner loops run
+along the contiguous channels. Used by the fused GPS and GINE layers
+(:mod:`graphpe.nn.fused`, :mod:`graphpe.nn.fused_gine`).
 
 Layouts: ``[N, C]`` C-contiguous float32 or float64 arrays, ``bias [C]`` of the same dtype.
 """

@@ -1,8 +1,7 @@
 """Elementwise functions for compiled (numba) loops that leave those loops vectorizable.
 
 libm's ``expf``, which numba calls for ``np.exp``, is a scalar call per element: a loop over a
-row that calls it does not vectorize, and on the CPU's ~25-element attention rows or 64-channel
-edge rows the calls cost more than the rest of the loop. Here :math:`2^x` is a polynomial on
+row that calls it does not vectorize. Here :math:`2^x` is a polynomial on
 ``[-1/2, 1/2]`` times a power of two built from its exponent bits, inlined into the caller; its
 relative error is ~1e-7, float32 rounding. float64 callers of :func:`sigmoid` get libm's
 ``exp`` (the polynomial is float32-accurate only).

@@ -1,13 +1,11 @@
 """Host (CPU) plumbing shared by every encoding's compiled (numba) kernels.
 
-A transform called on one ``Data`` (PyG's ``pre_transform`` path), or on a training batch on
-the CPU, does little maths: a 23-node molecule needs a ~40 us LAPACK ``eigh`` or a few tiny
-matrix products. Done as batched torch operations, the same work costs ~100 tensor-op
-dispatches of 3-10 us each, 20-50x the maths. So every encoding family also has compiled
-kernels (``ops.eigen.compiled``, ``ops.walk.compiled``, ``ops.propagate.compiled``,
-``ops.curvature.compiled``), each one compiled loop over the graphs of a batch, on numpy views
-of the CPU tensors: per-graph cost follows the graph (no padding to size buckets), and a whole
-dataset chunk costs one call as well.
+Every encoding family has, beside its batched torch kernels (its ``tensor`` module), compiled
+kernels for CPU tensors (``ops.eigen.compiled``, ``ops.walk.compiled``,
+``ops.propagate.compiled``, ``ops.curvature.compiled``): each is one compiled loop over the
+graphs of a batch, on numpy views of the CPU tensors, that computes every graph at its own size
+(no padding to size buckets); a single ``Data`` (PyG's ``pre_transform`` path), a training
+batch and a whole dataset chunk are each one call.
 
 Kernels start from :func:`simple_csr`, the undirected simple graph of the input in CSR form
 (the same graph as :func:`graphpe.ops.graph.undirected_simple`: symmetrized, self loops
@@ -177,13 +175,9 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     """An uninitialized numpy array for a host kernel's output (wrap it with
     ``torch.from_numpy``).
 
-    Allocated by numpy rather than torch on purpose: numpy advises the kernel to back large
-    arrays with transparent huge pages, torch's and numba's own allocations get 4 KB pages, and
-    the page faults of a freshly allocated output are most of its cost to write. Measured on
-    this project's CPU: refilling a fresh 36 MB array took ~6 ms against ~22 ms. The first
-    huge-page allocations of a process are slower than 4 KB pages (a 220 MB one took 100-400
-    ms against ~90 ms), so this pays in loops that allocate the same sizes again (training
-    steps), not in one-off outputs: RRWP's precompute output stays a torch allocation."""
+    Allocated by numpy, which advises the kernel to back large arrays with transparent huge
+    pages (torch's and numba's own allocations get 4 KB pages). Meant for outputs allocated
+    again at the same sizes (training steps), not for one-off outputs."""
     return np.empty(shape, dtype=dtype)
 
 
@@ -213,11 +207,9 @@ def rows_or_zero(src: Tensor, index: Tensor, bias: Tensor | None = None) -> Tens
     gets ``bias[r % k]`` added (padding rows stay 0): the bias of the linear map whose output
     ``src`` is, viewed in rows of ``width`` (``k`` rows of it per output row of the map).
 
-    A scatter into a zero-padded buffer (``new_zeros(...).index_copy_(0, rows, src)``) written
-    as a gather, one pass over the output in order: the padded buffers of the bucketed
-    attention take ~25 us this way against ~110 us for the scatter on a ZINC batch of 32
-    (9,000 rows of 16 in a buffer of 11,500), where the scatter's writes jump between the
-    heads' blocks."""
+    The same result as a scatter into a zero-padded buffer
+    (``new_zeros(...).index_copy_(0, rows, src)``), computed as a gather: one pass over the
+    output in order."""
     src = src.detach().contiguous()
     dtype = src.numpy().dtype
     out = host_empty((index.shape[0], src.shape[1]), dtype)

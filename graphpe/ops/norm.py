@@ -1,14 +1,11 @@
 """Compiled (numba) batch normalization over node rows on the host CPU, forward and backward.
 
-In a GPS layer each batch norm follows a residual sum, ``BN(a + b)``. On a ZINC batch of 32
-(~730 rows of 64 channels) torch's training-mode ``batch_norm`` takes ~40 us each way, and the
-sum, the running-statistics update and the autograd bookkeeping around it a few more calls;
-the arrays fit in L2, so the cost is passes and dispatch. Here the forward is three loops over
-the rows (sum and mean, variance about the mean, normalize) that also form the residual sum,
-add an optional second term to the output and update the running statistics; the backward is
-two loops. The inner loops run along the contiguous channels. In evaluation the norm is a
-per-channel affine map from the running statistics (:func:`batch_norm_inference`): one loop
-that forms the residual sum and maps it.
+In a GPS layer each batch norm follows a residual sum, ``BN(a + b)``. The forward is three
+loops over the rows (sum and mean, variance about the mean, normalize) that also form the
+residual sum, add an optional second term to the output and update the running statistics; the
+backward is two loops. The inner loops run along the contiguous channels. In evaluation the
+norm is a per-channel affine map from the running statistics (:func:`batch_norm_inference`):
+one loop that forms the residual sum and maps it.
 
 Training-mode batch norm of :class:`torch.nn.BatchNorm1d` on ``[N, C]``: the statistics are
 the batch mean and the biased variance (two passes, float64 accumulators), the running

@@ -2,22 +2,18 @@
 scores (Ma et al., ICML 2023) and the attention-weighted sums over each query's pairs, each
 with its backward.
 
-Written as torch operations, GRIT's per-pair maths is ~15 elementwise passes over ``[P, C]``
-tensors forward and as many backward, each reading and writing all of them (a ZINC batch of
-128 molecules has ~70,000 pairs: 18 MB per pass); the GRIT layer is memory-bound. Here each
-direction is one loop over the pairs that keeps a pair's ``C`` values in registers, reading
-the inputs once and writing the outputs once. The torch formulation in
-:mod:`graphpe.nn.grit` is the reference (the tests compare values and gradients) and the path
-on GPUs.
+Each direction (forward, backward) is one loop over the pairs that keeps a pair's ``C``
+values in registers, reading the inputs once and writing the outputs once. The torch
+formulation in :mod:`graphpe.nn.grit` is the reference (the tests compare values and
+gradients) and the path on GPUs.
 
 Layouts: ``q, k, v [N, C]`` node rows; ``ewb [P, 2C]`` the pair terms ``W_Ew e`` (first ``C``)
 and ``W_Eb e`` (last ``C``); ``score [d, H]`` (``C = H d``, channel ``c`` of head ``c // d``);
 ``query, key [P]`` int64 node ids.
 
 The ``[P, ...]`` outputs are allocated by the callers with
-:func:`graphpe.ops.host.host_empty`, not inside the kernels: numpy backs large arrays
-with huge pages, and a fresh 36 MB array then costs ~4 ms of page faults instead of ~19 ms
-with the 4 KB pages that torch's and numba's own allocations get.
+:func:`graphpe.ops.host.host_empty` (numpy arrays backed by huge pages), not inside the
+kernels.
 """
 
 from __future__ import annotations

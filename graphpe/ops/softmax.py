@@ -2,14 +2,11 @@
 attention-weight dropout, forward and backward, on the host CPU.
 
 The bucketed attention of :mod:`graphpe.nn.attention` holds a bucket's scores as ``[heads *
-graphs, n, n]`` blocks of ~25-key rows. torch's softmax over such short rows costs ~1.5 ns
-per element on one thread, the dropout pass another ~1 ns, and the softmax backward four more
-passes (product, row sum, ``addcmul_``, scale). Written as plain loops over a row, a compiled
-kernel does no better: the rows are too short for LLVM's loop vectorizer (numba leaves the
-SLP vectorizer off). So these kernels take the blocks transposed, keys first (``S^T = K Q^T``,
-``[blocks, keys, queries]``, which the batched products give at no cost, reading ``Q`` and
-``K`` transposed): the softmax then runs down each column, and every inner loop runs along a
-row of queries, updating one running maximum and sum per query, which vectorizes. The
+graphs, n, n]`` blocks of short rows (~25 keys for molecules). These kernels take the blocks
+transposed, keys first (``S^T = K Q^T``, ``[blocks, keys, queries]``, which the batched
+products give by reading ``Q`` and ``K`` transposed): the softmax runs down each column, and
+every inner loop runs along a row of queries, updating one running maximum and sum per query,
+so that it vectorizes (a loop along a row of keys is too short for LLVM's loop vectorizer). The
 exponential is a polynomial on ``[-1/2, 1/2]`` times a power of two built from its exponent
 bits (:func:`graphpe.ops.fastmath.exp2_poly`: libm's ``expf`` does not vectorize here).
 

@@ -50,10 +50,10 @@ def concat_to_x(x: Tensor | None, value: Tensor) -> Tensor:
 
 
 def set_fields(data: Data, values: dict[str | None, Tensor]) -> None:
-    """``data[name] = value`` for every item, writing the storage's mapping directly: PyG's
-    ``__setitem__`` path costs ~2 us per attribute, more than a small graph's encoding. The
-    storage's attribute-kind caches are cleared for those names, as ``__setitem__`` does. The
-    name None appends the value to ``data.x`` (:func:`concat_to_x`)."""
+    """``data[name] = value`` for every item, writing the storage's mapping directly (not
+    through PyG's ``__setitem__``). The storage's attribute-kind caches are cleared for those
+    names, as ``__setitem__`` does. The name None appends the value to ``data.x``
+    (:func:`concat_to_x`)."""
     if None in values:
         values = dict(values)
         values["x"] = concat_to_x(fields(data).get("x"), values.pop(None))
@@ -229,7 +229,7 @@ class PETransform(BaseTransform):
                   None if self._shared else distributed_rank())
         if stream != self._stream:
             seed = self.__dict__.get("_base_seed")
-            if seed is None:  # a transform pickled before _base_seed existed
+            if seed is None:  # a transform unpickled without a _base_seed
                 seed = self.seed if self.seed is not None else self._generator.initial_seed()
             if stream[1] is not None:
                 seed = _mix_seeds(seed, stream[1] + 1)

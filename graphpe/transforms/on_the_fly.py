@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
+from graphpe.ops.checks import check_non_negative_int
 from graphpe.transforms.base import (
     PETransform,
     graph_structure,
@@ -42,8 +43,8 @@ class OnTheFlyPE(nn.Module):
 
     Where a GPU batch's encodings are computed is ``compute_on``: on a GPU, batches of small
     graphs are launch-bound (each size bucket, propagation step and Gram-Schmidt column is a
-    few kernel launches of microseconds of work), and the compiled CPU kernels, one loop over
-    the graphs, are several times faster; the results are then copied to the batch's device.
+    few kernel launches of microseconds of work), so they may go to the compiled CPU kernels
+    (one loop over the graphs) instead, the results then copied to the batch's device.
 
     Args:
         transforms: graphpe transforms (``RWSE``, ``LaplacianPE``, ``RFP``, ...).
@@ -66,10 +67,7 @@ class OnTheFlyPE(nn.Module):
                 raise ValueError(f"OnTheFlyPE takes graphpe transforms, got {type(t).__name__}")
         if compute_on not in COMPUTE_ON:
             raise ValueError(f"compute_on must be one of {COMPUTE_ON}, got {compute_on!r}")
-        if (isinstance(host_max_nodes, bool) or not isinstance(host_max_nodes, int)
-                or host_max_nodes < 0):
-            raise ValueError(f"host_max_nodes must be a non-negative int, got "
-                             f"{host_max_nodes!r}")
+        host_max_nodes = check_non_negative_int("host_max_nodes", host_max_nodes)
         self.compute_on = compute_on
         self.host_max_nodes = host_max_nodes
 

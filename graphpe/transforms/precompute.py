@@ -27,6 +27,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.transforms import BaseTransform, Compose
 from tqdm.auto import tqdm
 
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import INDEX_DTYPES, validate_graph
 from graphpe.transforms.base import PETransform, concat_to_x, fields, node_count, set_fields
 
@@ -307,10 +308,8 @@ def precompute(
     write that was killed is removed by a later run); a damaged file is
     detected, reported and recomputed.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
-        raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
+    batch_size = check_positive_int("batch_size", batch_size)
+    num_workers = check_positive_int("num_workers", num_workers)
     if isinstance(dataset, (str, bytes, Data)) or not (
             hasattr(dataset, "__len__") and hasattr(dataset, "__getitem__")):
         raise ValueError("dataset must be a sequence of Data (a list, an InMemoryDataset or "
@@ -338,8 +337,8 @@ def precompute(
 def _gc_paused():
     """Pause Python's cyclic garbage collector: the per-graph loops below allocate a few
     objects per graph, and with tens of thousands of ``Data`` alive every generation-2
-    collection they trigger walks all of them (measured: up to half of a list precompute).
-    Collection is deferred to the end, not skipped."""
+    collection they trigger walks all of them. Collection is deferred to the end, not
+    skipped."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -488,8 +487,8 @@ PAIR_COUNTS = ":pair_counts"
 def _pair_offsets(structure: _Structure, transforms: list[PETransform],
                   outputs: dict[str, Tensor]) -> dict[str, Tensor]:
     """Per pair-level output name: where each graph's pairs start (``[G + 1]``), from the
-    counts ``_run`` stored (taken out of ``outputs``), else (a cache written before those) from
-    the transform's own count of all pairs."""
+    counts ``_run`` stored (taken out of ``outputs``), else (a cache file without those counts)
+    from the transform's own count of all pairs."""
     sizes = structure.ptr[1:] - structure.ptr[:-1]
     out = {}
     for t in transforms:

@@ -391,10 +391,8 @@ def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
     counts (LAPACK's ``dstebz`` rule: the count of negative pivots of ``T - x I`` is the number
     of eigenvalues below ``x``), to within ``tol``, then the smallest ``want`` of all blocks.
 
-    All of a block's wanted eigenvalues are bisected together, one lane each: a Sturm count is
-    a chain of dependent divisions, and the lanes' chains are independent, so the CPU overlaps
-    them (and vectorizes the lane loop) where QL for every eigenvalue is one long chain of
-    square roots and divisions. For 17 of 150 eigenvalues this is ~3x cheaper than QL.
+    All of a block's wanted eigenvalues are bisected together, one lane each (independent
+    chains of Sturm-count divisions, a loop over lanes that vectorizes).
     ``scratch``: ``[4, >= n]`` floats; ``counts``: ``>= n`` ints."""
     eps = 2.220446049250313e-16
     pivmin = 2.2250738585072014e-308 * 4.0  # > 0: a zero pivot counts as negative
@@ -464,8 +462,8 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
     """The graphs ``graphs`` (above :data:`SMALL_EIGH_MAX` nodes): LAPACK's blocked ``dsytrd``
     reduction to tridiagonal form, the wanted eigenvalues by bisection
     (:func:`_smallest_by_bisection`; QL for all of them where the wanted are more than a
-    quarter), inverse iteration for their vectors, LAPACK's ``dormtr`` back-transformation
-    (blocked: ~1.2x faster than the compiled loop of :func:`_eigh_vectors` at 150 nodes)."""
+    quarter), inverse iteration for their vectors, LAPACK's blocked ``dormtr``
+    back-transformation."""
     deg, dis = _degrees(indptr, weight)
     nmax = 1
     for g in graphs:  # compiled: the largest graph sizes the scratch

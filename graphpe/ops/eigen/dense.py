@@ -4,10 +4,9 @@
   another on one core, so with several torch threads the batches (size buckets) are spread
   over a thread pool (``eigh`` releases the GIL).
 - CUDA: ``torch.linalg.eigh`` uses cuSOLVER's batched Jacobi solver only up to ``n = 32``;
-  above that it loops over the batch with a per-matrix solver and costs hundreds of
-  microseconds per matrix instead of about one (PyTorch issues 175585 and 174674). So larger
-  batches go to CuPy's batched ``eigh`` through DLPack, with no copy, when CuPy is installed
-  (the ``gpu`` extra), and otherwise to LAPACK on the host.
+  above that it loops over the batch with a per-matrix solver (pytorch/pytorch#175585 and
+  #174674). So larger batches go to CuPy's batched ``eigh`` through DLPack, with no copy,
+  when CuPy is installed (the ``gpu`` extra), and otherwise to LAPACK on the host.
 
 Results of the GPU solvers are checked (one batched product: finite values and
 ``max |A v - lambda v| <= check_tol * max(1, |lambda|)``); matrices that fail are solved again

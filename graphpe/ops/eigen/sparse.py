@@ -2,12 +2,8 @@
 subspace iteration (ChFSI; Zhou, Saad, Tiago and Chelikowsky, J. Comput. Phys. 2006; Zhou and
 Saad, SIAM J. Matrix Anal. Appl. 2007).
 
-Why this method: every step is a sparse-times-dense-block product (cuSPARSE/MKL SpMM, the one
-operation sparse hardware is good at) plus small dense algebra on ``n x p`` blocks; it needs no
-factorization and no preconditioner, keeps its cost per iteration fixed, and runs unchanged on
-CPU and CUDA tensors. LOBPCG was the alternative; its three-block Rayleigh-Ritz is less stable
-in float32 and each of its steps applies the matrix once, where ChFSI applies a whole filter
-polynomial per orthogonalization.
+Every step is a sparse-times-dense-block product (cuSPARSE/MKL SpMM) plus small dense algebra
+on ``n x p`` blocks, with no factorization and no preconditioner, on CPU and CUDA tensors alike.
 
 Each iteration, for a block ``X`` (``n x p``, orthonormal, ``p`` a few more than the wanted
 ``k``):
@@ -20,8 +16,8 @@ Each iteration, for a block ``X`` (``n x p``, orthonormal, ``p`` a few more than
 3. Rayleigh-Ritz in float64: ``H = Q^T L Q``, ``H = W diag(theta) W^T``, ``X = Q W``;
 4. residual check ``||L x_j - theta_j x_j|| <= tol`` for the ``k`` wanted pairs.
 
-SpMM runs in the operator's dtype (float32 by default: half the memory traffic); Gram matrices,
-Ritz values and residual norms are accumulated in float64.
+SpMM runs in the operator's dtype (float32 by default); Gram matrices, Ritz values and residual
+norms are accumulated in float64.
 """
 
 from __future__ import annotations
@@ -32,6 +28,7 @@ from typing import NamedTuple
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.propagate.tensor import orthonormalize
 
 
@@ -148,8 +145,7 @@ def chebyshev_eigenpairs(
             here in float64); columns beyond ``q`` are random.
         warn: warn when ``max_iter`` is reached without convergence.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = check_positive_int("k", k)
     if operator.dim() != 2 or operator.size(0) != operator.size(1):
         raise ValueError(f"operator must be a square matrix, got shape {tuple(operator.shape)}")
     if degree < 1:

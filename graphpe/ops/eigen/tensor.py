@@ -6,7 +6,7 @@ Padded rows get a diagonal entry above the spectrum, so their eigenpairs sort af
 one and are never selected. Graphs above ``dense_max_nodes`` go to a sparse solver and are never
 densified.
 
-Conventions (``../DESIGN.md`` §3-4):
+Conventions:
 - the graph is the undirected simple graph underlying the input (``ops.graph.undirected_simple``);
 - the trivial eigenpairs are the eigenvalue-0 ones, one per connected component (isolated nodes
   count as components); by default they are dropped and the next ``k`` are kept;
@@ -27,6 +27,7 @@ import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.compiled import laplacian_eigenpairs_host
 from graphpe.ops.eigen.dense import EIGH_BACKENDS, batched_eigh
 from graphpe.ops.eigen.sparse import chebyshev_eigenpairs, component_basis
@@ -234,8 +235,7 @@ def check_eigenpair_options(
 ) -> None:
     """Raise ``ValueError`` naming the first invalid option of :func:`laplacian_eigenpairs`
     (shared with ``LaplacianPE``, which checks at construction)."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    check_positive_int("k", k)
     for name, value, choices in (("normalization", normalization, NORMALIZATIONS),
                                  ("sign", sign, SIGN_MODES),
                                  ("eigh_backend", eigh_backend, EIGH_BACKENDS),

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import check_non_negative_int
 from graphpe.ops.graph import (
     batch_from_ptr,
     bucket_growth_for,
@@ -108,8 +109,7 @@ def random_feature_propagation(
     fastest here, on all threads) or ``auto`` (``compiled`` for CPU batches of graphs up to
     :data:`~graphpe.ops.host.COMPILED_MAX_NODES` nodes).
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    steps = check_non_negative_int("steps", steps)
     if operator not in OPERATORS:
         raise ValueError(f"operator must be one of {OPERATORS}, got {operator!r}")
     if normalization not in PROPAGATION_NORMS:
@@ -358,8 +358,7 @@ def propagate(
     Returns ``[L + 1, N, d]`` (or ``[L + 1, N, draws, d]``). With ``qr`` and enough steps, the
     span of ``X_L`` approaches the dominant ``d``-dimensional invariant subspace of ``S``.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+    steps = check_non_negative_int("steps", steps)
     if normalization not in PROPAGATION_NORMS:
         raise ValueError(
             f"normalization must be one of {PROPAGATION_NORMS}, got {normalization!r}"

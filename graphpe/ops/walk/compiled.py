@@ -270,9 +270,8 @@ def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, s
 
 
 def _one_off_output(shape: tuple[int, ...]) -> np.ndarray:
-    """An uninitialized int64 output written once (a transform's), allocated by torch: numpy's
-    huge-page advice (:func:`host_empty`) stalls on memory compaction when such outputs pile
-    up (a precompute's chunks: ~4x slower measured), and pays only for re-used sizes."""
+    """An uninitialized int64 output written once (a transform's), allocated by torch rather
+    than with :func:`host_empty` (whose huge-page advice pays only for re-used sizes)."""
     return torch.empty(shape, dtype=torch.long).numpy()
 
 

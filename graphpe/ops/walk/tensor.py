@@ -42,6 +42,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import check_non_negative_int, check_positive_int
 from graphpe.ops.graph import (
     SizeBucket,
     bucket_groups,
@@ -151,8 +152,7 @@ def local_pairs(edge_index: Tensor, num_nodes: int, hops: int, *,
     included): ``values [P]`` (int64) is ``d(i, j)``; pairs sorted by ``i`` then ``j``
     (graph by graph, as the nodes), ``pair_ptr [G + 1]`` where each graph's pairs start.
     Breadth-first searches on the host, ``O(P)`` memory; the result is on the edges' device."""
-    if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
-        raise ValueError(f"hops must be a non-negative int, got {hops!r}")
+    hops = check_non_negative_int("hops", hops)
     validate_graph(edge_index, num_nodes, None, ptr)
     return _local_pairs(simple_csr(edge_index, num_nodes), num_nodes, hops, ptr,
                         edge_index.device)
@@ -238,8 +238,7 @@ def relative_random_walk_probs(
     the same values, exact (float64 on the host: one sparse walk of ``num_steps - 1`` steps
     per source, over the ``num_steps - 1``-hop ball it reaches); other pairs are not listed
     (with ``hops >= num_steps - 1`` those are exactly the pairs whose values are all 0)."""
-    if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
-        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    num_steps = check_positive_int("num_steps", num_steps)
     _check_hops(hops)
     if hops is not None:
         validate_graph(edge_index, num_nodes, edge_weight, ptr)
@@ -318,10 +317,8 @@ def shortest_paths(
     """:func:`shortest_path_distances` and, for ``path_hops > 0``, :func:`shortest_path_edges`
     of its pairs (None otherwise), from one validation and one host graph: Graphormer's
     spatial and edge-encoding inputs (``SPD(path_hops=...)``)."""
-    if isinstance(max_dist, bool) or not isinstance(max_dist, int) or max_dist < 1:
-        raise ValueError(f"max_dist must be a positive int, got {max_dist!r}")
-    if isinstance(path_hops, bool) or not isinstance(path_hops, int) or path_hops < 0:
-        raise ValueError(f"path_hops must be a non-negative int, got {path_hops!r}")
+    max_dist = check_positive_int("max_dist", max_dist)
+    path_hops = check_non_negative_int("path_hops", path_hops)
     if local:
         validate_graph(edge_index, num_nodes, None, ptr)
         csr = simple_csr(edge_index.cpu(), num_nodes)
@@ -390,8 +387,7 @@ def shortest_path_edges(
     pairs cost. In a batch, ``ptr`` gives the graphs (``edge_index`` grouped by graph in
     graph order, as PyG collates it); the result is on ``pair_index``'s device.
     """
-    if isinstance(max_hops, bool) or not isinstance(max_hops, int) or max_hops < 1:
-        raise ValueError(f"max_hops must be a positive int, got {max_hops!r}")
+    max_hops = check_positive_int("max_hops", max_hops)
     validate_graph(edge_index, num_nodes, None, ptr)
     if (not isinstance(pair_index, Tensor) or pair_index.dim() != 2
             or pair_index.size(0) != 2 or pair_index.dtype not in (torch.int64, torch.int32)):
@@ -571,8 +567,7 @@ def random_walk_landing_probs(
         self_loops: the walk may take the graph's self loops (``A_ii`` = the loop's weight,
             counted once in the degree), as PyG's ``AddRandomWalkPE``; False drops them.
     """
-    if isinstance(walk_length, bool) or not isinstance(walk_length, int) or walk_length < 1:
-        raise ValueError(f"walk_length must be a positive int, got {walk_length!r}")
+    walk_length = check_positive_int("walk_length", walk_length)
     device = edge_index.device
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     # Every node is written below: by its bucket, or by the sparse path of its large graph.
@@ -661,9 +656,7 @@ def _dense_landing_group(
 def _dense_landing(sym: Tensor, out: Tensor) -> None:
     """Write the diagonals of ``S^1..S^T`` for a stack ``[b, n, n]`` into ``out`` ``[T, b, n]``.
 
-    ``T - 1`` batched products. (Row-wise dot products of lower powers need fewer flops, since
-    ``(S^{a+b})_ii = <row_i(S^a), row_i(S^b)>`` for symmetric ``S``, but at molecule sizes a
-    batched dot of length n costs as much as a whole batched n x n product: the products win.)
+    ``T - 1`` batched products.
     """
     power = sym
     out[0] = sym.diagonal(dim1=-2, dim2=-1)
