@@ -52,7 +52,8 @@ def _assert_static_equals_eager_in_training(eager: nn.Module, batch) -> None:
 
 
 @pytest.mark.parametrize("pe", [{"rwse": {"walk_length": 8}},
-                                {"lap": {"k": 6}, "lcp": {}, "rfp": {"dim": 4, "steps": 2}}])
+                                {"lap": {"k": 6}, "lcp": {},
+                                 "rfp": {"dim": 4, "steps": 2, "readout": "trajectory"}}])
 @pytest.mark.parametrize("pool", ["sum", "mean", "max"])
 def test_static_equals_eager_in_training(pe, pool):
     eager = gps(pe, pool=pool, attn_dropout=0.0)
