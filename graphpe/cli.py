@@ -34,7 +34,8 @@ def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]
     rows = []
     print(f"graphpe demo: GINE (4 layers, 32 channels) on CSL generated in code, "
           f"{len(train)}/{len(val)}/{len(test)} train/val/test graphs, {epochs} epochs")
-    for pe in ["none", *(name for name, cls in encodings().items() if cls.demo)]:
+    shown = sorted((cls.demo, name) for name, cls in encodings().items() if cls.demo)
+    for pe in ["none", *(name for _, name in shown)]:
         config = TrainConfig(epochs=epochs, batch_size=16, lr=2e-3, warmup_epochs=5,
                              patience=epochs, seed=seed, progress=progress)
         record = run(bundle, pe, model="gine", channels=32, layers=4, config=config)

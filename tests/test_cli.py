@@ -9,7 +9,7 @@ from tests.conftest import copy_shared
 
 def test_demo_runs_every_pe(capsys):
     rows = demo(epochs=2)
-    assert [r["pe"] for r in rows] == ["none", "lap", "lcp", "rfp", "rwse", "spe"]
+    assert [r["pe"] for r in rows] == ["none", "lap", "rwse", "rfp", "lcp", "spe"]
     assert "test acc" in capsys.readouterr().out
 
 

@@ -16,7 +16,7 @@ class LCP(Encoding):
     paper = ("Fesser & Weber, Effective Structural Encodings via Local Curvature Profiles, "
              "ICLR 2024")
     family = "curvature"
-    demo = True
+    demo = 4
     reference_test = ("tests/ops/curvature/test_curvature.py::"
                       "test_exact_orc_matches_graph_ricci_curvature")
 

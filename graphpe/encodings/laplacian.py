@@ -43,7 +43,7 @@ class Lap(_Eigenpairs):
     summary = "Laplacian eigenvectors and eigenvalues through DeepSets (GraphGPS's LapPE)"
     paper = "Dwivedi et al., Benchmarking Graph Neural Networks, JMLR 2023"
     attr_names = ("lap_pe", "lap_eigvals", "lap_mask")
-    demo = True
+    demo = 1
     reference_test = ("tests/transforms/test_laplacian.py::"
                       "test_matches_pyg_eigenvalue_subspace_on_connected_graph")
 
@@ -78,7 +78,7 @@ class SPE(_Eigenpairs):
     paper = "Huang et al., On the Stability of Expressive Positional Encodings, ICLR 2024"
     attr_names = ("spe_pe", "spe_eigvals", "spe_mask")
     keep_trivial = True
-    demo = True
+    demo = 5
     warmup_models = ("gine",)
     reference_test = "tests/nn/test_encoders.py::test_spe_equals_its_dense_per_graph_formula"
 

@@ -60,7 +60,7 @@ class Encoding:
       compiles as well;
     - ``warmup_models``: models trained by ``graphpe warmup`` with this encoding (their
       kernels depend on it);
-    - ``demo``: part of ``graphpe demo``'s comparison;
+    - ``demo``: its place in ``graphpe demo``'s comparison (None: not part of it);
     - ``reference_test``: ``path::test`` of the test that checks it against an independent
       reference (the registry's completeness test runs through them).
     """
@@ -72,7 +72,7 @@ class Encoding:
     family: ClassVar[str]
     warmup_variants: ClassVar[tuple[dict[str, Any], ...]] = ()
     warmup_models: ClassVar[tuple[str, ...]] = ()
-    demo: ClassVar[bool] = False
+    demo: ClassVar[int | None] = None
     reference_test: ClassVar[str]
 
     def __post_init__(self) -> None:

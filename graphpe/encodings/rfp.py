@@ -17,7 +17,7 @@ class RFP(Encoding):
     summary = "Random Feature Propagation: trajectories of random features under an operator"
     paper = "Eliasof et al., Graph Positional Encoding via Random Feature Propagation, ICML 2023"
     family = "propagate"
-    demo = True
+    demo = 3
     reference_test = "tests/ops/propagate/test_rfp.py::test_operators_match_dense_definitions"
 
     dim: int = setting(16)

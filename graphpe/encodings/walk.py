@@ -17,7 +17,7 @@ class RWSE(Encoding):
     paper = ("Dwivedi et al., Graph Neural Networks with Learnable Structural and Positional "
              "Representations, ICLR 2022")
     family = "walk"
-    demo = True
+    demo = 2
     warmup_models = ("gps", "gine", "gatedgcn")
     reference_test = "tests/transforms/test_rwse.py::test_data_and_batch_equal_pyg"
 
