@@ -5,6 +5,7 @@ Each writes its own attributes (``attr_names``), so several can be used together
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from torch import nn
@@ -15,6 +16,7 @@ from graphpe.ops.checks import check_positive_int
 from graphpe.transforms import LaplacianPE
 
 
+@dataclass(frozen=True, repr=False)
 class _Eigenpairs(Encoding):
     """Shared by the four: ``k`` eigenpairs of the ``normalization`` Laplacian, written to the
     declaration's ``attr_names``."""
@@ -22,6 +24,9 @@ class _Eigenpairs(Encoding):
     attr_names: ClassVar[tuple[str, str, str]]
     keep_trivial: ClassVar[bool] = False
     family = "eigen"
+
+    k: int = setting(8, check_positive_int)
+    normalization: str = setting("sym")
 
     def transform(self) -> LaplacianPE:
         return LaplacianPE(self.k, normalization=self.normalization,
@@ -47,8 +52,6 @@ class Lap(_Eigenpairs):
     reference_test = ("tests/transforms/test_laplacian.py::"
                       "test_matches_pyg_eigenvalue_subspace_on_connected_graph")
 
-    k: int = setting(8, check_positive_int)
-    normalization: str = setting("sym")
     sign: str = setting("canonical")
 
     def encoder(self, channels: int) -> nn.Module:
@@ -64,8 +67,6 @@ class SignNet(_Eigenpairs):
     warmup_models = ("gine",)
     reference_test = "tests/nn/test_encoders.py::test_signnet_and_spe_sign_invariance"
 
-    k: int = setting(8, check_positive_int)
-    normalization: str = setting("sym")
 
     def encoder(self, channels: int) -> nn.Module:
         return SignNetEncoder(self.k, channels, attr_names=self.attr_names)
@@ -82,8 +83,6 @@ class SPE(_Eigenpairs):
     warmup_models = ("gine",)
     reference_test = "tests/nn/test_encoders.py::test_spe_equals_its_dense_per_graph_formula"
 
-    k: int = setting(8, check_positive_int)
-    normalization: str = setting("sym")
     m: int = setting(8, check_positive_int)
     rho_hidden: int = setting(32, check_positive_int)
     rho_layers: int = setting(2, check_positive_int)
@@ -103,8 +102,6 @@ class PEG(_Eigenpairs):
     reference_test = ("tests/nn/test_models.py::"
                       "test_peg_gates_are_invariant_to_any_orthogonal_map_of_the_eigenvectors")
 
-    k: int = setting(8, check_positive_int)
-    normalization: str = setting("sym")
 
     @property
     def gate_attr(self) -> str:
