@@ -22,7 +22,10 @@ their biases are added by the pass that reads each product (a bias-ReLU epilogue
 :mod:`graphpe.ops.epilogue`, the norms' residual sum, the attention's gather into its
 buckets), and backward the ReLU mask and the bias gradient are one pass, products accumulate
 in place into gradients not read again, and the aggregation's gradient adds into ``x``'s.
-The tests compare outputs, every gradient and the running statistics with the module path.
+The composition of branches, residuals and norms is the module's
+(:func:`graphpe.nn.layer_maths.gps_layer`), given this path's pieces; the backward is its
+derivative, written out. The tests compare outputs, every gradient and the running statistics
+with the module path.
 
 In evaluation without autograd (``torch.no_grad()`` or ``inference_mode()``, as
 :func:`graphpe.train.evaluate` runs) the same layer runs as one function of those kernels
@@ -56,6 +59,7 @@ from graphpe.nn.attention import (
     attention_core_forward,
 )
 from graphpe.nn.conv import checked_edges
+from graphpe.nn.layer_maths import gps_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, relu_backward_
 from graphpe.ops.host import use_host_kernels
@@ -115,23 +119,39 @@ class _FusedGPSLayer(torch.autograd.Function):
         # detached where numpy reads them (torch's products run untracked in here anyway)
         x, edge_attr = x.detach(), edge_attr.detach()
         pair_bias = None if pair_bias is None else pair_bias.detach()
-        norm1, norm2, norm3 = plan.norms
-        # MPNN branch: GINE's aggregation, its MLP, the residual and norm 1
-        # (the linear maps' biases are added by the pass that reads each product: the
-        # bias-ReLU epilogue, the norms' residual sum, the attention's bucket gather)
-        agg = torch.from_numpy(message.gine_aggregate(
-            x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale))
-        r1 = _linear_relu(agg, w1, b1)
-        h1, xhat1, inv1 = _batch_norm(torch.mm(r1, w2.t()), x, norm1, g1, beta1, b2)
-        # attention branch, its residual and norm 2, plus the MPNN branch (o = h1 + h2)
-        attended, core = attention_core_forward(torch.mm(x, wq.t()), pair_bias, plan.layout,
-                                                plan.heads, plan.attn_dropout,
-                                                plan.pair_slots, qkv_bias=bq)
-        o, xhat2, inv2 = _batch_norm(torch.mm(attended, wo.t()), x, norm2, g2, beta2, bo,
-                                     extra=h1)
-        # feed-forward block, its residual and norm 3
-        r3 = _linear_relu(o, w3, b3)
-        out, xhat3, inv3 = _batch_norm(torch.mm(r3, w4.t()), o, norm3, g3, beta3, b4)
+        gammas, betas, saved = (g1, g2, g3), (beta1, beta2, beta3), {}
+
+        # the linear maps' biases are added by the pass that reads each product (the
+        # bias-ReLU epilogue, the norms' residual sum, the attention's bucket gather), so each
+        # branch returns its last product and that product's bias
+        def mpnn(x: Tensor) -> tuple[Tensor, Tensor]:  # GINE: aggregation and MLP
+            saved["agg"] = torch.from_numpy(message.gine_aggregate(
+                x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale))
+            saved["r1"] = _linear_relu(saved["agg"], w1, b1)
+            return torch.mm(saved["r1"], w2.t()), b2
+
+        def attention(x: Tensor) -> tuple[Tensor, Tensor]:
+            saved["attended"], saved["core"] = attention_core_forward(
+                torch.mm(x, wq.t()), pair_bias, plan.layout, plan.heads, plan.attn_dropout,
+                plan.pair_slots, qkv_bias=bq)
+            return torch.mm(saved["attended"], wo.t()), bo
+
+        def feed_forward(o: Tensor) -> tuple[Tensor, Tensor]:
+            saved["o"], saved["r3"] = o, _linear_relu(o, w3, b3)
+            return torch.mm(saved["r3"], w4.t()), b4
+
+        def add_norm(i: int, branch: tuple[Tensor, Tensor], residual: Tensor,
+                     plus: Tensor | None) -> Tensor:
+            out, saved[f"xhat{i}"], saved[f"inv{i}"] = _batch_norm(
+                branch[0], residual, plan.norms[i - 1], gammas[i - 1], betas[i - 1],
+                branch[1], extra=plus)
+            return out
+
+        out = gps_layer(x, mpnn, attention, feed_forward, add_norm)
+        agg, r1, attended, core, o, r3 = (saved[k] for k in ("agg", "r1", "attended", "core",
+                                                             "o", "r3"))
+        xhat1, inv1, xhat2, inv2, xhat3, inv3 = (saved[k] for k in (
+            "xhat1", "inv1", "xhat2", "inv2", "xhat3", "inv3"))
         ctx.save_for_backward(x, edge_attr, w1, w2, wq, wo, w3, w4, g1, g2, g3, agg, r1,
                               xhat1, inv1, attended, xhat2, inv2, o, r3, xhat3, inv3,
                               *core.tensors)
@@ -317,20 +337,31 @@ def fused_inference(x: Tensor, edge_attr: Tensor, params: list[Tensor], plan: _P
      g1, beta1, g2, beta2, g3, beta3) = (p.detach() for p in params)
     x, edge_attr = x.detach(), edge_attr.detach()  # (numpy reads them; no graph is recorded)
 
-    def norm(a: Tensor, residual: Tensor, bn: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
-             shift: Tensor, extra: Tensor | None = None) -> Tensor:
-        out = a.numpy()
-        batch_norm_inference(out, residual.numpy(), weight.numpy(), bias.numpy(), bn.eps,
-                             bn.running_mean.numpy(), bn.running_var.numpy(),
-                             None if extra is None else extra.numpy(), shift.numpy(), out=out)
-        return a
+    gammas, betas = (g1, g2, g3), (beta1, beta2, beta3)
 
-    norm1, norm2, norm3 = plan.norms
-    agg = torch.from_numpy(message.gine_aggregate(
-        x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale))
-    h1 = norm(torch.mm(_linear_relu(agg, w1, b1), w2.t()), x, norm1, g1, beta1, b2)
-    attended, _ = attention_core_forward(
-        torch.mm(x, wq.t()), None if pair_bias is None else pair_bias.detach(), plan.layout,
-        plan.heads, 0.0, plan.pair_slots, qkv_bias=bq)
-    o = norm(torch.mm(attended, wo.t()), x, norm2, g2, beta2, bo, extra=h1)
-    return norm(torch.mm(_linear_relu(o, w3, b3), w4.t()), o, norm3, g3, beta3, b4)
+    def mpnn(x: Tensor) -> tuple[Tensor, Tensor]:
+        agg = torch.from_numpy(message.gine_aggregate(
+            x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale))
+        return torch.mm(_linear_relu(agg, w1, b1), w2.t()), b2
+
+    def attention(x: Tensor) -> tuple[Tensor, Tensor]:
+        attended, _ = attention_core_forward(
+            torch.mm(x, wq.t()), None if pair_bias is None else pair_bias.detach(),
+            plan.layout, plan.heads, 0.0, plan.pair_slots, qkv_bias=bq)
+        return torch.mm(attended, wo.t()), bo
+
+    def feed_forward(o: Tensor) -> tuple[Tensor, Tensor]:
+        return torch.mm(_linear_relu(o, w3, b3), w4.t()), b4
+
+    def add_norm(i: int, branch: tuple[Tensor, Tensor], residual: Tensor,
+                 plus: Tensor | None) -> Tensor:
+        # one affine pass over the product: the norm from its running statistics
+        product, shift = branch
+        bn, out = plan.norms[i - 1], product.numpy()
+        batch_norm_inference(out, residual.numpy(), gammas[i - 1].numpy(),
+                             betas[i - 1].numpy(), bn.eps, bn.running_mean.numpy(),
+                             bn.running_var.numpy(), None if plus is None else plus.numpy(),
+                             shift.numpy(), out=out)
+        return product
+
+    return gps_layer(x, mpnn, attention, feed_forward, add_norm)

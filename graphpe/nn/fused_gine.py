@@ -42,6 +42,7 @@ from graphpe.nn.fused import (
     _mm_t,
     _relu_backward,
 )
+from graphpe.nn.layer_maths import gine_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, residual_relu
 from graphpe.ops.host import use_host_kernels
@@ -76,13 +77,26 @@ class _FusedGINELayer(torch.autograd.Function):
         x = x.detach()
         edge_attr = None if edge_attr is None else edge_attr.detach()
         norm_a, norm_b = plan.norms
-        scale = 1.0 + float(eps)
-        agg = _aggregate(x, edge_attr, plan, scale)
-        # the products' biases are the norms' shifts (added in their first pass)
-        r, xhat_a, inv_a = _batch_norm(torch.mm(agg, w1.t()), None, norm_a, g_a, beta_a, b1)
-        bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
-        v, xhat_b, inv_b = _batch_norm(torch.mm(r, w2.t()), None, norm_b, g_b, beta_b, b2)
-        out = torch.from_numpy(residual_relu(v.numpy(), x.numpy()))
+        scale, saved = 1.0 + float(eps), {}
+
+        # the products' biases are the norms' shifts (added in their first pass): the
+        # convolution returns its last product and that product's bias
+        def conv(x: Tensor) -> tuple[Tensor, Tensor]:
+            saved["agg"] = _aggregate(x, edge_attr, plan, scale)
+            r, saved["xhat_a"], saved["inv_a"] = _batch_norm(
+                torch.mm(saved["agg"], w1.t()), None, norm_a, g_a, beta_a, b1)
+            bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
+            saved["r"] = r
+            return torch.mm(r, w2.t()), b2
+
+        def norm(branch: tuple[Tensor, Tensor]) -> Tensor:
+            saved["v"], saved["xhat_b"], saved["inv_b"] = _batch_norm(
+                branch[0], None, norm_b, g_b, beta_b, branch[1])
+            return saved["v"]
+
+        out = gine_layer(x, conv, norm, _relu_add)
+        agg, r, xhat_a, inv_a, xhat_b, inv_b, v = (saved[k] for k in (
+            "agg", "r", "xhat_a", "inv_a", "xhat_b", "inv_b", "v"))
         ctx.save_for_backward(x, w1, w2, g_a, g_b, agg, r, xhat_a, inv_a, xhat_b, inv_b, v)
         ctx.edge_attr = edge_attr  # (not an output: kept as is, None for GIN)
         ctx.plan, ctx.scale = plan, scale
@@ -190,17 +204,27 @@ def fused_gine_inference(x: Tensor, edge_attr: Tensor | None, tensors: list[Tens
     x = x.detach()
     edge_attr = None if edge_attr is None else edge_attr.detach()
 
-    def norm(a: Tensor, bn: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
-             shift: Tensor) -> Tensor:
-        out = a.numpy()
+    def affine_norm(product: Tensor, bn: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
+                    shift: Tensor) -> Tensor:
+        # one pass over the product: the norm from its running statistics
+        out = product.numpy()
         batch_norm_inference(out, None, weight.numpy(), bias.numpy(), bn.eps,
                              bn.running_mean.numpy(), bn.running_var.numpy(), None,
                              shift.numpy(), out=out)
-        return a
+        return product
 
     norm_a, norm_b = plan.norms
-    agg = _aggregate(x, edge_attr, plan, 1.0 + float(eps))
-    r = norm(torch.mm(agg, w1.t()), norm_a, g_a, beta_a, b1)
-    bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
-    v = norm(torch.mm(r, w2.t()), norm_b, g_b, beta_b, b2)
+
+    def conv(x: Tensor) -> tuple[Tensor, Tensor]:
+        agg = _aggregate(x, edge_attr, plan, 1.0 + float(eps))
+        r = affine_norm(torch.mm(agg, w1.t()), norm_a, g_a, beta_a, b1)
+        bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
+        return torch.mm(r, w2.t()), b2
+
+    return gine_layer(x, conv, lambda branch: affine_norm(branch[0], norm_b, g_b, beta_b,
+                                                          branch[1]), _relu_add)
+
+
+def _relu_add(v: Tensor, x: Tensor) -> Tensor:
+    """``x + ReLU(v)`` in one pass (no dropout: the fused layer runs without it)."""
     return torch.from_numpy(residual_relu(v.numpy(), x.numpy()))

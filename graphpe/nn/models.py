@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 import torch
@@ -38,6 +39,7 @@ from graphpe.nn.fused_gine import fused_gine_layer
 from graphpe.nn.graph_token import GraphToken, TokenLayout
 from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention, log_degree
+from graphpe.nn.layer_maths import gine_layer, gps_layer
 from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.walk import pair_ids_of_edges
@@ -200,55 +202,67 @@ class GPSLayer(nn.Module):
                         pair_index)
             if out is not None:
                 return out
-        hs = []
-        new_edges = None
-        if self.mpnn == "gatedgcn":  # residual and dropout inside (GraphGPS's CustomGatedGCN)
-            h, new_edges = self.conv(x, edge_index, edge_attr, edge_weight)
-            hs.append(self._norm(self.norm1, h, batch, num_graphs))
-        elif self.conv is not None:
-            if self.mpnn == "gine":
-                if edge_attr is None:
-                    raise ValueError("mpnn='gine' needs edge_attr of width channels")
-                h = self.conv(x, edge_index, edge_attr, edge_weight)
-            else:
-                h = self.conv(x, edge_index, None, edge_weight)
-            if self.dropout > 0.0:
-                h = F.dropout(h, p=self.dropout, training=self.training)
-            hs.append(self._norm(self.norm1, h + x, batch, num_graphs))
-        new_pairs = None
-        if self.attn is not None:
+        if self.attention in ("linear", "performer"):
+            if pair_bias is not None:
+                raise ValueError("pair biases need attention='multihead'")
+            if batch is None:
+                batch, num_graphs = x.new_zeros(x.size(0), dtype=torch.long), 1
+            if num_graphs is None:
+                num_graphs = int(batch.max()) + 1 if batch.numel() else 0
+        side = {}  # what a branch updates besides the nodes: GatedGCN's edges, GRIT's pairs
+
+        def dropout(h: Tensor) -> Tensor:
+            return F.dropout(h, p=self.dropout, training=self.training) if self.dropout else h
+
+        def mpnn(x: Tensor) -> Tensor:
+            if self.mpnn == "gatedgcn":  # residual and dropout inside (CustomGatedGCN)
+                h, side["edges"] = self.conv(x, edge_index, edge_attr, edge_weight)
+                return h
+            if self.mpnn == "gine" and edge_attr is None:
+                raise ValueError("mpnn='gine' needs edge_attr of width channels")
+            edges = edge_attr if self.mpnn == "gine" else None
+            return dropout(self.conv(x, edge_index, edges, edge_weight))
+
+        def attention(x: Tensor) -> Tensor:
             if self.attention == "grit":
-                if pair_bias is not None:
-                    raise ValueError("pair biases need attention='multihead'; the grit "
-                                     "attention takes pair features (pair_attr)")
-                if log_deg is None:
-                    log_deg = log_degree(edge_index, x.size(0), x.dtype)
-                h, pairs = self.attn(x, pair_attr, pair_index, log_deg)
-                if pairs is not None:
-                    if self.dropout > 0.0:
-                        pairs = F.dropout(pairs, p=self.dropout, training=self.training)
-                    pair_graph = batch.index_select(0, pair_index[0]) if (
-                        self.norm_with_batch and batch is not None) else None
-                    new_pairs = self._norm(self.norm_pair, pairs + pair_attr, pair_graph,
-                                           num_graphs)
-            elif self.attention == "multihead":
-                h = self.attn(x, layout, pair_bias, pair_index)
-            else:
-                if pair_bias is not None:
-                    raise ValueError("pair biases need attention='multihead'")
-                if batch is None:
-                    batch, num_graphs = x.new_zeros(x.size(0), dtype=torch.long), 1
-                if num_graphs is None:
-                    num_graphs = int(batch.max()) + 1 if batch.numel() else 0
-                h = self.attn(x, batch, num_graphs)
-            if self.dropout > 0.0:
-                h = F.dropout(h, p=self.dropout, training=self.training)
-            hs.append(self._norm(self.norm2, h + x, batch, num_graphs))
-        out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
-        out = self._norm(self.norm3, out + self.mlp(out), batch, num_graphs)
+                return dropout(self._grit(x, edge_index, batch, num_graphs, pair_bias,
+                                          pair_attr, pair_index, log_deg, side))
+            if self.attention == "multihead":
+                return dropout(self.attn(x, layout, pair_bias, pair_index))
+            return dropout(self.attn(x, batch, num_graphs))
+
+        def add_norm(i: int, h: Tensor, residual: Tensor | None,
+                     plus: Tensor | None) -> Tensor:
+            norm = (self.norm1, self.norm2, self.norm3)[i - 1]
+            out = self._norm(norm, h if residual is None else h + residual, batch, num_graphs)
+            return out if plus is None else out + plus
+
+        out = gps_layer(x, mpnn if self.conv is not None else None,
+                        attention if self.attn is not None else None, self.mlp, add_norm,
+                        mpnn_residual=self.mpnn != "gatedgcn")
         if self.mpnn == "gatedgcn":
-            return out, new_edges
-        return (out, new_pairs) if self.attention == "grit" else out
+            return out, side.get("edges")
+        return (out, side.get("pairs")) if self.attention == "grit" else out
+
+    def _grit(self, x: Tensor, edge_index: Tensor, batch: Tensor | None,
+              num_graphs: int | None, pair_bias: Tensor | None, pair_attr: Tensor,
+              pair_index: Tensor, log_deg: Tensor | None, side: dict) -> Tensor:
+        """GRIT's attention branch; its new pair features
+        :math:`\\mathrm{norm}_e(e + \\mathrm{Dropout}(\\hat e))` go to ``side['pairs']``."""
+        if pair_bias is not None:
+            raise ValueError("pair biases need attention='multihead'; the grit "
+                             "attention takes pair features (pair_attr)")
+        if log_deg is None:
+            log_deg = log_degree(edge_index, x.size(0), x.dtype)
+        h, pairs = self.attn(x, pair_attr, pair_index, log_deg)
+        if pairs is not None:
+            if self.dropout > 0.0:
+                pairs = F.dropout(pairs, p=self.dropout, training=self.training)
+            pair_graph = batch.index_select(0, pair_index[0]) if (
+                self.norm_with_batch and batch is not None) else None
+            side["pairs"] = self._norm(self.norm_pair, pairs + pair_attr, pair_graph,
+                                       num_graphs)
+        return h
 
 
 class PEGraphModel(nn.Module):
@@ -446,9 +460,12 @@ class GINE(PEGraphModel):
                 if out is not None:
                     h = out
                     continue
-            out = conv(h, batch.edge_index, edge_attr, gate)
-            h = h + F.dropout(F.relu(norm(out)), self.dropout, self.training)
+            h = gine_layer(h, partial(conv, edge_index=batch.edge_index, edge_attr=edge_attr,
+                                      edge_weight=gate), norm, self._relu_add)
         return h
+
+    def _relu_add(self, v: Tensor, x: Tensor) -> Tensor:
+        return x + F.dropout(F.relu(v), self.dropout, self.training)
 
 
 class GatedGCN(PEGraphModel):

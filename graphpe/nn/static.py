@@ -40,6 +40,7 @@ from graphpe.nn.encoders import (
     parameter_dtype,
     read_attribute,
 )
+from graphpe.nn.layer_maths import gps_layer
 from graphpe.ops.checks import check_positive_int
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
@@ -418,32 +419,50 @@ class StaticGPS(nn.Module):
 
     def _layer(self, layer, x: Tensor, sb: StaticBatch, edge_attr: Tensor | None,
                key_bias: Tensor, mask: Tensor, count: Tensor) -> tuple[Tensor, Tensor | None]:
-        hs = []
-        if layer.mpnn == "gatedgcn":  # its norms over the real nodes and the real edges
-            conv = layer.conv
-            x_hat, e_hat = conv.gated(x, sb.edge_index, edge_attr)
-            h = F.relu(masked_batch_norm(conv.bn_node_x, x_hat, mask, count))
-            h = x + F.dropout(h, conv.dropout, conv.training)
-            hs.append(masked_batch_norm(layer.norm1, h, mask, count))
-            if conv.bn_edge_e is not None:
-                e = F.relu(masked_batch_norm(conv.bn_edge_e, e_hat, sb.edge_mask,
-                                             sb.edge_mask.sum()))
-                # padding edges start every layer at 0, as padding rows
-                edge_attr = torch.where(sb.edge_mask.unsqueeze(-1) > 0,
+        side = {"edges": edge_attr}  # GatedGCN's updated edge features
+
+        def mpnn(x: Tensor) -> Tensor:
+            if layer.mpnn == "gatedgcn":  # its norms over the real nodes and the real edges
+                return self._gated_gcn(layer.conv, x, sb, side, mask, count)
+            # padding edges run sink -> sink: they reach no real row
+            h = layer.conv(x, sb.edge_index, edge_attr if layer.mpnn == "gine" else None)
+            return F.dropout(h, layer.dropout, layer.training)
+
+        def attention(x: Tensor) -> Tensor:
+            h = self._attention(layer.attn, x, key_bias, sb)
+            return F.dropout(h, layer.dropout, layer.training)
+
+        def add_norm(i: int, h: Tensor, residual: Tensor | None,
+                     plus: Tensor | None) -> Tensor:
+            norm = (layer.norm1, layer.norm2, layer.norm3)[i - 1]
+            out = masked_batch_norm(norm, h if residual is None else h + residual, mask, count)
+            return out if plus is None else out + plus
+
+        out = gps_layer(x, mpnn if layer.conv is not None else None,
+                        attention if layer.attn is not None else None, layer.mlp, add_norm,
+                        mpnn_residual=layer.mpnn != "gatedgcn")
+        return out, side["edges"]
+
+    @staticmethod
+    def _gated_gcn(conv, x: Tensor, sb: StaticBatch, side: dict, mask: Tensor,
+                   count: Tensor) -> Tensor:
+        """:class:`~graphpe.nn.conv.GatedGCNLayer` with its batch norms over the real nodes
+        and edges; the updated edge features go to ``side['edges']``."""
+        edge_attr = side["edges"]
+        x_hat, e_hat = conv.gated(x, sb.edge_index, edge_attr)
+        # the node dropout draws before the edge dropout, as in the module
+        h = x + F.dropout(F.relu(masked_batch_norm(conv.bn_node_x, x_hat, mask, count)),
+                          conv.dropout, conv.training)
+        if conv.bn_edge_e is not None:
+            e = F.relu(masked_batch_norm(conv.bn_edge_e, e_hat, sb.edge_mask,
+                                         sb.edge_mask.sum()))
+            # padding edges start every layer at 0, as padding rows
+            side["edges"] = torch.where(sb.edge_mask.unsqueeze(-1) > 0,
                                         edge_attr + F.dropout(e, conv.dropout, conv.training),
                                         0.0)
-            else:
-                edge_attr = None
-        elif layer.conv is not None:  # padding edges run sink -> sink: they reach no real row
-            h = layer.conv(x, sb.edge_index, edge_attr if layer.mpnn == "gine" else None)
-            h = F.dropout(h, layer.dropout, layer.training)
-            hs.append(masked_batch_norm(layer.norm1, h + x, mask, count))
-        if layer.attn is not None:
-            h = self._attention(layer.attn, x, key_bias, sb)
-            h = F.dropout(h, layer.dropout, layer.training)
-            hs.append(masked_batch_norm(layer.norm2, h + x, mask, count))
-        out = hs[0] if len(hs) == 1 else hs[0] + hs[1]
-        return masked_batch_norm(layer.norm3, out + layer.mlp(out), mask, count), edge_attr
+        else:
+            side["edges"] = None
+        return h
 
     def forward(self, sb: StaticBatch) -> Tensor:
         model = self.model
