@@ -27,6 +27,7 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
+from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.propagate import (
     normalize_per_graph,
     orthonormalize,
@@ -37,6 +38,8 @@ from graphpe.ops.propagate import (
 from graphpe.ops.walk import random_walk_landing_probs
 
 __all__ = [
+    "DEFAULT_PLAN",
+    "ExecPlan",
     "ComponentBasis",
     "Eigenpairs",
     "SparseEigenpairs",

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from graphpe.ops.eigen import DENSE_MAX_NODES, check_eigenpair_options, laplacian_eigenpairs
 from graphpe.ops.graph import per_node
+from graphpe.ops.plan import ExecPlan
 from graphpe.transforms.base import (
     PETransform,
     check_attr_names,
@@ -76,8 +77,8 @@ class LaplacianPE(PETransform):
         if self.attr_name != "":  # given: PyG's single name for the eigenvectors
             self.attr_names = (self.attr_name, *self.attr_names[1:])
             self.attr_name = ""
-        check_eigenpair_options(self.k, self.normalization, self.sign, self.eigh_backend,
-                                self.sparse_solver)
+        check_eigenpair_options(self.k, self.normalization, self.sign)
+        _ = self.plan  # its construction checks the execution options
         if len(self.attr_names) != 3:
             raise ValueError("attr_names must name (eigenvectors, eigenvalues, mask)")
         # (eigenvectors named None are appended to x, as PyG's attr_name=None)
@@ -87,6 +88,12 @@ class LaplacianPE(PETransform):
         if isinstance(self.pad_value, bool) or not isinstance(self.pad_value, numbers.Real):
             raise ValueError(f"pad_value must be a number, got {self.pad_value!r}")
         self.pad_value = float(self.pad_value)  # (0 and 0.0: one setting, one cache key)
+
+    @property
+    def plan(self) -> ExecPlan:
+        """The execution options as the kernel takes them."""
+        return ExecPlan(dense_max_nodes=self.dense_max_nodes, sparse_solver=self.sparse_solver,
+                        eigh_backend=self.eigh_backend)
 
     @property
     def draws_random(self) -> bool:
@@ -110,9 +117,7 @@ class LaplacianPE(PETransform):
             sign=self.sign,
             generator=self.draw_generator(),
             pad_value=self.pad_value,
-            dense_max_nodes=self.dense_max_nodes,
-            sparse_solver=self.sparse_solver,
-            eigh_backend=self.eigh_backend,
+            plan=self.plan,
         )
         vec_name, val_name, mask_name = self.attr_names
         return {

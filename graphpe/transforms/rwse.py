@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from graphpe.ops.checks import check_flag, check_positive_int, check_size_limit
-from graphpe.ops.walk import random_walk_landing_probs
+from graphpe.ops.plan import ExecPlan
+from graphpe.ops.walk import RWSE_DENSE_MAX_NODES, random_walk_landing_probs
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
 
@@ -37,7 +38,7 @@ class RWSE(PETransform):
     attr_name: str | None = option("rwse")
     self_loops: bool = option(True, check_flag, kw_only=True)
     # dense and sparse products agree to rounding, but a cache must not mix their outputs
-    dense_max_nodes: int = option(512, check_size_limit, kw_only=True)
+    dense_max_nodes: int = option(RWSE_DENSE_MAX_NODES, check_size_limit, kw_only=True)
 
     def validate(self) -> None:
         check_attr_names({"attr_name": self.attr_name}, optional=("attr_name",))
@@ -55,7 +56,7 @@ class RWSE(PETransform):
             self.walk_length,
             ptr=ptr,
             edge_weight=edge_weight,
-            dense_max_nodes=self.dense_max_nodes,
             self_loops=self.self_loops,
+            plan=ExecPlan(dense_max_nodes=self.dense_max_nodes),
         )
         return {self.attr_name: rwse}

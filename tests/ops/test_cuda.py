@@ -8,6 +8,7 @@ from torch_geometric.data import Batch
 
 from graphpe.ops import laplacian_eigenpairs, random_walk_landing_probs
 from graphpe.ops.curvature import curvature_bounds, forman_curvature, node_profile
+from graphpe.ops.plan import ExecPlan
 from graphpe.ops.propagate import propagate, propagation_operator
 
 pytestmark = [pytest.mark.gpu,
@@ -94,7 +95,7 @@ def test_lappe_cupy_and_host_paths_agree_on_mid_sized_graphs():
     cuda = batch.clone().to("cuda")  # Batch.to works in place
     for backend in ("auto", "host"):
         gpu = laplacian_eigenpairs(cuda.edge_index, cuda.num_nodes, 6, ptr=cuda.ptr,
-                                   eigh_backend=backend)
+            plan=ExecPlan(eigh_backend=backend))
         assert torch.allclose(gpu.eigvals.cpu(), cpu.eigvals, atol=1e-4)
 
 
@@ -106,11 +107,11 @@ def test_chebyshev_sparse_path_on_cuda(dtype):
 
     data = nx_to_data(nx.disjoint_union(nx.grid_2d_graph(40, 41), nx.cycle_graph(100)))
     n = data.num_nodes
-    cpu = laplacian_eigenpairs(data.edge_index, n, 8, dense_max_nodes=64,
-                               sparse_solver="chebyshev", dtype=torch.float64)
-    gpu = laplacian_eigenpairs(data.edge_index.cuda(), n, 8, dense_max_nodes=64,
-                               sparse_solver="chebyshev", compute_dtype=dtype,
-                               dtype=torch.float64)
+    cpu = laplacian_eigenpairs(data.edge_index, n, 8, dtype=torch.float64,
+                               plan=ExecPlan(dense_max_nodes=64, sparse_solver="chebyshev"))
+    gpu = laplacian_eigenpairs(data.edge_index.cuda(), n, 8, dtype=torch.float64,
+                               plan=ExecPlan(dense_max_nodes=64, sparse_solver="chebyshev",
+                                             compute_dtype=dtype))
     assert gpu.eigvecs.device.type == "cuda"
     assert torch.allclose(gpu.eigvals.cpu(), cpu.eigvals, atol=1e-6)
 

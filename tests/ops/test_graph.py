@@ -14,6 +14,7 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
+from graphpe.ops.plan import ExecPlan
 
 
 def test_validate_accepts_good_input():
@@ -161,9 +162,11 @@ def test_coarse_buckets_give_the_exact_bucket_results(families):
     args = (batch.edge_index, batch.num_nodes)
     for granularity in (1, 8):
         coarse = random_walk_landing_probs(*args, 8, ptr=batch.ptr)
-        exact = random_walk_landing_probs(*args, 8, ptr=batch.ptr, bucket_granularity=1)
+        exact = random_walk_landing_probs(*args, 8, ptr=batch.ptr,
+            plan=ExecPlan(bucket_granularity=1))
         assert torch.allclose(coarse, exact, atol=1e-6)
-        coarse = laplacian_eigenpairs(*args, 5, ptr=batch.ptr, bucket_granularity=granularity)
-        exact = laplacian_eigenpairs(*args, 5, ptr=batch.ptr, bucket_granularity=1)
+        coarse = laplacian_eigenpairs(*args, 5, ptr=batch.ptr,
+            plan=ExecPlan(bucket_granularity=granularity))
+        exact = laplacian_eigenpairs(*args, 5, ptr=batch.ptr, plan=ExecPlan(bucket_granularity=1))
         assert torch.allclose(coarse.eigvals, exact.eigvals, atol=1e-6)
         assert torch.equal(coarse.mask, exact.mask)

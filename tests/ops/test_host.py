@@ -18,6 +18,7 @@ from graphpe.ops import (
 )
 from graphpe.ops.graph import undirected_simple
 from graphpe.ops.host import simple_csr, use_host_kernels
+from graphpe.ops.plan import ExecPlan
 from tests.ops.strategies import raw_graph
 
 
@@ -37,13 +38,14 @@ def test_simple_csr_is_the_undirected_simple_graph(data):
 def test_compiled_kernel_refuses_gpu_tensors():
     ei = torch.zeros(2, 0, dtype=torch.long, device="meta")
     with pytest.raises(ValueError, match="kernel='compiled' runs on CPU tensors"):
-        random_walk_landing_probs(ei, 3, 2, kernel="compiled")
+        random_walk_landing_probs(ei, 3, 2, plan=ExecPlan(kernel="compiled"))
 
 
 def test_unknown_kernel():
     with pytest.raises(ValueError, match=r"kernel must be one of \('auto', 'compiled', "
                                          r"'tensor'\), got 'fast'"):
-        random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 2, kernel="fast")
+        random_walk_landing_probs(torch.zeros(2, 0, dtype=torch.long), 3, 2,
+            plan=ExecPlan(kernel="fast"))
 
 
 def test_graph_chunks_cover_every_graph_once():

@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
+from graphpe.ops.plan import ExecPlan
 from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, OnTheFlyPE, precompute
 
 
@@ -111,7 +112,7 @@ def test_rank_deficient_rfp_blocks_on_both_kernels(kernel):
     ei = torch.tensor([[i, (i + 1) % n] for i in range(n)]).t()
     ei = torch.cat([ei, ei.flip(0)], 1)
     x0 = torch.randn(n, 2, 8, generator=torch.Generator().manual_seed(17))
-    out = random_feature_propagation(ei, n, x0, 4, kernel=kernel).reshape(n, 2, 5, 8)
+    out = random_feature_propagation(ei, n, x0, 4, plan=ExecPlan(kernel=kernel)).reshape(n, 2, 5, 8)
     norms = out.norm(dim=0)
     assert bool(((norms - 1).abs() < 1e-5).logical_or(norms == 0).all())
     assert bool((norms[:, 1:, -1] == 0).all())  # C_9's propagated blocks have rank 7
@@ -126,11 +127,11 @@ def test_extreme_weights_give_the_unweighted_walk_on_both_kernels(kernel, weight
     from graphpe.ops import random_walk_landing_probs
 
     path = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
-    plain = random_walk_landing_probs(path, 4, 4, kernel=kernel)
+    plain = random_walk_landing_probs(path, 4, 4, plan=ExecPlan(kernel=kernel))
     for dense_max_nodes in (512, 2):  # 2: the graph takes the sparse path
-        got = random_walk_landing_probs(path, 4, 4, edge_weight=torch.full((4,), weight,
-                                        dtype=dtype), kernel=kernel,
-                                        dense_max_nodes=dense_max_nodes)
+        got = random_walk_landing_probs(
+            path, 4, 4, edge_weight=torch.full((4,), weight, dtype=dtype),
+            plan=ExecPlan(kernel=kernel, dense_max_nodes=dense_max_nodes))
         torch.testing.assert_close(got, plain, atol=1e-6, rtol=0)
 
 
@@ -147,7 +148,8 @@ def test_rwse_walks_take_self_loops_as_pyg(kernel, dense_max_nodes):
     for ei, n in cases:
         sym = torch.cat([ei, ei.flip(0)], 1).unique(dim=1)  # PyG reads edges as given
         want = AddRandomWalkPE(5)(Data(edge_index=sym, num_nodes=n)).random_walk_pe
-        got = random_walk_landing_probs(ei, n, 5, kernel=kernel, dense_max_nodes=dense_max_nodes)
+        got = random_walk_landing_probs(ei, n, 5,
+            plan=ExecPlan(kernel=kernel, dense_max_nodes=dense_max_nodes))
         torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
     ei, n = cases[0]
     assert RWSE(3)(Data(edge_index=ei, num_nodes=n)).rwse[:3].tolist() == [[1.0] * 3] * 3

@@ -16,7 +16,8 @@ For each transform (small settings, a pairwise-covering choice of its options):
 - invariance to edge direction, duplicates and (where documented) self loops, and the
   documented identities between transforms (RRWP's diagonal is RWSE, HeatKernel's is
   HKdiagSE, local pairs are a subset of all pairs);
-- ``kernel="compiled"`` against ``kernel="tensor"`` for every op that exposes ``kernel``;
+- ``ExecPlan(kernel="compiled")`` against ``ExecPlan(kernel="tensor")`` for every op that takes
+  a plan;
 - ``repr`` round trip and ``cache_key``: equal settings, equal keys; different, different;
 - invalid settings and graphs raise ``ValueError``.
 
@@ -41,6 +42,7 @@ from graphpe.ops import (
     random_feature_propagation,
     random_walk_landing_probs,
 )
+from graphpe.ops.plan import ExecPlan
 from graphpe.ops.walk import relative_random_walk_probs, shortest_paths
 from graphpe.transforms import (
     LCP,
@@ -575,7 +577,8 @@ def test_compiled_and_tensor_kernels_agree(case):
     _, ei, n, ptr, w = case
 
     def both(fn, *args, **kw):
-        return fn(*args, kernel="compiled", **kw), fn(*args, kernel="tensor", **kw)
+        return (fn(*args, plan=ExecPlan(kernel="compiled"), **kw),
+                fn(*args, plan=ExecPlan(kernel="tensor"), **kw))
 
     # (a batch mixing graphs above and below dense_max_nodes: see the end of the file)
     a, b = both(random_walk_landing_probs, ei, n, 5, ptr=ptr, edge_weight=w)
@@ -812,12 +815,16 @@ def _two_graph_batch_with_a_large_graph():
 def test_tensor_kernels_with_a_graph_above_dense_max_nodes(op):
     ei, n, ptr = _two_graph_batch_with_a_large_graph()
     if op == "rwse":
-        want = random_walk_landing_probs(ei, n, 3, ptr=ptr, dense_max_nodes=5, kernel="compiled")
-        got = random_walk_landing_probs(ei, n, 3, ptr=ptr, dense_max_nodes=5, kernel="tensor")
+        want = random_walk_landing_probs(ei, n, 3, ptr=ptr,
+            plan=ExecPlan(dense_max_nodes=5, kernel="compiled"))
+        got = random_walk_landing_probs(ei, n, 3, ptr=ptr,
+            plan=ExecPlan(dense_max_nodes=5, kernel="tensor"))
         torch.testing.assert_close(got, want, atol=1e-5, rtol=0)
     else:
-        want = laplacian_eigenpairs(ei, n, 2, ptr=ptr, dense_max_nodes=5, kernel="compiled")
-        got = laplacian_eigenpairs(ei, n, 2, ptr=ptr, dense_max_nodes=5, kernel="tensor")
+        want = laplacian_eigenpairs(ei, n, 2, ptr=ptr,
+            plan=ExecPlan(dense_max_nodes=5, kernel="compiled"))
+        got = laplacian_eigenpairs(ei, n, 2, ptr=ptr,
+            plan=ExecPlan(dense_max_nodes=5, kernel="tensor"))
         torch.testing.assert_close(got.eigvals, want.eigvals, atol=1e-5, rtol=0)
 
 

@@ -38,6 +38,7 @@ from graphpe.ops.graph import (
     validate_graph,
 )
 from graphpe.ops.host import simple_csr, use_compiled
+from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 
 PROFILE_STATS = ("min", "max", "mean", "std", "median")
 
@@ -263,7 +264,7 @@ def local_curvature_profile(
     alpha: float = 0.0,
     stats: tuple[str, ...] = PROFILE_STATS,
     ptr: Tensor | None = None,
-    kernel: str = "auto",
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> tuple[Tensor, Tensor]:
     """Local Curvature Profile: per node, ``stats`` of the curvature of its incident edges.
 
@@ -272,7 +273,7 @@ def local_curvature_profile(
     :func:`ollivier_ricci` (``orc``, exact), :func:`curvature_bounds` (``orc_bounds``) and
     :func:`forman_curvature` (``forman``, ``afrc``), on the unweighted simple graph. ``ptr``
     (graphs of a batch) is only validated: curvature never crosses a graph boundary anyway.
-    ``kernel``: ``compiled`` (CPU: compiled loops on the CSR adjacency), ``tensor`` (torch
+    ``plan.kernel``: ``compiled`` (CPU: compiled loops on the CSR adjacency), ``tensor`` (torch
     operations) or ``auto`` (``compiled`` on the CPU); the exact ORC solve is compiled either
     way.
     """
@@ -282,7 +283,7 @@ def local_curvature_profile(
     _check_stats(stats)
     validate_graph(edge_index, num_nodes, ptr=ptr)
     device = edge_index.device
-    if use_compiled(kernel, device):
+    if use_compiled(plan.kernel, device):
         csr = simple_csr(edge_index, num_nodes)
         if curvature == "orc":
             value = stored = orc_csr(csr.indptr, csr.indices, alpha)

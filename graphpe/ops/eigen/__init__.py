@@ -2,7 +2,7 @@
 dense per-device solvers (:mod:`.dense`), the sparse Chebyshev solver for large graphs
 (:mod:`.sparse`) and the compiled CPU kernels (:mod:`.compiled`)."""
 
-from graphpe.ops.eigen.dense import EIGH_BACKENDS, batched_eigh, cupy_available
+from graphpe.ops.eigen.dense import batched_eigh, cupy_available
 from graphpe.ops.eigen.sparse import (
     ComponentBasis,
     SparseEigenpairs,
@@ -12,7 +12,6 @@ from graphpe.ops.eigen.sparse import (
 from graphpe.ops.eigen.tensor import (
     DENSE_MAX_NODES,
     SIGN_MODES,
-    SPARSE_SOLVERS,
     Eigenpairs,
     canonical_signs,
     check_eigenpair_options,
@@ -23,9 +22,7 @@ from graphpe.ops.eigen.tensor import (
 
 __all__ = [
     "DENSE_MAX_NODES",
-    "EIGH_BACKENDS",
     "SIGN_MODES",
-    "SPARSE_SOLVERS",
     "ComponentBasis",
     "Eigenpairs",
     "SparseEigenpairs",

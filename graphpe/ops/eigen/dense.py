@@ -23,7 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch import Tensor
 
-EIGH_BACKENDS = ("auto", "torch", "cupy", "host")
+from graphpe.ops.plan import EIGH_BACKENDS
+
 TORCH_BATCHED_MAX = 32  # largest n that torch's CUDA eigh solves with syevjBatched
 
 Solver = Callable[[Tensor], tuple[Tensor, Tensor]]

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.compiled import laplacian_eigenpairs_host
-from graphpe.ops.eigen.dense import EIGH_BACKENDS, batched_eigh
+from graphpe.ops.eigen.dense import batched_eigh
 from graphpe.ops.eigen.sparse import chebyshev_eigenpairs, component_basis
 from graphpe.ops.graph import (
     NORMALIZATIONS,
@@ -50,9 +50,9 @@ from graphpe.ops.graph import (
     validate_graph,
 )
 from graphpe.ops.host import host_array, numpy_dtype, simple_csr, use_compiled
+from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 
 SIGN_MODES = ("canonical", "random", "none")
-SPARSE_SOLVERS = ("auto", "chebyshev", "arpack")
 # Up to this size a dense solve beats the sparse solvers: per molecule-like graph, k = 16, one
 # CPU thread, dense (LAPACK dsytrd + bisection) against Chebyshev subspace iteration: 400
 # nodes 4.1 ms vs 12.1, 500 nodes 7.5 vs 14.3, 700 nodes 17.3 vs 18.3, 1000 nodes 45 vs 26.
@@ -81,16 +81,8 @@ def laplacian_eigenpairs(
     sign: str = "canonical",
     generator: torch.Generator | None = None,
     pad_value: float = 0.0,
-    dense_max_nodes: int = DENSE_MAX_NODES,
-    bucket_granularity: int | None = None,
-    compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
-    eigh_backend: str = "auto",
-    sparse_solver: str = "auto",
-    sparse_tol: float | None = None,
-    sparse_max_iter: int = 200,
-    max_dense_bytes: int = 256 * 2**20,
-    kernel: str = "auto",
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> Eigenpairs:
     """The ``k`` smallest (non-trivial) Laplacian eigenpairs of every graph in a batch.
 
@@ -107,42 +99,26 @@ def laplacian_eigenpairs(
             canonical vectors flipped at random per graph and column, from ``generator``) or
             ``none`` (as the solver returns).
         pad_value: eigenvalue written into padded columns.
-        dense_max_nodes: graphs up to this size use the dense path; larger ones the sparse
-            solver (default :data:`DENSE_MAX_NODES`).
-        bucket_granularity: (``kernel="tensor"``) size buckets round node counts up to a
-            multiple of this; by default exact sizes for 1024+ graphs, and for a training-size
-            batch a geometric ladder that pads no graph by more than 1.25x
-            (:func:`~graphpe.ops.graph.bucket_growth_for`).
-        compute_dtype: dtype of the dense solve; float64 on CPU and float32 on GPU by default.
         dtype: dtype of the returned tensors.
-        eigh_backend: dense solver of the size buckets, see
-            :func:`graphpe.ops.eigen.dense.batched_eigh`: ``auto`` (LAPACK on the CPU; on CUDA
-            torch up to 32 nodes, then CuPy when installed, else LAPACK on the host), ``torch``,
-            ``cupy`` or ``host``.
-        sparse_solver: ``chebyshev`` (:func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs`:
-            Chebyshev-filtered subspace iteration on the graph's device, SpMM in
-            ``compute_dtype``, component vectors deflated), ``arpack`` (scipy's ``eigsh`` per
-            connected component, on the CPU) or ``auto`` (``chebyshev``, then ``arpack`` with a
-            warning for a graph where it does not converge in ``sparse_max_iter`` filters, such
-            as a very long path).
-        sparse_tol: residual tolerance of the sparse solver: ``||L v - lambda v||`` for
-            ``chebyshev`` (default ``1e-8`` in float64, ``1e-5`` in float32, times
-            ``max deg`` for ``none``; a float64 solve first converges to ``1e-5`` with float32
-            products, then refines), relative to ``|lambda|`` for ``arpack`` (default
-            ``1e-8``).
-        sparse_max_iter: filter iterations of ``chebyshev``.
-        max_dense_bytes: memory for the padded dense matrices densified at once; a batch of
-            mid-sized graphs is solved a group of buckets at a time.
-        kernel: the dense path's implementation: ``compiled`` (CPU tensors only: one compiled
-            loop over the graphs, one LAPACK ``eigh`` of exactly each graph's size, see
-            :mod:`graphpe.ops.eigen.compiled`), ``tensor`` (padded size buckets, batched torch
-            operations, any device) or ``auto`` (``compiled`` on the CPU).
+        plan: how to compute (:class:`~graphpe.ops.plan.ExecPlan`): graphs up to
+            ``plan.dense_max_nodes`` (default :data:`DENSE_MAX_NODES`) are solved densely, by
+            the compiled kernel (one LAPACK ``eigh`` of exactly each graph's size, see
+            :mod:`graphpe.ops.eigen.compiled`) or in padded size buckets (``plan.kernel=
+            "tensor"``, any device, one batched ``plan.eigh_backend`` solve per bucket, in
+            ``plan.compute_dtype``: float64 on the CPU and float32 on GPUs by default); larger
+            graphs by ``plan.sparse_solver``. Its ``sparse_tol`` is the residual
+            ``||L v - lambda v||`` for ``chebyshev`` (default ``1e-8`` in float64, ``1e-5`` in
+            float32, times ``max deg`` for ``none``; a float64 solve first converges to
+            ``1e-5`` with float32 products, then refines) and relative to ``|lambda|`` for
+            ``arpack`` (default ``1e-8``).
     """
-    check_eigenpair_options(k, normalization, sign, eigh_backend, sparse_solver)
+    check_eigenpair_options(k, normalization, sign)
     device = edge_index.device
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    if compute_dtype is None:
-        compute_dtype = torch.float64 if device.type == "cpu" else torch.float32
+    plan = plan.with_defaults(
+        dense_max_nodes=DENSE_MAX_NODES,
+        compute_dtype=torch.float64 if device.type == "cpu" else torch.float32)
+    compute_dtype, dense_max_nodes = plan.compute_dtype, plan.dense_max_nodes
     num_graphs = 1 if ptr is None else ptr.numel() - 1
     flips = None
     if sign == "random":
@@ -151,7 +127,7 @@ def laplacian_eigenpairs(
     linked = edge_index if edge_weight is None else edge_index[:, edge_weight > 0]
     labels = None
 
-    if use_compiled(kernel, device):
+    if use_compiled(plan.kernel, device):
         ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
         eigvals_np, eigvecs_np, mask_np, large = laplacian_eigenpairs_host(
             simple_csr(edge_index, num_nodes, edge_weight), ptr_np, k, normalization,
@@ -174,14 +150,14 @@ def laplacian_eigenpairs(
         mask = torch.zeros(num_graphs, k, dtype=torch.bool, device=device)
         cols = torch.arange(k, device=device)
         # Dense path: one batched eigh per size bucket, a memory-bounded group at a time.
-        buckets = size_buckets(
-            sizes, bucket_granularity or 1, dense_max_nodes,
-            growth=bucket_growth_for(sizes) if bucket_granularity is None else None)
+        granularity = plan.bucket_granularity
+        buckets = size_buckets(sizes, granularity or 1, dense_max_nodes,
+                               growth=bucket_growth_for(sizes) if granularity is None else None)
         itemsize = torch.finfo(compute_dtype).bits // 8
-        for group in bucket_groups(buckets, itemsize, max_dense_bytes):
+        for group in bucket_groups(buckets, itemsize, plan.max_dense_bytes):
             _dense_group(group, edge_index, edge_weight, ptr, sizes, skip, cols, normalization,
-                         sign, flips, pad_value, compute_dtype, eigh_backend, eigvals, eigvecs,
-                         mask)
+                         sign, flips, pad_value, compute_dtype, plan.eigh_backend, eigvals,
+                         eigvecs, mask)
         large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
 
     # Sparse path: graphs too large to densify (few per batch, hence the loop).
@@ -198,19 +174,20 @@ def laplacian_eigenpairs(
             sub_labels = labels[start:end]
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
         vals = vecs = None
-        if sparse_solver != "arpack":
+        if plan.sparse_solver != "arpack":
             vals, vecs = _chebyshev_smallest(
                 ei, off, diag, deg, sub_labels, k, keep_trivial, normalization,
-                sparse_tol, sparse_max_iter, warn=sparse_solver == "chebyshev")
+                plan.sparse_tol, plan.sparse_max_iter, warn=plan.sparse_solver == "chebyshev")
             if vals is None:
                 warnings.warn(
                     f"graph {g} ({end - start} nodes): Chebyshev subspace iteration did not "
-                    f"converge in {sparse_max_iter} filters; solving it with ARPACK on the CPU",
+                    f"converge in {plan.sparse_max_iter} filters; solving it with ARPACK on the "
+                    "CPU",
                     RuntimeWarning, stacklevel=2)
         if vals is None:
             vals, vecs = _sparse_smallest(
                 ei, off, diag, deg, k, keep_trivial, normalization, dense_max_nodes,
-                1e-8 if sparse_tol is None else sparse_tol)
+                1e-8 if plan.sparse_tol is None else plan.sparse_tol)
             vals = torch.from_numpy(vals)
             vecs = torch.from_numpy(vecs)
         vals = vals.to(eigvals)
@@ -226,20 +203,12 @@ def laplacian_eigenpairs(
     return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
 
 
-def check_eigenpair_options(
-    k: int,
-    normalization: str = "sym",
-    sign: str = "canonical",
-    eigh_backend: str = "auto",
-    sparse_solver: str = "auto",
-) -> None:
-    """Raise ``ValueError`` naming the first invalid option of :func:`laplacian_eigenpairs`
+def check_eigenpair_options(k: int, normalization: str = "sym", sign: str = "canonical") -> None:
+    """Raise ``ValueError`` naming the first invalid setting of :func:`laplacian_eigenpairs`
     (shared with ``LaplacianPE``, which checks at construction)."""
     check_positive_int("k", k)
     for name, value, choices in (("normalization", normalization, NORMALIZATIONS),
-                                 ("sign", sign, SIGN_MODES),
-                                 ("eigh_backend", eigh_backend, EIGH_BACKENDS),
-                                 ("sparse_solver", sparse_solver, SPARSE_SOLVERS)):
+                                 ("sign", sign, SIGN_MODES)):
         if value not in choices:
             raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 

@@ -29,6 +29,7 @@ from graphpe.ops.graph import (
     validate_graph,
 )
 from graphpe.ops.host import COMPILED_MAX_NODES, host_array, simple_csr, use_compiled
+from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.propagate.compiled import operator_csr, propagate_host
 
 OPERATORS = ("adj", "gcn", "rw", "lap_shift")
@@ -95,15 +96,15 @@ def random_feature_propagation(
     *,
     ptr: Tensor | None = None,
     edge_weight: Tensor | None = None,
-    kernel: str = "auto",
     dtype: torch.dtype = torch.float32,
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> Tensor:
     """Random Feature Propagation of the initial features ``x0`` ``[N, draws, d]`` on every
     graph of a batch: the normalized trajectory as ``[N, draws, (steps + 1) * d]`` (blocks
     ``X_0, X_1, ..., X_L`` side by side), with the operator of :func:`propagation_operator`
     and the per-graph normalization of :func:`propagate`.
 
-    ``kernel``: ``compiled`` (CPU tensors: one compiled loop over graphs and draws, float64,
+    ``plan.kernel``: ``compiled`` (CPU tensors: one compiled loop over graphs and draws, float64,
     Gram-Schmidt orthonormalization, see :func:`graphpe.ops.propagate.compiled.propagate_host`),
     ``tensor`` (sparse products and bucketed batched QR, any device; a single huge graph runs
     fastest here, on all threads) or ``auto`` (``compiled`` for CPU batches of graphs up to
@@ -121,12 +122,12 @@ def random_feature_propagation(
     draws, d = x0.size(1), x0.size(2)
     width = (steps + 1) * d
     device = edge_index.device
-    compiled = use_compiled(kernel, device)
+    compiled = use_compiled(plan.kernel, device)
     ptr_np = None
     if compiled:
         ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
         biggest = int(np.diff(ptr_np).max(initial=0))
-        compiled = kernel == "compiled" or biggest <= COMPILED_MAX_NODES
+        compiled = plan.kernel == "compiled" or biggest <= COMPILED_MAX_NODES
     if compiled:
         stored = np.float32 if dtype == torch.float32 else np.float64
         traj = propagate_host(simple_csr(edge_index, num_nodes, edge_weight), ptr_np,

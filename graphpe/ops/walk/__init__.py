@@ -4,6 +4,7 @@ or local pairs), resistance distances and heat kernels. Batched torch kernels in
 
 from graphpe.ops.walk.tensor import (
     PAIRWISE_MAX_NODES,
+    RWSE_DENSE_MAX_NODES,
     PairEncoding,
     all_pairs,
     heat_kernels,
@@ -21,6 +22,7 @@ from graphpe.ops.walk.tensor import (
 
 __all__ = [
     "PAIRWISE_MAX_NODES",
+    "RWSE_DENSE_MAX_NODES",
     "PairEncoding",
     "all_pairs",
     "heat_kernels",

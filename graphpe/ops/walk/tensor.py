@@ -62,6 +62,7 @@ from graphpe.ops.graph import (
     weights_scaled_per_graph,
 )
 from graphpe.ops.host import host_array, numpy_dtype, simple_csr, use_compiled
+from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.spectral import (
     check_normalization,
     check_times,
@@ -82,6 +83,8 @@ from graphpe.ops.walk.compiled import (
 )
 
 PAIRWISE_MAX_NODES = 1024
+# RWSE's dense path up to this size (above: sparse products, never densified)
+RWSE_DENSE_MAX_NODES = 512
 
 
 class PairEncoding(NamedTuple):
@@ -220,19 +223,18 @@ def relative_random_walk_probs(
     *,
     ptr: Tensor | None = None,
     edge_weight: Tensor | None = None,
-    compute_dtype: torch.dtype | None = None,
     dtype: torch.dtype = torch.float32,
     max_nodes: int = PAIRWISE_MAX_NODES,
-    kernel: str = "auto",
     hops: int | None = None,
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> PairEncoding:
     """RRWP: ``values[p, k] = (M^k)_{ij}`` for the pair ``p = (i, j)``, ``k = 0..num_steps-1``,
     ``M = D^-1 A`` on the undirected graph with its self loops (a walk may stay on one, as in
-    RWSE); a node without edges has a zero row. ``compute_dtype`` defaults to float64 on the
-    CPU (exact to rounding) and float32 elsewhere. ``kernel``: ``compiled`` (CPU: one compiled
-    loop over the graphs, sparse products, float64), ``tensor`` (batched dense products per
-    size bucket; CUDA) or ``auto`` (compiled for CPU tensors unless ``compute_dtype`` asks
-    for another precision).
+    RWSE); a node without edges has a zero row. ``plan``: ``kernel`` ``compiled`` (CPU: one
+    compiled loop over the graphs, sparse products, float64), ``tensor`` (batched dense
+    products per size bucket, in ``compute_dtype``: float64 on the CPU, exact to rounding,
+    and float32 elsewhere by default; CUDA) or ``auto`` (compiled for CPU tensors unless
+    ``compute_dtype`` asks for another precision).
 
     ``hops``: only the pairs within ``hops`` hops (:func:`local_pairs`; any graph size), with
     the same values, exact (float64 on the host: one sparse walk of ``num_steps - 1`` steps
@@ -250,7 +252,8 @@ def relative_random_walk_probs(
         local_walk_probs_host(csr, pairs.pair_index.cpu().numpy(), num_steps, values)
         return pairs._replace(values=torch.from_numpy(values).to(edge_index.device, dtype))
     ptr = _prepare(edge_index, num_nodes, ptr, edge_weight, max_nodes)
-    compiled = use_compiled(kernel, ptr.device) and compute_dtype in (None, torch.float64)
+    compute_dtype = plan.compute_dtype
+    compiled = use_compiled(plan.kernel, ptr.device) and compute_dtype in (None, torch.float64)
     if compiled and dtype in (torch.float32, torch.float64):
         sizes = ptr[1:] - ptr[:-1]
         pair_ptr = torch.cat([sizes.new_zeros(1), (sizes * sizes).cumsum(0)])
@@ -290,17 +293,17 @@ def shortest_path_distances(
     ptr: Tensor | None = None,
     max_nodes: int = PAIRWISE_MAX_NODES,
     local: bool = False,
-    kernel: str = "auto",
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> PairEncoding:
     """Hop distances of all pairs (``values [P]``, int64), capped: pairs farther than
     ``max_dist`` hops or in different components get ``max_dist + 1``. Unweighted; an edge of
     any weight connects. ``local=True``: only the pairs within ``max_dist`` hops
-    (:func:`local_pairs`, any graph size; a pair not listed is farther). ``kernel``:
+    (:func:`local_pairs`, any graph size; a pair not listed is farther). ``plan.kernel``:
     ``compiled`` (CPU: one breadth-first search per source, cut at ``max_dist``), ``tensor``
     (boolean products per group of equal-sized graphs, on any device), ``auto`` the first for
     CPU tensors."""
     return shortest_paths(edge_index, num_nodes, max_dist, 0, ptr=ptr, max_nodes=max_nodes,
-                          local=local, kernel=kernel)[0]
+                          local=local, plan=plan)[0]
 
 
 def shortest_paths(
@@ -312,7 +315,7 @@ def shortest_paths(
     ptr: Tensor | None = None,
     max_nodes: int = PAIRWISE_MAX_NODES,
     local: bool = False,
-    kernel: str = "auto",
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> tuple[PairEncoding, Tensor | None]:
     """:func:`shortest_path_distances` and, for ``path_hops > 0``, :func:`shortest_path_edges`
     of its pairs (None otherwise), from one validation and one host graph: Graphormer's
@@ -325,7 +328,7 @@ def shortest_paths(
         encoding = _local_pairs(csr, num_nodes, max_dist, ptr, edge_index.device)
     else:
         ptr = _prepare(edge_index, num_nodes, ptr, None, max_nodes)
-        compiled = use_compiled(kernel, ptr.device)
+        compiled = use_compiled(plan.kernel, ptr.device)
         csr = simple_csr(edge_index.cpu(), num_nodes) if compiled or path_hops else None
         encoding = (_host_distances(csr, ptr, max_dist) if compiled
                     else _tensor_distances(edge_index, ptr, max_dist))
@@ -524,15 +527,9 @@ def random_walk_landing_probs(
     *,
     ptr: Tensor | None = None,
     edge_weight: Tensor | None = None,
-    dense_max_nodes: int = 512,
-    bucket_granularity: int | None = None,
-    compute_dtype: torch.dtype = torch.float32,
     dtype: torch.dtype = torch.float32,
-    max_block_bytes: int = 4 * 2**20,
-    sparse_block_bytes: int = 256 * 2**20,
-    max_dense_bytes: int = 256 * 2**20,
-    kernel: str = "auto",
     self_loops: bool = True,
+    plan: ExecPlan = DEFAULT_PLAN,
 ) -> Tensor:
     """Landing probabilities ``diag(P^t)`` for ``t = 1..walk_length``, as ``[N, walk_length]``.
 
@@ -550,29 +547,27 @@ def random_walk_landing_probs(
         walk_length: number of steps ``T``.
         ptr: ``[G + 1]`` node offsets of the graphs; one graph if None.
         edge_weight: ``[E]`` finite non-negative weights, or None.
-        dense_max_nodes: largest graph size for the dense path.
-        bucket_granularity: (``kernel="tensor"``) size buckets round node counts up to a
-            multiple of this; by default exact sizes for 1024+ graphs, and for a training-size
-            batch a geometric ladder that pads no graph by more than 1.25x.
-        compute_dtype: dtype of the matrix products.
         dtype: dtype of the result.
-        max_block_bytes: memory of one dense chunk of powers (small enough to stay in cache).
-        sparse_block_bytes: memory of one block of identity columns on the sparse path.
-        max_dense_bytes: memory of the dense matrices built at once (groups of buckets).
-        kernel: the implementation for graphs up to ``dense_max_nodes``: ``compiled`` (CPU
-            tensors only: one compiled loop over the graphs, float64, ``diag(S^t)`` by sparse
-            products of exactly each graph's size, see :mod:`graphpe.ops.walk.compiled`),
-            ``tensor`` (padded size buckets, batched products, any device) or ``auto``
-            (``compiled`` on the CPU).
         self_loops: the walk may take the graph's self loops (``A_ii`` = the loop's weight,
             counted once in the degree), as PyG's ``AddRandomWalkPE``; False drops them.
+        plan: how to compute (:class:`~graphpe.ops.plan.ExecPlan`). Graphs up to
+            ``plan.dense_max_nodes`` (default :data:`RWSE_DENSE_MAX_NODES`) take the dense
+            path: ``kernel`` ``compiled`` (CPU tensors only: one compiled loop over the
+            graphs, float64, ``diag(S^t)`` by sparse products of exactly each graph's size, see
+            :mod:`graphpe.ops.walk.compiled`), ``tensor`` (padded size buckets, batched
+            products in ``compute_dtype``, default float32, chunks of ``max_block_bytes``,
+            groups of buckets of ``max_dense_bytes``; any device) or ``auto`` (``compiled`` on
+            the CPU); larger graphs the sparse one, blocks of ``sparse_block_bytes``.
     """
     walk_length = check_positive_int("walk_length", walk_length)
+    plan = plan.with_defaults(dense_max_nodes=RWSE_DENSE_MAX_NODES,
+                              compute_dtype=torch.float32)
+    compute_dtype, dense_max_nodes = plan.compute_dtype, plan.dense_max_nodes
     device = edge_index.device
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     # Every node is written below: by its bucket, or by the sparse path of its large graph.
     itemsize = torch.finfo(compute_dtype).bits // 8
-    if use_compiled(kernel, device):
+    if use_compiled(plan.kernel, device):
         ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
         # float64 inside the kernel, written straight into the output dtype
         out = torch.from_numpy(np.empty((num_nodes, walk_length), dtype=numpy_dtype(dtype)))
@@ -589,12 +584,12 @@ def random_walk_landing_probs(
             edge_weight = weights_scaled_per_graph(edge_weight, edge_index, ptr)
         out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
         sizes = ptr[1:] - ptr[:-1]
-        buckets = size_buckets(
-            sizes, bucket_granularity or 1, dense_max_nodes,
-            growth=bucket_growth_for(sizes) if bucket_granularity is None else None)
-        for group in bucket_groups(buckets, itemsize, max_dense_bytes):
+        granularity = plan.bucket_granularity
+        buckets = size_buckets(sizes, granularity or 1, dense_max_nodes,
+                               growth=bucket_growth_for(sizes) if granularity is None else None)
+        for group in bucket_groups(buckets, itemsize, plan.max_dense_bytes):
             _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length,
-                                 compute_dtype, max_block_bytes, out, self_loops)
+                                 compute_dtype, plan.max_block_bytes, out, self_loops)
         large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
 
     for g in large:
@@ -606,7 +601,7 @@ def random_walk_landing_probs(
             sub_w = weights_scaled_per_graph(sub_w, sub_ei, single_graph_ptr(n, sub_ei.device))
         ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype, self_loops)
         op = sparse_operator(ei, values, n)
-        width = max(1, sparse_block_bytes // (itemsize * n * 2))
+        width = max(1, plan.sparse_block_bytes // (itemsize * n * 2))
         for lo in range(0, n, width):
             hi = min(lo + width, n)
             out[start + lo : start + hi] = _sparse_landing(op, lo, hi, walk_length, compute_dtype)

@@ -1,5 +1,5 @@
-"""LCP's compiled host kernels (``kernel="compiled"``) against the tensor kernels
-(``kernel="tensor"``), on generated batches of awkward graphs."""
+"""LCP's compiled host kernels (``ExecPlan(kernel="compiled")``) against the tensor kernels
+(``ExecPlan(kernel="tensor")``), on generated batches of awkward graphs."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphpe.ops import local_curvature_profile
+from graphpe.ops.plan import ExecPlan
 from tests.ops.strategies import batch_of, raw_graph
 
 
@@ -19,7 +20,7 @@ def test_curvature_profile_compiled_equals_tensor(graphs, curvature, alpha):
         alpha = 0.0
     batch = batch_of(graphs)
     args = (batch.edge_index, batch.num_nodes, curvature, alpha)
-    ours = local_curvature_profile(*args, ptr=batch.ptr, kernel="compiled")
-    ref = local_curvature_profile(*args, ptr=batch.ptr, kernel="tensor")
+    ours = local_curvature_profile(*args, ptr=batch.ptr, plan=ExecPlan(kernel="compiled"))
+    ref = local_curvature_profile(*args, ptr=batch.ptr, plan=ExecPlan(kernel="tensor"))
     for a, b in zip(ours, ref, strict=True):
         torch.testing.assert_close(a, b, atol=1e-12, rtol=0)

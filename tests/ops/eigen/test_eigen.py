@@ -8,6 +8,7 @@ from torch_geometric.data import Batch
 
 from graphpe.ops import laplacian_eigenpairs
 from graphpe.ops.eigen import canonical_signs
+from graphpe.ops.plan import ExecPlan
 
 
 def dense_reference(data, normalization="sym"):
@@ -80,7 +81,8 @@ def test_batch_equals_per_graph(families, dense_max_nodes):
     batch = Batch.from_data_list(graphs)
     k = 6
     pairs = laplacian_eigenpairs(
-        batch.edge_index, batch.num_nodes, k, ptr=batch.ptr, dense_max_nodes=dense_max_nodes
+        batch.edge_index, batch.num_nodes, k, ptr=batch.ptr,
+            plan=ExecPlan(dense_max_nodes=dense_max_nodes)
     )
     assert pairs.eigvals.shape == (len(graphs), k) and pairs.eigvecs.shape == (batch.num_nodes, k)
     for g, data in enumerate(graphs):
@@ -111,8 +113,8 @@ def test_other_normalizations(families, normalization):
     for name, data in families.items():
         n = data.num_nodes
         pairs = laplacian_eigenpairs(
-            data.edge_index, n, 4, normalization=normalization, compute_dtype=torch.float64,
-            dtype=torch.float64,
+            data.edge_index, n, 4, normalization=normalization,
+            dtype=torch.float64, plan=ExecPlan(compute_dtype=torch.float64)
         )
         w, _, comps, a = dense_reference(data, "none" if normalization == "none" else "sym")
         m = max(0, min(4, n - comps))
@@ -134,7 +136,7 @@ def test_sparse_path_large_graph():
 
     data = nx_to_data(g)
     dense = laplacian_eigenpairs(data.edge_index, 300, 5)
-    sparse = laplacian_eigenpairs(data.edge_index, 300, 5, dense_max_nodes=100)
+    sparse = laplacian_eigenpairs(data.edge_index, 300, 5, plan=ExecPlan(dense_max_nodes=100))
     assert torch.allclose(dense.eigvals, sparse.eigvals, atol=1e-5)
     assert torch.allclose(dense.eigvecs, sparse.eigvecs, atol=1e-4)
 
@@ -215,8 +217,8 @@ def test_sparse_path_many_components(keep_trivial):
     g = nx.disjoint_union(g, nx.empty_graph(3))
     data = nx_to_data(g)
     k = 20
-    pairs = laplacian_eigenpairs(data.edge_index, data.num_nodes, k, dense_max_nodes=100,
-                                 keep_trivial=keep_trivial)
+    pairs = laplacian_eigenpairs(data.edge_index, data.num_nodes, k,
+                                 keep_trivial=keep_trivial, plan=ExecPlan(dense_max_nodes=100))
     w, _, comps, _ = dense_reference(data)
     skip = 0 if keep_trivial else comps
     assert np.allclose(pairs.eigvals[0].numpy(), w[skip : skip + k], atol=1e-5)
@@ -231,7 +233,7 @@ def test_sparse_path_small_spectral_gaps():
     from tests.conftest import nx_to_data
 
     data = nx_to_data(nx.path_graph(400))
-    pairs = laplacian_eigenpairs(data.edge_index, 400, 4, dense_max_nodes=50)
+    pairs = laplacian_eigenpairs(data.edge_index, 400, 4, plan=ExecPlan(dense_max_nodes=50))
     assert_matches_reference(data, pairs, 4)
 
 
@@ -242,9 +244,10 @@ def test_sparse_path_other_normalizations(normalization):
     g = nx.disjoint_union(nx.connected_watts_strogatz_graph(120, 4, 0.3, seed=5),
                           nx.path_graph(7))
     data = nx_to_data(g)
-    kw = dict(normalization=normalization, compute_dtype=torch.float64, dtype=torch.float64)
+    kw = dict(normalization=normalization, dtype=torch.float64)
     dense = laplacian_eigenpairs(data.edge_index, data.num_nodes, 6, **kw)
-    sparse = laplacian_eigenpairs(data.edge_index, data.num_nodes, 6, dense_max_nodes=50, **kw)
+    sparse = laplacian_eigenpairs(data.edge_index, data.num_nodes, 6, **kw,
+        plan=ExecPlan(dense_max_nodes=50))
     assert torch.allclose(sparse.eigvals, dense.eigvals, atol=1e-8)
     # same eigenspaces: every sparse vector is an eigenvector for its eigenvalue
     a = torch.from_numpy(nx.to_numpy_array(g, nodelist=range(g.number_of_nodes())))
@@ -259,6 +262,6 @@ def test_memory_bounded_groups_give_the_same_result(families):
     batch = Batch.from_data_list(graphs)
     full = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 5, ptr=batch.ptr)
     small = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 5, ptr=batch.ptr,
-                                 max_dense_bytes=4000)
+        plan=ExecPlan(max_dense_bytes=4000))
     assert torch.equal(full.eigvals, small.eigvals) and torch.equal(full.mask, small.mask)
     assert torch.allclose(full.eigvecs, small.eigvecs, atol=1e-6)

@@ -1,7 +1,8 @@
-"""LapPE's compiled host kernels (``kernel="compiled"``) against the batched tensor kernels
-(``kernel="tensor"``), on generated batches of awkward graphs: empty and single-node graphs,
-isolated nodes, several components, N <= k, multi-edges, self loops, directed edges, zero and
-large weights, repeated eigenvalues; and the compiled solver's parts against numpy."""
+"""LapPE's compiled host kernels (``ExecPlan(kernel="compiled")``) against the batched tensor
+kernels (``ExecPlan(kernel="tensor")``), on generated batches of awkward graphs: empty and
+single-node graphs, isolated nodes, several components, N <= k, multi-edges, self loops,
+directed edges, zero and large weights, repeated eigenvalues; and the compiled solver's parts
+against numpy."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from torch_geometric.data import Batch, Data
 
 from graphpe.ops import laplacian_eigenpairs
 from graphpe.ops.graph import undirected_simple
+from graphpe.ops.plan import ExecPlan
 from tests.conftest import graph_families, nx_to_data
 from tests.ops.strategies import batch_of, raw_graph
 
@@ -41,11 +43,11 @@ def simple_spectra(batch: Batch, normalization: str) -> list[np.ndarray]:
 
 def assert_eigenpairs_match(batch: Batch, k: int, **options) -> None:
     ours = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, k, ptr=batch.ptr,
-                                edge_weight=batch.get("edge_weight"), kernel="compiled",
-                                **options)
+                                edge_weight=batch.get("edge_weight"),
+                                **options, plan=ExecPlan(kernel="compiled"))
     ref = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, k, ptr=batch.ptr,
-                               edge_weight=batch.get("edge_weight"), kernel="tensor",
-                               **options)
+                               edge_weight=batch.get("edge_weight"),
+                               **options, plan=ExecPlan(kernel="tensor"))
     assert torch.equal(ours.mask, ref.mask)
     torch.testing.assert_close(ours.eigvals, ref.eigvals, atol=1e-6, rtol=0)
     spectra = simple_spectra(batch, options.get("normalization", "sym"))
@@ -87,7 +89,8 @@ def test_laplacian_eigenpairs_random_signs_are_the_same_draws():
     batch = batch_of([nx_to_data(nx.cycle_graph(7)), nx_to_data(nx.path_graph(5))])
     outs = [laplacian_eigenpairs(batch.edge_index, batch.num_nodes, 3, ptr=batch.ptr,
                                  sign="random", generator=torch.Generator().manual_seed(3),
-                                 kernel=kernel) for kernel in ("compiled", "tensor")]
+                                 plan=ExecPlan(kernel=kernel))
+            for kernel in ("compiled", "tensor")]
     simple = outs[1].eigvals[1]  # the path's spectrum is simple
     torch.testing.assert_close(outs[0].eigvecs[7:, :], outs[1].eigvecs[7:, :], atol=1e-6,
                                rtol=0)
@@ -201,9 +204,9 @@ def test_laplacian_eigenpairs_compiled_mid_sized_hard_cases():
         if normalization == "rw":
             continue  # L_rw vectors are not orthogonal
         ours = laplacian_eigenpairs(batch.edge_index, batch.num_nodes, k, ptr=batch.ptr,
-                                    edge_weight=batch.get("edge_weight"), kernel="compiled",
+                                    edge_weight=batch.get("edge_weight"),
                                     normalization=normalization, keep_trivial=keep_trivial,
-                                    dtype=torch.float64)
+                                    dtype=torch.float64, plan=ExecPlan(kernel="compiled"))
         for g, graph in enumerate(graphs):
             lo, hi = int(batch.ptr[g]), int(batch.ptr[g + 1])
             m = int(ours.mask[g].sum())

@@ -16,6 +16,7 @@ from graphpe.ops.graph import (
     sparse_operator,
     undirected_simple,
 )
+from graphpe.ops.plan import ExecPlan
 from tests.conftest import nx_to_data
 from tests.ops.eigen.test_eigen import assert_matches_reference, clusters
 
@@ -153,10 +154,10 @@ def test_laplacian_eigenpairs_sparse_paths_agree(normalization, keep_trivial):
     for solver in ("chebyshev", "arpack"):
         out[solver] = laplacian_eigenpairs(
             data.edge_index, n, k, normalization=normalization, keep_trivial=keep_trivial,
-            dense_max_nodes=100, sparse_solver=solver, dtype=torch.float64)
+            dtype=torch.float64, plan=ExecPlan(dense_max_nodes=100, sparse_solver=solver))
     dense = laplacian_eigenpairs(data.edge_index, n, k, normalization=normalization,
-                                 keep_trivial=keep_trivial, dense_max_nodes=4096,
-                                 dtype=torch.float64)
+                                 keep_trivial=keep_trivial,
+                                 dtype=torch.float64, plan=ExecPlan(dense_max_nodes=4096))
     for solver, pairs in out.items():
         assert torch.allclose(pairs.eigvals, dense.eigvals, atol=1e-8), solver
         assert torch.equal(pairs.mask, dense.mask)
@@ -171,8 +172,8 @@ def test_auto_falls_back_to_arpack_with_a_warning():
     data = nx_to_data(nx.path_graph(2000))
     with pytest.warns(RuntimeWarning, match=r"graph 0 \(2000 nodes\): Chebyshev subspace "
                                             r"iteration did not converge in 3 filters"):
-        pairs = laplacian_eigenpairs(data.edge_index, 2000, 3, dense_max_nodes=100,
-                                     sparse_max_iter=3, dtype=torch.float64)
+        pairs = laplacian_eigenpairs(data.edge_index, 2000, 3, dtype=torch.float64,
+            plan=ExecPlan(dense_max_nodes=100, sparse_max_iter=3))
     # path P_n: lambda_j = 1 - cos(pi j / (n - 1)) for L_sym
     ref = 1 - np.cos(np.pi * np.arange(1, 4) / 1999)
     assert np.allclose(pairs.eigvals[0].numpy(), ref, rtol=1e-6)
@@ -182,7 +183,7 @@ def test_unknown_sparse_solver_raises():
     data = nx_to_data(nx.path_graph(5))
     with pytest.raises(ValueError, match=r"^sparse_solver must be one of \('auto', "
                                          r"'chebyshev', 'arpack'\), got 'lobpcg'$"):
-        laplacian_eigenpairs(data.edge_index, 5, 2, sparse_solver="lobpcg")
+        laplacian_eigenpairs(data.edge_index, 5, 2, plan=ExecPlan(sparse_solver="lobpcg"))
 
 
 @settings(max_examples=15, deadline=None)
@@ -192,14 +193,14 @@ def test_sparse_path_matches_reference_and_is_permutation_invariant(seed):
     n = int(rng.integers(60, 160))
     g = nx.gnp_random_graph(n, float(rng.uniform(1.0, 4.0)) / n, seed=seed)
     data = nx_to_data(g)
-    pairs = laplacian_eigenpairs(data.edge_index, n, 5, dense_max_nodes=0,
-                                 sparse_solver="chebyshev", dtype=torch.float64)
+    pairs = laplacian_eigenpairs(data.edge_index, n, 5, dtype=torch.float64,
+        plan=ExecPlan(dense_max_nodes=0, sparse_solver="chebyshev"))
     assert_matches_reference(data, pairs, 5)
     perm = torch.from_numpy(rng.permutation(n))
     inv = torch.empty_like(perm)
     inv[perm] = torch.arange(n)
-    permuted = laplacian_eigenpairs(inv[data.edge_index], n, 5, dense_max_nodes=0,
-                                    sparse_solver="chebyshev", dtype=torch.float64)
+    permuted = laplacian_eigenpairs(inv[data.edge_index], n, 5, dtype=torch.float64,
+        plan=ExecPlan(dense_max_nodes=0, sparse_solver="chebyshev"))
     assert torch.allclose(permuted.eigvals, pairs.eigvals, atol=1e-8)
 
 

@@ -1,5 +1,6 @@
-"""RFP's compiled host kernel (``kernel="compiled"``) against the batched tensor kernel
-(``kernel="tensor"``), on generated batches of awkward graphs and rank-deficient blocks."""
+"""RFP's compiled host kernel (``ExecPlan(kernel="compiled")``) against the batched tensor kernel
+(``ExecPlan(kernel="tensor")``), on generated batches of awkward graphs and rank-deficient
+blocks."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphpe.ops import random_feature_propagation
+from graphpe.ops.plan import ExecPlan
 from tests.ops.strategies import batch_of, raw_graph
 
 
@@ -24,8 +26,8 @@ def test_propagation_compiled_equals_tensor(graphs, operator, normalization, dim
                      dtype=torch.float64)
     kw = dict(ptr=batch.ptr, edge_weight=batch.get("edge_weight"), dtype=torch.float64)
     args = (batch.edge_index, batch.num_nodes, x0, steps, operator, normalization)
-    ours = random_feature_propagation(*args, kernel="compiled", **kw)
-    ref = random_feature_propagation(*args, kernel="tensor", **kw)
+    ours = random_feature_propagation(*args, **kw, plan=ExecPlan(kernel="compiled"))
+    ref = random_feature_propagation(*args, **kw, plan=ExecPlan(kernel="tensor"))
     assert ours.shape == (batch.num_nodes, 2, (steps + 1) * dim)
     torch.testing.assert_close(ours, ref, atol=1e-6 if normalization == "qr" else 1e-9, rtol=0)
 
@@ -37,8 +39,8 @@ def test_propagation_rank_deficient_blocks_agree_across_kernels():
     ei = torch.tensor([[0, 0, 0, 0, 0, 1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 0, 0, 0, 0, 0]])
     x0 = torch.randn(6, 3, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     kw = dict(dtype=torch.float64)
-    ours = random_feature_propagation(ei, 6, x0, 3, "adj", kernel="compiled", **kw)
-    ref = random_feature_propagation(ei, 6, x0, 3, "adj", kernel="tensor", **kw)
+    ours = random_feature_propagation(ei, 6, x0, 3, "adj", **kw, plan=ExecPlan(kernel="compiled"))
+    ref = random_feature_propagation(ei, 6, x0, 3, "adj", **kw, plan=ExecPlan(kernel="tensor"))
     norms = ref.reshape(6, 3, 4, 4).norm(dim=0)  # [draws, steps + 1, columns]
     assert bool((norms[:, 1:] < 1e-12).any())  # the cut happened
     torch.testing.assert_close(ours, ref, atol=1e-10, rtol=0)
@@ -48,7 +50,8 @@ def test_propagation_qr_zeroes_columns_beyond_the_rank():
     """n = 3 nodes, d = 5 columns: 3 orthonormal columns and 2 zero ones, in every block."""
     ei = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
     x0 = torch.randn(3, 1, 5, generator=torch.Generator().manual_seed(0))
-    out = random_feature_propagation(ei, 3, x0, 3, kernel="compiled").reshape(3, 4, 5)
+    out = random_feature_propagation(ei, 3, x0, 3,
+        plan=ExecPlan(kernel="compiled")).reshape(3, 4, 5)
     norms = out.norm(dim=0)
     assert torch.allclose(norms[:, :3], torch.ones(4, 3), atol=1e-6)
     assert bool((norms[:, 3:] == 0).all())

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from torch_geometric.data import Batch, Data
 
 from graphpe.ops import random_walk_landing_probs
+from graphpe.ops.plan import ExecPlan
 from graphpe.ops.walk import (
     all_pairs,
     pair_row_edges,
@@ -45,7 +46,7 @@ def simple_nx(data: Data, loops: bool = False) -> nx.Graph:
 def test_shortest_paths_equal_networkx_and_batch_equals_per_graph(graphs, max_dist, kernel):
     batch = Batch.from_data_list(graphs)
     got = shortest_path_distances(batch.edge_index, batch.num_nodes, max_dist, ptr=batch.ptr,
-                                  kernel=kernel)
+        plan=ExecPlan(kernel=kernel))
     assert torch.equal(got.pair_ptr, all_pairs(batch.ptr)[1])
     assert got.pair_index.shape == (2, sum(g.num_nodes ** 2 for g in graphs))
     for k, data in enumerate(graphs):
@@ -56,7 +57,7 @@ def test_shortest_paths_equal_networkx_and_batch_equals_per_graph(graphs, max_di
             for j, d in lengths.items():
                 want[i, j] = d
         assert got.values[lo:hi].view(n, n).tolist() == want.tolist()
-        alone = shortest_path_distances(data.edge_index, n, max_dist, kernel=kernel)
+        alone = shortest_path_distances(data.edge_index, n, max_dist, plan=ExecPlan(kernel=kernel))
         assert torch.equal(alone.values, got.values[lo:hi])
         assert torch.equal(alone.pair_index + int(batch.ptr[k]), got.pair_index[:, lo:hi])
 
@@ -134,13 +135,14 @@ def test_rrwp_compiled_kernel_equals_tensor_kernel(data):
                               dtype=torch.float64) * data.draw(st.sampled_from([1.0, 1e300]))
     args = (batch.edge_index, batch.num_nodes, 5)
     fast = relative_random_walk_probs(*args, ptr=batch.ptr, edge_weight=weight,
-                                      kernel="compiled")
-    slow = relative_random_walk_probs(*args, ptr=batch.ptr, edge_weight=weight, kernel="tensor")
+        plan=ExecPlan(kernel="compiled"))
+    slow = relative_random_walk_probs(*args, ptr=batch.ptr, edge_weight=weight,
+        plan=ExecPlan(kernel="tensor"))
     assert torch.equal(fast.pair_index, slow.pair_index)
     assert torch.equal(fast.pair_ptr, slow.pair_ptr)
     assert torch.allclose(fast.values, slow.values, atol=1e-6)
     with pytest.raises(ValueError, match="kernel must be one of"):
-        relative_random_walk_probs(*args, ptr=batch.ptr, kernel="numba")
+        relative_random_walk_probs(*args, ptr=batch.ptr, plan=ExecPlan(kernel="numba"))
 
 
 @settings(max_examples=60, deadline=None)
@@ -204,8 +206,8 @@ def test_rrwp_compiled_kernel_on_both_sides_of_the_stacked_size():
               nx_to_data(nx.path_graph(RRWP_STACK_MAX_NODES))]
     batch = Batch.from_data_list(graphs)
     args = (batch.edge_index, batch.num_nodes, 6)
-    fast = relative_random_walk_probs(*args, ptr=batch.ptr, kernel="compiled")
-    slow = relative_random_walk_probs(*args, ptr=batch.ptr, kernel="tensor")
+    fast = relative_random_walk_probs(*args, ptr=batch.ptr, plan=ExecPlan(kernel="compiled"))
+    slow = relative_random_walk_probs(*args, ptr=batch.ptr, plan=ExecPlan(kernel="tensor"))
     assert torch.equal(fast.pair_index, slow.pair_index)
     assert torch.allclose(fast.values, slow.values, atol=1e-6)
 
@@ -307,7 +309,7 @@ def test_shortest_paths_give_the_same_on_either_kernel(graphs, max_dist, hops):
     batch = Batch.from_data_list(graphs)
     args = (batch.edge_index, batch.num_nodes, max_dist, hops)
     compiled, path = shortest_paths(*args, ptr=batch.ptr)
-    tensor, path_t = shortest_paths(*args, ptr=batch.ptr, kernel="tensor")
+    tensor, path_t = shortest_paths(*args, ptr=batch.ptr, plan=ExecPlan(kernel="tensor"))
     assert all(torch.equal(a, b) for a, b in zip(compiled, tensor, strict=True))
     if not hops:
         assert path is None and path_t is None

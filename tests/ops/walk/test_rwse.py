@@ -4,6 +4,7 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.transforms import AddRandomWalkPE
 
 from graphpe.ops import random_walk_landing_probs
+from graphpe.ops.plan import ExecPlan
 
 
 def pyg_rwse(data: Data, steps: int) -> torch.Tensor:
@@ -24,7 +25,8 @@ def test_batch_equals_per_graph_dense_and_sparse(families, dense_max_nodes):
     graphs = list(families.values())
     batch = Batch.from_data_list(graphs)
     ours = random_walk_landing_probs(
-        batch.edge_index, batch.num_nodes, 16, ptr=batch.ptr, dense_max_nodes=dense_max_nodes
+        batch.edge_index, batch.num_nodes, 16, ptr=batch.ptr,
+            plan=ExecPlan(dense_max_nodes=dense_max_nodes)
     )
     ref = torch.cat([pyg_rwse(g, 16) for g in graphs])
     assert torch.allclose(ours, ref, atol=1e-6)
@@ -46,7 +48,8 @@ def test_weighted_graph_matches_dense_reference():
         ref.append(m.diagonal())
     ref = torch.stack(ref, 1)
     for dmax in (512, 0):
-        ours = random_walk_landing_probs(ei, n, 6, edge_weight=w.float(), dense_max_nodes=dmax)
+        ours = random_walk_landing_probs(ei, n, 6, edge_weight=w.float(),
+            plan=ExecPlan(dense_max_nodes=dmax))
         assert torch.allclose(ours.double(), ref, atol=1e-6)
 
 
@@ -75,5 +78,5 @@ def test_memory_bounded_groups_give_the_same_result(families):
     batch = Batch.from_data_list(graphs)
     full = random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr)
     small = random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr,
-                                      max_dense_bytes=2000)
+        plan=ExecPlan(max_dense_bytes=2000))
     assert torch.equal(full, small)
