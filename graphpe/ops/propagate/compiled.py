@@ -100,10 +100,65 @@ def _with_diagonal(indptr, indices, values, diag):  # pragma: no cover - compile
     return out_ptr, out_idx, out_val
 
 
+# A column whose remainder lies within this fraction of the rank cut is decided again with
+# order-free sums (:func:`_cgs2`): there, the rounding of a sum taken in node order could move
+# it across the cut, and relabelling the nodes would change which columns are kept.
+RANK_BAND = 1e-3
+
+
+@numba.njit(cache=True, nogil=True)
+def _order_free_sum(terms):  # pragma: no cover - compiled
+    """The sum of ``terms`` taken in sorted order: the same float for every permutation."""
+    total = 0.0
+    for v in np.sort(terms):
+        total += v
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _column_dot(cols, a, b, n, order_free, terms):  # pragma: no cover - compiled
+    if order_free:
+        for i in range(n):
+            terms[i] = cols[a, i] * cols[b, i]
+        return _order_free_sum(terms[:n])
+    dot = 0.0
+    for i in range(n):
+        dot += cols[a, i] * cols[b, i]
+    return dot
+
+
+@numba.njit(cache=True, nogil=True)
+def _cgs2(cols, n, d, rank_tol, order_free, dots, terms):  # pragma: no cover - compiled
+    """Classical Gram-Schmidt done twice, in place, on the column-major block ``cols[:d, :n]``
+    with the rank cut of :func:`propagate_host`. With ``order_free`` every sum over the nodes
+    is :func:`_order_free_sum`, so the block's result is exactly equivariant to a relabelling
+    of its rows. Returns whether a kept or cut column's remainder lay within
+    :data:`RANK_BAND` of the cut."""
+    biggest = 0.0
+    for c in range(d):
+        biggest = max(biggest, _column_dot(cols, c, c, n, order_free, terms))
+    floor = rank_tol * np.sqrt(biggest)
+    near_cut = False
+    for c in range(d):
+        for _ in range(2):
+            for b in range(c):
+                dots[b] = _column_dot(cols, b, c, n, order_free, terms)
+            for b in range(c):
+                dot = dots[b]
+                for i in range(n):
+                    cols[c, i] -= dot * cols[b, i]
+        nrm = np.sqrt(_column_dot(cols, c, c, n, order_free, terms))
+        near_cut = near_cut or (floor > 0.0 and abs(nrm - floor) <= RANK_BAND * floor)
+        inv = 0.0 if nrm <= floor or nrm == 0.0 else 1.0 / nrm
+        for i in range(n):
+            cols[c, i] *= inv
+    return near_cut
+
+
 @numba.njit(cache=True, nogil=True)
 def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
     """Normalize one graph's ``[n, d]`` block in place (l2 columns, or Gram-Schmidt x2);
-    ``scratch`` is ``[d + 1, >= max(n, d)]``."""
+    ``scratch`` is ``[d + 2, >= max(n, d)]``."""
     n, d = x.shape
     if not qr:
         for c in range(d):
@@ -115,42 +170,33 @@ def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
                 for i in range(n):
                     x[i, c] *= inv
         return
-    # Classical Gram-Schmidt done twice (CGS2; "twice is enough", Giraud et al. 2005) on a
-    # column-major copy: every dot product and update runs over contiguous memory, which the
-    # compiler vectorizes; the row-major block would make each of them a strided walk.
-    cols = scratch  # [d + 1, >= n], C-contiguous (a sliced view would defeat vectorizing)
+    # CGS2 ("twice is enough", Giraud et al. 2005) on a column-major copy: every dot product
+    # and update runs over contiguous memory, which the compiler vectorizes; the row-major
+    # block would make each of them a strided walk.
+    cols = scratch  # [d + 2, >= n], C-contiguous (a sliced view would defeat vectorizing)
+    dots, terms = scratch[d], scratch[d + 1]
     for i in range(n):
         for c in range(d):
             cols[c, i] = x[i, c]
-    biggest = 0.0
-    for c in range(d):
-        nrm = 0.0
+    if _cgs2(cols, n, d, rank_tol, False, dots, terms):
+        # a remainder near the cut: decide every column again with order-free sums, so the
+        # columns kept do not depend on the node order (rare; O(d^2 n log n))
         for i in range(n):
-            nrm += cols[c, i] * cols[c, i]
-        biggest = max(biggest, nrm)
-    floor = rank_tol * np.sqrt(biggest)
-    dots = scratch[d]
-    for c in range(d):
-        for _ in range(2):
-            for b in range(c):
-                dot = 0.0
-                for i in range(n):
-                    dot += cols[b, i] * cols[c, i]
-                dots[b] = dot
-            for b in range(c):
-                dot = dots[b]
-                for i in range(n):
-                    cols[c, i] -= dot * cols[b, i]
-        nrm = 0.0
-        for i in range(n):
-            nrm += cols[c, i] * cols[c, i]
-        nrm = np.sqrt(nrm)
-        inv = 0.0 if nrm <= floor or nrm == 0.0 else 1.0 / nrm
-        for i in range(n):
-            cols[c, i] *= inv
+            for c in range(d):
+                cols[c, i] = x[i, c]
+        _cgs2(cols, n, d, rank_tol, True, dots, terms)
     for i in range(n):
         for c in range(d):
             x[i, c] = cols[c, i]
+
+
+def normalize_block_host(x: np.ndarray, rank_tol: float) -> np.ndarray:
+    """One ``[n, d]`` float64 block orthonormalized by the rule of :func:`propagate_host`
+    (a new array): the tensor kernels' fallback for blocks with a remainder near the cut."""
+    out = np.array(x, dtype=np.float64, order="C")
+    n, d = out.shape
+    _normalize_block(out, True, rank_tol, np.empty((d + 2, max(n, d, 1))))
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -163,7 +209,7 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
         big = max(big, ptr[g + 1] - ptr[g])
     cur = np.empty((big, d))
     nxt = np.empty((big, d))
-    scratch = np.empty((d + 1, max(big, d)))
+    scratch = np.empty((d + 2, max(big, d)))
     for g in range(num_graphs):  # compiled: each graph at its own size, no padding
         s = ptr[g]
         n = ptr[g + 1] - s

@@ -30,7 +30,12 @@ from graphpe.ops.graph import (
 )
 from graphpe.ops.host import COMPILED_MAX_NODES, host_array, simple_csr, use_compiled
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
-from graphpe.ops.propagate.compiled import operator_csr, propagate_host
+from graphpe.ops.propagate.compiled import (
+    RANK_BAND,
+    normalize_block_host,
+    operator_csr,
+    propagate_host,
+)
 
 OPERATORS = ("adj", "gcn", "rw", "lap_shift")
 PROPAGATION_NORMS = ("qr", "l2")
@@ -234,7 +239,9 @@ def _gram_schmidt(x: Tensor) -> Tensor:
     (CGS2, "twice is enough", Giraud et al. 2005), the rule of the compiled CPU kernel
     (:func:`graphpe.ops.propagate.compiled.propagate_host`): a column whose remainder after
     projecting out the earlier ones is at most ``rank_tolerance * (largest column norm)``
-    becomes zero and the next columns go on without it. So a rank-deficient block gets zero
+    becomes zero and the next columns go on without it; a block with a remainder within
+    :data:`~graphpe.ops.propagate.compiled.RANK_BAND` of the cut is decided by the compiled
+    kernel's order-free rule. So a rank-deficient block gets zero
     columns exactly where its rank is not increased, independently of any arbitrary completion
     (Householder QR would orthogonalize the later columns against one), and the CPU and GPU
     paths agree.
@@ -242,8 +249,10 @@ def _gram_schmidt(x: Tensor) -> Tensor:
     cheaper than batched Householder QR of many small blocks."""
     shape, (n, d) = x.shape, x.shape[-2:]
     x = x.reshape(-1, n, d)  # one batch axis: the projections become single baddbmm calls
-    floor = (rank_tolerance(x.dtype) * x.square().sum(-2).amax(-1).sqrt()).reshape(-1, 1, 1)
+    tol = rank_tolerance(x.dtype)
+    floor = (tol * x.square().sum(-2).amax(-1).sqrt()).reshape(-1, 1, 1)
     q = torch.zeros_like(x)
+    near_cut = torch.zeros(x.size(0), 1, 1, dtype=torch.bool, device=x.device)
     for c in range(d):
         v = x[..., c : c + 1]  # [b, n, 1]
         if c:
@@ -251,9 +260,15 @@ def _gram_schmidt(x: Tensor) -> Tensor:
             for _ in range(2):
                 v = torch.baddbmm(v, basis, basis.transpose(1, 2) @ v, alpha=-1)
         norm = torch.linalg.vector_norm(v, dim=1, keepdim=True)
+        near_cut |= (floor > 0) & ((norm - floor).abs() <= RANK_BAND * floor)
         inv = torch.where(norm > floor, norm.clamp(min=torch.finfo(x.dtype).tiny).reciprocal(),
                           0.0)
         torch.mul(v, inv, out=q[..., c : c + 1])
+    # a remainder near the cut: the compiled kernel's order-free rule decides that block's
+    # columns, so the kept ones depend neither on the node order nor on the path
+    for b in near_cut.flatten().nonzero().flatten().tolist():
+        block = normalize_block_host(x[b].detach().cpu().double().numpy(), tol)
+        q[b] = torch.from_numpy(block).to(q.device, q.dtype)
     return q.reshape(shape)
 
 
