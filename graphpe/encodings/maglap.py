@@ -95,8 +95,8 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     eigenvalues lie in ``[0, 2]`` (``sym``).
 
     With ``relative_q`` each graph's potentials are divided by its number of one-way pairs
-    (node pairs joined in one direction only), capped at its node count and at least 1 (the
-    reference code's ``q_absolute=False`` and ``dynamic_q``).
+    (node pairs joined in one direction only), capped at its node count and at least 1
+    (Geisler et al.'s ``q_absolute=False``, Huang et al.'s ``dynamic_q``).
 
     Every eigenpair is kept, none dropped as trivial (at ``q > 0`` the smallest carries
     direction). A graph of ``n < k`` nodes has ``k - n`` padded columns: zero vectors, eigenvalue

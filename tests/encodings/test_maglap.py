@@ -545,6 +545,10 @@ def test_the_declaration_builds_transform_encoder_and_model():
     model = build_model(config)
     out = model(Batch.from_data_list(graphs))
     assert out.shape == (3, 1) and torch.isfinite(out).all()
+    # the defaults: {"maglap": {}}
+    default = [pe_spec("maglap").transform()(g) for g in _graphs(2)]
+    out = build_model({**config, "pe": {"maglap": {}}})(Batch.from_data_list(default))
+    assert out.shape == (2, 1) and torch.isfinite(out).all()
     with pytest.raises(ValueError, match=r"expected maglap_pe \[N, 3, 8, 2\], got \[.*, 3, 4, 2\]"):
         build_model({**config, "pe": {"maglap": {**spec.settings, "k": 8}}})(
             Batch.from_data_list(graphs))
