@@ -114,10 +114,10 @@ class SVDPE(PETransform):
     r"""SVD positional encoding (Hussain, Zaki, Subramanian, "Global Self-Attention as a
     Replacement for Graph Convolution", KDD 2022; DGL's ``SVDPE``): the rows of
     :math:`[U_k \Sigma_k^{1/2}, V_k \Sigma_k^{1/2}]` of each graph's adjacency matrix,
-    :math:`A = U \Sigma V^\top` (:func:`svd_encoding`). Unlike the other encodings it reads
-    the direction of ``edge_index`` (``A[i, j]`` for ``i -> j``): on a directed graph ``U``
-    holds the nodes as sources and ``V`` as targets; on an undirected one they agree up to
-    sign. Writes ``svd_pe`` ``[N, 2k]``.
+    :math:`A = U \Sigma V^\top` (:func:`svd_encoding`). It reads the direction of
+    ``edge_index`` (``A[i, j]`` for ``i -> j``), as ``maglap`` and ``drwse`` do: on a
+    directed graph ``U`` holds the nodes as sources and ``V`` as targets; on an undirected
+    one they agree up to sign. Writes ``svd_pe`` ``[N, 2k]``.
 
     DGL writes the same ``2k`` columns for a graph of at least ``k`` nodes; for a smaller
     graph DGL shifts ``V``'s columns left, where this keeps ``U`` in columns ``0..k-1`` and
