@@ -863,7 +863,8 @@ def plots(outdir: Path, root: Path = ROOT) -> list[Path]:
             steps.append((f"{r['model']}{extra}", ratio, label))
     if steps:
         fig, ax = plt.subplots(figsize=(8, 0.28 * len(steps) + 1.2))
-        colours = dict(zip(dict.fromkeys(s[2] for s in steps), plt.cm.tab10.colors))
+        kinds = list(dict.fromkeys(s[2] for s in steps))
+        colours = dict(zip(kinds, plt.cm.tab10.colors[:len(kinds)], strict=True))
         ys = range(len(steps))
         bars = ax.barh(list(ys), [s[1] for s in steps],
                        color=[colours[s[2]] for s in steps])
