@@ -11,10 +11,14 @@ that no module above it does.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import griffe
 import mkdocs_gen_files
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from griffe_rst import convert  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,18 +73,23 @@ def pages(package_name: str = "graphpe") -> dict[str, list[str]]:
 
 def main() -> None:
     nav = mkdocs_gen_files.Nav()
-    found = pages()
+    found, summaries = pages(), {}
+    package = griffe.load("graphpe", search_paths=[str(ROOT)], allow_inspection=False)
+    for module in modules(package):
+        doc = module.docstring.value.split("\n\n")[0] if module.docstring else ""
+        summaries[module.path] = " ".join(doc.split()).replace("|", "\\|")
     index = ["# API reference", "",
              "Generated from the docstrings: every public name of graphpe, on the page of the "
              "module that makes it public. A package's page holds what it re-exports "
              "(`graphpe.ops.laplacian_eigenpairs` is on the `graphpe.ops` page); a "
              "submodule has a page for what it alone makes public.", "",
-             "| module | public names |", "| --- | --- |"]
+             "| module | what it is | public names |", "| --- | --- | --- |"]
     for path, names in found.items():
         doc = f"{path}.md"
         nav[tuple(path.split("."))] = doc
         shown = ", ".join(f"`{n}`" for n in names[:6]) + (", ..." if len(names) > 6 else "")
-        index.append(f"| [`{path}`]({doc}) | {shown} |")
+        summary = convert(summaries.get(path, ""))
+        index.append(f"| [`{path}`]({doc}) | {summary} | {shown} |")
         with mkdocs_gen_files.open(f"api/{doc}", "w") as f:
             f.write(f"# `{path}`\n\n::: {path}\n    options:\n      members:\n")
             f.writelines(f"        - {name}\n" for name in names)
