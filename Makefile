@@ -1,6 +1,7 @@
 # Two commands do all the set-up from a fresh clone:
 #   make demo   - runs graphpe's main job on bundled data (no download)
 #   make test   - runs the test suite (ruff + pytest)
+#   make docs   - builds the documentation site into site/ in strict mode (any warning fails)
 # Both create .venv. Where no torch is installed, the CPU build is installed first
 # (TORCH_SPEC, TORCH_PIP_ARGS override it, e.g. TORCH_PIP_ARGS="--index-url
 # https://download.pytorch.org/whl/cpu" on a machine whose pip would pick a CUDA build).
@@ -12,7 +13,7 @@ TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.graphpe-installed
 
-.PHONY: demo test test-slow bench lint clean
+.PHONY: demo test test-slow bench lint docs docs-serve clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +22,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || \
 		$(BIN)/python -m pip install -q $(TORCH_SPEC) $(TORCH_PIP_ARGS)
-	$(BIN)/python -m pip install -q -e ".[test,bench]"
+	$(BIN)/python -m pip install -q -e ".[test,bench,docs]"
 	# compile the numba kernels into their disk cache now, side by side, rather than on
 	# first use inside the demo's timings or the tests
 	$(BIN)/graphpe warmup
@@ -31,7 +32,7 @@ demo: $(STAMP)
 	$(BIN)/graphpe demo
 
 test: $(STAMP)
-	$(BIN)/ruff check graphpe tests benchmarks examples
+	$(BIN)/ruff check graphpe tests benchmarks examples docs/_build
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)
@@ -41,7 +42,15 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/precompute.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check graphpe tests benchmarks examples
+	$(BIN)/ruff check graphpe tests benchmarks examples docs/_build
+
+# the API pages and the plots are generated during the build (docs/_build/); the tables are
+# committed and checked by tests/docs (python benchmarks/tables.py --write-all rewrites them)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs serve
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache results
+	rm -rf $(VENV) .pytest_cache .ruff_cache results site

@@ -1,10 +1,15 @@
-"""README tables from benchmark JSON: no number in the README is typed by hand.
+"""README and docs tables from benchmark JSON: no number in the README or the docs is typed by
+hand.
 
     python benchmarks/tables.py                       # print every table it can build
-    python benchmarks/tables.py --write README.md     # replace the marked blocks in place
+    python benchmarks/tables.py --write README.md docs/benchmarks.md   # replace marked blocks
+    python benchmarks/tables.py --write-all           # the README and every page of docs/
+    python benchmarks/tables.py --plots DIR           # the docs' plots, from the same JSON
 
-A block in the README sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``;
-``NAME`` is a key of :data:`TABLES`, which says which JSON file it is built from.
+A block sits between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``; ``NAME`` is a key
+of :data:`TABLES`, which says which JSON file(s) it is built from (``encodings`` is built from
+graphpe's registry of encodings instead). ``tests/docs/test_tables.py`` checks that every
+marked block is current and that every table whose JSON exists is shown somewhere.
 """
 
 from __future__ import annotations
@@ -666,7 +671,63 @@ def cold_start_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def _short_paper(paper: str) -> str:
+    """``"Ying et al., Do Transformers ..., NeurIPS 2021"`` -> ``"Ying et al., NeurIPS 2021"``;
+    several papers (separated by ``;``) each so."""
+    def short(one: str) -> str:
+        parts = [p.strip() for p in one.split(",")]
+        return parts[0] if len(parts) < 3 else f"{parts[0]}, {parts[-1]}"
+    return "; ".join(short(one) for one in paper.split(";"))
+
+
+def encodings_table() -> str:
+    """Every encoding of graphpe's registry: name, what it is, paper, transform, encoder (the
+    README's overview; ``docs/encodings.md`` carries the registry's own table with settings)."""
+    from graphpe.encodings import encodings
+    from graphpe.encodings.registry import GATE, PAIR
+
+    lines = ["| name | what it is | paper | transform | encoder |",
+             "| --- | --- | --- | --- | --- |"]
+    for name, cls in encodings().items():
+        spec = cls()
+        transform = spec.transform()
+        if cls.kind == PAIR:
+            encoder = (f"`{type(spec.pair_encoder(8, 2, False)).__name__}` (bias), "
+                       f"`{type(spec.pair_encoder(8, 2, True)).__name__}` (GRIT)")
+        elif cls.kind == GATE:
+            encoder = "`PEGGate` in every layer"
+        else:
+            encoder = f"`{type(spec.encoder(8)).__name__}`"
+        made = "learned in the model" if transform is None else f"`{type(transform).__name__}`"
+        lines.append(f"| `{name}` | {cls.summary} | {_short_paper(cls.paper)} | {made} | "
+                     f"{encoder} |")
+    return "\n".join(lines)
+
+
+def headline_table(precompute: dict, train_step: dict) -> str:
+    """The README's speed table: whole-dataset encoding and the GPS training step against PyG
+    (from ``benchmarks/precompute.py`` and ``benchmarks/train_step.py``)."""
+    lines = [f"One CPU thread; `python benchmarks/precompute.py --threads "
+             f"{precompute['threads']}` and `{train_step['command']}`, PyG {precompute['pyg']}, "
+             f"torch {precompute['torch']}:", "",
+             "| task | graphpe | PyG | speed-up |", "| --- | ---: | ---: | ---: |"]
+    for r in precompute["rows"]:
+        if r["path"] == "dataset" and r["ratio"] is not None:
+            lines.append(f"| {r['encoding']}, {r['dataset']}, whole dataset | "
+                         f"{_rate(r['graphpe_graphs_per_s'])} graphs/s | "
+                         f"{_rate(r['pyg_graphs_per_s'])} graphs/s | {r['ratio']:.1f}x |")
+    rows = {r["model"]: r for r in train_step["rows"]}
+    pyg, ours = rows["pyg GPSConv"], rows["graphpe"]
+    lines.append(f"| GPS training step, ZINC batch of {train_step['batch_size']} | "
+                 f"{ours['ms_per_step']:.1f} ms | {pyg['ms_per_step']:.1f} ms | "
+                 f"{ours['speedup_vs_pyg']:.2f}x |")
+    return "\n".join(lines)
+
+
 TABLES = {
+    "encodings": (None, encodings_table),
+    "headline": (("benchmarks/results/precompute.json", "benchmarks/results/train_step.json"),
+                 headline_table),
     "precompute": ("benchmarks/results/precompute.json", precompute_table),
     "cold_start": ("benchmarks/results/cold_start.json", cold_start_table),
     "rfp_large": ("benchmarks/results/rfp_large.json", rfp_large_table),
@@ -707,6 +768,13 @@ TABLES = {
 
 def build(name: str, root: Path = ROOT) -> str | None:
     path, make = TABLES[name]
+    if path is None:  # built from graphpe itself
+        return make()
+    if isinstance(path, tuple):  # several JSON files, all needed
+        sources = [root / p for p in path]
+        if not all(p.exists() for p in sources):
+            return None
+        return make(*(json.loads(p.read_text()) for p in sources))
     if "*" in path:  # one JSON per run
         runs = [json.loads(p.read_text()) for p in sorted(root.glob(path))]
         return make(runs) if runs else None
@@ -731,13 +799,112 @@ def write(readme: Path, root: Path = ROOT) -> list[str]:
     return done
 
 
+def documents(root: Path = ROOT) -> list[Path]:
+    """The README and every Markdown page of ``docs/``: where marked blocks may sit."""
+    return [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+
+
+MARK = re.compile(r"<!-- table:(\w+) -->\n(.*?)<!-- /table:\1 -->", re.S)
+
+
+def marked_blocks(path: Path) -> dict[str, str]:
+    """``{name: current content}`` of every marked block of the file at ``path``."""
+    return {m.group(1): m.group(2) for m in MARK.finditer(path.read_text())}
+
+
+def plots(outdir: Path, root: Path = ROOT) -> list[Path]:
+    """The docs' plots, drawn from the benchmark JSON into ``outdir`` (matplotlib, Agg):
+    ``speed_vs_pyg.png`` (graphs/s against PyG per dataset, encoding and path) and
+    ``steps_vs_pyg.png`` (training and evaluation steps against PyG's models). The papers'
+    plots are drawn by their scripts' own ``plot`` functions (``benchmarks/papers``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    written = []
+    pre = root / "benchmarks/results/precompute.json"
+    if pre.exists():
+        rows = [r for r in json.loads(pre.read_text())["rows"] if r["ratio"] is not None]
+        groups = list(dict.fromkeys((r["dataset"], r["encoding"]) for r in rows))
+        paths = list(dict.fromkeys(r["path"] for r in rows))
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        width = 0.8 / len(paths)
+        for k, path in enumerate(paths):
+            values = [next((r["ratio"] for r in rows if (r["dataset"], r["encoding"]) == g
+                            and r["path"] == path), 0.0) for g in groups]
+            bars = ax.bar([i + (k - (len(paths) - 1) / 2) * width for i in range(len(groups))],
+                          values, width, label=path)
+            ax.bar_label(bars, fmt="%.1fx", fontsize=7)
+        ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+        import textwrap
+
+        ax.set_xticks(range(len(groups)),
+                      [f"{e}\n" + "\n".join(textwrap.wrap(d, 18)) for d, e in groups],
+                      fontsize=7)
+        ax.set_ylabel("speed-up over PyG's transform")
+        ax.set_title("Encoding throughput against PyG, one CPU thread (precompute.json)",
+                     fontsize=9)
+        ax.legend(title="graphpe path", fontsize=7, title_fontsize=7)
+        fig.tight_layout()
+        written.append(outdir / "speed_vs_pyg.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    steps = []
+    for name, label in (("train_step", "GPS training step"), ("inference", "GPS/GINE eval"),
+                        ("gine_step", "GINE/GIN/GatedGCN training step")):
+        source = root / f"benchmarks/results/{name}.json"
+        if not source.exists():
+            continue
+        data = json.loads(source.read_text())
+        for r in data["rows"]:
+            ratio = r.get("speedup_vs_pyg", r.get("speedup_vs_reference"))
+            if ratio is None or r["model"].startswith(("pyg", "GraphGPS")):
+                continue
+            extra = f" (batch {r['batch_size']})" if "batch_size" in r else ""
+            steps.append((f"{r['model']}{extra}", ratio, label))
+    if steps:
+        fig, ax = plt.subplots(figsize=(8, 0.28 * len(steps) + 1.2))
+        kinds = list(dict.fromkeys(s[2] for s in steps))
+        colours = dict(zip(kinds, plt.cm.tab10.colors[:len(kinds)], strict=True))
+        ys = range(len(steps))
+        bars = ax.barh(list(ys), [s[1] for s in steps],
+                       color=[colours[s[2]] for s in steps])
+        ax.bar_label(bars, fmt="%.2fx", fontsize=7)
+        ax.set_yticks(list(ys), [s[0] for s in steps], fontsize=7)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xlabel("speed-up over the same network in PyG / GraphGPS (CPU, one thread)")
+        from matplotlib.patches import Patch
+
+        ax.set_xlim(0, max(s[1] for s in steps) * 1.12)
+        ax.legend(handles=[Patch(color=c, label=label) for label, c in colours.items()],
+                  fontsize=7, loc="lower right")
+        fig.tight_layout()
+        written.append(outdir / "steps_vs_pyg.png")
+        fig.savefig(written[-1], dpi=110)
+        plt.close(fig)
+    return written
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--write", type=Path, help="README to update in place")
+    parser.add_argument("--write", type=Path, nargs="+", help="files to update in place")
+    parser.add_argument("--write-all", action="store_true",
+                        help="update the README and every page of docs/")
+    parser.add_argument("--plots", type=Path, metavar="DIR", help="draw the docs' plots")
     parser.add_argument("--root", type=Path, default=ROOT, help="where results/ lives")
     args = parser.parse_args(argv)
-    if args.write:
-        print("updated:", ", ".join(write(args.write, args.root)) or "nothing")
+    if args.plots:
+        for path in plots(args.plots, args.root):
+            print("wrote", path)
+        return
+    if args.write or args.write_all:
+        for path in args.write or documents(args.root):
+            done = write(path, args.root)
+            if done:
+                print(f"{path}: updated", ", ".join(done))
         return
     for name in TABLES:
         table = build(name, args.root)
