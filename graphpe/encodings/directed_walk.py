@@ -20,7 +20,7 @@ from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.nn import LinearSEEncoder
 from graphpe.ops.checks import check_choice, check_positive_int, check_size_limit
 from graphpe.ops.graph import validate_graph
-from graphpe.ops.host import _FASTMATH, graph_chunks, host_array, numpy_dtype, run_over_graphs
+from graphpe.ops.host import FASTMATH, graph_chunks, host_array, numpy_dtype, run_over_graphs
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
 # what the walker does on a node without out-edges (see directed_landing_probs)
@@ -85,7 +85,7 @@ def directed_landing_probs(edge_index: Tensor, num_nodes: int, walk_length: int,
     return torch.from_numpy(out).to(device)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _directed_landing(starts, dst, weight, ptr, walk_length, sink,
                       out):  # pragma: no cover - compiled
     # Per graph: A densely (so that duplicates merge by their largest weight), then P's rows

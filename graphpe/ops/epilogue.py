@@ -18,10 +18,10 @@ import numpy as np
 from graphpe.ops.host import host_empty
 
 # no reassociation: the column sums keep row order, as a plain loop over the rows
-_FASTMATH = {"arcp", "nsz"}
+FASTMATH = {"arcp", "nsz"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _bias_relu(x, bias):  # pragma: no cover - compiled
     zero = x.dtype.type(0.0)
     for i in range(x.shape[0]):
@@ -29,7 +29,7 @@ def _bias_relu(x, bias):  # pragma: no cover - compiled
             x[i, c] = max(x[i, c] + bias[c], zero)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _relu_backward(grad, out, grad_bias):  # pragma: no cover - compiled
     zero = grad.dtype.type(0.0)
     channels = grad.shape[1]
@@ -43,7 +43,7 @@ def _relu_backward(grad, out, grad_bias):  # pragma: no cover - compiled
         grad_bias[c] = total[c]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _residual_relu(v, x, out):  # pragma: no cover - compiled
     zero = v.dtype.type(0.0)
     for i in range(v.shape[0]):

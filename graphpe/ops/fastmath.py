@@ -17,7 +17,7 @@ from llvmlite import ir
 from numba import types as nb_types
 from numba.extending import intrinsic, overload
 
-_FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
+FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 LOG2E = 1.4426950408889634
 _LN2 = 0.6931471805599453
 # 1/k! for the Taylor polynomial of e^f, |f| <= ln(2)/2: the first term left out,
@@ -45,7 +45,7 @@ def _float_bits(typingctx, bits):  # pragma: no cover - compiled
     return nb_types.float32(bits), codegen
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH, inline="always")
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH, inline="always")
 def exp2_poly(x):  # pragma: no cover - compiled
     """``2^x`` in float32 for ``x <= 127`` (``x`` below -127 gives 0): ``2^k 2^f`` with ``k =
     round(x)``, ``|f| <= 1/2``, a polynomial in ``f ln 2`` and ``2^k`` from its exponent

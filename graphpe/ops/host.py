@@ -40,7 +40,7 @@ KERNELS = ("auto", "compiled", "tensor")
 # eigh or walk matrix) is the same as the tensor path's there, without the padding.
 COMPILED_MAX_NODES = 1024
 # Reassociation lets LLVM vectorize the dot products; no code here relies on IEEE order.
-_FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
+FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 # The fewest nodes a thread is given by run_over_graphs: below that, handing a chunk to a
 # thread (tens of microseconds) costs more than it saves.
 PARALLEL_MIN_NODES = 1024

@@ -29,10 +29,10 @@ from graphpe.ops.host import host_empty
 
 # no reassociation: each row's sum over edges stays in edge order, as torch's index_add; no
 # contraction either (torch rounds scale * x before adding it)
-_FASTMATH = {"arcp", "nsz"}
+FASTMATH = {"arcp", "nsz"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _gine_aggregate(x, edge_attr, src, dst, scale, out):  # pragma: no cover - compiled
     # the torch formulation's order of additions (messages in edge order, then the scaled
     # x), so both paths round alike: per-graph norms downstream amplify any difference
@@ -49,7 +49,7 @@ def _gine_aggregate(x, edge_attr, src, dst, scale, out):  # pragma: no cover - c
             out[i, c] += scale * x[i, c]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _scaled_into(grad_out, scale, grad_x, accumulate):  # pragma: no cover - compiled
     # the gradient through the aggregation's scale * x term: written, or added to grad_x
     channels = grad_out.shape[1]
@@ -75,7 +75,7 @@ def _gradient_into(grad_x: np.ndarray | None, shape: tuple[int, ...],
     return grad_x, True
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _gine_aggregate_backward(x, edge_attr, src, dst, scale, grad_out, grad_x, grad_edge,
                              accumulate):  # pragma: no cover - compiled
     channels = x.shape[1]
@@ -113,7 +113,7 @@ def gine_aggregate_backward(x: np.ndarray, edge_attr: np.ndarray, src: np.ndarra
     return grad_x, grad_edge
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _gin_aggregate(x, src, dst, scale, out):  # pragma: no cover - compiled
     # messages in edge order, then the scaled x (the torch formulation's order)
     channels = x.shape[1]
@@ -128,7 +128,7 @@ def _gin_aggregate(x, src, dst, scale, out):  # pragma: no cover - compiled
             out[i, c] += scale * x[i, c]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _gin_aggregate_backward(src, dst, scale, grad_out, grad_x,
                             accumulate):  # pragma: no cover - compiled
     channels = grad_out.shape[1]

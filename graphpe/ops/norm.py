@@ -21,10 +21,10 @@ import numpy as np
 
 from graphpe.ops.host import host_empty
 
-_FASTMATH = {"arcp", "nsz", "contract"}
+FASTMATH = {"arcp", "nsz", "contract"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _batch_norm_forward(a, shift, b, extra, weight, bias, eps, momentum, running_mean,
                         running_var, out, xhat, invstd):  # pragma: no cover - compiled
     rows, channels = a.shape
@@ -70,7 +70,7 @@ def _batch_norm_forward(a, shift, b, extra, weight, bias, eps, momentum, running
             running_var[c] = (1.0 - momentum) * running_var[c] + momentum * unbiased[c]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _batch_norm_backward(grad_out, xhat, invstd, weight, grad_in, grad_weight, grad_bias,
                          grad_in_sum):  # pragma: no cover - compiled
     rows, channels = grad_out.shape
@@ -96,7 +96,7 @@ def _batch_norm_backward(grad_out, xhat, invstd, weight, grad_in, grad_weight, g
         grad_in_sum[c] = total[c]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _batch_norm_inference(a, shift, b, extra, weight, bias, eps, running_mean, running_var,
                           out):  # pragma: no cover - compiled
     rows, channels = a.shape

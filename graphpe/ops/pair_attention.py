@@ -24,10 +24,10 @@ import numba
 import numpy as np
 
 # LLVM may reorder the per-head sums to vectorize them; nothing relies on IEEE order
-_FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
+FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def grit_pair_scores(q: np.ndarray, k: np.ndarray, ewb: np.ndarray, score: np.ndarray,
                      query: np.ndarray, key: np.ndarray, eps: float, pair: np.ndarray,
                      logits: np.ndarray) -> None:
@@ -52,7 +52,7 @@ def grit_pair_scores(q: np.ndarray, k: np.ndarray, ewb: np.ndarray, score: np.nd
             logits[p, h] = acc
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def grit_pair_scores_backward(q: np.ndarray, k: np.ndarray, ewb: np.ndarray,
                               score: np.ndarray, query: np.ndarray, key: np.ndarray,
                               eps: float, grad_pair: np.ndarray, grad_logits: np.ndarray,
@@ -103,7 +103,7 @@ def grit_pair_scores_backward(q: np.ndarray, k: np.ndarray, ewb: np.ndarray,
     return grad_q, grad_k, grad_score.reshape(heads, dim).T.astype(q.dtype)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def pair_weighted_sums(alpha: np.ndarray, v: np.ndarray, pair: np.ndarray, query: np.ndarray,
                        key: np.ndarray, num_nodes: int):
     """``out_v[i] = sum_p alpha[p, h] v[key_p]`` and ``out_pair[i] = sum_p alpha[p, h]
@@ -125,7 +125,7 @@ def pair_weighted_sums(alpha: np.ndarray, v: np.ndarray, pair: np.ndarray, query
     return out_v, out_pair
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def pair_weighted_sums_backward(alpha: np.ndarray, v: np.ndarray, pair: np.ndarray,
                                 query: np.ndarray, key: np.ndarray, grad_v_out: np.ndarray,
                                 grad_pair_out: np.ndarray, grad_alpha: np.ndarray,

@@ -31,10 +31,10 @@ from graphpe.ops.host import host_empty
 
 # Reassociation lets LLVM vectorize the loops over queries; no result here depends on the
 # order of a sum beyond float32 rounding.
-_FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
+FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold, keep_scale,
                         dropped, col_max, col_sum):  # pragma: no cover - compiled
     blocks, n = scores.shape[0], scores.shape[1]
@@ -89,7 +89,7 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
                 flat_dropped[e] = zero
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _softmax_keys_first_backward(grad, probs, dropped, scale,
                                  col_sum):  # pragma: no cover - compiled
     blocks, n = grad.shape[0], grad.shape[1]

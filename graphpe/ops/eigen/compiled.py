@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 from graphpe.ops.host import (
-    _FASTMATH,
+    FASTMATH,
     HostCSR,
     _degrees,
     _lapack,
@@ -32,7 +32,7 @@ _dormtr = _lapack("dormtr", 13)
 SMALL_EIGH_MAX = 72
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _tridiagonalize(a, n, d, e, hs):  # pragma: no cover - compiled
     """Householder reduction of the symmetric a (lower triangle read) to tridiagonal form;
     reflector i is a[i, :i] with hs[i] (identity where hs[i] == 0)."""
@@ -205,7 +205,7 @@ def _tridiag_solve(n, dl, dm, du, du2, piv, x):  # pragma: no cover - compiled
         x[i] = (x[i] - du[i] * x[i + 1] - du2[i] * x[i + 2]) * dm[i]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     """Eigenvalues (all, ascending, into ``w[:n]``) and the eigenvectors ``first`` to
     ``first + count - 1`` (columns of ``v[:n, :count]``) of the symmetric ``a[:n, :n]``
@@ -226,7 +226,7 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
     """First stage of :func:`_small_eigh`: scale, tridiagonalize, split into unreduced blocks
     (off-diagonal entries below ``eps ||T||`` set to 0, ``work[10]`` the block start of each
@@ -274,7 +274,7 @@ def _split_blocks(n, d, e, block_of):  # pragma: no cover - compiled
     return tnorm
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
     """Last stage of :func:`_small_eigh`: sort the eigenvalues ``w[:n]`` (with their blocks),
     inverse iteration for the wanted ones, back-transformation, eigenvalues rescaled."""
@@ -326,7 +326,7 @@ def _block_end(block_of, b0, n):  # pragma: no cover - compiled
     return b1
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _inverse_iteration(n, first, lams, blocks, count, v, work, tnorm):  # pragma: no cover
     """Eigenvectors of the (split) tridiagonal matrix in ``work`` for the ascending eigenvalues
     ``lams[:count]`` (numbers ``first..`` among all), each in the unreduced block starting at

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from graphpe.ops.host import (
-    _FASTMATH,
+    FASTMATH,
     HostCSR,
     _degrees,
     csr_position,
@@ -32,7 +32,7 @@ def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: in
                     graph_chunks(ptr))
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
                    out):  # pragma: no cover - compiled
     # diag(P^t) = diag(S^t) for the symmetric S = D^-1/2 A D^-1/2 (P^t = D^-1/2 S^t D^1/2).
@@ -90,7 +90,7 @@ def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
                     out[s + i, t] = acc
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: no cover
     """``y = S x`` for the rows ``s..s+n-1`` of a CSR matrix (local columns) plus a diagonal
     ``diag``, ``x``, ``y`` contiguous ``[n, n]``."""
@@ -149,7 +149,7 @@ def relative_walk_probs(csr: HostCSR, ptr: np.ndarray, pair_ptr: np.ndarray, num
 RRWP_STACK_MAX_NODES = 96
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _relative_walk_probs(indptr, indices, weight, loops, ptr, pair_ptr, num_steps, pair_index,
                          out):  # pragma: no cover - compiled
     # M^k is advanced by one sparse product per step, M^(k+1) = M M^k (nnz * n multiply-adds,
@@ -443,7 +443,7 @@ def local_walk_probs_host(csr: HostCSR, pair_index: np.ndarray, num_steps: int,
                       out)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _local_walk_probs(indptr, indices, weight, loops, pair_index, num_steps,
                       out):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
