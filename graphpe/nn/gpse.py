@@ -205,6 +205,15 @@ class GPSE(nn.Module):
             h = h + self._block(conv(h, edge_index), norm)
         return F.normalize(h, dim=-1)
 
+    def encode(self, x: Tensor, edge_index: Tensor, ptr: Tensor) -> Tensor:
+        """The encoding of the graphs of a batch (``ptr [G + 1]`` their node offsets), with
+        their virtual nodes when the model reads them (:func:`add_virtual_nodes`): ``x [N,
+        dim_in]`` -> ``[N, dim_inner]``."""
+        if not self.config.virtual_node:
+            return self(x, edge_index)
+        x_vn, edge_index_vn, _ = add_virtual_nodes(x, edge_index, ptr)
+        return self(x_vn, edge_index_vn)[: x.size(0)]
+
     # ---------------------------------------------------------------- PyG's weights
     def _pyg_names(self) -> list[tuple[str, str]]:
         """``(this module's prefix, PyG's prefix)`` of every submodule holding weights."""
@@ -260,6 +269,22 @@ class GPSE(nn.Module):
         model = cls(config)
         model.load_pyg_state_dict(state)
         return model
+
+
+def add_virtual_nodes(x: Tensor, edge_index: Tensor,
+                      ptr: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """GPSE's virtual nodes, one per graph of a batch (``ptr [G + 1]``), as PyG's
+    ``VirtualNode`` and GPSE's input convention: graph ``g``'s is node ``N + g``, its
+    features 0, linked both ways to every node of its graph. Returns ``(x [N + G, d],
+    edge_index [2, E + 2N], graph [N + G])`` (each node's graph)."""
+    n, num_graphs = x.size(0), ptr.numel() - 1
+    graphs = torch.arange(num_graphs, device=x.device)
+    node_graph = torch.repeat_interleave(graphs, ptr.diff(), output_size=n)
+    nodes, virtual = torch.arange(n, device=x.device), n + node_graph
+    edge_index = torch.cat([edge_index, torch.stack([nodes, virtual]),
+                            torch.stack([virtual, nodes])], dim=1)
+    x = torch.cat([x, x.new_zeros(num_graphs, x.size(1))])
+    return x, edge_index, torch.cat([node_graph, graphs])
 
 
 def pyg_gpse_state(state: Mapping[str, Tensor]) -> dict[str, Tensor]:
