@@ -139,12 +139,27 @@ class GPSEHead(nn.Module):
         """``h [N, dim_inner]`` (virtual nodes included), ``graph [N]`` each node's graph ->
         ``(node predictions [N, num_node_targets], graph predictions [G,
         num_graph_targets])``."""
-        node = (torch.cat([mlp(h) for mlp in self.node_mlps], dim=1) if len(self.node_mlps)
-                else h.new_zeros(h.size(0), 0))
+        node = self.node_targets(h) if len(self.node_mlps) else h.new_zeros(h.size(0), 0)
         if self.graph_mlp is None:
             return node, h.new_zeros(num_graphs, 0)
         pooled = h.new_zeros(num_graphs, h.size(1)).index_add_(0, graph, h)
         return node, self.graph_mlp(pooled)
+
+
+    def node_targets(self, h: Tensor) -> Tensor:
+        """Every node MLP at once: ``h [N, d]`` -> ``[N, T]``, column ``t`` ``node_mlps[t](h)``
+        (their weights stacked, so that ``T`` small products are a few large ones)."""
+        mlps = self.node_mlps
+        x = h.unsqueeze(1)  # [N, 1, d]: the same input for every target
+        for j in range(len(mlps[0].hidden)):
+            weight = torch.stack([m.hidden[j].weight for m in mlps])  # [T, out, in]
+            bias = torch.stack([m.hidden[j].bias for m in mlps])
+            x = torch.einsum("nti,toi->nto", x.expand(-1, len(mlps), -1), weight) + bias
+            x = F.dropout(x, mlps[0].dropout, self.training)
+            x = F.normalize(F.relu(x), dim=-1)
+        weight = torch.cat([m.out.weight for m in mlps])  # [T, hidden]
+        bias = torch.cat([m.out.bias for m in mlps])
+        return torch.einsum("nti,ti->nt", x.expand(-1, len(mlps), -1), weight) + bias
 
 
 class GPSE(nn.Module):
