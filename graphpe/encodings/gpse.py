@@ -298,8 +298,10 @@ class GPSETargets(PETransform):
     ``CycleGE``), not standardized: ``[N, k + max_length - 1]`` (11).
 
     Args:
-        k: eigenpairs (4). walk_length: last random-walk step (21).
-        times: diffusion times (1..20). max_length: longest cycle counted (8).
+        k: eigenpairs (4).
+        walk_length: the last random-walk step (21).
+        times: diffusion times (1..20).
+        max_length: the longest cycle counted (8).
         node_attr, graph_attr: attributes written (``gpse_y``, ``gpse_y_graph``).
     """
 

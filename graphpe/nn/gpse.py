@@ -70,9 +70,11 @@ class GPSEConfig:
 
     @property
     def has_head(self) -> bool:
+        """Whether the model carries the pretraining head."""
         return self.num_node_targets > 0 or self.num_graph_targets > 0
 
     def to_dict(self) -> dict:
+        """The fields as plain values (what a checkpoint stores)."""
         return asdict(self)
 
 
