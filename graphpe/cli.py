@@ -1,5 +1,5 @@
 """The ``graphpe`` command line: ``demo``, ``precompute``, ``train``, ``evaluate``, ``warmup``,
-``encodings``, ``bench``."""
+``encodings``, ``pretrain-gpse``, ``bench``."""
 
 from __future__ import annotations
 
@@ -150,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate_parser(sub)
     _add_warmup_parser(sub)
     _add_encodings_parser(sub)
+    _add_pretrain_gpse_parser(sub)
     _add_bench_parser(sub)
     parser._train_parser = p_train  # for --config defaults
     return parser
@@ -292,6 +293,65 @@ def _add_warmup_parser(sub: argparse._SubParsersAction) -> None:
                              "family, up to the CPU count)")
 
 
+def _add_pretrain_gpse_parser(sub: argparse._SubParsersAction) -> None:
+    """``graphpe pretrain-gpse``: GPSE pretrained on a dataset's graphs (the paper's setup,
+    overridden by a config file and the flags)."""
+    p = sub.add_parser("pretrain-gpse", formatter_class=_HELP_FORMAT,
+                       help="pretrain GPSE on a dataset's graphs, with graphpe's encodings as "
+                            "targets; the checkpoint is what --pe gpse:checkpoint=PATH reads")
+    p.add_argument("--dataset", required=True, help=DATASET_HELP)
+    p.add_argument("--root", required=True, help="folder holding the dataset's files")
+    p.add_argument("--out", required=True, help="checkpoint written (the best epoch's model)")
+    p.add_argument("--config", default=None,
+                   help="TOML/JSON file of graphpe.encodings.gpse.PretrainConfig fields (e.g. "
+                        "configs/pretrain/gpse.toml); default: the paper's setup")
+    p.add_argument("--epochs", type=int, default=None, help="override the config's epochs")
+    p.add_argument("--batch-size", type=int, default=None, help="override: graphs per batch")
+    p.add_argument("--lr", type=float, default=None, help="override: the learning rate")
+    p.add_argument("--seed", type=int, default=None, help="override: the seed")
+    p.add_argument("--device", default=None, help="override: cpu, cuda or cuda:N")
+    p.add_argument("--max-graphs", type=int, default=None,
+                   help="train on the first N training graphs only (and N / 10 for val)")
+    p.add_argument("--cache-dir", default=None, help="precompute's cache of the targets")
+    p.add_argument("--download", action="store_true",
+                   help="let the dataset's loader download missing files")
+    p.add_argument("--progress", action="store_true", help="print the loss of every epoch")
+
+
+def pretrain_gpse_command(args: argparse.Namespace) -> dict:
+    """``graphpe pretrain-gpse``: the config (file, then flags), the dataset's train and val
+    splits, :func:`graphpe.encodings.gpse.pretrain_gpse`; prints a summary."""
+    import dataclasses
+
+    from graphpe.datasets import load_dataset
+    from graphpe.encodings.gpse import PretrainConfig, pretrain_gpse
+    from graphpe.ops.checks import check_positive_int
+
+    values = {} if args.config is None else _load_config(args.config)
+    known = {f.name for f in dataclasses.fields(PretrainConfig)}
+    if set(values) - known:
+        raise ValueError(f"--config {args.config}: unknown option(s) "
+                         f"{sorted(set(values) - known)}; allowed: {sorted(known)}")
+    for name in ("epochs", "batch_size", "lr", "seed", "device"):
+        if getattr(args, name) is not None:
+            values[name] = getattr(args, name)
+    config = PretrainConfig(**values)
+    _check_device(config.device)
+    bundle = load_dataset(args.dataset, args.root, seed=config.seed, download=args.download)
+    train, val = bundle.train, bundle.val
+    if args.max_graphs is not None:
+        n = check_positive_int("--max-graphs", args.max_graphs)
+        train, val = train[:n], val[:max(1, n // 10)]
+    record = pretrain_gpse(train, val, config, out=args.out, progress=args.progress,
+                           cache_dir=args.cache_dir)
+    summary = {"dataset": args.dataset, "checkpoint": args.out, "train_graphs": len(train),
+               "best_epoch": record["best_epoch"], "val_loss": record["val_loss"],
+               "target_seconds": record["target_seconds"],
+               "train_seconds": record["train_seconds"]}
+    print(json.dumps(summary, indent=2))
+    return record
+
+
 def _add_encodings_parser(sub: argparse._SubParsersAction) -> None:
     """``graphpe encodings``: the registered encodings, or the docs table written."""
     p = sub.add_parser("encodings", formatter_class=_HELP_FORMAT,
@@ -364,7 +424,7 @@ def main(argv: list[str] | None = None) -> None:
             parser.exit(2, f"graphpe: error: --config {args.config}: {err}\n")
         parser._train_parser.set_defaults(**values)
         args = parser.parse_args(argv)  # flags on the command line override the file
-    if args.command in ("precompute", "train", "evaluate"):
+    if args.command in ("precompute", "train", "evaluate", "pretrain-gpse"):
         _log_to_stderr()
     try:
         _dispatch(args)
@@ -464,6 +524,8 @@ def _dispatch(args: argparse.Namespace) -> None:
             print(json.dumps(summary, indent=2))
     elif args.command == "evaluate":
         evaluate_checkpoint(args)
+    elif args.command == "pretrain-gpse":
+        pretrain_gpse_command(args)
 
 
 def evaluate_checkpoint(args: argparse.Namespace) -> None:

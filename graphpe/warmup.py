@@ -66,6 +66,8 @@ def _encode(pe: str, graphs: list) -> None:
 
     variants = encodings()[pe].warmup_variants
     for spec in [pe_spec(pe), *(pe_spec(pe, **settings) for settings in variants)]:
+        if any(getattr(spec, name) is None for name in spec.requires):
+            continue  # (a pretrained model's encoding: no kernels, and no weights here)
         transform = spec.transform()
         if transform is None:  # learned inside the model: nothing to precompute
             continue

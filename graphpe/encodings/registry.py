@@ -62,7 +62,10 @@ class Encoding:
       kernels depend on it);
     - ``demo``: its place in ``graphpe demo``'s comparison (None: not part of it);
     - ``reference_test``: ``path::test`` of the test that checks it against an independent
-      reference (the registry's completeness test runs through them).
+      reference (the registry's completeness test runs through them);
+    - ``requires``: settings without a usable default that its transform cannot do without
+      (a pretrained model's checkpoint): the transform refuses to encode while one is None,
+      and ``graphpe warmup`` skips the encoding.
     """
 
     name: ClassVar[str]
@@ -74,6 +77,7 @@ class Encoding:
     warmup_models: ClassVar[tuple[str, ...]] = ()
     demo: ClassVar[int | None] = None
     reference_test: ClassVar[str]
+    requires: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         for name, value in checked_fields(self).items():

@@ -26,6 +26,7 @@ from graphpe.nn.encoders import (
     SignNetEncoder,
     SPEEncoder,
 )
+from graphpe.nn.gpse import GPSE
 from graphpe.nn.graph_token import GraphToken
 from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention
@@ -64,6 +65,7 @@ __all__ = [
     "GINE",
     "GINLayer",
     "GPS",
+    "GPSE",
     "GPSLayer",
     "GatedGCN",
     "GatedGCNLayer",

@@ -44,6 +44,30 @@ def test_settings_round_trip_through_the_command_line_and_records(name):
         pe_spec(name, nope=1)
 
 
+def _tiny_gpse(tmp_path):
+    from graphpe.encodings.gpse import save_gpse
+    from graphpe.nn import GPSE
+
+    torch.manual_seed(0)
+    path = tmp_path / "gpse.pt"
+    save_gpse(GPSE(dim_in=4, dim_inner=8, layers_mp=2, num_node_targets=0,
+                   num_graph_targets=0), path)
+    return {"checkpoint": str(path), "dim": 8}
+
+
+# the settings an encoding `requires` (a pretrained model's checkpoint), made small here
+REQUIRED = {"gpse": _tiny_gpse}
+
+
+def test_every_required_setting_is_given_here():
+    assert sorted(REQUIRED) == sorted(n for n in NAMES if encodings()[n].requires)
+
+
+def _spec(name, tmp_path):
+    """``pe_spec(name)``: the defaults, with the settings it requires (:data:`REQUIRED`)."""
+    return pe_spec(name, **REQUIRED[name](tmp_path)) if name in REQUIRED else pe_spec(name)
+
+
 def _batch(spec):
     graphs = molecule_like_graphs(4, min_nodes=4, max_nodes=9, seed=2)
     for g in graphs:
@@ -70,7 +94,7 @@ def _config(spec):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_transform_and_encoder_train_save_and_reload(name, tmp_path):
-    spec = pe_spec(name)
+    spec = _spec(name, tmp_path)
     batch = _batch(spec)
     model = build_model(_config(spec))
     reads = ("pair_encoder" if spec.kind == PAIR else "peg_gates" if spec.kind == GATE

@@ -1,0 +1,503 @@
+r"""GPSE (Cantürk et al., "Graph Positional and Structural Encoder", ICML 2024): the encoding is
+the output of a pretrained :class:`graphpe.nn.GPSE` run on random node features; and its
+pretraining on any dataset, with graphpe's encodings as the targets.
+
+One module holds the encoding (checkpoints, transform, encoder, declaration) and its
+pretraining (targets, loop, ``graphpe pretrain-gpse``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import math
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from graphpe.encodings.cycles import CycleCounts, check_max_length
+from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.nn.encoders import read_attribute
+from graphpe.nn.gpse import GPSE as GPSEModel
+from graphpe.nn.gpse import GPSEConfig, add_virtual_nodes, gpse_loss
+from graphpe.ops.checks import (
+    check_number,
+    check_optional_positive_int,
+    check_positive_int,
+    check_seed,
+)
+from graphpe.ops.graph import batch_from_ptr, single_graph_ptr, validate_graph
+from graphpe.transforms import RWSE, ElstaticSE, HKdiagSE, LaplacianPE
+from graphpe.transforms.base import PETransform, check_attr_names, option
+from graphpe.transforms.spectral import times_option
+
+CHECKPOINT_FORMAT = "graphpe-gpse-1"
+
+
+# ------------------------------------------------------------------------------ checkpoints
+def save_gpse(model: GPSEModel, path: str | Path, **extra: Any) -> None:
+    """Write ``model`` (its architecture and weights; ``extra``: JSON-able metadata such as the
+    pretraining config and curve) to ``path``, for :func:`load_gpse` and the ``gpse``
+    encoding."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"format": CHECKPOINT_FORMAT, "config": model.config.to_dict(),
+                "state_dict": model.state_dict(), **extra}, path)
+
+
+def load_gpse(path: str | Path) -> GPSEModel:
+    """The :class:`~graphpe.nn.GPSE` stored at ``path``, in eval mode: a checkpoint of
+    :func:`save_gpse` (``graphpe pretrain-gpse``), the ``state_dict`` of a PyG
+    ``torch_geometric.nn.GPSE`` saved with ``torch.save``, or a GPSE repository checkpoint
+    (the files of PyG's ``GPSE.from_pretrained``). A missing file is a ValueError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"GPSE checkpoint {str(path)!r} not found")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if not isinstance(state, dict):
+        raise ValueError(f"{path} is not a GPSE checkpoint (a {type(state).__name__})")
+    if state.get("format") == CHECKPOINT_FORMAT:
+        model = GPSEModel(GPSEConfig(**state["config"]))
+        model.load_state_dict(state["state_dict"])
+    else:
+        model = GPSEModel.from_pyg_state_dict(state)
+    return model.eval()
+
+
+def _file_digest(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def _check_checkpoint(name: str, value: object) -> object:
+    if value is None or isinstance(value, GPSEModel):
+        return value
+    if not isinstance(value, (str, Path)) or not str(value):
+        raise ValueError(f"{name} must be a path or a graphpe.nn.GPSE, got {value!r}")
+    if not Path(value).is_file():
+        raise ValueError(f"GPSE checkpoint {str(value)!r} not found")
+    return str(value)
+
+
+NO_CHECKPOINT = ("GPSE encodes with a pretrained model and graphpe ships none: give its "
+                 "checkpoint (gpse:checkpoint=PATH; `graphpe pretrain-gpse` writes one, and a "
+                 "PyG GPSE state_dict saved with torch.save or a GPSE repository checkpoint "
+                 "load too). Random weights would give features that mean nothing.")
+
+
+# ------------------------------------------------------------------------------ transform
+@dataclass(eq=False, repr=False)
+class GPSEPE(PETransform):
+    r"""The GPSE encoding (Cantürk et al., ICML 2024): a pretrained :class:`graphpe.nn.GPSE`'s
+    output :math:`z = \mathrm{GPSE}(X, G)` ``[N, dim_inner]`` on node features :math:`X_{ij}
+    \sim \mathcal N(0, 1)` ``[N, dim_in]`` drawn afresh for every call (seeded by ``seed``),
+    each graph with its virtual node (features 0) when the model reads them, in eval mode; as
+    PyG's ``AddGPSE`` / ``precompute_GPSE`` with ``rand_type='NormalSE'``. Messages follow
+    ``edge_index`` as given (both directions of an undirected graph, as the model was
+    trained on). Graphs are run ``batch_nodes`` nodes at a time (whole graphs), on the
+    device of the data (``precompute(..., device='cuda')`` runs it on a GPU). Writes ``gpse``
+    ``[N, dim_inner]``.
+
+    Args:
+        checkpoint: the model: a path (see :func:`load_gpse`; a missing file is a ValueError)
+            or a :class:`graphpe.nn.GPSE`. Required: without it the transform refuses to
+            encode (a ValueError; graphpe ships no weights, and random ones encode nothing).
+        dim: the encoding's expected width (None: the model's); a checkpoint of another
+            width is a ValueError.
+        seed: seed of the random input features.
+        attr_name: attribute written.
+        batch_nodes: most nodes per forward pass (memory, not the output).
+    """
+
+    checkpoint: str | GPSEModel | None = option(None, _check_checkpoint)
+    dim: int | None = option(None, check_optional_positive_int)
+    seed: int | None = option(0, lambda name, value: check_seed(value, name))
+    attr_name: str = option("gpse")
+    batch_nodes: int = option(1 << 16, check_positive_int, key=False)
+
+    def validate(self) -> None:
+        check_attr_names({"attr_name": self.attr_name})
+        self._models: dict[torch.device, GPSEModel] = {}
+        self._digest: str | None = None
+
+    @property
+    def draws_random(self) -> bool:
+        return True
+
+    def settings(self) -> dict[str, Any]:
+        """The options, the checkpoint as its path (or ``"<module>"``) and a digest of its
+        weights, so that a cache is not reused after the weights change."""
+        out = super().settings()
+        if self._digest is None and self.checkpoint is not None:
+            self._digest = (_file_digest(self.checkpoint) if isinstance(self.checkpoint, str)
+                            else _state_digest(self.checkpoint))
+        if isinstance(self.checkpoint, GPSEModel):
+            out["checkpoint"] = "<module>"
+        out["weights"] = self._digest
+        return out
+
+    def model(self, device: torch.device | str = "cpu") -> GPSEModel:
+        """The model in eval mode on ``device`` (loaded once, copied once per device)."""
+        device = torch.device(device)
+        if self.checkpoint is None:
+            raise ValueError(NO_CHECKPOINT)
+        if device not in self._models:
+            # a module given is copied: moving it or setting eval mode is not ours to do
+            base = (load_gpse(self.checkpoint) if isinstance(self.checkpoint, str)
+                    else copy.deepcopy(self.checkpoint))
+            width = base.config.dim_inner
+            if self.dim is not None and width != self.dim:
+                raise ValueError(f"the GPSE checkpoint encodes {width} columns, dim={self.dim} "
+                                 f"was given: set gpse:dim={width}")
+            self._models[device] = base.to(device).eval()
+        return self._models[device]
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        validate_graph(edge_index, num_nodes, None, ptr)
+        device = edge_index.device
+        model = self.model(device)
+        ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr
+        # drawn on the host: the same features whatever the device
+        x = torch.randn(num_nodes, model.config.dim_in, generator=self.draw_generator())
+        return {self.attr_name: encode_in_chunks(model, x.to(device), edge_index, ptr,
+                                                 self.batch_nodes)}
+
+
+def _state_digest(model: nn.Module) -> str:
+    digest = hashlib.sha256()
+    for name, value in model.state_dict().items():
+        digest.update(name.encode())
+        digest.update(value.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
+    return digest.hexdigest()[:16]
+
+
+@torch.no_grad()
+def encode_in_chunks(model: GPSEModel, x: Tensor, edge_index: Tensor, ptr: Tensor,
+                     batch_nodes: int) -> Tensor:
+    """:meth:`GPSE.encode` over runs of whole graphs of at most ``batch_nodes`` nodes (a
+    larger graph alone): ``x [N, dim_in]`` -> ``[N, dim_inner]`` float32."""
+    out = x.new_empty(x.size(0), model.config.dim_inner)
+    starts = ptr.tolist()
+    first = 0
+    while first < len(starts) - 1:
+        last = first + 1
+        while last < len(starts) - 1 and starts[last + 1] - starts[first] <= batch_nodes:
+            last += 1
+        lo, hi = starts[first], starts[last]
+        inside = (edge_index[0] >= lo) & (edge_index[0] < hi)
+        out[lo:hi] = model.encode(x[lo:hi], edge_index[:, inside] - lo, ptr[first:last + 1] - lo)
+        first = last
+    return out
+
+
+# ------------------------------------------------------------------------------ encoder
+class GPSEEncoder(nn.Module):
+    """``gpse`` ``[N, dim]`` -> ``[N, channels]`` as the GPSE paper's downstream encoder (its
+    ``GPSENodeEncoder`` with ``raw_norm_type: BatchNorm``, a 2-layer ``mlp``): dropout on the
+    input, BatchNorm, ``Linear(dim, 2 channels) -> ReLU -> Linear(2 channels, channels) ->
+    ReLU``. graphpe adds the result to the node embedding where the paper concatenates it.
+
+    Args:
+        dim: width of the encoding (the GPSE model's ``dim_inner``).
+        channels: output channels.
+        dropout: dropout on the input encoding (the paper's ``input_dropout_be``, 0.5).
+        attr_name: attribute read.
+    """
+
+    producer = "GPSEPE of graphpe.encodings.gpse"
+
+    def __init__(self, dim: int, channels: int, dropout: float = 0.5,
+                 attr_name: str = "gpse") -> None:
+        super().__init__()
+        self.dim, self.channels = check_positive_int("dim", dim), check_positive_int(
+            "channels", channels)
+        self.attr_name, self.dropout = attr_name, dropout
+        self.norm = nn.BatchNorm1d(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 2 * channels), nn.ReLU(),
+                                 nn.Linear(2 * channels, channels), nn.ReLU())
+
+    def forward(self, batch) -> Tensor:
+        """``batch`` (reads ``batch[attr_name]``) or that tensor -> ``[N, channels]``."""
+        x = batch if isinstance(batch, Tensor) else read_attribute(batch, self.attr_name,
+                                                                   self.producer)
+        if x.dim() != 2 or x.size(1) != self.dim:
+            raise ValueError(f"expected {self.attr_name} [N, {self.dim}], got {list(x.shape)}")
+        x = F.dropout(x.to(self.norm.weight.dtype), self.dropout, self.training)
+        return self.mlp(self.norm(x))
+
+
+def _check_dropout(name: str, value: object) -> float:
+    value = check_number(name, value, low=0.0)
+    if value >= 1.0:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return value
+
+
+@register
+class GPSE(Encoding):
+    name = "gpse"
+    summary = ("a pretrained GPSE's output on random node features (needs checkpoint=PATH; "
+               "graphpe pretrain-gpse trains one)")
+    paper = "Cantürk et al., Graph Positional and Structural Encoder, ICML 2024"
+    # no kernels of its own (torch only); warm-up skips it without a checkpoint
+    family = "propagate"
+    reference_test = "tests/encodings/test_gpse.py::test_transform_equals_pygs_gpse"
+
+    checkpoint: str | None = setting(None)
+    dim: int = setting(512, check_positive_int)
+    seed: int | None = setting(0)
+    dropout: float = setting(0.5, _check_dropout)
+
+    requires = ("checkpoint",)
+
+    def transform(self) -> GPSEPE:
+        return GPSEPE(self.checkpoint, dim=self.dim, seed=self.seed)
+
+    def encoder(self, channels: int) -> nn.Module:
+        return GPSEEncoder(self.dim, channels, dropout=self.dropout)
+
+
+# ------------------------------------------------------------------------------ pretraining
+# GPSE's 7 electrostatic targets among ElstaticSE's 10 columns (GPSE's
+# get_electrostatic_function_encoding: column min, mean, std; row min, std; the two
+# neighbour averages)
+ELSTATIC_COLUMNS = (0, 2, 3, 4, 7, 8, 9)
+
+
+@dataclass(eq=False, repr=False)
+class GPSETargets(PETransform):
+    r"""GPSE's pretraining targets (Cantürk et al., ICML 2024; ``output_node_encoders:
+    ElstaticPE+LapPE+RWSE+HKdiagSE`` and ``output_graph_encoders: EigVals+CycleGE`` of its
+    pretraining configs), computed for whole batches by graphpe's transforms. Per node, in
+    this order:
+
+    - 7 electrostatic features (:class:`~graphpe.transforms.ElstaticSE`'s columns
+      :data:`ELSTATIC_COLUMNS`, the 7 GPSE keeps);
+    - :math:`|v_j|` of the ``k`` first non-trivial eigenvectors of :math:`I - D^{-1/2} A
+      D^{-1/2}` (:class:`~graphpe.transforms.LaplacianPE`; the absolute values make the target
+      independent of the eigenvectors' signs, GPSE's ``eigvec_abs``; 0 past a graph's size);
+    - random-walk return probabilities of steps ``2..walk_length``
+      (:class:`~graphpe.transforms.RWSE`; step 1 is 0 without self loops);
+    - heat kernel diagonals at ``times`` (:class:`~graphpe.transforms.HKdiagSE`, ``D - A``,
+      eigenvalue-0 pairs left out);
+
+    each column standardized per graph, as GPSE's ``GraphNormalizer`` (a fresh ``GraphNorm``):
+    :math:`(y - \bar y) / \sqrt{\overline{(y - \bar y)^2} + 10^{-5}}` over the graph's nodes,
+    0 where the column's (Bessel-corrected) variance in the graph is below ``1e-5``. Written
+    to ``node_attr`` ``[N, 7 + k + walk_length - 1 + len(times)]`` (51 by default). Per graph,
+    written on each of its nodes (``batch[graph_attr][batch.ptr[:-1]]`` is ``[G, ...]``): the
+    ``k`` eigenvalues (0 past the graph's size) and the counts of cycles of length
+    ``2..max_length`` (:func:`~graphpe.encodings.cycles.graph_cycle_counts`, GPSE's
+    ``CycleGE``), not standardized: ``[N, k + max_length - 1]`` (11).
+
+    Args:
+        k: eigenpairs (4).
+        walk_length: the last random-walk step (21).
+        times: diffusion times (1..20).
+        max_length: the longest cycle counted (8).
+        node_attr, graph_attr: attributes written (``gpse_y``, ``gpse_y_graph``).
+    """
+
+    k: int = option(4, check_positive_int)
+    walk_length: int = option(21, check_positive_int)
+    times: tuple[float, ...] = option(tuple(range(1, 21)), times_option)
+    max_length: int = option(8, check_max_length)
+    node_attr: str = option("gpse_y")
+    graph_attr: str = option("gpse_y_graph")
+
+    def validate(self) -> None:
+        if self.walk_length < 2:
+            raise ValueError(f"walk_length must be >= 2 (steps 2..walk_length), got "
+                             f"{self.walk_length}")
+        check_attr_names({"node_attr": self.node_attr, "graph_attr": self.graph_attr})
+
+    @property
+    def num_node_targets(self) -> int:
+        return len(ELSTATIC_COLUMNS) + self.k + self.walk_length - 1 + len(self.times)
+
+    @property
+    def num_graph_targets(self) -> int:
+        return self.k + self.max_length - 1
+
+    def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        args = (edge_index, num_nodes, ptr)
+        lap = LaplacianPE(self.k, sign="none", attr_names=("v", "val", "mask")).compute(*args)
+        elstatic = ElstaticSE(attr_name="e").compute(*args)["e"]
+        walk = RWSE(self.walk_length, attr_name="w").compute(*args)["w"]
+        heat = HKdiagSE(self.times, attr_name="h").compute(*args)["h"]
+        cycles = CycleCounts(self.max_length, graph_attr_name="c").compute(*args)["c"]
+        node = torch.cat([elstatic[:, list(ELSTATIC_COLUMNS)], lap["v"].abs(), walk[:, 1:],
+                          heat], dim=1).float()
+        ptr = single_graph_ptr(num_nodes, node.device) if ptr is None else ptr
+        return {self.node_attr: standardize_per_graph(node, ptr),
+                self.graph_attr: torch.cat([lap["val"].float(), cycles.float()], dim=1)}
+
+
+def standardize_per_graph(y: Tensor, ptr: Tensor, eps: float = 1e-5,
+                          min_var: float = 1e-5) -> Tensor:
+    r"""Each column of ``y [N, C]`` standardized over the nodes of each graph (``ptr``), as a
+    fresh PyG ``GraphNorm`` (GPSE's ``GraphNormalizer``): :math:`(y - \bar y) /
+    \sqrt{\overline{(y - \bar y)^2} + \text{eps}}`; 0 where the column's Bessel-corrected
+    variance in the graph is below ``min_var`` (a one-node graph's column is 0 anyway)."""
+    graph = batch_from_ptr(ptr, y.size(0))
+    counts = ptr.diff().to(y.dtype).clamp(min=1).unsqueeze(1)
+    sums = y.new_zeros(ptr.numel() - 1, y.size(1))
+    mean = sums.index_add(0, graph, y) / counts
+    centered = y - mean[graph]
+    squares = sums.index_add(0, graph, centered.square())
+    out = centered / (squares / counts + eps).sqrt()[graph]
+    flat = squares / (counts - 1) < min_var  # (n = 1: 0/0, NaN, not flat, and centered is 0)
+    return out.masked_fill(flat[graph], 0.0)
+
+
+@dataclass
+class PretrainConfig:
+    """GPSE pretraining; the defaults are the paper's setup (``configs/pretrain/
+    gpse_molpcba.yaml`` and ``gpse_zinc.yaml`` of the GPSE code, Cantürk et al., ICML 2024).
+    ``configs/pretrain/gpse.toml`` spells them out; ``graphpe pretrain-gpse --config`` reads
+    such a file (keys as these fields)."""
+
+    # the network (graphpe.nn.GPSEConfig)
+    dim_in: int = 20  # random input features per node, N(0, 1)
+    dim_inner: int = 512
+    layers_pre_mp: int = 1
+    layers_mp: int = 20
+    head_layers: int = 2
+    head_hidden: int = 32
+    dropout: float = 0.2
+    virtual_node: bool = True
+    # the targets (GPSETargets)
+    lap_k: int = 4
+    walk_length: int = 21
+    heat_times: tuple[float, ...] = tuple(range(1, 21))
+    cycle_max_length: int = 8
+    # the optimization: AdamW, linear warm-up then cosine decay, gradients clipped to norm 1
+    epochs: int = 120
+    batch_size: int = 1024
+    lr: float = 0.005
+    weight_decay: float = 1e-4
+    warmup_epochs: int = 5
+    seed: int = 0
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        self.heat_times = times_option("heat_times", self.heat_times)
+        for name in ("epochs", "batch_size"):
+            check_positive_int(name, getattr(self, name))
+        self.model_config()  # checks the network's settings
+        self.targets()  # and the targets'
+
+    def targets(self) -> GPSETargets:
+        return GPSETargets(self.lap_k, self.walk_length, self.heat_times,
+                           self.cycle_max_length)
+
+    def model_config(self) -> GPSEConfig:
+        targets = self.targets()
+        return GPSEConfig(dim_in=self.dim_in, dim_inner=self.dim_inner,
+                          layers_pre_mp=self.layers_pre_mp, layers_mp=self.layers_mp,
+                          dropout=self.dropout, virtual_node=self.virtual_node,
+                          num_node_targets=targets.num_node_targets,
+                          num_graph_targets=targets.num_graph_targets,
+                          head_layers=self.head_layers, head_hidden=self.head_hidden)
+
+
+def pretraining_loss(model: GPSEModel, batch, generator: torch.Generator,
+                     device: torch.device | str) -> Tensor:
+    """:func:`~graphpe.nn.gpse.gpse_loss` of ``model`` on a batch carrying
+    :class:`GPSETargets`, from fresh random inputs (drawn on the host from ``generator``)."""
+    batch = batch.to(device)
+    ptr, n = batch.ptr, batch.num_nodes
+    x = torch.randn(n, model.config.dim_in, generator=generator).to(device)
+    edge_index, graph = batch.edge_index, batch.batch
+    if model.config.virtual_node:
+        x, edge_index, graph = add_virtual_nodes(x, edge_index, ptr)
+    node, graph_pred = model.head(model(x, edge_index), graph, batch.num_graphs)
+    return gpse_loss(node[:n], batch.gpse_y, graph_pred, batch.gpse_y_graph[ptr[:-1]],
+                     batch.batch, batch.num_graphs)
+
+
+def pretrain_gpse(train: Any, val: Any, config: PretrainConfig, out: str | Path | None = None,
+                  progress: bool = False, cache_dir: str | None = None) -> dict[str, Any]:
+    """Pretrain a :class:`~graphpe.nn.GPSE` on the graphs ``train`` (a dataset or list of
+    ``Data``; only their structure is read), selecting on ``val``'s loss; writes the best
+    epoch's model to ``out`` (:func:`save_gpse`, with the config and the curve) and returns
+    the record.
+
+    The targets (:class:`GPSETargets`) are precomputed once for both splits, in batches
+    (through ``precompute``'s cache with ``cache_dir``); every epoch draws fresh random
+    inputs. The loss is :func:`~graphpe.nn.gpse.gpse_loss`; AdamW with ``lr`` and
+    ``weight_decay``, ``warmup_epochs`` of linear warm-up then cosine decay
+    (:func:`graphpe.train.lr_lambda`), gradients clipped to norm 1, as the paper."""
+    from torch_geometric.loader import DataLoader
+
+    from graphpe.train import lr_lambda, make_optimizer, seed_everything, versions
+    from graphpe.transforms import precompute
+
+    seed_everything(config.seed)
+    targets = config.targets()
+    start = time.perf_counter()
+    train, val = (precompute(split, [targets], progress=progress, cache_dir=cache_dir)
+                  for split in (train, val))
+    target_seconds = time.perf_counter() - start
+    model = GPSEModel(config.model_config()).to(config.device)
+    opt = make_optimizer(model, config.lr, config.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs,
+                                                             config.epochs))
+    generator = torch.Generator().manual_seed(config.seed)
+    history, best, best_state = [], math.inf, None
+    for epoch in range(config.epochs):
+        model.train()
+        total, count = 0.0, 0
+        for batch in DataLoader(train, batch_size=config.batch_size, shuffle=True):
+            opt.zero_grad()
+            loss = pretraining_loss(model, batch, generator, config.device)
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            total, count = total + float(loss.detach()) * batch.num_graphs, count + batch.num_graphs
+        sched.step()
+        val_loss = _mean_loss(model, val, config)
+        history.append({"epoch": epoch, "train_loss": total / max(count, 1),
+                        "val_loss": val_loss})
+        if progress:
+            print(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}, val loss "
+                  f"{val_loss:.4f}", flush=True)
+        if val_loss < best or best_state is None:
+            best = val_loss
+            best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(best_state)
+    record = {"config": _plain_config(config), "history": history,
+              "best_epoch": min(history, key=lambda h: h["val_loss"])["epoch"],
+              "val_loss": best, "target_seconds": target_seconds,
+              "train_seconds": time.perf_counter() - start - target_seconds,
+              "versions": versions()}
+    if out is not None:
+        save_gpse(model.cpu(), out, pretrain=record)
+    return record
+
+
+@torch.no_grad()
+def _mean_loss(model: GPSEModel, graphs: Any, config: PretrainConfig) -> float:
+    """The loss on ``graphs`` in eval mode, on the same random inputs at every epoch."""
+    from torch_geometric.loader import DataLoader
+
+    model.eval()
+    generator = torch.Generator().manual_seed(config.seed)
+    total, count = 0.0, 0
+    for batch in DataLoader(graphs, batch_size=config.batch_size):
+        total += float(pretraining_loss(model, batch, generator, config.device)) * \
+            batch.num_graphs
+        count += batch.num_graphs
+    return total / max(count, 1)
+
+
+def _plain_config(config: PretrainConfig) -> dict[str, Any]:
+    return {f.name: (list(v) if isinstance(v := getattr(config, f.name), tuple) else v)
+            for f in fields(config)}
