@@ -364,15 +364,15 @@ class PretrainConfig:
     ``configs/pretrain/gpse.toml`` spells them out; ``graphpe pretrain-gpse --config`` reads
     such a file (keys as these fields)."""
 
-    # the network (graphpe.nn.GPSEConfig)
-    dim_in: int = 20  # random input features per node, N(0, 1)
-    dim_inner: int = 512
-    layers_pre_mp: int = 1
-    layers_mp: int = 20
-    head_layers: int = 2
-    head_hidden: int = 32
-    dropout: float = 0.2
-    virtual_node: bool = True
+    # the network: graphpe.nn.GPSEConfig's settings, with its defaults (the paper's)
+    dim_in: int = GPSEConfig.dim_in  # random input features per node, N(0, 1)
+    dim_inner: int = GPSEConfig.dim_inner
+    layers_pre_mp: int = GPSEConfig.layers_pre_mp
+    layers_mp: int = GPSEConfig.layers_mp
+    head_layers: int = GPSEConfig.head_layers
+    head_hidden: int = GPSEConfig.head_hidden
+    dropout: float = GPSEConfig.dropout
+    virtual_node: bool = GPSEConfig.virtual_node
     # the targets (GPSETargets)
     lap_k: int = 4
     walk_length: int = 21

@@ -26,7 +26,7 @@ from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.encodings.svd import _directed_blocks
-from graphpe.nn.encoders import _ChannelGIN, _graph_index, parameter_dtype, read_attribute
+from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_attribute
 from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
@@ -420,13 +420,7 @@ class MagLapEncoder(nn.Module):
         vals = read_attribute(batch, val_name, producer).to(dtype)
         mask = read_attribute(batch, mask_name, producer)
         num_nodes = vecs.size(0)
-        graph = _graph_index(batch)
-        num_graphs = int(graph.max()) + 1 if num_nodes else 0
-        counts = torch.bincount(graph, minlength=num_graphs)
-        ptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
-        start = ptr[:-1]
-        n_max = int(counts.max()) if num_nodes else 0
-        first = start.clamp(max=max(num_nodes - 1, 0))
+        graph, num_graphs, ptr, local, n_max, first = node_blocks(batch, num_nodes)
         weights = self.phi(vals[first].unsqueeze(-1))  # [G, Q, k, m]
         weights = weights * mask[first][:, None, :, None].to(dtype)
         # real arithmetic on (a + ib): V_i conj(V_j) = a_i a_j + b_i b_j + i (b_i a_j - a_i b_j)
@@ -434,13 +428,12 @@ class MagLapEncoder(nn.Module):
         wa = re.unsqueeze(-1) * weights[graph]  # [N, Q, k, m]
         wb = im.unsqueeze(-1) * weights[graph]
         right = torch.cat([torch.cat([wa, wb], -1), torch.cat([wb, -wa], -1)], -2)  # [N,Q,2k,2m]
-        local = torch.arange(num_nodes, device=vecs.device) - start[graph]
         dense = vecs.new_zeros(num_graphs, n_max, self.num_q, 2 * self.k)
         dense[graph, local] = torch.cat([re, im], -1)
         rows = dense.transpose(1, 2)[graph] @ right  # [N, Q, n_max, 2m]: Re W | Im W of (i, j)
         rows = rows.transpose(1, 2).reshape(num_nodes * n_max, 2 * self.num_q * self.m)
         pairs, pair_ptr = all_pairs(ptr)
-        column = pairs[1] - start[graph[pairs[0]]]
+        column = pairs[1] - ptr[graph[pairs[0]]]
         h = self.pair(rows.index_select(0, pairs[0] * n_max + column))  # [P, rho_hidden]
         h = self.rho(h, pair_row_edges(batch.edge_index, ptr, pair_ptr, graph))
         h = torch.zeros(num_nodes, h.size(1), dtype=h.dtype, device=h.device).index_add_(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -23,6 +24,30 @@ def _graph_index(batch) -> Tensor:
     if b is None:
         return torch.zeros(batch.num_nodes, dtype=torch.long, device=batch.edge_index.device)
     return b
+
+
+class NodeBlocks(NamedTuple):
+    """Where each graph's nodes lie in a batch (nodes of a graph are contiguous, as in PyG)."""
+
+    graph: Tensor  # [N] the graph of each node
+    num_graphs: int
+    ptr: Tensor  # [G + 1] node offsets
+    local: Tensor  # [N] each node's index within its graph
+    n_max: int  # the largest graph's node count
+    first: Tensor  # [G] each graph's first node (clamped into range for an empty graph)
+
+
+def node_blocks(batch, num_nodes: int) -> NodeBlocks:
+    """The :class:`NodeBlocks` of ``batch`` (its ``batch`` vector; one graph without it), for
+    encoders that lay each graph's nodes out densely."""
+    graph = _graph_index(batch)
+    num_graphs = int(graph.max()) + 1 if num_nodes else 0
+    counts = torch.bincount(graph, minlength=num_graphs)
+    ptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+    start = ptr[:-1]
+    local = torch.arange(num_nodes, device=graph.device) - start[graph]
+    return NodeBlocks(graph, num_graphs, ptr, local, int(counts.max()) if num_nodes else 0,
+                      start.clamp(max=max(num_nodes - 1, 0)))
 
 
 def read_attribute(batch, name: str, producer: str) -> Tensor:
@@ -282,29 +307,22 @@ class SPEEncoder(nn.Module):
         vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
                                             parameter_dtype(self))
         num_nodes = vecs.size(0)
-        graph = _graph_index(batch)
-        num_graphs = int(graph.max()) + 1 if num_nodes else 0
-        counts = torch.bincount(graph, minlength=num_graphs)
-        ptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
-        start = ptr[:-1]
-        n_max = int(counts.max()) if num_nodes else 0
+        graph, num_graphs, ptr, local, n_max, first = node_blocks(batch, num_nodes)
 
         # per-graph eigenvalues (every node carries its graph's) -> phi: [G, k, m]
-        first = start.clamp(max=max(num_nodes - 1, 0))
         lam = vals[first]
         weights = self.phi(lam.unsqueeze(-1))
         if mask is not None:
             weights = weights * mask[first].unsqueeze(-1).to(weights.dtype)
         # W rows of every node, padded: W[g, i, j, :] = sum_k V[g,i,k] phi[g,k,:] V[g,j,k]
         dense = vecs.new_zeros(num_graphs, n_max, self.k)
-        local = torch.arange(num_nodes, device=vecs.device) - start[graph]
         dense[graph, local] = vecs
         rows = torch.bmm(dense[graph], vecs.unsqueeze(-1) * weights[graph])  # [N, n_max, m]
         # then only the real pairs, one row per (i, j) of each graph (all_pairs' order): rho
         # is a GIN over the graph's copies, one per column j (pair_row_edges), with nothing
         # padded to mask out of its products, batch norms and sums
         pairs, pair_ptr = all_pairs(ptr)
-        column = pairs[1] - start[graph[pairs[0]]]
+        column = pairs[1] - ptr[graph[pairs[0]]]
         w = rows.reshape(-1, self.m).index_select(0, pairs[0] * n_max + column)  # [P, m]
         h = self.rho(w, pair_row_edges(batch.edge_index, ptr, pair_ptr, graph))
         h = torch.zeros(num_nodes, h.size(1), dtype=h.dtype, device=h.device).index_add_(
