@@ -9,7 +9,8 @@ tests compare the plans' results.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import functools
+from dataclasses import dataclass
 
 import torch
 
@@ -85,10 +86,20 @@ class ExecPlan:
         if self.sparse_tol is not None:
             check_number("sparse_tol", self.sparse_tol, low=0.0)
 
-    def with_defaults(self, **defaults: object) -> ExecPlan:
-        """This plan with each field that is None set to the kernel's default given here."""
-        return replace(self, **{name: value for name, value in defaults.items()
-                                if getattr(self, name) is None})
-
 
 DEFAULT_PLAN = ExecPlan()
+
+
+def execution_plan(**settings: object) -> ExecPlan:
+    """``ExecPlan(**settings)``, made and checked once per distinct settings: transforms call
+    their kernels once per graph on the ``pre_transform`` path, where building (and checking)
+    a new plan each time would cost a noticeable share of the call."""
+    try:
+        return _cached_plan(tuple(sorted(settings.items())))
+    except TypeError:  # an unhashable setting: ExecPlan's check says what is wrong with it
+        return ExecPlan(**settings)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_plan(settings: tuple[tuple[str, object], ...]) -> ExecPlan:
+    return ExecPlan(**dict(settings))

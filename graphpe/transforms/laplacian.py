@@ -9,7 +9,7 @@ from torch import Tensor
 
 from graphpe.ops.eigen import DENSE_MAX_NODES, check_eigenpair_options, laplacian_eigenpairs
 from graphpe.ops.graph import per_node
-from graphpe.ops.plan import ExecPlan
+from graphpe.ops.plan import ExecPlan, execution_plan
 from graphpe.transforms.base import (
     PETransform,
     check_attr_names,
@@ -92,8 +92,8 @@ class LaplacianPE(PETransform):
     @property
     def plan(self) -> ExecPlan:
         """The execution options as the kernel takes them."""
-        return ExecPlan(dense_max_nodes=self.dense_max_nodes, sparse_solver=self.sparse_solver,
-                        eigh_backend=self.eigh_backend)
+        return execution_plan(dense_max_nodes=self.dense_max_nodes,
+                              sparse_solver=self.sparse_solver, eigh_backend=self.eigh_backend)
 
     @property
     def draws_random(self) -> bool:

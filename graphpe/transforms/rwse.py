@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from graphpe.ops.checks import check_flag, check_positive_int, check_size_limit
-from graphpe.ops.plan import ExecPlan
+from graphpe.ops.plan import execution_plan
 from graphpe.ops.walk import RWSE_DENSE_MAX_NODES, random_walk_landing_probs
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
@@ -57,6 +57,6 @@ class RWSE(PETransform):
             ptr=ptr,
             edge_weight=edge_weight,
             self_loops=self.self_loops,
-            plan=ExecPlan(dense_max_nodes=self.dense_max_nodes),
+            plan=execution_plan(dense_max_nodes=self.dense_max_nodes),
         )
         return {self.attr_name: rwse}

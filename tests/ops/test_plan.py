@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from graphpe.ops import laplacian_eigenpairs, random_walk_landing_probs
-from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
+from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan, execution_plan
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -28,11 +28,13 @@ def test_bad_settings_name_what_is_allowed(kwargs, message):
         ExecPlan(**kwargs)
 
 
-def test_with_defaults_fills_only_unset_fields():
-    plan = ExecPlan(dense_max_nodes=5).with_defaults(dense_max_nodes=640,
-                                                     compute_dtype=torch.float64)
-    assert plan.dense_max_nodes == 5 and plan.compute_dtype == torch.float64
+def test_plans_are_values():
     assert DEFAULT_PLAN == ExecPlan() and hash(DEFAULT_PLAN) == hash(ExecPlan())
+    made = execution_plan(dense_max_nodes=5, sparse_solver="arpack")
+    assert made == ExecPlan(dense_max_nodes=5, sparse_solver="arpack")
+    assert execution_plan(dense_max_nodes=5, sparse_solver="arpack") is made  # made once
+    with pytest.raises(ValueError, match=r"^dense_max_nodes must be an int >= 0, got -1$"):
+        execution_plan(dense_max_nodes=-1)
 
 
 def test_plans_give_the_same_encoding():

@@ -115,10 +115,11 @@ def laplacian_eigenpairs(
     check_eigenpair_options(k, normalization, sign)
     device = edge_index.device
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    plan = plan.with_defaults(
-        dense_max_nodes=DENSE_MAX_NODES,
-        compute_dtype=torch.float64 if device.type == "cpu" else torch.float32)
-    compute_dtype, dense_max_nodes = plan.compute_dtype, plan.dense_max_nodes
+    # (the plan's unset fields read here, not through a new plan: this runs once per graph
+    # on the pre_transform path, where building a plan would cost a quarter of the call)
+    dense_max_nodes = DENSE_MAX_NODES if plan.dense_max_nodes is None else plan.dense_max_nodes
+    compute_dtype = plan.compute_dtype or (torch.float64 if device.type == "cpu"
+                                           else torch.float32)
     num_graphs = 1 if ptr is None else ptr.numel() - 1
     flips = None
     if sign == "random":

@@ -560,9 +560,9 @@ def random_walk_landing_probs(
             the CPU); larger graphs the sparse one, blocks of ``sparse_block_bytes``.
     """
     walk_length = check_positive_int("walk_length", walk_length)
-    plan = plan.with_defaults(dense_max_nodes=RWSE_DENSE_MAX_NODES,
-                              compute_dtype=torch.float32)
-    compute_dtype, dense_max_nodes = plan.compute_dtype, plan.dense_max_nodes
+    dense_max_nodes = (RWSE_DENSE_MAX_NODES if plan.dense_max_nodes is None
+                       else plan.dense_max_nodes)
+    compute_dtype = plan.compute_dtype or torch.float32
     device = edge_index.device
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     # Every node is written below: by its bucket, or by the sparse path of its large graph.
