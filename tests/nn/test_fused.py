@@ -78,8 +78,22 @@ def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_drop
     assert torch.allclose(got, want, atol=1e-5)
     names = ["x", "edge_attr", *(["pair_bias"] if with_pairs else []),
              *(n for n, _ in fused.named_parameters())]
+    exact = None
     for name, a, b in zip(names, got_grads, want_grads, strict=True):
-        assert torch.allclose(a, b, atol=2e-4, rtol=1e-4), name
+        if torch.allclose(a, b, atol=2e-4, rtol=1e-4):
+            continue
+        # an ill-conditioned case (batch norms over two rows amplify float32 rounding): the
+        # fused gradient must then be as close to the float64 module path as the float32
+        # module path is
+        if exact is None:
+            reference = copy.deepcopy(plain).double()
+            exact = dict(zip(names, _run(reference, x.double(), edge_index, batch,
+                                         edge_attr.double(), layout, grad.double(),
+                                         pairs=None if pairs is None else (
+                                             pairs[0].double(), pairs[1]))[1], strict=True))
+        fused_error = (a.double() - exact[name]).abs().max()
+        module_error = (b.double() - exact[name]).abs().max()
+        assert fused_error <= 4 * module_error + 1e-6, name
     for (name, a), b in zip(fused.named_buffers(), plain.buffers(), strict=True):
         assert torch.allclose(a.double(), b.double(), atol=1e-6), name
 
