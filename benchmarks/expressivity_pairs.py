@@ -6,8 +6,8 @@ Every pair below is 1-WL-equivalent (same colour histogram after refinement from
 colours) and not isomorphic. An encoding *separates* a pair when colour refinement seeded by it
 gives different colour histograms on the two graphs (refined jointly, so colours compare):
 
-- a node encoding (RWSE 16, LCP, HKdiagSE, ElstaticSE, and all four at once) is the initial
-  colour of each node, refined by 1-WL over the edges:
+- a node encoding (RWSE 16, LCP, HKdiagSE, ElstaticSE, cycle counts 3..8, and all five at
+  once) is the initial colour of each node, refined by 1-WL over the edges:
   ``c_i <- (c_i, {{c_j : j ~ i}})``;
 - a pairwise encoding (RRWP 21, SPD, resistance distance, heat kernel) is refined over all pairs
   of the graph, the generalized distance WL of Zhang et al. (ICLR 2023):
@@ -59,6 +59,7 @@ from torch_geometric.data import Data
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 
+from graphpe.encodings.cycles import CycleCounts  # noqa: E402
 from graphpe.transforms import (  # noqa: E402
     LCP,
     RRWP,
@@ -71,7 +72,8 @@ from graphpe.transforms import (  # noqa: E402
 )
 
 NODE = {"RWSE": (RWSE(16), "rwse"), "LCP": (LCP(), "lcp"),
-        "HKdiagSE": (HKdiagSE(), "hkdiag"), "ElstaticSE": (ElstaticSE(), "elstatic")}
+        "HKdiagSE": (HKdiagSE(), "hkdiag"), "ElstaticSE": (ElstaticSE(), "elstatic"),
+        "cycles": (CycleCounts(8), "cycle_counts")}
 PAIR = {"RRWP": (RRWP(21), "rrwp"), "SPD": (SPD(8), "spd"),
         "RD": (ResistanceDistance(), "rd"), "heat": (HeatKernel(), "heat")}
 TOLERANCE = 1e-5  # relative: values closer than this are one value (float32 outputs)
