@@ -5,7 +5,9 @@
 Every pair below has one underlying undirected graph (the two graphs join the same node pairs)
 and is not isomorphic as directed graphs (``nx.is_isomorphic`` on ``nx.DiGraph``). So LapPE
 of the symmetrized graph, cycle counts and every other undirected encoding see the two graphs
-as one graph: they separate no pair, by construction (the columns are computed all the same).
+as one graph: refined over the undirected edges they separate no pair, by construction (the
+columns are computed all the same, as checks); refined over the directed edges they separate
+what that refinement does from their colours.
 
 An encoding *separates* a pair when colour refinement seeded by it gives different colour
 histograms on the two graphs (the refinement, tolerance and quantization of
