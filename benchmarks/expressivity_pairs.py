@@ -6,8 +6,8 @@ Every pair below is 1-WL-equivalent (same colour histogram after refinement from
 colours) and not isomorphic. An encoding *separates* a pair when colour refinement seeded by it
 gives different colour histograms on the two graphs (refined jointly, so colours compare):
 
-- a node encoding (RWSE 16, LCP, HKdiagSE, ElstaticSE, and all four at once) is the initial
-  colour of each node, refined by 1-WL over the edges:
+- a node encoding (RWSE 16, LCP, HKdiagSE, ElstaticSE, cycle counts 3..8, and all five at
+  once) is the initial colour of each node, refined by 1-WL over the edges:
   ``c_i <- (c_i, {{c_j : j ~ i}})``;
 - a pairwise encoding (RRWP 21, SPD, resistance distance, heat kernel) is refined over all pairs
   of the graph, the generalized distance WL of Zhang et al. (ICLR 2023):
@@ -28,12 +28,14 @@ Pair families (generated in code, seeded):
   nodes of a graph one value and 1-WL over edges refines nothing: a node encoding separates
   only if that one value differs. Cospectral, they have equal RWSE and HKdiagSE (closed-walk
   counts); ElstaticSE's statistics are then all spectral except the largest resistance; LCP
-  sees the curvatures of one node's edges. Generalized distance WL sees a node's whole row
-  (all resistances, walk probabilities, heat values), which can differ with every node
-  statistic equal (e.g. C_24(1,3,4,9) vs C_24(1,4,5,7)): 13 pairs, none the other way round.
-  Enumerated whole, no pair picked for what separates it. The tolerance decides 4 of them: in
-  2 of those 13 the largest resistances differ by 4.5e-6 and 9e-6 (under it, so ElstaticSE
-  counts as blind), and the 2 pairs no encoding separates have resistance rows <= 1.3e-6 apart;
+  sees the curvatures of one node's edges, cycle counts the cycles through one node.
+  Generalized distance WL sees a node's whole row (all resistances, walk probabilities, heat
+  values), which can differ with every node statistic equal (e.g. C_24(1,3,4,9) vs
+  C_24(1,4,5,7)): 13 pairs against the first four node encodings, 9 with cycle counts among
+  them, none the other way round. Enumerated whole, no pair picked for what separates it. The
+  tolerance decides some of them: in 2 pairs the largest resistances differ by 4.5e-6 and
+  9e-6 (under it, so ElstaticSE counts as blind), and the 2 pairs no encoding separates have
+  resistance rows <= 1.3e-6 apart;
 - Cai-Fuerer-Immerman pairs over small base graphs (cycles, K4, the prism, K3,3, the cube);
 - molecules' classic pair (decalin vs bicyclopentyl);
 - the 600 pairs of EXP when its offline copy is there (its node labels seed every colouring).
@@ -59,6 +61,7 @@ from torch_geometric.data import Data
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 
+from graphpe.encodings.cycles import CycleCounts  # noqa: E402
 from graphpe.transforms import (  # noqa: E402
     LCP,
     RRWP,
@@ -71,7 +74,9 @@ from graphpe.transforms import (  # noqa: E402
 )
 
 NODE = {"RWSE": (RWSE(16), "rwse"), "LCP": (LCP(), "lcp"),
-        "HKdiagSE": (HKdiagSE(), "hkdiag"), "ElstaticSE": (ElstaticSE(), "elstatic")}
+        "HKdiagSE": (HKdiagSE(), "hkdiag"), "ElstaticSE": (ElstaticSE(), "elstatic"),
+        # a margin over the default budget (10**7 path extensions) for the degree-8 circulants
+        "cycles": (CycleCounts(8, max_paths=10**8), "cycle_counts")}
 PAIR = {"RRWP": (RRWP(21), "rrwp"), "SPD": (SPD(8), "spd"),
         "RD": (ResistanceDistance(), "rd"), "heat": (HeatKernel(), "heat")}
 TOLERANCE = 1e-5  # relative: values closer than this are one value (float32 outputs)
@@ -338,7 +343,9 @@ def exp_pairs(root: Path, shared: Path) -> list[tuple[str, Data, Data]]:
         return []
     from graphpe.datasets import read_exp
 
-    graphs = read_exp(root / "EXP" / "raw" / "GRAPHSAT.txt")
+    # place() copies the file to EXP/; the EXP dataset class moves it to EXP/raw/
+    path = root / "EXP" / "raw" / "GRAPHSAT.txt"
+    graphs = read_exp(path if path.exists() else root / "EXP" / "GRAPHSAT.txt")
     return [(f"EXP {i // 2}", graphs[i], graphs[i + 1]) for i in range(0, len(graphs) - 1, 2)]
 
 

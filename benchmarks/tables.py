@@ -463,6 +463,66 @@ def expressivity_pairs_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def directed_table(data: dict) -> str:
+    """Directed encodings and cycle counts against their reference code, graph by graph (from
+    ``benchmarks/directed.py``)."""
+    lines = [
+        f"`python benchmarks/directed.py --threads {data['threads']}` ({data['dataset']}; the "
+        "directed encodings read a directed copy, each edge kept in one direction by a seeded "
+        f"coin; graphpe {data['graphpe']}, torch {data['torch']}, numpy {data['numpy']}, numba "
+        f"{data['numba']}, networkx {data['networkx']}; best of {data['repeats']}):",
+        "",
+        "| encoding | reference (graph by graph) | reference graphs/s | graphpe path | "
+        "graphpe graphs/s | vs reference | max difference | target |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in data["rows"]:
+        target = ""
+        if "target" in r:
+            target = f"{r['target']} {'met' if r['met'] else '**not met**'}"
+        lines.append(f"| {r['label']} | {r['reference']} | {_rate(r['reference_graphs_per_s'])} "
+                     f"| {r['path']} | {_rate(r['graphpe_graphs_per_s'])} | {r['ratio']:.1f}x | "
+                     f"{r['max_error']:.1e} | {target} |")
+    others = []
+    for r in data["rows"]:
+        if r["path"] != "per-graph":
+            continue
+        for name, rate in r["references_graphs_per_s"].items():
+            if name != r["reference"]:
+                others.append(f"{r['label']}: {name} {_rate(rate)} graphs/s")
+    metrics = list(dict.fromkeys(f"{r['label']}: {r['error_metric']}" for r in data["rows"]))
+    lines += ["", "The ratio is against the fastest reference; also timed: "
+              + ("; ".join(others) or "none") + ".",
+              "Max difference to the reference: " + "; ".join(metrics) + "."]
+    if data.get("numba_reference_failure"):
+        lines.append(f"The reference did not compile under numba "
+                     f"({data['numba_reference_failure']}).")
+    return "\n".join(lines)
+
+
+def directed_pairs_table(data: dict) -> str:
+    """Direction-only pairs separated per encoding (from ``benchmarks/directed_pairs.py``)."""
+    labels = data["labels"]
+    lines = ["`python benchmarks/directed_pairs.py` (pairs of directed graphs with one "
+             "underlying undirected graph, not isomorphic as directed graphs; an encoding "
+             "separates a pair when colour refinement seeded by it tells the two apart, "
+             "refined over the undirected edges or over in- and out-neighbours; eigen "
+             "encodings through their eigenspace projectors over all pairs, k = n):", "",
+             "| family | refinement | pairs | " + " | ".join(labels) + " |",
+             "| --- | --- | ---: |" + " ---: |" * len(labels)]
+    for r in data["rows"]:
+        lines.append(f"| {r['family']} | {r['refinement']} | {r['pairs']} | " +
+                     " | ".join(str(r[lab]) for lab in labels) + " |")
+    for mode in data["modes"]:
+        lines.append(f"| **total** | {mode} | {data['pairs']} | " +
+                     " | ".join(f"**{data['total'][mode][lab]}**" for lab in labels) + " |")
+    false = sum(data["control_false_separations"].values())
+    lines += ["", f"Control: a graph against a relabelled copy of itself "
+                  f"({data['control_pairs']} graphs) is separated {false} times over all "
+                  "encodings and both refinements."]
+    return "\n".join(lines)
+
+
 def expressivity_table(runs: list[list[dict]]) -> str:
     """CSL/EXP test accuracy per PE (from ``benchmarks/expressivity.py``, one JSON per
     dataset)."""
@@ -763,6 +823,8 @@ TABLES = {
     "papers_spe": ("benchmarks/results/papers_spe.json", papers_spe_table),
     "expressivity_pairs": ("benchmarks/results/expressivity_pairs.json",
                            expressivity_pairs_table),
+    "directed": ("benchmarks/results/directed.json", directed_table),
+    "directed_pairs": ("benchmarks/results/directed_pairs.json", directed_pairs_table),
 }
 
 
