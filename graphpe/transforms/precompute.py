@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
+from torch.utils.data import Subset
 from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.transforms import BaseTransform, Compose
 from tqdm.auto import tqdm
@@ -66,7 +67,7 @@ def _structure_of_in_memory(dataset: InMemoryDataset) -> _Structure | None:
     """Read the structure straight from an ``InMemoryDataset``'s collated storage (no per-graph
     ``Data`` objects); None where the storage does not allow it."""
     if dataset.transform is not None or getattr(dataset, "_indices", None) is not None:
-        return None
+        return None  # (a view is first gathered by _stored_graphs)
     data, slices = dataset._data, dataset.slices
     if slices is None or "edge_index" not in slices or "x" not in slices:
         return None
@@ -89,6 +90,99 @@ def _structure_of_in_memory(dataset: InMemoryDataset) -> _Structure | None:
             raise ValueError(f"graph {max(g, 0)}: edge_weight must have one entry per edge")
         weight = _host_weight(data.edge_weight)
     return _Structure(ptr, eptr, edge_index, weight)
+
+
+def _stored_graphs(dataset: object) -> InMemoryDataset | None:
+    """``dataset``'s graphs as one ``InMemoryDataset`` read from collated storage: a whole
+    dataset as it is; a view of one (``dataset[idx]``, ``dataset[a:b]``, an OGB split) or a
+    ``torch.utils.data.Subset`` of either as a copy holding just those graphs, in order, every
+    stored attribute gathered in one pass per attribute (no per-graph ``Data``). None where the
+    graphs are not read from storage as stored (a ``transform`` is set) or ``dataset`` is none
+    of these."""
+    picks: list[np.ndarray] = []
+    while isinstance(dataset, Subset):
+        pick = dataset.indices
+        picks.append(pick.numpy().reshape(-1) if isinstance(pick, Tensor)
+                     else np.fromiter(pick, dtype=np.int64, count=len(pick)))
+        dataset = dataset.dataset
+    if not isinstance(dataset, InMemoryDataset) or dataset.transform is not None:
+        return None
+    if getattr(dataset, "_indices", None) is None and not picks:
+        return dataset
+    view = getattr(dataset, "_indices", None)
+    index = (np.arange(dataset.len()) if view is None
+             else view.numpy() if isinstance(view, Tensor)
+             else np.arange(dataset.len())[view] if isinstance(view, slice)
+             else np.fromiter(view, dtype=np.int64, count=len(view)))
+    for pick in reversed(picks):  # the innermost Subset picks first
+        index = index[pick]  # negative and out-of-range picks behave as Subset's do
+    return _gather_storage(dataset, torch.from_numpy(index))
+
+
+def _gather_storage(dataset: InMemoryDataset, index: Tensor) -> InMemoryDataset | None:
+    """A shallow copy of ``dataset`` whose storage holds only its stored graphs ``index``, in
+    that order (no view left); None where an attribute is neither a tensor nor a per-graph
+    list (the per-graph path handles it). A run of consecutive graphs is a view of the
+    storage, not a copy."""
+    data, slices = dataset._data, dataset.slices
+    if not isinstance(data, Data) or slices is None:
+        return None
+    index_np = index.numpy()
+    if index_np.size == 0:
+        return None
+    consecutive = bool((np.diff(index_np) == 1).all())
+    gathered, new_slices = Data(), {}
+    rows: list[tuple[Tensor, tuple]] = []  # per distinct slices: (first, rows, new offsets)
+    for key, value in data.items():
+        if key == "num_nodes":  # kept per graph beside the storage (below)
+            continue
+        if key not in slices:
+            return None
+        bounds = slices[key].long()
+        known = next((r for r in rows if r[0] is bounds or torch.equal(r[0], bounds)), None)
+        if known is None:
+            b = bounds.numpy()
+            starts = b[:-1][index_np]
+            counts = b[1:][index_np] - starts
+            picked = None if consecutive else _ranges(starts, counts)
+            offsets = np.zeros(counts.size + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            known = (bounds, (int(starts[0]) if consecutive else 0, picked,
+                              torch.from_numpy(offsets)))
+            rows.append(known)
+        first, picked, offsets = known[1]
+        if isinstance(value, Tensor):
+            dim = data.__cat_dim__(key, value)
+            dim = dim + value.dim() if dim < 0 else dim
+            if picked is None:
+                gathered[key] = value.narrow(dim, first, int(offsets[-1]))
+            elif value.device.type == "cpu" and value.dtype in _NUMPY_DTYPES:
+                gathered[key] = torch.from_numpy(np.take(value.numpy(), picked, axis=dim))
+            else:
+                gathered[key] = value.index_select(dim, torch.from_numpy(picked).to(value.device))
+        elif isinstance(value, list) and len(value) == bounds.numel() - 1:
+            gathered[key] = [value[i] for i in index_np.tolist()]
+        else:
+            return None
+        new_slices[key] = offsets.clone()
+    counts_per_graph = getattr(data._store, "_num_nodes", None)
+    if counts_per_graph is not None:
+        gathered._store._num_nodes = [counts_per_graph[i] for i in index_np.tolist()]
+        gathered.num_nodes = sum(gathered._store._num_nodes)
+    out = copy.copy(dataset)
+    out._indices = None
+    out._data, out.slices, out._data_list = gathered, new_slices, None
+    return out
+
+
+_NUMPY_DTYPES = (torch.float16, torch.float32, torch.float64, torch.int8, torch.int16,
+                 torch.int32, torch.int64, torch.uint8, torch.bool)
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(s, s + c)`` for each start ``s`` and count ``c``."""
+    offsets = np.cumsum(counts) - counts
+    return np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()))
 
 
 def _check_local_ids(local: np.ndarray, sizes: np.ndarray, eptr: np.ndarray,
@@ -294,6 +388,10 @@ def precompute(
 
     Returns a copy of an ``InMemoryDataset`` with the new node attributes added to its storage
     (the original is untouched), or a list of shallow-copied ``Data`` for any other sequence.
+    A view of an ``InMemoryDataset`` (``dataset[idx]``, ``dataset[a:b]``, an OGB split) or a
+    ``torch.utils.data.Subset`` of one takes the whole dataset's path: the result is an
+    ``InMemoryDataset`` holding just those graphs, in that order, read from the storage
+    without building a ``Data`` per graph.
 
     ``num_workers`` > 1 encodes contiguous shards of the dataset in that many threads (the
     compiled CPU kernels release the GIL); the outputs, and the cache, are bit for bit those of
@@ -360,8 +458,11 @@ def _precompute(
     pe = [t for t in tlist if isinstance(t, PETransform)]
     others = [t for t in tlist if not isinstance(t, PETransform)]
     structure = None
-    if isinstance(dataset, InMemoryDataset):
-        structure = _structure_of_in_memory(dataset)
+    stored = _stored_graphs(dataset)
+    if stored is not None:
+        structure = _structure_of_in_memory(stored)
+        if structure is not None:
+            dataset = stored
     graphs: list[Data] | None = None
     if structure is None:
         graphs = [dataset[i] for i in range(len(dataset))]

@@ -1,3 +1,4 @@
+import importlib
 import warnings
 
 import pytest
@@ -42,6 +43,75 @@ def test_in_memory_dataset_fast_path(families):
         assert torch.allclose(out[i].rwse, RWSE(6)(g).rwse)
     batch = Batch.from_data_list([out[i] for i in range(3)])
     assert batch.rwse.shape == (sum(g.num_nodes for g in graphs[:3]), 6)
+
+
+def _graphs_with_attributes(families):
+    """Graphs with node, edge and graph attributes of several kinds and a per-graph list."""
+    graphs = []
+    for i, g in enumerate(g for g in families.values() if g.num_nodes > 0):
+        e = g.edge_index.size(1)
+        graphs.append(Data(x=torch.arange(g.num_nodes * 2.0).view(-1, 2) + i,
+                           edge_index=g.edge_index, edge_attr=torch.full((e, 3), float(i)),
+                           y=torch.tensor([i]), name=f"g{i}", num_nodes=g.num_nodes))
+    return graphs
+
+
+def _same_graph(a, b, keys):
+    for key in keys:
+        if isinstance(b[key], torch.Tensor):
+            assert torch.equal(a[key], b[key]), key
+        else:
+            assert a[key] == b[key], key
+
+
+@pytest.mark.parametrize("view", ["slice", "index", "tensor", "subset", "nested", "repeated"])
+def test_dataset_views_take_the_storage_path(families, view, monkeypatch):
+    """dataset[a:b], dataset[idx], Subset (and a Subset of a view) read the storage: no
+    per-graph Data is built, and the result holds just those graphs, in order, with every
+    attribute and the encoding the graph alone gets."""
+    from torch.utils.data import Subset
+
+    module = importlib.import_module("graphpe.transforms.precompute")  # (the package
+    # exports the function under the module's name)
+
+    graphs = _graphs_with_attributes(families)
+    ds = TinyDataset(graphs)
+    n = len(ds)
+    picks = {"slice": list(range(2, n - 1)), "index": [n - 1, 0, 3, 2],
+             "tensor": [1, 4, 2], "subset": [5, 0, 1], "nested": [3, 1, 2, 0],
+             "repeated": [2, 2, 0]}[view]
+    if view == "slice":
+        sub = ds[2:n - 1]
+    elif view == "index":
+        sub = ds[picks]
+    elif view == "tensor":
+        sub = ds[torch.tensor(picks)]
+    elif view == "subset":
+        sub = Subset(ds, picks)
+    elif view == "nested":  # a Subset of a view: graph ds[perm[p]] for each p
+        perm = [n - 1 - i for i in range(n)]
+        sub = Subset(ds[perm], picks)
+        picks = [perm[p] for p in picks]
+    else:
+        sub = Subset(ds, picks)
+    monkeypatch.setattr(module, "_structure_of_list", None)  # the per-graph path would fail
+    out = precompute(sub, [RWSE(5), LaplacianPE(3)], batch_size=3, progress=False)
+    assert isinstance(out, TinyDataset) and len(out) == len(picks)
+    assert "rwse" not in ds[0]
+    for i, p in enumerate(picks):
+        ref = LaplacianPE(3)(RWSE(5)(graphs[p]))
+        assert set(out[i].keys()) == set(ref.keys()) and "rwse" in ref
+        _same_graph(out[i], ref, ref.keys())
+
+
+def test_view_with_a_transform_is_read_graph_by_graph(families):
+    graphs = _graphs_with_attributes(families)
+    ds = TinyDataset(graphs)
+    ds.transform = Constant(2.0)
+    out = precompute(ds[1:4], RWSE(4), progress=False)
+    assert isinstance(out, list) and len(out) == 3
+    for o, g in zip(out, graphs[1:4], strict=True):
+        assert torch.equal(o.rwse, RWSE(4)(g).rwse) and torch.all(o.x[:, -1] == 2.0)
 
 
 def test_other_transforms_applied_after(families):
