@@ -453,6 +453,25 @@ def test_cold_start_measures_in_fresh_processes(tmp_path):
     assert "`graphpe warmup` on an empty cache (2 CPUs): 30.0 s in one process" in table
 
 
+def test_cold_start_views_reach_the_storage_path(tmp_path):
+    """cold_start.py --views: every view of 1,000 ZINC graphs encoded, and its table rows."""
+    _needs_zinc()
+    import argparse
+
+    script = runpy.run_path(str(BENCH / "cold_start.py"))
+    args = argparse.Namespace(root=tmp_path / "data", repeats=1)
+    assert script["place"]("ZINC", args.root, SHARED_DATA)
+    rows = script["views"](args)
+    assert [r["held_as"] for r in rows[:5]] == [
+        "whole dataset (val)", "train[:1000]", "train[idx]", "Subset(train, idx)",
+        "list of Data"]
+    assert all(r["us_per_graph"] > 0 for r in rows) and len(rows) == 10
+    table = _tables().cold_start_table({"limit": 20, "torch": "t", "pyg": "p", "cpu_count": 2,
+                                        "rows": [], "warmup_s": {"1": 1.0, "2": 1.0},
+                                        "views": rows})
+    assert "| RWSE T=16 | Subset(train, idx) |" in table
+
+
 def test_directed_benchmark_runs(tmp_path, monkeypatch):
     """benchmarks/directed.py on 20 synthetic molecules: every encoding on every path, the
     outputs equal to their reference code, and the docs table builds from the JSON."""
