@@ -23,6 +23,9 @@ than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i
 
 :func:`choose_landing_path` predicts each path's time and memory from the balls of a fixed
 sample of nodes (breadth-first, ``h`` hops) and takes the fastest that fits the budget.
+A graph of several connected components is computed component by component
+(:func:`large_landing_probs`): small ones by the dense kernel of small graphs, each other one
+by its own choice, so no path pays for nodes its walks cannot reach.
 """
 
 from __future__ import annotations
@@ -32,9 +35,15 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
-from graphpe.ops.host import HostCSR, graph_chunks
-from graphpe.ops.walk.compiled import ball_profile, local_landing_probs, symmetric_walk
+from graphpe.ops.host import HostCSR, graph_chunks, node_range_csr
+from graphpe.ops.walk.compiled import (
+    ball_profile,
+    landing_probs,
+    local_landing_probs,
+    symmetric_walk,
+)
 
 LOG = logging.getLogger(__name__)
 
@@ -51,6 +60,8 @@ BLOCKED_SECONDS_PER_OP = 1.5e-9
 # block of walk columns (bytes) of the blocked path
 SPARSE_ENTRY_BYTES = 12
 BLOCKED_MAX_BYTES = 256 * 2**20
+# Components up to this size take the dense kernel of small graphs
+COMPONENT_DENSE_MAX_NODES = 256
 
 
 class LandingPathChoice(NamedTuple):
@@ -172,18 +183,76 @@ def _no_path(csr: HostCSR, choice: LandingPathChoice) -> str:
 
 
 def large_landing_probs(csr: HostCSR, walk_length: int, out: np.ndarray, *, budget: int,
-                        self_loops: bool = True, path: str = "auto") -> str:
+                        self_loops: bool = True, path: str = "auto",
+                        components: bool = True) -> str:
     """``diag(P^t)``, ``t = 1..T``, of the one graph of ``csr`` into ``out [n, T]`` (float32
-    or float64; computed in float64), by ``path`` (one of :data:`LANDING_PATHS`, or ``auto``:
-    :func:`choose_landing_path`) within ``budget`` bytes of working memory. Where ``local``
-    meets a ball larger than the budget allows, or ``powers`` a fill larger than predicted
-    past the budget, the graph is computed again by ``blocked``. Returns the path that
-    wrote ``out``."""
+    or float64; computed in float64) within ``budget`` bytes of working memory.
+
+    With ``components``, a graph of several connected components is computed component by
+    component (nodes grouped by component, one ``O(m)`` relabelling): those of at most
+    :func:`component_dense_max_nodes` nodes by the dense kernel of small graphs
+    (:func:`~graphpe.ops.walk.compiled.landing_probs`), the others each by ``path``. ``path``
+    is one of :data:`LANDING_PATHS`, or ``auto`` (:func:`choose_landing_path`, per
+    component). Where ``local`` meets a ball larger than the budget allows, or ``powers`` a
+    fill larger than predicted past the budget, that component is computed again by
+    ``blocked``. Returns the path that computed the largest component (``dense`` where the
+    dense kernel took every one)."""
     if path not in (*LANDING_PATHS, "auto"):
         raise ValueError(f"path must be one of {(*LANDING_PATHS, 'auto')}, got {path!r}")
     n = csr.indptr.shape[0] - 1
     if n == 0:
         return path
+    if not components:
+        return _one_graph(csr, walk_length, out, budget, self_loops, path)
+    pattern = sp.csr_matrix((np.ones(csr.indices.shape[0], np.int8), csr.indices, csr.indptr),
+                            shape=(n, n))
+    count, labels = connected_components(pattern, directed=False)
+    if count == 1:
+        return _one_graph(csr, walk_length, out, budget, self_loops, path)
+    order = np.argsort(labels, kind="stable")
+    ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=count), out=ptr[1:])
+    grouped = _relabelled(csr, order)
+    result = np.empty((n, walk_length))
+    dense = component_dense_max_nodes(walk_length, budget, _threads(n))
+    landing_probs(grouped, ptr, walk_length, dense, result, self_loops)
+    sizes = ptr[1:] - ptr[:-1]
+    taken, largest = "dense", 0
+    for c in np.flatnonzero(sizes > dense).tolist():
+        a, b = int(ptr[c]), int(ptr[c + 1])
+        used = _one_graph(node_range_csr(grouped, a, b), walk_length, result[a:b], budget,
+                          self_loops, path)
+        if b - a > largest:
+            taken, largest = used, b - a
+    out[order] = result
+    return taken
+
+
+def component_dense_max_nodes(walk_length: int, budget: int, threads: int) -> int:
+    """Components up to this size are computed by the dense kernel: at most
+    :data:`COMPONENT_DENSE_MAX_NODES`, and its scratch (``h`` float64 ``d x d`` powers per
+    thread) at most ``budget / 2``."""
+    per_thread = budget // (2 * max(threads, 1) * 8 * _half(walk_length))
+    return int(min(COMPONENT_DENSE_MAX_NODES, np.sqrt(max(per_thread, 0))))
+
+
+def _relabelled(csr: HostCSR, order: np.ndarray) -> HostCSR:
+    """``csr`` with node ``order[r]`` renamed ``r`` (rows in the new order)."""
+    n = order.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    counts = np.diff(csr.indptr)[order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    take = np.repeat(csr.indptr[order] - indptr[:-1], counts) + np.arange(indptr[-1])
+    return HostCSR(indptr, rank[csr.indices[take]], csr.weight[take], csr.loops[order])
+
+
+def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
+               self_loops: bool, path: str) -> str:
+    """:func:`large_landing_probs` of one graph (or component) by ``path``, falling back to
+    ``blocked``."""
+    n = csr.indptr.shape[0] - 1
     if path == "auto":
         path = choose_landing_path(csr, walk_length, budget).path
     values, diag = symmetric_walk(csr, self_loops)

@@ -546,8 +546,16 @@ def random_walk_landing_probs(
     (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``: ``T - 1`` batched products of
     ``S``, processed in cache-sized chunks.
 
-    Larger graphs are never densified: ``P`` stays sparse and is applied to blocks of columns
-    of the identity, ``T`` sparse products per block, reading the diagonal entries off.
+    Larger graphs are never densified. On the compiled (CPU) kernel each is computed in
+    float64 by :func:`graphpe.ops.walk.large.large_landing_probs`: component by component,
+    each by the fastest predicted of three exact paths whose memory bound fits
+    ``plan.max_memory_bytes`` (local walks from every node over its own ``ceil(T/2)``-hop
+    ball, sparse matrix powers, or blocks of identity columns times ``S``), chosen from
+    the balls of a sample of nodes and logged at DEBUG; a ValueError naming the graph's size,
+    the smallest estimate and the budget where none fits. On the ``tensor`` kernel ``P``
+    stays sparse and is applied to blocks of columns of the identity (``T`` sparse products
+    per block, in ``compute_dtype``), blocks of at most ``sparse_block_bytes`` and within
+    ``max_memory_bytes``.
 
     Args:
         edge_index: ``[2, E]`` edges of all graphs.
@@ -565,7 +573,9 @@ def random_walk_landing_probs(
             :mod:`graphpe.ops.walk.compiled`), ``tensor`` (padded size buckets, batched
             products in ``compute_dtype``, default float32, chunks of ``max_block_bytes``,
             groups of buckets of ``max_dense_bytes``; any device) or ``auto`` (``compiled`` on
-            the CPU); larger graphs the sparse one, blocks of ``sparse_block_bytes``.
+            the CPU); larger graphs the sparse paths above. ``max_memory_bytes`` (None: a
+            quarter of the available memory, :func:`graphpe.ops.host.memory_budget`) bounds
+            the working memory of the large graphs' paths.
     """
     walk_length = check_positive_int("walk_length", walk_length)
     dense_max_nodes = (RWSE_DENSE_MAX_NODES if plan.dense_max_nodes is None

@@ -20,6 +20,7 @@ from graphpe.ops.walk.large import (
     LANDING_PATHS,
     blocked_memory,
     choose_landing_path,
+    component_dense_max_nodes,
     landing_path_costs,
     large_landing_probs,
     local_cap,
@@ -80,13 +81,33 @@ def test_every_path_equals_the_dense_reference(name):
     got = {}
     for path in LANDING_PATHS:
         out = np.full((n, T), np.nan)
-        assert large_landing_probs(csr, T, out, budget=2**30, path=path) == path
+        assert large_landing_probs(csr, T, out, budget=2**30, path=path,
+                                   components=False) == path
         np.testing.assert_allclose(out, want, atol=1e-12, rtol=0, err_msg=path)
         got[path] = out
-    # the same arithmetic gives the same bits: repeated, and auto takes one of the paths
+        # component by component: small ones dense, the others by the path
+        out = np.full((n, T), np.nan)
+        assert large_landing_probs(csr, T, out, budget=2**30, path=path) in (path, "dense")
+        np.testing.assert_allclose(out, want, atol=1e-12, rtol=0, err_msg=path)
+    # the same arithmetic gives the same bits: auto takes one of the paths
     out = np.empty((n, T))
-    chosen = large_landing_probs(csr, T, out, budget=2**30)
+    chosen = large_landing_probs(csr, T, out, budget=2**30, components=False)
     assert np.array_equal(out, got[chosen])
+
+
+def test_components_apart_dense_and_by_path():
+    # the co-authorship graph's components: the small ones by the dense kernel, the largest
+    # by its path; the same values as the whole graph at once
+    ei, n = CASES["coauthor"][:2]
+    csr = simple_csr(ei, n)
+    want = dense_reference(ei, n, T)
+    for path in LANDING_PATHS:
+        out = np.empty((n, T))
+        assert large_landing_probs(csr, T, out, budget=2**30, path=path) in (path, "dense")
+        np.testing.assert_allclose(out, want, atol=1e-12, rtol=0)
+    # a budget too small for any dense scratch sends every component to the paths
+    assert component_dense_max_nodes(T, 2**30, 1) == 256
+    assert component_dense_max_nodes(T, 1000, 1) == 2
 
 
 @pytest.mark.parametrize("steps", [1, 2, 3, 7])
@@ -95,7 +116,7 @@ def test_short_and_odd_walks(steps):
     csr = simple_csr(ei, n, w)
     for path in LANDING_PATHS:
         out = np.empty((n, steps))
-        large_landing_probs(csr, steps, out, budget=2**30, path=path)
+        large_landing_probs(csr, steps, out, budget=2**30, path=path, components=False)
         np.testing.assert_allclose(out, dense_reference(ei, n, steps, w), atol=1e-12, rtol=0)
 
 
@@ -106,7 +127,7 @@ def test_without_self_loops_the_loops_are_dropped():
     for path in LANDING_PATHS:
         out = np.empty((n, T))
         large_landing_probs(simple_csr(ei, n, w), T, out, budget=2**30, self_loops=False,
-                            path=path)
+                            path=path, components=False)
         np.testing.assert_allclose(out, want, atol=1e-12, rtol=0)
 
 
