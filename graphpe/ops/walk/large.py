@@ -51,11 +51,15 @@ LANDING_PATHS = ("local", "powers", "blocked")
 # Nodes whose balls are measured to predict the paths' costs (a fixed draw: same choice for
 # the same graph)
 PROFILE_SOURCES = 64
-# Seconds per unit of predicted work of each path on one core (local: ball entries touched;
-# powers: sparse-product multiply-adds; blocked: multiply-adds of the column blocks)
-LOCAL_SECONDS_PER_OP = 4e-9
-POWERS_SECONDS_PER_OP = 2e-8
-BLOCKED_SECONDS_PER_OP = 1.5e-9
+# Seconds per unit of predicted work of each path on one core, fitted to measured runs
+# (benchmarks/rwse_large.py); only their ratios matter to the choice. local: ball entries
+# touched, plus a fixed count per node; powers: sparse-product multiply-adds and entries of
+# the powers and of their row-wise products; blocked: multiply-adds of the column blocks.
+LOCAL_SECONDS_PER_OP = 6e-9
+LOCAL_OPS_PER_NODE = 300
+POWERS_SECONDS_PER_OP = 7e-9
+POWERS_SECONDS_PER_ENTRY = 1.5e-8
+BLOCKED_SECONDS_PER_OP = 6e-10
 # Bytes of one stored entry of a sparse power (float64 value, int32 index) and the largest
 # block of walk columns (bytes) of the blocked path
 SPARSE_ENTRY_BYTES = 12
@@ -136,12 +140,16 @@ def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
     largest = int(sizes[:, h].max()) if n else 0
     # local: per node, the pushes over balls 0..h-1 and their writes, then T - h dot products
     local_ops = float(mean_volume[:h].sum() + mean_size[:h].sum()
-                      + (walk_length - h) * mean_size[h])
-    powers_ops = float(mean_volume[:h].sum() + (walk_length - h) * mean_size[h])
+                      + (walk_length - h) * mean_size[h]) + LOCAL_OPS_PER_NODE
+    # powers: one sparse product per step, and the entries of S^1..S^h and of the T - h
+    # row-wise products of S^h with a lower power
+    powers_ops = float(mean_volume[:h].sum())
+    powers_entries = float(mean_size[1:].sum() + 2 * (walk_length - h) * mean_size[h])
     width = blocked_width(n, m, walk_length, budget)
     seconds = {
         "local": LOCAL_SECONDS_PER_OP * n * local_ops / max(threads, 1),
-        "powers": POWERS_SECONDS_PER_OP * n * powers_ops,
+        "powers": n * (POWERS_SECONDS_PER_OP * powers_ops
+                       + POWERS_SECONDS_PER_ENTRY * powers_entries),
         "blocked": BLOCKED_SECONDS_PER_OP * n * (h * (m + n) + (walk_length - h) * n),
     }
     kept = float(mean_size[1:].sum() + mean_size[h])  # S^1..S^h, and one row-wise product
