@@ -56,13 +56,16 @@ def child(run: str, graph: str, walk_length: int, result: str) -> None:
         seconds = time.perf_counter() - start
     else:
         from graphpe.ops.host import simple_csr
+        from graphpe.ops.plan import ExecPlan
         from graphpe.ops.walk import random_walk_landing_probs
         from graphpe.ops.walk.large import large_landing_probs
 
-        tiny = torch.tensor([[0, 1], [1, 0]])
+        tiny = torch.tensor([[0, 1, 2, 3], [1, 0, 3, 2]])
         for p in ("local", "powers", "blocked"):  # load the compiled kernels
-            large_landing_probs(simple_csr(tiny, 2), walk_length, np.empty((2, walk_length)),
+            large_landing_probs(simple_csr(tiny, 4), walk_length, np.empty((4, walk_length)),
                                 budget=2**30, path=p)
+        random_walk_landing_probs(tiny, 4, walk_length, dtype=torch.float64)
+        random_walk_landing_probs(tiny, 4, walk_length, plan=ExecPlan(dense_max_nodes=0))
         before = _rss_bytes()
         start = time.perf_counter()
         if run == "auto":
