@@ -5,6 +5,8 @@ import runpy
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SHARED_DATA
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -510,3 +512,15 @@ def test_directed_pairs_benchmark_runs(tmp_path, monkeypatch):
     # multi-q holds q = 0.25 and more: a finer colouring separates at least as much
     assert all(r["MagLap multi-q"] >= r["MagLap q=0.25"] for r in data["rows"])
     assert "| **total** | directed |" in _tables().directed_pairs_table(data)
+
+
+@pytest.mark.slow  # two fresh interpreters per run importing torch
+def test_rwse_large_benchmark_runs(tmp_path, monkeypatch):
+    out = tmp_path / "w.json"
+    monkeypatch.setattr(sys, "argv", ["rwse_large.py", "--graphs", "road", "--road-junctions",
+                                      "60", "--runs", "local,blocked", "--timeout", "120",
+                                      "--json", str(out)])
+    runpy.run_path(str(BENCH / "rwse_large.py"), run_name="__main__")
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["run"] for r in rows] == ["local", "blocked"]
+    assert all(r["max_diff"] < 1e-12 for r in rows), rows

@@ -117,6 +117,43 @@ def run_over_graphs(call: Callable[[int, int], object], chunks: list[tuple[int, 
 
 
 
+# Share of the memory available at call time that a kernel may use by default
+# (ExecPlan.max_memory_bytes = None).
+MEMORY_BUDGET_FRACTION = 0.25
+# The default budget where the available memory cannot be read (neither psutil nor
+# /proc/meminfo).
+FALLBACK_MEMORY_BUDGET = 2**30
+
+
+def available_memory_bytes() -> int | None:
+    """Memory available to new allocations now, in bytes: psutil's ``available`` where psutil
+    is installed, else ``MemAvailable`` of ``/proc/meminfo``, else None."""
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        return int(psutil.virtual_memory().available)
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # reported in kB
+    except OSError:
+        pass
+    return None
+
+
+def memory_budget(max_memory_bytes: int | None) -> int:
+    """The working-memory budget of a kernel: ``max_memory_bytes`` where given, else
+    :data:`MEMORY_BUDGET_FRACTION` of :func:`available_memory_bytes` (read at each call), else
+    :data:`FALLBACK_MEMORY_BUDGET`."""
+    if max_memory_bytes is not None:
+        return int(max_memory_bytes)
+    available = available_memory_bytes()
+    return FALLBACK_MEMORY_BUDGET if available is None else int(available * MEMORY_BUDGET_FRACTION)
+
+
 def _lapack(name: str, num_args: int) -> nb_types.ExternalFunction:
     """LAPACK routine ``name`` of scipy's Cython LAPACK, callable from compiled code (every
     argument a pointer, Fortran style). Bound by symbol name rather than as a ctypes pointer:
@@ -138,6 +175,14 @@ class HostCSR(NamedTuple):
     indices: np.ndarray
     weight: np.ndarray
     loops: np.ndarray
+
+
+def node_range_csr(csr: HostCSR, start: int, end: int) -> HostCSR:
+    """The rows ``start..end-1`` of ``csr`` as a graph of their own (node ids less ``start``):
+    one graph of a batch, whose edges stay within it."""
+    lo, hi = csr.indptr[start], csr.indptr[end]
+    return HostCSR(csr.indptr[start : end + 1] - lo, csr.indices[lo:hi] - start,
+                   csr.weight[lo:hi], csr.loops[start:end])
 
 
 def use_compiled(kernel: str, device: torch.device) -> bool:

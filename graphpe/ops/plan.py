@@ -58,6 +58,13 @@ class ExecPlan:
             ``sparse_max_iter`` filters).
         sparse_tol: residual tolerance of the sparse eigensolver (None: the kernel's default).
         sparse_max_iter: filter iterations of ``chebyshev``.
+        max_memory_bytes: working memory a large-graph kernel may use (random walks above
+            ``dense_max_nodes``): each path has a stated memory bound, and a kernel takes a
+            path whose bound fits, or raises a ValueError naming the graph's size, the
+            smallest estimate and the budget. None: a quarter
+            (:data:`~graphpe.ops.host.MEMORY_BUDGET_FRACTION`) of the memory available at the
+            call (psutil, else ``/proc/meminfo``; 1 GiB where neither can be read), see
+            :func:`~graphpe.ops.host.memory_budget`.
     """
 
     kernel: str = "auto"
@@ -71,6 +78,7 @@ class ExecPlan:
     sparse_solver: str = "auto"
     sparse_tol: float | None = None
     sparse_max_iter: int = 200
+    max_memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("kernel", self.kernel, KERNELS)
@@ -78,6 +86,7 @@ class ExecPlan:
         if self.dense_max_nodes is not None:
             check_size_limit("dense_max_nodes", self.dense_max_nodes)
         check_optional_positive_int("bucket_granularity", self.bucket_granularity)
+        check_optional_positive_int("max_memory_bytes", self.max_memory_bytes)
         for name in ("max_dense_bytes", "max_block_bytes", "sparse_block_bytes",
                      "sparse_max_iter"):
             check_positive_int(name, getattr(self, name))

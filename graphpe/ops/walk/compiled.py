@@ -33,14 +33,11 @@ def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: in
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
-                   out):  # pragma: no cover - compiled
-    # diag(P^t) = diag(S^t) for the symmetric S = D^-1/2 A D^-1/2 (P^t = D^-1/2 S^t D^1/2).
-    # X = S^t is kept dense (n x n) and advanced by one sparse product per step, nnz * n
-    # multiply-adds, against n^3 for a dense product. For t > h = ceil(T / 2) the diagonal is
-    # read off lower powers, (S^(a+b))_ii = <row_i(S^a), row_i(S^b)> (S is symmetric), so only
-    # h - 1 products are needed. Each power is its own contiguous n x n array (no aliasing
-    # between the product and its input, so the inner loops vectorize).
+def _symmetric_walk(indptr, indices, weight, loops):  # pragma: no cover - compiled
+    """The symmetric walk operator ``S = D^-1/2 (A + L) D^-1/2`` (``L`` the self loops,
+    counted once in the degree ``D``) as the CSR's ``values`` and a ``diag``; a node without
+    edges or loop has a zero row. ``S`` is similar to ``P = D^-1 (A + L)``
+    (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``."""
     deg, _ = _degrees(indptr, weight)
     n_all = indptr.shape[0] - 1
     dis = np.zeros(n_all)
@@ -49,12 +46,33 @@ def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
         if deg[i] + loops[i] > 0:
             dis[i] = 1.0 / np.sqrt(deg[i] + loops[i])
             diag[i] = loops[i] * dis[i] * dis[i]
-    num_graphs = ptr.shape[0] - 1
-    half = (walk_length + 1) // 2
     values = np.empty(indices.shape[0])
     for i in range(n_all):
         for p in range(indptr[i], indptr[i + 1]):
             values[p] = dis[i] * weight[p] * dis[indices[p]]
+    return values, diag
+
+
+def symmetric_walk(csr: HostCSR, self_loops: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, diag)`` of ``S = D^-1/2 (A + L) D^-1/2`` on ``csr``'s pattern (``L`` the
+    self loops with ``self_loops``, else none): ``values[p]`` is the entry of CSR position
+    ``p``, ``diag[i]`` is ``S_ii``. ``diag(S^t) = diag(P^t)`` for ``P = D^-1 (A + L)``."""
+    loops = csr.loops if self_loops else np.zeros_like(csr.loops)
+    return _symmetric_walk(csr.indptr, csr.indices, csr.weight, loops)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
+                   out):  # pragma: no cover - compiled
+    # diag(P^t) = diag(S^t) for the symmetric S = D^-1/2 A D^-1/2 (P^t = D^-1/2 S^t D^1/2).
+    # X = S^t is kept dense (n x n) and advanced by one sparse product per step, nnz * n
+    # multiply-adds, against n^3 for a dense product. For t > h = ceil(T / 2) the diagonal is
+    # read off lower powers, (S^(a+b))_ii = <row_i(S^a), row_i(S^b)> (S is symmetric), so only
+    # h - 1 products are needed. Each power is its own contiguous n x n array (no aliasing
+    # between the product and its input, so the inner loops vectorize).
+    values, diag = _symmetric_walk(indptr, indices, weight, loops)
+    num_graphs = ptr.shape[0] - 1
+    half = (walk_length + 1) // 2
     big = 0
     for g in range(num_graphs):  # compiled: looping over graphs here is the kernel's design
         size = ptr[g + 1] - ptr[g]
@@ -105,6 +123,121 @@ def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: n
             src = x[indices[p] - s]
             for c in range(n):
                 row[c] += v * src[c]
+
+
+def local_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
+                        out: np.ndarray, cap: int | None = None) -> int:
+    """``diag(S^t)``, ``t = 1..T``, of one graph by a local walk from every node, written into
+    ``out [n, T]``; ``S`` is given by ``values`` and ``diag`` (:func:`symmetric_walk`).
+
+    From node ``i`` the vectors ``x_k = S^k e_i``, ``k = 1..h`` with ``h = ceil(T / 2)``, are
+    propagated over the ``k``-hop ball of ``i`` only (a breadth-first search grows with the
+    walk; each vector is stored densely over the ball, in the order the search reached its
+    nodes). ``(S^t)_ii = x_t[i]`` for ``t <= h`` and ``<x_h, x_(t-h)>`` for ``t > h`` (``S`` is
+    symmetric). Cost per node: the sum of the degrees over its balls of radius ``0..h-1``,
+    plus ``T`` times its ``h``-ball; nothing is ever sized by the whole graph but three
+    ``n``-long index arrays per thread.
+
+    The nodes are shared over ``torch.get_num_threads()`` threads
+    (:func:`~graphpe.ops.host.graph_chunks`). Memory per thread: ``(h + 1) * cap`` float64
+    (the vectors) and ``4 * n`` int64 (``cap`` default ``n``). Returns -1, or, when some
+    node's ``h``-ball holds more than ``cap`` nodes, the first such node found (its rows and
+    later ones of its thread are then not written)."""
+    n = csr.indptr.shape[0] - 1
+    cap = n if cap is None else max(1, min(int(cap), n))
+    failed = []
+    chunks = graph_chunks(np.arange(n + 1, dtype=np.int64))
+
+    def call(a: int, b: int) -> None:
+        failed.append(_local_landing(csr.indptr, csr.indices, values, diag, a, b, walk_length,
+                                     cap, out))
+
+    run_over_graphs(call, chunks)
+    over = [f for f in failed if f >= 0]
+    return min(over) if over else -1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _local_landing(indptr, indices, values, diag, lo, hi, walk_length, cap,
+                   out):  # pragma: no cover - compiled
+    # x[k, l] = (S^k e_i)[queue[l]] for the l-th node the search reached; ball(k) is the
+    # prefix queue[:sizes[k]] (search order), and x[k] is defined on that prefix only.
+    # stamp[v] == i: v is in the current source's ball (no reset between sources).
+    n = indptr.shape[0] - 1
+    half = (walk_length + 1) // 2
+    stamp = np.full(n, -1, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    queue = np.empty(cap, dtype=np.int64)
+    x = np.empty((half + 1, cap))
+    sizes = np.empty(half + 1, dtype=np.int64)
+    for i in range(lo, hi):
+        stamp[i] = i
+        pos[i] = 0
+        queue[0] = i
+        x[0, 0] = 1.0
+        sizes[0] = 1
+        for k in range(1, half + 1):
+            prev = x[k - 1]
+            cur = x[k]
+            size = sizes[k - 1]
+            for a in range(size):
+                cur[a] = diag[queue[a]] * prev[a]
+            tail = size
+            for a in range(size):  # push x_(k-1) one step: cur[u] += S_uv x_(k-1)[v]
+                v = queue[a]
+                xv = prev[a]
+                for p in range(indptr[v], indptr[v + 1]):
+                    u = indices[p]
+                    if stamp[u] != i:
+                        if tail == cap:
+                            return i
+                        stamp[u] = i
+                        pos[u] = tail
+                        queue[tail] = u
+                        cur[tail] = 0.0
+                        tail += 1
+                    cur[pos[u]] += values[p] * xv
+            sizes[k] = tail
+        for t in range(1, walk_length + 1):
+            if t <= half:
+                out[i, t - 1] = x[t, 0]
+            else:  # S^t = S^h S^(t-h); x_(t-h) is zero beyond its ball
+                b = t - half
+                xa = x[half]
+                xb = x[b]
+                acc = 0.0
+                for a in range(sizes[b]):
+                    acc += xa[a] * xb[a]
+                out[i, t - 1] = acc
+    return -1
+
+
+def ball_profile(csr: HostCSR, sources: np.ndarray, hops: int) -> tuple[np.ndarray, np.ndarray]:
+    """Breadth-first balls of ``sources`` up to ``hops`` hops: ``(sizes, volumes)``, each
+    ``[len(sources), hops + 1]`` int64, ``sizes[r, k]`` the number of nodes within ``k`` hops of
+    ``sources[r]`` and ``volumes[r, k]`` the sum of their degrees (CSR entries). Cost: the
+    ``hops``-balls' volumes."""
+    return _ball_profile(csr.indptr, csr.indices, np.ascontiguousarray(sources, np.int64), hops)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ball_profile(indptr, indices, sources, hops):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    seen = np.full(n, -1, dtype=np.int64)
+    level = np.empty(n, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    sizes = np.zeros((sources.shape[0], hops + 1), dtype=np.int64)
+    volumes = np.zeros((sources.shape[0], hops + 1), dtype=np.int64)
+    for r in range(sources.shape[0]):
+        tail = _ball(indptr, indices, sources[r], hops, seen, level, queue)
+        for q in range(tail):
+            v = queue[q]
+            sizes[r, level[v]] += 1
+            volumes[r, level[v]] += indptr[v + 1] - indptr[v]
+        for k in range(1, hops + 1):
+            sizes[r, k] += sizes[r, k - 1]
+            volumes[r, k] += volumes[r, k - 1]
+    return sizes, volumes
 
 
 # ----------------------------------------------------------------------------- RRWP

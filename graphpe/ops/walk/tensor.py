@@ -61,7 +61,14 @@ from graphpe.ops.graph import (
     validate_graph,
     weights_scaled_per_graph,
 )
-from graphpe.ops.host import host_array, numpy_dtype, simple_csr, use_compiled
+from graphpe.ops.host import (
+    host_array,
+    memory_budget,
+    node_range_csr,
+    numpy_dtype,
+    simple_csr,
+    use_compiled,
+)
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.spectral import (
     check_normalization,
@@ -81,6 +88,7 @@ from graphpe.ops.walk.compiled import (
     path_edges_host,
     relative_walk_probs,
 )
+from graphpe.ops.walk.large import large_landing_probs, over_budget_message
 
 PAIRWISE_MAX_NODES = 1024
 # RWSE's dense path up to this size (above: sparse products, never densified)
@@ -538,8 +546,16 @@ def random_walk_landing_probs(
     (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``: ``T - 1`` batched products of
     ``S``, processed in cache-sized chunks.
 
-    Larger graphs are never densified: ``P`` stays sparse and is applied to blocks of columns
-    of the identity, ``T`` sparse products per block, reading the diagonal entries off.
+    Larger graphs are never densified. On the compiled (CPU) kernel each is computed in
+    float64 by :func:`graphpe.ops.walk.large.large_landing_probs`: component by component,
+    each by the fastest predicted of three exact paths whose memory bound fits
+    ``plan.max_memory_bytes`` (local walks from every node over its own ``ceil(T/2)``-hop
+    ball, sparse matrix powers, or blocks of identity columns times ``S``), chosen from
+    the balls of a sample of nodes and logged at DEBUG; a ValueError naming the graph's size,
+    the smallest estimate and the budget where none fits. On the ``tensor`` kernel ``P``
+    stays sparse and is applied to blocks of columns of the identity (``T`` sparse products
+    per block, in ``compute_dtype``), blocks of at most ``sparse_block_bytes`` and within
+    ``max_memory_bytes``.
 
     Args:
         edge_index: ``[2, E]`` edges of all graphs.
@@ -557,7 +573,9 @@ def random_walk_landing_probs(
             :mod:`graphpe.ops.walk.compiled`), ``tensor`` (padded size buckets, batched
             products in ``compute_dtype``, default float32, chunks of ``max_block_bytes``,
             groups of buckets of ``max_dense_bytes``; any device) or ``auto`` (``compiled`` on
-            the CPU); larger graphs the sparse one, blocks of ``sparse_block_bytes``.
+            the CPU); larger graphs the sparse paths above. ``max_memory_bytes`` (None: a
+            quarter of the available memory, :func:`graphpe.ops.host.memory_budget`) bounds
+            the working memory of the large graphs' paths.
     """
     walk_length = check_positive_int("walk_length", walk_length)
     dense_max_nodes = (RWSE_DENSE_MAX_NODES if plan.dense_max_nodes is None
@@ -567,32 +585,32 @@ def random_walk_landing_probs(
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     # Every node is written below: by its bucket, or by the sparse path of its large graph.
     itemsize = torch.finfo(compute_dtype).bits // 8
+    budget = memory_budget(plan.max_memory_bytes)
     if use_compiled(plan.kernel, device):
         ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
         # float64 inside the kernel, written straight into the output dtype
         out = torch.from_numpy(np.empty((num_nodes, walk_length), dtype=numpy_dtype(dtype)))
-        landing_probs(simple_csr(edge_index, num_nodes, edge_weight), ptr_np, walk_length,
-                      dense_max_nodes, out.numpy(), self_loops)
-        large = np.flatnonzero((ptr_np[1:] - ptr_np[:-1]) > dense_max_nodes).tolist()
-        if not large:
-            return out
-        ptr = torch.from_numpy(ptr_np)
-    else:
-        ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
-        if edge_weight is not None and edge_weight.is_floating_point():
-            # P = D^-1 A does not change when a graph's weights are scaled together
-            edge_weight = weights_scaled_per_graph(edge_weight, edge_index, ptr)
-        out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
-        sizes = ptr[1:] - ptr[:-1]
-        granularity = plan.bucket_granularity
-        buckets = size_buckets(sizes, granularity or 1, dense_max_nodes,
-                               growth=bucket_growth_for(sizes) if granularity is None else None)
-        for group in bucket_groups(buckets, itemsize, plan.max_dense_bytes):
-            _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length,
-                                 compute_dtype, plan.max_block_bytes, out, self_loops)
-        large = torch.nonzero(sizes > dense_max_nodes).flatten().tolist()
+        csr = simple_csr(edge_index, num_nodes, edge_weight)
+        landing_probs(csr, ptr_np, walk_length, dense_max_nodes, out.numpy(), self_loops)
+        for g in np.flatnonzero((ptr_np[1:] - ptr_np[:-1]) > dense_max_nodes).tolist():
+            start, end = int(ptr_np[g]), int(ptr_np[g + 1])
+            large_landing_probs(node_range_csr(csr, start, end), walk_length,
+                                out.numpy()[start:end], budget=budget, self_loops=self_loops)
+        return out
+    ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
+    if edge_weight is not None and edge_weight.is_floating_point():
+        # P = D^-1 A does not change when a graph's weights are scaled together
+        edge_weight = weights_scaled_per_graph(edge_weight, edge_index, ptr)
+    out = torch.empty(num_nodes, walk_length, dtype=compute_dtype, device=device)
+    sizes = ptr[1:] - ptr[:-1]
+    granularity = plan.bucket_granularity
+    buckets = size_buckets(sizes, granularity or 1, dense_max_nodes,
+                           growth=bucket_growth_for(sizes) if granularity is None else None)
+    for group in bucket_groups(buckets, itemsize, plan.max_dense_bytes):
+        _dense_landing_group(group, edge_index, edge_weight, ptr, walk_length,
+                             compute_dtype, plan.max_block_bytes, out, self_loops)
 
-    for g in large:
+    for g in torch.nonzero(sizes > dense_max_nodes).flatten().tolist():
         # Few per batch: each is a graph too large to densify.
         start, end = int(ptr[g]), int(ptr[g + 1])
         n = end - start
@@ -601,7 +619,13 @@ def random_walk_landing_probs(
             sub_w = weights_scaled_per_graph(sub_w, sub_ei, single_graph_ptr(n, sub_ei.device))
         ei, values = random_walk_matrix_entries(sub_ei, n, sub_w, compute_dtype, self_loops)
         op = sparse_operator(ei, values, n)
-        width = max(1, plan.sparse_block_bytes // (itemsize * n * 2))
+        # two [n, width] blocks per product, plus the operator and the read-off diagonals
+        fixed = (values.numel() * (itemsize + 16) + n * walk_length * itemsize)
+        width = min(plan.sparse_block_bytes, budget - fixed) // (itemsize * n * 2)
+        if width < 1:
+            edges = int((ei[0] != ei[1]).sum()) // 2
+            raise ValueError(over_budget_message(n, edges, fixed + 2 * itemsize * n,
+                                                 "blocked", budget))
         for lo in range(0, n, width):
             hi = min(lo + width, n)
             out[start + lo : start + hi] = _sparse_landing(op, lo, hi, walk_length, compute_dtype)

@@ -1,0 +1,348 @@
+"""RWSE on one graph above the dense limit, on the host: three exact paths and the choice
+between them by predicted cost under a memory budget.
+
+All three compute ``diag(P^t)``, ``t = 1..T``, ``P = D^-1 (A + L)`` (the conventions of
+:func:`graphpe.ops.walk.random_walk_landing_probs`: the undirected simple graph of
+:class:`~graphpe.ops.host.HostCSR`, self loops ``L`` counted once in the degree, zero rows for
+nodes without edges), in float64, through the symmetric ``S = D^-1/2 (A + L) D^-1/2``
+(:func:`~graphpe.ops.walk.compiled.symmetric_walk`): ``diag(P^t) = diag(S^t)``, and with
+``h = ceil(T / 2)``, ``(S^t)_ii = <S^h e_i, S^(t-h) e_i>`` for ``t > h``, so no path walks more
+than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i)`` the
+``k``-hop ball of node ``i`` and ``vol`` its degree sum:
+
+- ``local``: a walk from every node over its own balls only
+  (:func:`~graphpe.ops.walk.compiled.local_landing_probs`, threads over nodes). Time
+  ``sum_i sum_(k<h) vol(b_k(i))``; memory per thread ``8 (h + 2) cap + 16 n`` bytes, ``cap``
+  the largest ball it may hold. Best where balls stay small (road networks).
+- ``powers``: the sparse matrices ``S^1..S^h`` (scipy), diagonals read off them and off
+  row-wise products. Time about the same sum (one sparse product per step); memory about
+  ``12 sum_(k<=h) nnz(S^k)`` bytes, ``nnz(S^k) = sum_i |b_k(i)|``, checked before every product.
+- ``blocked``: ``S`` times blocks of ``w`` columns of the identity, ``h`` products per block,
+  keeping ``S^0..S^h`` of the block. Time ``n h (m + n)``; memory ``8 (h + 2) n w`` bytes plus
+  ``S``; always fits for ``w = 1`` unless the graph itself nearly fills the budget.
+
+:func:`choose_landing_path` predicts each path's time and memory from the balls of a fixed
+sample of nodes (breadth-first, ``h`` hops) and takes the fastest that fits the budget.
+A graph of several connected components is computed component by component
+(:func:`large_landing_probs`): small ones by the dense kernel of small graphs, each other one
+by its own choice, so no path pays for nodes its walks cannot reach.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from graphpe.ops.host import HostCSR, graph_chunks, node_range_csr
+from graphpe.ops.walk.compiled import (
+    ball_profile,
+    landing_probs,
+    local_landing_probs,
+    symmetric_walk,
+)
+
+LOG = logging.getLogger(__name__)
+
+LANDING_PATHS = ("local", "powers", "blocked")
+# Nodes whose balls are measured to predict the paths' costs (a fixed draw: same choice for
+# the same graph)
+PROFILE_SOURCES = 64
+# Seconds per unit of predicted work of each path on one core, fitted to measured runs
+# (benchmarks/rwse_large.py); only their ratios matter to the choice. local: ball entries
+# touched, plus a fixed count per node; powers: sparse-product multiply-adds and entries of
+# the powers and of their row-wise products; blocked: multiply-adds of the column blocks.
+LOCAL_SECONDS_PER_OP = 6e-9
+LOCAL_OPS_PER_NODE = 300
+POWERS_SECONDS_PER_OP = 7e-9
+POWERS_SECONDS_PER_ENTRY = 1.5e-8
+BLOCKED_SECONDS_PER_OP = 6e-10
+# Bytes of one stored entry of a sparse power (float64 value, int32 index) and the largest
+# block of walk columns (bytes) of the blocked path
+SPARSE_ENTRY_BYTES = 12
+BLOCKED_MAX_BYTES = 256 * 2**20
+# Components up to this size take the dense kernel of small graphs
+COMPONENT_DENSE_MAX_NODES = 256
+
+
+class LandingPathChoice(NamedTuple):
+    """What :func:`choose_landing_path` decided and why: ``path`` (one of
+    :data:`LANDING_PATHS`), and each path's predicted ``seconds`` and peak working ``memory``
+    (bytes, beyond the graph and the output), next to the ``budget``."""
+
+    path: str
+    seconds: dict[str, float]
+    memory: dict[str, int]
+    budget: int
+
+    def describe(self) -> str:
+        """One line: the choice and every path's prediction."""
+        parts = [f"{p} {self.seconds[p]:.3g} s / {self.memory[p] / 2**20:.4g} MiB"
+                 + ("" if self.memory[p] <= self.budget else " (over budget)")
+                 for p in LANDING_PATHS]
+        return (f"RWSE path {self.path!r} (budget {self.budget / 2**20:.4g} MiB): "
+                + ", ".join(parts))
+
+
+def _half(walk_length: int) -> int:
+    return (walk_length + 1) // 2
+
+
+def _threads(n: int) -> int:
+    return len(graph_chunks(np.arange(n + 1, dtype=np.int64)))
+
+
+def local_memory(n: int, walk_length: int, cap: int, threads: int) -> int:
+    """Bytes the ``local`` path allocates with balls of up to ``cap`` nodes on ``threads``
+    threads: per thread ``h + 1`` float64 vectors and a queue of ``cap``, two ``n`` int64
+    marks."""
+    return threads * (8 * (_half(walk_length) + 2) * cap + 16 * n)
+
+
+def local_cap(n: int, walk_length: int, budget: int, threads: int) -> int:
+    """The largest ball (at most ``n``) the ``local`` path may hold within ``budget``; 0 when
+    not even one node fits."""
+    per_thread = budget // max(threads, 1) - 16 * n
+    return int(max(0, min(n, per_thread // (8 * (_half(walk_length) + 2)))))
+
+
+def blocked_memory(n: int, m: int, walk_length: int, width: int) -> int:
+    """Bytes of the ``blocked`` path with blocks of ``width`` columns: ``S`` (``m + n``
+    entries) and ``h + 2`` dense ``[n, width]`` float64 blocks."""
+    return SPARSE_ENTRY_BYTES * (m + n) + 8 * n + 8 * (_half(walk_length) + 2) * n * width
+
+
+def blocked_width(n: int, m: int, walk_length: int, budget: int) -> int:
+    """Columns per block of the ``blocked`` path: the most that fit both ``budget`` and
+    :data:`BLOCKED_MAX_BYTES` (at least 1, at most ``n``)."""
+    column = 8 * (_half(walk_length) + 2) * max(n, 1)
+    room = min(budget - blocked_memory(n, m, walk_length, 0), BLOCKED_MAX_BYTES)
+    return int(max(1, min(n, room // column)))
+
+
+def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
+                       threads: int | None = None,
+                       sources: int = PROFILE_SOURCES) -> LandingPathChoice:
+    """Each path's predicted time and memory on the graph of ``csr``, from the ``h``-hop
+    balls of ``sources`` nodes (a fixed draw), and the fastest path whose memory fits
+    ``budget`` (``path`` is None when none does)."""
+    n = csr.indptr.shape[0] - 1
+    m = int(csr.indptr[-1])
+    h = _half(walk_length)
+    threads = _threads(n) if threads is None else threads
+    picks = np.random.default_rng(0).choice(n, size=min(n, sources), replace=False)
+    sizes, volumes = ball_profile(csr, np.sort(picks), h)
+    mean_size = sizes.mean(0) if n else np.zeros(h + 1)
+    mean_volume = volumes.mean(0) if n else np.zeros(h + 1)
+    largest = int(sizes[:, h].max()) if n else 0
+    # local: per node, the pushes over balls 0..h-1 and their writes, then T - h dot products
+    local_ops = float(mean_volume[:h].sum() + mean_size[:h].sum()
+                      + (walk_length - h) * mean_size[h]) + LOCAL_OPS_PER_NODE
+    # powers: one sparse product per step, and the entries of S^1..S^h and of the T - h
+    # row-wise products of S^h with a lower power
+    powers_ops = float(mean_volume[:h].sum())
+    powers_entries = float(mean_size[1:].sum() + 2 * (walk_length - h) * mean_size[h])
+    width = blocked_width(n, m, walk_length, budget)
+    seconds = {
+        "local": LOCAL_SECONDS_PER_OP * n * local_ops / max(threads, 1),
+        "powers": n * (POWERS_SECONDS_PER_OP * powers_ops
+                       + POWERS_SECONDS_PER_ENTRY * powers_entries),
+        "blocked": BLOCKED_SECONDS_PER_OP * n * (h * (m + n) + (walk_length - h) * n),
+    }
+    kept = float(mean_size[1:].sum() + mean_size[h])  # S^1..S^h, and one row-wise product
+    memory = {
+        "local": local_memory(n, walk_length, min(n, largest), threads),
+        "powers": int(SPARSE_ENTRY_BYTES * n * kept + 8 * (h + 3) * n),
+        "blocked": blocked_memory(n, m, walk_length, width),
+    }
+    fits = [p for p in LANDING_PATHS if memory[p] <= budget]
+    path = min(fits, key=lambda p: seconds[p]) if fits else None
+    return LandingPathChoice(path, seconds, memory, budget)
+
+
+def choose_landing_path(csr: HostCSR, walk_length: int, budget: int,
+                        threads: int | None = None) -> LandingPathChoice:
+    """The path :func:`large_landing_probs` takes on the graph of ``csr``
+    (:func:`landing_path_costs`), logged at DEBUG; a ValueError when no path fits
+    ``budget`` (:func:`over_budget_message`)."""
+    choice = landing_path_costs(csr, walk_length, budget, threads)
+    if choice.path is None:
+        raise ValueError(_no_path(csr, choice))
+    LOG.debug("%s", choice.describe())
+    return choice
+
+
+def over_budget_message(num_nodes: int, num_edges: int, need: int, path: str,
+                        budget: int) -> str:
+    """The error raised when no path fits: the graph's size, the smallest estimate (``need``
+    bytes, on ``path``), the budget."""
+    return (f"random-walk landing probabilities of a graph of {num_nodes} nodes and "
+            f"{num_edges} edges need at least {need} bytes of working memory (path {path!r}), "
+            f"over the memory budget of {budget} bytes (ExecPlan.max_memory_bytes)")
+
+
+def _no_path(csr: HostCSR, choice: LandingPathChoice) -> str:
+    least = min(LANDING_PATHS, key=lambda p: choice.memory[p])
+    return over_budget_message(csr.indptr.shape[0] - 1, int(csr.indptr[-1]) // 2,
+                               choice.memory[least], least, choice.budget)
+
+
+def large_landing_probs(csr: HostCSR, walk_length: int, out: np.ndarray, *, budget: int,
+                        self_loops: bool = True, path: str = "auto",
+                        components: bool = True) -> str:
+    """``diag(P^t)``, ``t = 1..T``, of the one graph of ``csr`` into ``out [n, T]`` (float32
+    or float64; computed in float64) within ``budget`` bytes of working memory.
+
+    With ``components``, a graph of several connected components is computed component by
+    component (nodes grouped by component, one ``O(m)`` relabelling): those of at most
+    :func:`component_dense_max_nodes` nodes by the dense kernel of small graphs
+    (:func:`~graphpe.ops.walk.compiled.landing_probs`), the others each by ``path``. ``path``
+    is one of :data:`LANDING_PATHS`, or ``auto`` (:func:`choose_landing_path`, per
+    component). Where ``local`` meets a ball larger than the budget allows, or ``powers`` a
+    fill larger than predicted past the budget, that component is computed again by
+    ``blocked``. Returns the path that computed the largest component (``dense`` where the
+    dense kernel took every one)."""
+    if path not in (*LANDING_PATHS, "auto"):
+        raise ValueError(f"path must be one of {(*LANDING_PATHS, 'auto')}, got {path!r}")
+    n = csr.indptr.shape[0] - 1
+    if n == 0:
+        return path
+    if not components:
+        return _one_graph(csr, walk_length, out, budget, self_loops, path)
+    pattern = sp.csr_matrix((np.ones(csr.indices.shape[0], np.int8), csr.indices, csr.indptr),
+                            shape=(n, n))
+    count, labels = connected_components(pattern, directed=False)
+    if count == 1:
+        return _one_graph(csr, walk_length, out, budget, self_loops, path)
+    order = np.argsort(labels, kind="stable")
+    ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=count), out=ptr[1:])
+    grouped = _relabelled(csr, order)
+    result = np.empty((n, walk_length))
+    dense = component_dense_max_nodes(walk_length, budget, _threads(n))
+    landing_probs(grouped, ptr, walk_length, dense, result, self_loops)
+    sizes = ptr[1:] - ptr[:-1]
+    taken, largest = "dense", 0
+    for c in np.flatnonzero(sizes > dense).tolist():
+        a, b = int(ptr[c]), int(ptr[c + 1])
+        used = _one_graph(node_range_csr(grouped, a, b), walk_length, result[a:b], budget,
+                          self_loops, path)
+        if b - a > largest:
+            taken, largest = used, b - a
+    out[order] = result
+    return taken
+
+
+def component_dense_max_nodes(walk_length: int, budget: int, threads: int) -> int:
+    """Components up to this size are computed by the dense kernel: at most
+    :data:`COMPONENT_DENSE_MAX_NODES`, and its scratch (``h`` float64 ``d x d`` powers per
+    thread) at most ``budget / 2``."""
+    per_thread = budget // (2 * max(threads, 1) * 8 * _half(walk_length))
+    return int(min(COMPONENT_DENSE_MAX_NODES, np.sqrt(max(per_thread, 0))))
+
+
+def _relabelled(csr: HostCSR, order: np.ndarray) -> HostCSR:
+    """``csr`` with node ``order[r]`` renamed ``r`` (rows in the new order)."""
+    n = order.shape[0]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    counts = np.diff(csr.indptr)[order]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    take = np.repeat(csr.indptr[order] - indptr[:-1], counts) + np.arange(indptr[-1])
+    return HostCSR(indptr, rank[csr.indices[take]], csr.weight[take], csr.loops[order])
+
+
+def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
+               self_loops: bool, path: str) -> str:
+    """:func:`large_landing_probs` of one graph (or component) by ``path``, falling back to
+    ``blocked``."""
+    n = csr.indptr.shape[0] - 1
+    if path == "auto":
+        path = choose_landing_path(csr, walk_length, budget).path
+    values, diag = symmetric_walk(csr, self_loops)
+    if path == "local":
+        threads = _threads(n)
+        cap = local_cap(n, walk_length, budget, threads)
+        if cap > 0 and local_landing_probs(csr, values, diag, walk_length, out, cap) < 0:
+            return path
+        LOG.debug("RWSE path 'local': a ball holds more than %d nodes (the budget's); "
+                  "taking 'blocked'", cap)
+    elif path == "powers":
+        if _powers_landing(csr, values, diag, walk_length, out, budget):
+            return path
+        LOG.debug("RWSE path 'powers': the powers fill past the budget; taking 'blocked'")
+    _blocked_landing(csr, values, diag, walk_length, out, budget)
+    return "blocked"
+
+
+def _operator(csr: HostCSR, values: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
+    """``S`` as a scipy CSR matrix (float64)."""
+    n = csr.indptr.shape[0] - 1
+    op = sp.csr_matrix((values, csr.indices, csr.indptr), shape=(n, n))
+    if diag.any():
+        op = (op + sp.diags(diag, format="csr")).tocsr()
+    return op
+
+
+def _powers_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
+                    out: np.ndarray, budget: int) -> bool:
+    """The ``powers`` path; False (``out`` partly written) where the next power would take
+    the kept powers past ``budget``: each product is allowed only if the kept powers plus
+    twice the previous power's size (the product and its scratch, a power growing at most
+    ``max(growth, 1)`` times its predecessor's fill, ``growth`` the last step's) fit."""
+    op = _operator(csr, values, diag)
+    h = _half(walk_length)
+    powers = [op]
+    kept = SPARSE_ENTRY_BYTES * op.nnz
+    growth = 1.0
+    for _ in range(1, h):
+        last = powers[-1]
+        predicted = SPARSE_ENTRY_BYTES * last.nnz * max(growth, 1.0)
+        if kept + 2 * predicted > budget:
+            return False
+        nxt = last @ op
+        growth = nxt.nnz / max(last.nnz, 1)
+        kept += SPARSE_ENTRY_BYTES * nxt.nnz
+        powers.append(nxt)
+    for t in range(1, walk_length + 1):
+        if t <= h:
+            out[:, t - 1] = powers[t - 1].diagonal()
+        else:  # (S^t)_ii = <row_i(S^h), row_i(S^(t-h))>: S is symmetric
+            rows = powers[h - 1].multiply(powers[t - h - 1]).sum(axis=1)
+            out[:, t - 1] = np.asarray(rows).ravel()
+    return True
+
+
+def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
+                     out: np.ndarray, budget: int) -> None:
+    """The ``blocked`` path: blocks of :func:`blocked_width` columns of the identity, ``h``
+    products with ``S`` each, the diagonal read off ``S^t`` for ``t <= h`` and off column
+    dot products ``<S^h e_i, S^(t-h) e_i>`` beyond; ValueError where one column does not fit
+    ``budget``."""
+    n = csr.indptr.shape[0] - 1
+    m = int(csr.indptr[-1])
+    h = _half(walk_length)
+    if blocked_memory(n, m, walk_length, 1) > budget:
+        raise ValueError(over_budget_message(n, m // 2, blocked_memory(n, m, walk_length, 1),
+                                             "blocked", budget))
+    op = _operator(csr, values, diag)
+    width = blocked_width(n, m, walk_length, budget)
+    block = np.empty((h + 1, n, width))
+    for lo in range(0, n, width):
+        hi = min(lo + width, n)
+        w = hi - lo
+        cols = np.arange(w)
+        x = block[:, :, :w]
+        x[0].fill(0.0)
+        x[0][lo + cols, cols] = 1.0
+        for k in range(1, h + 1):
+            x[k] = op @ x[k - 1]
+        for t in range(1, walk_length + 1):
+            if t <= h:
+                out[lo:hi, t - 1] = x[t][lo + cols, cols]
+            else:
+                out[lo:hi, t - 1] = np.einsum("ij,ij->j", x[h], x[t - h])
