@@ -17,6 +17,7 @@ import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -30,6 +31,7 @@ from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_
 from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
+from graphpe.ops.eigen.compiled import _hermitian_eigh, hermitian_scratch
 from graphpe.ops.graph import (
     batch_from_ptr,
     bucket_groups,
@@ -42,10 +44,12 @@ from graphpe.ops.graph import (
     size_buckets,
     validate_graph,
 )
+from graphpe.ops.host import host_array, use_compiled
 from graphpe.ops.walk import all_pairs, pair_row_edges
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
 MAGLAP_NORMALIZATIONS = ("sym", "none")
+KERNELS = ("auto", "compiled", "tensor")
 PHASE_TOL = 1e-6  # |sum v |v|^2| below this (relative) is a vanishing phase statistic
 ARPACK_TOL = 1e-10
 
@@ -76,7 +80,8 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
                         q: float | tuple[float, ...] = 0.1, *, ptr: Tensor | None = None,
                         edge_weight: Tensor | None = None, normalization: str = "sym",
                         relative_q: bool = False, dense_max_nodes: int = DENSE_MAX_NODES,
-                        max_dense_bytes: int = 256 * 2**20) -> MagneticEigenpairs:
+                        max_dense_bytes: int = 256 * 2**20,
+                        kernel: str = "auto") -> MagneticEigenpairs:
     r"""The ``k`` smallest eigenpairs of every graph's magnetic Laplacian, for each potential
     of ``q``.
 
@@ -104,10 +109,13 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     turned by :func:`canonical_phases`. Vectors of a repeated eigenvalue are an arbitrary
     orthonormal basis of its space.
 
-    Graphs up to ``dense_max_nodes`` nodes are solved densely in complex128, one batched
-    ``eigh`` per size bucket over its graphs and potentials (at most ``max_dense_bytes`` of
-    matrices at once); larger ones per connected component, with scipy's ``eigsh`` (Lanczos,
-    then shift-invert where it does not converge) on the components above the limit.
+    Graphs up to ``dense_max_nodes`` nodes are solved densely in complex128. On CPU tensors
+    (``kernel`` ``auto`` or ``compiled``) by one compiled call over all graphs and potentials,
+    each matrix solved at its own size (:func:`magnetic_eigenpairs_host`); otherwise
+    (``tensor``, and any device) by one batched ``eigh`` per size bucket over its graphs and
+    potentials (at most ``max_dense_bytes`` of matrices at once). Both give the same pairs to
+    rounding. Larger graphs are solved per connected component, with scipy's ``eigsh``
+    (Lanczos, then shift-invert where it does not converge) on the components above the limit.
 
     Args:
         edge_index: ``[2, E]`` directed edges of all graphs (node ids global to the batch).
@@ -119,13 +127,23 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
         normalization: ``sym`` (default) or ``none``.
         relative_q: divide ``q`` by each graph's one-way pairs (default False).
         dense_max_nodes: largest graph solved densely.
-        max_dense_bytes: memory of the dense matrices built at once.
+        max_dense_bytes: memory of the dense matrices built at once (``tensor`` kernel).
+        kernel: ``auto`` (compiled on CPU tensors), ``compiled`` or ``tensor``.
     """
     check_positive_int("k", k)
     qs = check_q("q", q)
     check_choice("normalization", normalization, MAGLAP_NORMALIZATIONS)
+    check_choice("kernel", kernel, KERNELS)
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     device = edge_index.device
+    if use_compiled(kernel, device):
+        ptr_np = None if ptr is None else host_array(ptr, np.int64)
+        vals, vecs = magnetic_eigenpairs_host(edge_index, num_nodes, k, qs, ptr_np, edge_weight,
+                                              normalization, relative_q, dense_max_nodes)
+        sizes = torch.from_numpy(np.diff(ptr_np) if ptr_np is not None
+                                 else np.array([num_nodes]))
+        return MagneticEigenpairs(torch.from_numpy(vals), torch.from_numpy(vecs),
+                                  torch.arange(k).unsqueeze(0) < sizes.unsqueeze(1))
     ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
     sizes = ptr.diff()
     num_graphs = sizes.numel()
@@ -164,6 +182,181 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
         eigvals[g] = vals
         eigvecs[start:end] = (vecs * canonical_phases(vecs)).transpose(0, 1)
     return MagneticEigenpairs(eigvals, eigvecs, mask)
+
+
+def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int, qs: tuple[float, ...],
+                             ptr: np.ndarray | None = None, edge_weight: Tensor | None = None,
+                             normalization: str = "sym", relative_q: bool = False,
+                             dense_max_nodes: int = DENSE_MAX_NODES,
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`magnetic_eigenpairs` of CPU tensors (already validated) as numpy arrays
+    ``(eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128)``: graphs up to
+    ``dense_max_nodes`` nodes in one compiled call (:func:`_magnetic_kernel`: each graph's
+    directed adjacency, ``L_q`` for every potential, a Hermitian ``eigh`` of exactly its size
+    (:func:`graphpe.ops.eigen.compiled._hermitian_eigh`), phases as :func:`canonical_phases`),
+    larger ones by :func:`_sparse_smallest`. ``ptr`` None means one graph."""
+    ei = host_array(edge_index, np.int64)
+    has_weight = edge_weight is not None
+    weight = host_array(edge_weight, np.float64) if has_weight else _NO_WEIGHTS
+    ptr_np = np.array([0, num_nodes], dtype=np.int64) if ptr is None else ptr
+    num_graphs = ptr_np.shape[0] - 1
+    eigvals = np.zeros((num_graphs, len(qs), k))
+    eigvecs = np.zeros((num_nodes, len(qs), k), dtype=np.complex128)
+    big = _magnetic_kernel(ei[0], ei[1], weight, has_weight, ptr_np, np.array(qs), relative_q,
+                           k, normalization == "sym", dense_max_nodes, PHASE_TOL, eigvals,
+                           eigvecs)
+    if big:
+        sizes = np.diff(ptr_np)
+        for g in np.flatnonzero(sizes > dense_max_nodes).tolist():
+            start, end = int(ptr_np[g]), int(ptr_np[g + 1])
+            sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
+            potentials = list(qs)
+            if relative_q:
+                sub_ptr = torch.tensor([0, end - start])
+                one_way = min(float(_one_way_pairs(sub_ei, sub_w, sub_ptr)[0]), end - start)
+                potentials = [q / max(one_way, 1.0) for q in qs]
+            vals, vecs = _sparse_smallest(sub_ei, sub_w, end - start, k, potentials,
+                                          normalization)
+            vecs_t = torch.from_numpy(vecs)
+            eigvals[g] = vals
+            eigvecs[start:end] = (vecs_t * canonical_phases(vecs_t)).transpose(0, 1).numpy()
+    return eigvals, eigvecs
+
+
+_NO_WEIGHTS = np.empty(0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, max_nodes, tol,
+                     eigvals, eigvecs):  # pragma: no cover - compiled
+    r"""The ``k`` smallest eigenpairs of :math:`L_q` (:func:`magnetic_eigenpairs`) of every
+    graph of at most ``max_nodes`` nodes and every potential of ``qs``, into ``eigvals``
+    ``[G, Q, k]`` and ``eigvecs`` ``[N, Q, k]`` (both zero on entry; padded columns stay
+    zero); returns whether larger graphs were left out.
+
+    The edges are sorted by source (a counting sort); per graph, its directed adjacency
+    :math:`A` (largest weight of duplicates, self loops and weights 0 dropped) as a dense
+    ``n x n`` block, :math:`A_s = \max(A, A^\top)` and its degrees, the one-way pairs (for
+    ``relative``); per potential, :math:`L_q` with entries
+    :math:`-A_s(u, v) d_u d_v e^{2 \pi i q (B_{uv} - B_{vu})}` (:math:`d = D_s^{-1/2}`, 0 on
+    isolated nodes, for ``sym``; 1 otherwise; :math:`B = [A > 0]`) and diagonal
+    :math:`[D_s > 0]` (``sym``) or :math:`D_s`, its ``min(k, n)`` smallest eigenpairs by
+    :func:`~graphpe.ops.eigen.compiled._hermitian_eigh`, each vector turned by the rule of
+    :func:`canonical_phases`."""
+    num_nodes = ptr[-1]
+    num_graphs = ptr.shape[0] - 1
+    num_q = qs.shape[0]
+    # counting sort of the edges by source
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    for e in range(src.shape[0]):
+        indptr[src[e] + 1] += 1
+    for i in range(num_nodes):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:-1].copy()
+    order = np.empty(src.shape[0], dtype=np.int64)
+    for e in range(src.shape[0]):
+        order[fill[src[e]]] = e
+        fill[src[e]] += 1
+    nmax = 1
+    big = False
+    for g in range(num_graphs):
+        n = ptr[g + 1] - ptr[g]
+        if n > max_nodes:
+            big = True
+        else:
+            nmax = max(nmax, n)
+    kk = max(k, 1)
+    adj_store = np.empty(nmax * nmax)
+    re_store = np.empty(nmax * nmax)
+    im_store = np.empty(nmax * nmax)
+    vr = np.empty((nmax, kk))
+    vi = np.empty((nmax, kk))
+    deg = np.empty(nmax)
+    dis = np.empty(nmax)
+    scratch = hermitian_scratch(nmax, k)
+    for g in range(num_graphs):
+        s = ptr[g]
+        n = ptr[g + 1] - s
+        if n == 0 or n > max_nodes:
+            continue
+        adj = adj_store[: n * n].reshape((n, n))
+        adj[:, :] = 0.0
+        for i in range(n):
+            for p in range(indptr[s + i], indptr[s + i + 1]):
+                e = order[p]
+                j = dst[e] - s
+                w = weight[e] if has_weight else 1.0
+                if j != i and w > adj[i, j]:
+                    adj[i, j] = w
+        one_way = 0
+        for i in range(n):
+            total = 0.0
+            for j in range(n):
+                total += max(adj[i, j], adj[j, i])
+                if j > i and (adj[i, j] > 0.0) != (adj[j, i] > 0.0):
+                    one_way += 1
+            deg[i] = total
+            dis[i] = 1.0 / np.sqrt(total) if total > 0.0 else 0.0
+        m = min(k, n)
+        for slot in range(num_q):
+            q = qs[slot]
+            if relative:
+                q = q / max(min(one_way, n), 1)
+            theta = 2.0 * np.pi * q
+            ar = re_store[: n * n].reshape((n, n))
+            ai = im_store[: n * n].reshape((n, n))
+            for i in range(n):
+                for j in range(n):
+                    a = max(adj[i, j], adj[j, i])
+                    if i == j:
+                        ar[i, j] = (1.0 if deg[i] > 0.0 else 0.0) if sym else deg[i]
+                        ai[i, j] = 0.0
+                    elif a == 0.0:
+                        ar[i, j] = 0.0
+                        ai[i, j] = 0.0
+                    else:
+                        if sym:
+                            a = a * dis[i] * dis[j]
+                        skew = (1.0 if adj[i, j] > 0.0 else 0.0) - (1.0 if adj[j, i] > 0.0
+                                                                   else 0.0)
+                        if skew == 0.0:
+                            ar[i, j] = -a
+                            ai[i, j] = 0.0
+                        else:
+                            ar[i, j] = -a * np.cos(theta * skew)
+                            ai[i, j] = -a * np.sin(theta * skew)
+            vals = _hermitian_eigh(ar, ai, n, m, vr, vi, scratch)
+            for c in range(m):
+                fr, fi = _canonical_phase(vr, vi, n, c, tol)
+                eigvals[g, slot, c] = vals[c]
+                for i in range(n):
+                    eigvecs[s + i, slot, c] = complex(fr * vr[i, c] - fi * vi[i, c],
+                                                      fr * vi[i, c] + fi * vr[i, c])
+    return big
+
+
+@numba.njit(cache=True, nogil=True)
+def _canonical_phase(vr, vi, n, c, tol):  # pragma: no cover - compiled
+    """The unit factor ``(re, im)`` of :func:`canonical_phases` for column ``c`` of
+    ``vr + i vi`` (``n`` rows)."""
+    sr = 0.0
+    si = 0.0
+    max_mag = 0.0
+    for i in range(n):
+        mag2 = vr[i, c] * vr[i, c] + vi[i, c] * vi[i, c]
+        sr += vr[i, c] * mag2
+        si += vi[i, c] * mag2
+        max_mag = max(max_mag, np.sqrt(mag2))
+    rr, ri = sr, si
+    if not np.hypot(sr, si) > tol * max_mag**3:
+        for i in range(n):
+            if np.hypot(vr[i, c], vi[i, c]) >= max_mag - tol:
+                rr, ri = vr[i, c], vi[i, c]
+                break
+    size = np.hypot(rr, ri)
+    if size > 0.0:
+        return rr / size, -ri / size
+    return 1.0, 0.0
 
 
 def canonical_phases(vecs: Tensor, tol: float = PHASE_TOL) -> Tensor:
