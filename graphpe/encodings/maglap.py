@@ -534,11 +534,23 @@ class MagneticLaplacianPE(PETransform):
                                   self.attr_names, strict=True)))
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        vec_name, val_name, mask_name = self.attr_names
+        if edge_index.device.type == "cpu":  # numpy views, one compiled call, no tensor ops
+            validate_graph(edge_index, num_nodes, edge_weight, ptr)
+            ptr_np = None if ptr is None else host_array(ptr, np.int64)
+            vals, vecs = magnetic_eigenpairs_host(
+                edge_index, num_nodes, self.k, self.q, ptr_np, edge_weight, self.normalization,
+                self.relative_q, self.dense_max_nodes)
+            counts = np.array([num_nodes]) if ptr_np is None else np.diff(ptr_np)
+            mask = np.arange(self.k) < counts[:, None]
+            return {vec_name: torch.from_numpy(vecs.view(np.float64).reshape(
+                        num_nodes, len(self.q), self.k, 2).astype(np.float32)),
+                    val_name: torch.from_numpy(np.repeat(vals.astype(np.float32), counts, 0)),
+                    mask_name: torch.from_numpy(np.repeat(mask, counts, 0))}
         pairs = magnetic_eigenpairs(
             edge_index, num_nodes, self.k, self.q, ptr=ptr, edge_weight=edge_weight,
             normalization=self.normalization, relative_q=self.relative_q,
             dense_max_nodes=self.dense_max_nodes)
-        vec_name, val_name, mask_name = self.attr_names
         return {vec_name: torch.view_as_real(pairs.eigvecs).float(),
                 val_name: per_node(pairs.eigvals.float(), ptr, num_nodes),
                 mask_name: per_node(pairs.mask, ptr, num_nodes)}
