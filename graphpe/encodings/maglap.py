@@ -184,55 +184,80 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     return MagneticEigenpairs(eigvals, eigvecs, mask)
 
 
-def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int, qs: tuple[float, ...],
-                             ptr: np.ndarray | None = None, edge_weight: Tensor | None = None,
-                             normalization: str = "sym", relative_q: bool = False,
-                             dense_max_nodes: int = DENSE_MAX_NODES,
-                             ) -> tuple[np.ndarray, np.ndarray]:
+def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int,
+                             qs: tuple[float, ...] | np.ndarray, ptr: np.ndarray | None = None,
+                             edge_weight: Tensor | None = None, normalization: str = "sym",
+                             relative_q: bool = False, dense_max_nodes: int = DENSE_MAX_NODES,
+                             per_node: bool = False) -> tuple[np.ndarray, ...]:
     """:func:`magnetic_eigenpairs` of CPU tensors (already validated) as numpy arrays
-    ``(eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128)``: graphs up to
-    ``dense_max_nodes`` nodes in one compiled call (:func:`_magnetic_kernel`: each graph's
-    directed adjacency, ``L_q`` for every potential, a Hermitian ``eigh`` of exactly its size
-    (:func:`graphpe.ops.eigen.compiled._hermitian_eigh`), phases as :func:`canonical_phases`),
-    larger ones by :func:`_sparse_smallest`. ``ptr`` None means one graph."""
+    ``(eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128)``, or with ``per_node`` as
+    :class:`MagneticLaplacianPE` writes them: ``(pe [N, Q, k, 2], eigvals [N, Q, k])``
+    float32 and ``mask [N, k]``. Graphs up to ``dense_max_nodes`` nodes in one compiled call
+    (:func:`_magnetic_kernel`: each graph's directed adjacency, ``L_q`` for every potential, a
+    Hermitian ``eigh`` of exactly its size (:func:`graphpe.ops.eigen.compiled._hermitian_eigh`),
+    phases as :func:`canonical_phases`), larger ones by :func:`_sparse_smallest`. ``ptr``
+    None means one graph."""
     ei = host_array(edge_index, np.int64)
     has_weight = edge_weight is not None
     weight = host_array(edge_weight, np.float64) if has_weight else _NO_WEIGHTS
     ptr_np = np.array([0, num_nodes], dtype=np.int64) if ptr is None else ptr
-    num_graphs = ptr_np.shape[0] - 1
-    eigvals = np.zeros((num_graphs, len(qs), k))
-    eigvecs = np.zeros((num_nodes, len(qs), k), dtype=np.complex128)
-    big = _magnetic_kernel(ei[0], ei[1], weight, has_weight, ptr_np, np.array(qs), relative_q,
-                           k, normalization == "sym", dense_max_nodes, PHASE_TOL, eigvals,
-                           eigvecs)
+    num_graphs, num_q = ptr_np.shape[0] - 1, len(qs)
+    qs_np = qs if isinstance(qs, np.ndarray) else np.array(qs, dtype=np.float64)
+    if per_node:
+        eigvals, eigvecs = _EMPTY_VALS, _EMPTY_VECS
+        node_pe = np.zeros((num_nodes, num_q, k, 2), dtype=np.float32)
+        node_vals = np.zeros((num_nodes, num_q, k), dtype=np.float32)
+        node_mask = np.zeros((num_nodes, k), dtype=np.bool_)
+    else:
+        eigvals = np.zeros((num_graphs, num_q, k))
+        eigvecs = np.zeros((num_nodes, num_q, k), dtype=np.complex128)
+        node_pe, node_vals, node_mask = _EMPTY_PE, _EMPTY_VALS_32, _EMPTY_MASK
+    big = _magnetic_kernel(ei[0], ei[1], weight, has_weight, ptr_np, qs_np, relative_q, k,
+                           normalization == "sym", dense_max_nodes, PHASE_TOL, per_node,
+                           eigvals, eigvecs, node_pe, node_vals, node_mask)
     if big:
         sizes = np.diff(ptr_np)
         for g in np.flatnonzero(sizes > dense_max_nodes).tolist():
             start, end = int(ptr_np[g]), int(ptr_np[g + 1])
             sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
-            potentials = list(qs)
+            potentials = [float(q) for q in qs]
             if relative_q:
                 sub_ptr = torch.tensor([0, end - start])
                 one_way = min(float(_one_way_pairs(sub_ei, sub_w, sub_ptr)[0]), end - start)
-                potentials = [q / max(one_way, 1.0) for q in qs]
+                potentials = [q / max(one_way, 1.0) for q in potentials]
             vals, vecs = _sparse_smallest(sub_ei, sub_w, end - start, k, potentials,
                                           normalization)
             vecs_t = torch.from_numpy(vecs)
-            eigvals[g] = vals
-            eigvecs[start:end] = (vecs_t * canonical_phases(vecs_t)).transpose(0, 1).numpy()
+            vecs = (vecs_t * canonical_phases(vecs_t)).transpose(0, 1).numpy()
+            if per_node:
+                node_vals[start:end] = vals.astype(np.float32)
+                node_pe[start:end] = vecs.view(np.float64).reshape(end - start, num_q, k, 2)
+            else:
+                eigvals[g] = vals
+                eigvecs[start:end] = vecs
+    if per_node:
+        return node_pe, node_vals, node_mask
     return eigvals, eigvecs
 
 
+_EMPTY_VALS = np.zeros((0, 0, 0))
+_EMPTY_VECS = np.zeros((0, 0, 0), dtype=np.complex128)
+_EMPTY_PE = np.zeros((0, 0, 0, 0), dtype=np.float32)
+_EMPTY_VALS_32 = np.zeros((0, 0, 0), dtype=np.float32)
+_EMPTY_MASK = np.zeros((0, 0), dtype=np.bool_)
 _NO_WEIGHTS = np.empty(0)
 
 
 @numba.njit(cache=True, nogil=True)
 def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, max_nodes, tol,
-                     eigvals, eigvecs):  # pragma: no cover - compiled
+                     per_node, eigvals, eigvecs, node_pe, node_vals,
+                     node_mask):  # pragma: no cover - compiled
     r"""The ``k`` smallest eigenpairs of :math:`L_q` (:func:`magnetic_eigenpairs`) of every
     graph of at most ``max_nodes`` nodes and every potential of ``qs``, into ``eigvals``
-    ``[G, Q, k]`` and ``eigvecs`` ``[N, Q, k]`` (both zero on entry; padded columns stay
-    zero); returns whether larger graphs were left out.
+    ``[G, Q, k]`` and ``eigvecs`` ``[N, Q, k]``, or with ``per_node`` into ``node_pe``
+    ``[N, Q, k, 2]`` (real and imaginary parts), ``node_vals`` ``[N, Q, k]`` (each node its
+    graph's) and ``node_mask`` ``[N, k]`` (written for every graph); all zero on entry,
+    padded columns stay zero. Returns whether larger graphs were left out.
 
     The edges are sorted by source (a counting sort); per graph, its directed adjacency
     :math:`A` (largest weight of duplicates, self loops and weights 0 dropped) as a dense
@@ -277,6 +302,10 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
     for g in range(num_graphs):
         s = ptr[g]
         n = ptr[g + 1] - s
+        if per_node:
+            for i in range(n):
+                for c in range(min(k, n)):
+                    node_mask[s + i, c] = True
         if n == 0 or n > max_nodes:
             continue
         adj = adj_store[: n * n].reshape((n, n))
@@ -303,6 +332,7 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
             if relative:
                 q = q / max(min(one_way, n), 1)
             theta = 2.0 * np.pi * q
+            cos_t, sin_t = np.cos(theta), np.sin(theta)
             ar = re_store[: n * n].reshape((n, n))
             ai = im_store[: n * n].reshape((n, n))
             for i in range(n):
@@ -322,16 +352,22 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
                         if skew == 0.0:
                             ar[i, j] = -a
                             ai[i, j] = 0.0
-                        else:
-                            ar[i, j] = -a * np.cos(theta * skew)
-                            ai[i, j] = -a * np.sin(theta * skew)
+                        else:  # e^{i theta skew}, skew = +-1
+                            ar[i, j] = -a * cos_t
+                            ai[i, j] = -a * (sin_t * skew)
             vals = _hermitian_eigh(ar, ai, n, m, vr, vi, scratch)
             for c in range(m):
                 fr, fi = _canonical_phase(vr, vi, n, c, tol)
-                eigvals[g, slot, c] = vals[c]
-                for i in range(n):
-                    eigvecs[s + i, slot, c] = complex(fr * vr[i, c] - fi * vi[i, c],
-                                                      fr * vi[i, c] + fi * vr[i, c])
+                if per_node:
+                    for i in range(n):
+                        node_vals[s + i, slot, c] = vals[c]
+                        node_pe[s + i, slot, c, 0] = fr * vr[i, c] - fi * vi[i, c]
+                        node_pe[s + i, slot, c, 1] = fr * vi[i, c] + fi * vr[i, c]
+                else:
+                    eigvals[g, slot, c] = vals[c]
+                    for i in range(n):
+                        eigvecs[s + i, slot, c] = complex(fr * vr[i, c] - fi * vi[i, c],
+                                                          fr * vi[i, c] + fi * vr[i, c])
     return big
 
 
@@ -537,16 +573,12 @@ class MagneticLaplacianPE(PETransform):
         vec_name, val_name, mask_name = self.attr_names
         if edge_index.device.type == "cpu":  # numpy views, one compiled call, no tensor ops
             validate_graph(edge_index, num_nodes, edge_weight, ptr)
-            ptr_np = None if ptr is None else host_array(ptr, np.int64)
-            vals, vecs = magnetic_eigenpairs_host(
-                edge_index, num_nodes, self.k, self.q, ptr_np, edge_weight, self.normalization,
-                self.relative_q, self.dense_max_nodes)
-            counts = np.array([num_nodes]) if ptr_np is None else np.diff(ptr_np)
-            mask = np.arange(self.k) < counts[:, None]
-            return {vec_name: torch.from_numpy(vecs.view(np.float64).reshape(
-                        num_nodes, len(self.q), self.k, 2).astype(np.float32)),
-                    val_name: torch.from_numpy(np.repeat(vals.astype(np.float32), counts, 0)),
-                    mask_name: torch.from_numpy(np.repeat(mask, counts, 0))}
+            pe, vals, mask = magnetic_eigenpairs_host(
+                edge_index, num_nodes, self.k, self.q, None if ptr is None else
+                host_array(ptr, np.int64), edge_weight, self.normalization, self.relative_q,
+                self.dense_max_nodes, per_node=True)
+            return {vec_name: torch.from_numpy(pe), val_name: torch.from_numpy(vals),
+                    mask_name: torch.from_numpy(mask)}
         pairs = magnetic_eigenpairs(
             edge_index, num_nodes, self.k, self.q, ptr=ptr, edge_weight=edge_weight,
             normalization=self.normalization, relative_q=self.relative_q,
