@@ -44,7 +44,7 @@ from graphpe.ops.graph import (
     size_buckets,
     validate_graph,
 )
-from graphpe.ops.host import host_array, use_compiled
+from graphpe.ops.host import graph_chunks, host_array, run_over_graphs, use_compiled
 from graphpe.ops.walk import all_pairs, pair_row_edges
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
@@ -195,8 +195,9 @@ def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int,
     float32 and ``mask [N, k]``. Graphs up to ``dense_max_nodes`` nodes in one compiled call
     (:func:`_magnetic_kernel`: each graph's directed adjacency, ``L_q`` for every potential, a
     Hermitian ``eigh`` of exactly its size (:func:`graphpe.ops.eigen.compiled._hermitian_eigh`),
-    phases as :func:`canonical_phases`), larger ones by :func:`_sparse_smallest`. ``ptr``
-    None means one graph."""
+    phases as :func:`canonical_phases`; batches of many nodes split over threads by
+    :func:`~graphpe.ops.host.run_over_graphs`), larger ones by :func:`_sparse_smallest`.
+    ``ptr`` None means one graph."""
     ei = host_array(edge_index, np.int64)
     has_weight = edge_weight is not None
     weight = host_array(edge_weight, np.float64) if has_weight else _NO_WEIGHTS
@@ -212,9 +213,17 @@ def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int,
         eigvals = np.zeros((num_graphs, num_q, k))
         eigvecs = np.zeros((num_nodes, num_q, k), dtype=np.complex128)
         node_pe, node_vals, node_mask = _EMPTY_PE, _EMPTY_VALS_32, _EMPTY_MASK
-    big = _magnetic_kernel(ei[0], ei[1], weight, has_weight, ptr_np, qs_np, relative_q, k,
-                           normalization == "sym", dense_max_nodes, PHASE_TOL, per_node,
-                           eigvals, eigvecs, node_pe, node_vals, node_mask)
+    chunks = graph_chunks(ptr_np)
+    found = [False] * len(chunks)
+
+    def run(a: int, b: int) -> None:
+        found[chunks.index((a, b))] = _magnetic_kernel(
+            ei[0], ei[1], weight, has_weight, ptr_np[a:b + 1], qs_np, relative_q, k,
+            normalization == "sym", dense_max_nodes, PHASE_TOL, per_node,
+            eigvals if per_node else eigvals[a:b], eigvecs, node_pe, node_vals, node_mask)
+
+    run_over_graphs(run, chunks)
+    big = any(found)
     if big:
         sizes = np.diff(ptr_np)
         for g in np.flatnonzero(sizes > dense_max_nodes).tolist():
@@ -254,7 +263,9 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
                      node_mask):  # pragma: no cover - compiled
     r"""The ``k`` smallest eigenpairs of :math:`L_q` (:func:`magnetic_eigenpairs`) of every
     graph of at most ``max_nodes`` nodes and every potential of ``qs``, into ``eigvals``
-    ``[G, Q, k]`` and ``eigvecs`` ``[N, Q, k]``, or with ``per_node`` into ``node_pe``
+    ``[G, Q, k]`` (rows of the graphs of ``ptr``) and ``eigvecs`` ``[N, Q, k]`` (rows of the
+    whole batch: ``ptr`` may be a slice of the batch's, one thread's graphs), or with
+    ``per_node`` into ``node_pe``
     ``[N, Q, k, 2]`` (real and imaginary parts), ``node_vals`` ``[N, Q, k]`` (each node its
     graph's) and ``node_mask`` ``[N, k]`` (written for every graph); all zero on entry,
     padded columns stay zero. Returns whether larger graphs were left out.
@@ -268,20 +279,23 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
     :math:`[D_s > 0]` (``sym``) or :math:`D_s`, its ``min(k, n)`` smallest eigenpairs by
     :func:`~graphpe.ops.eigen.compiled._hermitian_eigh`, each vector turned by the rule of
     :func:`canonical_phases`."""
-    num_nodes = ptr[-1]
+    base = ptr[0]  # the graphs ptr[0]..ptr[-1] of the batch (a thread's chunk): their edges
+    num_nodes = ptr[-1] - base
     num_graphs = ptr.shape[0] - 1
     num_q = qs.shape[0]
-    # counting sort of the edges by source
+    # counting sort of the chunk's edges by source
     indptr = np.zeros(num_nodes + 1, dtype=np.int64)
     for e in range(src.shape[0]):
-        indptr[src[e] + 1] += 1
+        if base <= src[e] < ptr[-1]:
+            indptr[src[e] - base + 1] += 1
     for i in range(num_nodes):
         indptr[i + 1] += indptr[i]
     fill = indptr[:-1].copy()
-    order = np.empty(src.shape[0], dtype=np.int64)
+    order = np.empty(indptr[num_nodes], dtype=np.int64)
     for e in range(src.shape[0]):
-        order[fill[src[e]]] = e
-        fill[src[e]] += 1
+        if base <= src[e] < ptr[-1]:
+            order[fill[src[e] - base]] = e
+            fill[src[e] - base] += 1
     nmax = 1
     big = False
     for g in range(num_graphs):
@@ -311,7 +325,7 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
         adj = adj_store[: n * n].reshape((n, n))
         adj[:, :] = 0.0
         for i in range(n):
-            for p in range(indptr[s + i], indptr[s + i + 1]):
+            for p in range(indptr[s - base + i], indptr[s - base + i + 1]):
                 e = order[p]
                 j = dst[e] - s
                 w = weight[e] if has_weight else 1.0

@@ -458,7 +458,21 @@ def test_compiled_kernel_equals_the_reference_on_generated_graphs(seed, n, k, p,
                          normalization="sym" if sym else "none")
 
 
-def test_the_transform_writes_the_compiled_pairs():
+def test_threads_split_a_batch_without_changing_a_bit():
+    ei, weight, ptr = noisy_batch(11, count=300, weighted=True)  # > 2 x 1024 nodes
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = magnetic_eigenpairs(ei, int(ptr[-1]), 6, (0.1, 0.2), ptr=ptr, edge_weight=weight)
+        torch.set_num_threads(2)
+        two = magnetic_eigenpairs(ei, int(ptr[-1]), 6, (0.1, 0.2), ptr=ptr, edge_weight=weight)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one.eigvals, two.eigvals) and torch.equal(one.eigvecs, two.eigvecs)
+
+
+@pytest.mark.parametrize("dense_max_nodes", [640, 10])  # 10: some graphs on the sparse path
+def test_the_transform_writes_the_compiled_pairs(dense_max_nodes):
     ei, weight, ptr = noisy_batch(7, weighted=True)
     data = Batch.from_data_list([
         Data(edge_index=ei[:, (ei[0] >= ptr[g]) & (ei[0] < ptr[g + 1])] - ptr[g],
@@ -466,8 +480,9 @@ def test_the_transform_writes_the_compiled_pairs():
              num_nodes=int(ptr[g + 1] - ptr[g])) for g in range(ptr.numel() - 1)])
     q = (0.1, 0.3)
     pairs = magnetic_eigenpairs(data.edge_index, data.num_nodes, 5, q, ptr=data.ptr,
-                                edge_weight=data.edge_weight, kernel="compiled")
-    out = MagneticLaplacianPE(5, q)(data)
+                                edge_weight=data.edge_weight, kernel="compiled",
+                                dense_max_nodes=dense_max_nodes)
+    out = MagneticLaplacianPE(5, q, dense_max_nodes=dense_max_nodes)(data)
     assert torch.equal(out.maglap_pe, torch.view_as_real(pairs.eigvecs).float())
     assert torch.equal(out.maglap_eigvals, pairs.eigvals.float()[data.batch])
     assert torch.equal(out.maglap_mask, pairs.mask[data.batch])
