@@ -5,9 +5,11 @@ This module is a whole encoding in one file (kernel, transform, encoder, declara
 "Adding an encoding" in the docs describes.
 
 Several ``q`` are one transform with ``q`` a tuple rather than a second declaration: one ``q``
-is the case ``Q = 1`` of several, the kernel is the same for each (one batched ``eigh`` over
-the bucket's graphs and potentials together), the attributes keep one layout ``[N, Q, k, ...]``
-and the stable encoder reads ``Q`` as a channel axis, so both need the same encoder.
+is the case ``Q = 1`` of several, the kernel is the same for each (on the CPU one compiled
+call over all graphs and potentials, each matrix solved at its own size; on other devices one
+batched ``eigh`` over a size bucket's graphs and potentials together), the attributes keep one
+layout ``[N, Q, k, ...]`` and the stable encoder reads ``Q`` as a channel axis, so both need
+the same encoder.
 """
 
 from __future__ import annotations

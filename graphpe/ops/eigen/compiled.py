@@ -1,6 +1,10 @@
 """Compiled (numba) host kernels of the Laplacian eigenpairs (LapPE, SignNet, SPE): one
 dense solve per graph, of exactly its size. The batched torch kernels they match are in
-:mod:`graphpe.ops.eigen.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`."""
+:mod:`graphpe.ops.eigen.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`.
+
+Also the small dense Hermitian solver (:func:`_hermitian_eigh`: complex Householder reduction
+to a real symmetric tridiagonal matrix, then the real solver's tridiagonal stages), which the
+magnetic Laplacian (:mod:`graphpe.encodings.maglap`) calls once per graph and potential."""
 
 from __future__ import annotations
 
