@@ -33,7 +33,15 @@ from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_
 from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
-from graphpe.ops.eigen.compiled import _hermitian_eigh, hermitian_scratch
+from graphpe.ops.eigen.compiled import (
+    SMALL_EIGH_MAX,
+    _hermitian_eigh,
+    _hermitian_finish,
+    _hermitian_prepare,
+    _ql_pair,
+    _ql_setup,
+    hermitian_scratch,
+)
 from graphpe.ops.graph import (
     batch_from_ptr,
     bucket_groups,
@@ -308,14 +316,27 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
             nmax = max(nmax, n)
     kk = max(k, 1)
     adj_store = np.empty(nmax * nmax)
-    re_store = np.empty(nmax * nmax)
-    im_store = np.empty(nmax * nmax)
+    # two solver slots: small matrices whose eigenvalues come from QL wait in a slot until a
+    # second one joins them, and the two QL iterations run interleaved (_ql_pair: a QL sweep
+    # is a chain of dependent divisions and square roots; two chains take about the time of
+    # one); slot_job: graph, potential, first node, size, pairs; slot_norms: scale, ||T||
+    re_store = np.empty((2, nmax * nmax))
+    im_store = np.empty((2, nmax * nmax))
     vr = np.empty((nmax, kk))
     vi = np.empty((nmax, kk))
     deg = np.empty(nmax)
     dis = np.empty(nmax)
     scratch = hermitian_scratch(nmax, k)
-    for g in range(num_graphs):
+    scratch2 = hermitian_scratch(nmax, k)
+    slot_job = np.zeros((2, 5), dtype=np.int64)
+    slot_norms = np.zeros((2, 2))
+    filled = 0
+    for g in range(num_graphs + 1):  # the extra pass flushes a waiting slot
+        if g == num_graphs:
+            if filled == 1:
+                _finish_slots(1, re_store, im_store, slot_job, slot_norms, scratch, scratch2,
+                              vr, vi, tol, per_node, eigvals, eigvecs, node_pe, node_vals)
+            break
         s = ptr[g]
         n = ptr[g + 1] - s
         if per_node:
@@ -349,8 +370,8 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
                 q = q / max(min(one_way, n), 1)
             theta = 2.0 * np.pi * q
             cos_t, sin_t = np.cos(theta), np.sin(theta)
-            ar = re_store[: n * n].reshape((n, n))
-            ai = im_store[: n * n].reshape((n, n))
+            ar = re_store[filled, : n * n].reshape((n, n))
+            ai = im_store[filled, : n * n].reshape((n, n))
             for i in range(n):
                 for j in range(n):
                     a = max(adj[i, j], adj[j, i])
@@ -371,20 +392,61 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
                         else:  # e^{i theta skew}, skew = +-1
                             ar[i, j] = -a * cos_t
                             ai[i, j] = -a * (sin_t * skew)
-            vals = _hermitian_eigh(ar, ai, n, m, vr, vi, scratch)
-            for c in range(m):
-                fr, fi = _canonical_phase(vr, vi, n, c, tol)
-                if per_node:
-                    for i in range(n):
-                        node_vals[s + i, slot, c] = vals[c]
-                        node_pe[s + i, slot, c, 0] = fr * vr[i, c] - fi * vi[i, c]
-                        node_pe[s + i, slot, c, 1] = fr * vi[i, c] + fi * vr[i, c]
-                else:
-                    eigvals[g, slot, c] = vals[c]
-                    for i in range(n):
-                        eigvecs[s + i, slot, c] = complex(fr * vr[i, c] - fi * vi[i, c],
-                                                          fr * vi[i, c] + fi * vr[i, c])
+            if n > SMALL_EIGH_MAX:  # LAPACK: solved at once
+                vals = _hermitian_eigh(ar, ai, n, m, vr, vi, scratch if filled == 0
+                                       else scratch2)
+                _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs,
+                             node_pe, node_vals)
+                continue
+            held = scratch if filled == 0 else scratch2
+            scale, tnorm = _hermitian_prepare(ar, ai, n, held)
+            _ql_setup(held[1][0], held[1][1], n, held[0], held[1][3])
+            slot_job[filled, 0], slot_job[filled, 1], slot_job[filled, 2] = g, slot, s
+            slot_job[filled, 3], slot_job[filled, 4] = n, m
+            slot_norms[filled, 0], slot_norms[filled, 1] = scale, tnorm
+            filled += 1
+            if filled == 2:
+                _finish_slots(2, re_store, im_store, slot_job, slot_norms, scratch, scratch2,
+                              vr, vi, tol, per_node, eigvals, eigvecs, node_pe, node_vals)
+                filled = 0
     return big
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_slots(filled, re_store, im_store, slot_job, slot_norms, scratch, scratch2, vr, vi,
+                  tol, per_node, eigvals, eigvecs, node_pe, node_vals):  # pragma: no cover
+    """The QL iterations of the ``filled`` (1 or 2) waiting matrices of :func:`_magnetic_kernel`,
+    interleaved, then each one's vectors and outputs."""
+    n2 = slot_job[1, 3] if filled == 2 else 0
+    _ql_pair(scratch[0], scratch[1][3], slot_job[0, 3], scratch2[0], scratch2[1][3], n2)
+    for slot_index in range(filled):
+        g, slot, s = slot_job[slot_index, 0], slot_job[slot_index, 1], slot_job[slot_index, 2]
+        n, m = slot_job[slot_index, 3], slot_job[slot_index, 4]
+        ar = re_store[slot_index, : n * n].reshape((n, n))
+        ai = im_store[slot_index, : n * n].reshape((n, n))
+        vals = _hermitian_finish(ar, ai, n, m, vr, vi, scratch if slot_index == 0 else scratch2,
+                                 slot_norms[slot_index, 0], slot_norms[slot_index, 1])
+        _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs, node_pe,
+                     node_vals)
+
+
+@numba.njit(cache=True, nogil=True)
+def _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs, node_pe,
+                 node_vals):  # pragma: no cover - compiled
+    """Write the ``m`` pairs of graph ``g`` (first node ``s``) and potential ``slot``, each
+    vector turned by :func:`_canonical_phase`."""
+    for c in range(m):
+        fr, fi = _canonical_phase(vr, vi, n, c, tol)
+        if per_node:
+            for i in range(n):
+                node_vals[s + i, slot, c] = vals[c]
+                node_pe[s + i, slot, c, 0] = fr * vr[i, c] - fi * vi[i, c]
+                node_pe[s + i, slot, c, 1] = fr * vi[i, c] + fi * vr[i, c]
+        else:
+            eigvals[g, slot, c] = vals[c]
+            for i in range(n):
+                eigvecs[s + i, slot, c] = complex(fr * vr[i, c] - fi * vi[i, c],
+                                                  fr * vi[i, c] + fi * vr[i, c])
 
 
 @numba.njit(cache=True, nogil=True)

@@ -881,8 +881,8 @@ def hermitian_scratch(nmax, k):  # pragma: no cover - compiled
     nmax = max(nmax, 1)
     kk = max(k, 1)
     return (np.empty(nmax + 1), np.empty((12, nmax + 2)),
-            np.empty(nmax + 1, dtype=np.complex128), np.empty((6, nmax + 1)),
-            np.empty((nmax + 1, kk)), np.empty(nmax + 1, dtype=np.int64))
+            np.empty(nmax + 1, dtype=np.complex128), np.empty((2, nmax + 1)),
+            np.empty((nmax + 1, kk)))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -915,19 +915,39 @@ def _hermitian_eigh(ar, ai, n, count, vr, vi, scratch):  # pragma: no cover - co
     Hermitian matrices: the matrix scaled (:func:`_unit_scale_hermitian`), reduced to a real
     symmetric tridiagonal matrix (:func:`_tridiagonalize_hermitian`: complex reflectors, then
     a diagonal unitary phase scaling), split where an off-diagonal entry is below
-    ``eps ||T||``; the wanted eigenpairs of the real tridiagonal matrix as for a real one
-    (:func:`_tridiagonal_pairs`), turned back by the phases and reflectors
-    (:func:`_hermitian_back_transform`). Above, LAPACK's ``zheevr`` (relatively robust
-    representations) for the wanted pairs alone. ``scratch``: :func:`hermitian_scratch`."""
-    w, work, phase, reals, y, counts = scratch
+    ``eps ||T||``; all eigenvalues of the real tridiagonal matrix by implicit QL and the wanted
+    vectors by inverse iteration, as for a real one (:func:`_tridiagonal_vectors`), turned back
+    by the phases and reflectors (:func:`_hermitian_back_transform`). Above, LAPACK's
+    ``zheevr`` (relatively robust representations) for the wanted pairs alone. ``scratch``:
+    :func:`hermitian_scratch`."""
+    w, work, phase, reals, y = scratch
     if n > SMALL_EIGH_MAX:
         return _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w)
-    d, e, hs = work[0], work[1], work[2]
+    scale, tnorm = _hermitian_prepare(ar, ai, n, scratch)
+    _ql_setup(work[0], work[1], n, w, work[3])
+    _ql_pair(w, work[3], n, w, work[3], 0)
+    return _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm)
+
+
+@numba.njit(cache=True, nogil=True)
+def _hermitian_prepare(ar, ai, n, scratch):  # pragma: no cover - compiled
+    """First stage of :func:`_hermitian_eigh` (up to :data:`SMALL_EIGH_MAX` nodes): scale,
+    reduce to a real tridiagonal matrix, split; returns ``(scale, ||T||)``. With
+    :func:`_ql_setup` on ``work[0], work[1]`` into ``w, work[3]``, :func:`_ql_pair` and
+    :func:`_hermitian_finish`, two matrices' QL iterations can run interleaved."""
+    w, work, phase, reals, y = scratch
     scale = _unit_scale_hermitian(ar, ai, n)
-    _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, reals[0], reals[1])
-    tnorm = _split_blocks(n, d, e, work[10])
-    _tridiagonal_pairs(n, 0, count, d, e, w, y, work, reals, counts, scale, tnorm)
-    _hermitian_back_transform(ar, ai, n, count, hs, phase, y, vr, vi, reals[:2])
+    _tridiagonalize_hermitian(ar, ai, n, work[0], work[1], work[2], phase, reals[0], reals[1])
+    return scale, _split_blocks(n, work[0], work[1], work[10])
+
+
+@numba.njit(cache=True, nogil=True)
+def _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm):  # pragma: no cover
+    """Last stage of :func:`_hermitian_eigh` after :func:`_hermitian_prepare` and the QL
+    iteration on ``w`` (all eigenvalues): the ``count`` smallest pairs, as it returns them."""
+    w, work, phase, reals, y = scratch
+    _tridiagonal_vectors(n, 0, count, w, y, work, scale, tnorm)
+    _hermitian_back_transform(ar, ai, n, count, work[2], phase, y, vr, vi, reals[:2])
     return w[:count]
 
 
