@@ -5,9 +5,11 @@ This module is a whole encoding in one file (kernel, transform, encoder, declara
 "Adding an encoding" in the docs describes.
 
 Several ``q`` are one transform with ``q`` a tuple rather than a second declaration: one ``q``
-is the case ``Q = 1`` of several, the kernel is the same for each (one batched ``eigh`` over
-the bucket's graphs and potentials together), the attributes keep one layout ``[N, Q, k, ...]``
-and the stable encoder reads ``Q`` as a channel axis, so both need the same encoder.
+is the case ``Q = 1`` of several, the kernel is the same for each (on the CPU one compiled
+call over all graphs and potentials, each matrix solved at its own size; on other devices one
+batched ``eigh`` over a size bucket's graphs and potentials together), the attributes keep one
+layout ``[N, Q, k, ...]`` and the stable encoder reads ``Q`` as a channel axis, so both need
+the same encoder.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -30,6 +33,15 @@ from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_
 from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
+from graphpe.ops.eigen.compiled import (
+    SMALL_EIGH_MAX,
+    _hermitian_eigh,
+    _hermitian_finish,
+    _hermitian_prepare,
+    _ql_pair,
+    _ql_setup,
+    hermitian_scratch,
+)
 from graphpe.ops.graph import (
     batch_from_ptr,
     bucket_groups,
@@ -42,10 +54,12 @@ from graphpe.ops.graph import (
     size_buckets,
     validate_graph,
 )
+from graphpe.ops.host import graph_chunks, host_array, run_over_graphs, use_compiled
 from graphpe.ops.walk import all_pairs, pair_row_edges
 from graphpe.transforms.base import PETransform, check_attr_names, option
 
 MAGLAP_NORMALIZATIONS = ("sym", "none")
+KERNELS = ("auto", "compiled", "tensor")
 PHASE_TOL = 1e-6  # |sum v |v|^2| below this (relative) is a vanishing phase statistic
 ARPACK_TOL = 1e-10
 
@@ -76,7 +90,8 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
                         q: float | tuple[float, ...] = 0.1, *, ptr: Tensor | None = None,
                         edge_weight: Tensor | None = None, normalization: str = "sym",
                         relative_q: bool = False, dense_max_nodes: int = DENSE_MAX_NODES,
-                        max_dense_bytes: int = 256 * 2**20) -> MagneticEigenpairs:
+                        max_dense_bytes: int = 256 * 2**20,
+                        kernel: str = "auto") -> MagneticEigenpairs:
     r"""The ``k`` smallest eigenpairs of every graph's magnetic Laplacian, for each potential
     of ``q``.
 
@@ -104,10 +119,13 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     turned by :func:`canonical_phases`. Vectors of a repeated eigenvalue are an arbitrary
     orthonormal basis of its space.
 
-    Graphs up to ``dense_max_nodes`` nodes are solved densely in complex128, one batched
-    ``eigh`` per size bucket over its graphs and potentials (at most ``max_dense_bytes`` of
-    matrices at once); larger ones per connected component, with scipy's ``eigsh`` (Lanczos,
-    then shift-invert where it does not converge) on the components above the limit.
+    Graphs up to ``dense_max_nodes`` nodes are solved densely in complex128. On CPU tensors
+    (``kernel`` ``auto`` or ``compiled``) by one compiled call over all graphs and potentials,
+    each matrix solved at its own size (:func:`magnetic_eigenpairs_host`); otherwise
+    (``tensor``, and any device) by one batched ``eigh`` per size bucket over its graphs and
+    potentials (at most ``max_dense_bytes`` of matrices at once). Both give the same pairs to
+    rounding. Larger graphs are solved per connected component, with scipy's ``eigsh``
+    (Lanczos, then shift-invert where it does not converge) on the components above the limit.
 
     Args:
         edge_index: ``[2, E]`` directed edges of all graphs (node ids global to the batch).
@@ -119,13 +137,23 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
         normalization: ``sym`` (default) or ``none``.
         relative_q: divide ``q`` by each graph's one-way pairs (default False).
         dense_max_nodes: largest graph solved densely.
-        max_dense_bytes: memory of the dense matrices built at once.
+        max_dense_bytes: memory of the dense matrices built at once (``tensor`` kernel).
+        kernel: ``auto`` (compiled on CPU tensors), ``compiled`` or ``tensor``.
     """
     check_positive_int("k", k)
     qs = check_q("q", q)
     check_choice("normalization", normalization, MAGLAP_NORMALIZATIONS)
+    check_choice("kernel", kernel, KERNELS)
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     device = edge_index.device
+    if use_compiled(kernel, device):
+        ptr_np = None if ptr is None else host_array(ptr, np.int64)
+        vals, vecs = magnetic_eigenpairs_host(edge_index, num_nodes, k, qs, ptr_np, edge_weight,
+                                              normalization, relative_q, dense_max_nodes)
+        sizes = torch.from_numpy(np.diff(ptr_np) if ptr_np is not None
+                                 else np.array([num_nodes]))
+        return MagneticEigenpairs(torch.from_numpy(vals), torch.from_numpy(vecs),
+                                  torch.arange(k).unsqueeze(0) < sizes.unsqueeze(1))
     ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
     sizes = ptr.diff()
     num_graphs = sizes.numel()
@@ -164,6 +192,285 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
         eigvals[g] = vals
         eigvecs[start:end] = (vecs * canonical_phases(vecs)).transpose(0, 1)
     return MagneticEigenpairs(eigvals, eigvecs, mask)
+
+
+def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int,
+                             qs: tuple[float, ...] | np.ndarray, ptr: np.ndarray | None = None,
+                             edge_weight: Tensor | None = None, normalization: str = "sym",
+                             relative_q: bool = False, dense_max_nodes: int = DENSE_MAX_NODES,
+                             per_node: bool = False) -> tuple[np.ndarray, ...]:
+    """:func:`magnetic_eigenpairs` of CPU tensors (already validated) as numpy arrays
+    ``(eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128)``, or with ``per_node`` as
+    :class:`MagneticLaplacianPE` writes them: ``(pe [N, Q, k, 2], eigvals [N, Q, k])``
+    float32 and ``mask [N, k]``. Graphs up to ``dense_max_nodes`` nodes in one compiled call
+    (:func:`_magnetic_kernel`: each graph's directed adjacency, ``L_q`` for every potential, a
+    Hermitian ``eigh`` of exactly its size (:func:`graphpe.ops.eigen.compiled._hermitian_eigh`),
+    phases as :func:`canonical_phases`; batches of many nodes split over threads by
+    :func:`~graphpe.ops.host.run_over_graphs`), larger ones by :func:`_sparse_smallest`.
+    ``ptr`` None means one graph."""
+    ei = host_array(edge_index, np.int64)
+    has_weight = edge_weight is not None
+    weight = host_array(edge_weight, np.float64) if has_weight else _NO_WEIGHTS
+    ptr_np = np.array([0, num_nodes], dtype=np.int64) if ptr is None else ptr
+    num_graphs, num_q = ptr_np.shape[0] - 1, len(qs)
+    qs_np = qs if isinstance(qs, np.ndarray) else np.array(qs, dtype=np.float64)
+    if per_node:
+        eigvals, eigvecs = _EMPTY_VALS, _EMPTY_VECS
+        node_pe = np.zeros((num_nodes, num_q, k, 2), dtype=np.float32)
+        node_vals = np.zeros((num_nodes, num_q, k), dtype=np.float32)
+        node_mask = np.zeros((num_nodes, k), dtype=np.bool_)
+    else:
+        eigvals = np.zeros((num_graphs, num_q, k))
+        eigvecs = np.zeros((num_nodes, num_q, k), dtype=np.complex128)
+        node_pe, node_vals, node_mask = _EMPTY_PE, _EMPTY_VALS_32, _EMPTY_MASK
+    chunks = graph_chunks(ptr_np)
+    found = [False] * len(chunks)
+
+    def run(a: int, b: int) -> None:
+        found[chunks.index((a, b))] = _magnetic_kernel(
+            ei[0], ei[1], weight, has_weight, ptr_np[a:b + 1], qs_np, relative_q, k,
+            normalization == "sym", dense_max_nodes, PHASE_TOL, per_node,
+            eigvals if per_node else eigvals[a:b], eigvecs, node_pe, node_vals, node_mask)
+
+    run_over_graphs(run, chunks)
+    big = any(found)
+    if big:
+        sizes = np.diff(ptr_np)
+        for g in np.flatnonzero(sizes > dense_max_nodes).tolist():
+            start, end = int(ptr_np[g]), int(ptr_np[g + 1])
+            sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
+            potentials = [float(q) for q in qs]
+            if relative_q:
+                sub_ptr = torch.tensor([0, end - start])
+                one_way = min(float(_one_way_pairs(sub_ei, sub_w, sub_ptr)[0]), end - start)
+                potentials = [q / max(one_way, 1.0) for q in potentials]
+            vals, vecs = _sparse_smallest(sub_ei, sub_w, end - start, k, potentials,
+                                          normalization)
+            vecs_t = torch.from_numpy(vecs)
+            vecs = (vecs_t * canonical_phases(vecs_t)).transpose(0, 1).numpy()
+            if per_node:
+                node_vals[start:end] = vals.astype(np.float32)
+                node_pe[start:end] = vecs.view(np.float64).reshape(end - start, num_q, k, 2)
+            else:
+                eigvals[g] = vals
+                eigvecs[start:end] = vecs
+    if per_node:
+        return node_pe, node_vals, node_mask
+    return eigvals, eigvecs
+
+
+_EMPTY_VALS = np.zeros((0, 0, 0))
+_EMPTY_VECS = np.zeros((0, 0, 0), dtype=np.complex128)
+_EMPTY_PE = np.zeros((0, 0, 0, 0), dtype=np.float32)
+_EMPTY_VALS_32 = np.zeros((0, 0, 0), dtype=np.float32)
+_EMPTY_MASK = np.zeros((0, 0), dtype=np.bool_)
+_NO_WEIGHTS = np.empty(0)
+
+
+@numba.njit(cache=True, nogil=True)
+def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, max_nodes, tol,
+                     per_node, eigvals, eigvecs, node_pe, node_vals,
+                     node_mask):  # pragma: no cover - compiled
+    r"""The ``k`` smallest eigenpairs of :math:`L_q` (:func:`magnetic_eigenpairs`) of every
+    graph of at most ``max_nodes`` nodes and every potential of ``qs``, into ``eigvals``
+    ``[G, Q, k]`` (rows of the graphs of ``ptr``) and ``eigvecs`` ``[N, Q, k]`` (rows of the
+    whole batch: ``ptr`` may be a slice of the batch's, one thread's graphs), or with
+    ``per_node`` into ``node_pe``
+    ``[N, Q, k, 2]`` (real and imaginary parts), ``node_vals`` ``[N, Q, k]`` (each node its
+    graph's) and ``node_mask`` ``[N, k]`` (written for every graph); all zero on entry,
+    padded columns stay zero. Returns whether larger graphs were left out.
+
+    The edges are sorted by source (a counting sort); per graph, its directed adjacency
+    :math:`A` (largest weight of duplicates, self loops and weights 0 dropped) as a dense
+    ``n x n`` block, :math:`A_s = \max(A, A^\top)` and its degrees, the one-way pairs (for
+    ``relative``); per potential, :math:`L_q` with entries
+    :math:`-A_s(u, v) d_u d_v e^{2 \pi i q (B_{uv} - B_{vu})}` (:math:`d = D_s^{-1/2}`, 0 on
+    isolated nodes, for ``sym``; 1 otherwise; :math:`B = [A > 0]`) and diagonal
+    :math:`[D_s > 0]` (``sym``) or :math:`D_s`, its ``min(k, n)`` smallest eigenpairs by
+    :func:`~graphpe.ops.eigen.compiled._hermitian_eigh`, each vector turned by the rule of
+    :func:`canonical_phases`."""
+    base = ptr[0]  # the graphs ptr[0]..ptr[-1] of the batch (a thread's chunk): their edges
+    num_nodes = ptr[-1] - base
+    num_graphs = ptr.shape[0] - 1
+    num_q = qs.shape[0]
+    # counting sort of the chunk's edges by source
+    indptr = np.zeros(num_nodes + 1, dtype=np.int64)
+    for e in range(src.shape[0]):
+        if base <= src[e] < ptr[-1]:
+            indptr[src[e] - base + 1] += 1
+    for i in range(num_nodes):
+        indptr[i + 1] += indptr[i]
+    fill = indptr[:-1].copy()
+    order = np.empty(indptr[num_nodes], dtype=np.int64)
+    for e in range(src.shape[0]):
+        if base <= src[e] < ptr[-1]:
+            order[fill[src[e] - base]] = e
+            fill[src[e] - base] += 1
+    nmax = 1
+    big = False
+    for g in range(num_graphs):
+        n = ptr[g + 1] - ptr[g]
+        if n > max_nodes:
+            big = True
+        else:
+            nmax = max(nmax, n)
+    kk = max(k, 1)
+    adj_store = np.empty(nmax * nmax)
+    # two solver slots: small matrices whose eigenvalues come from QL wait in a slot until a
+    # second one joins them, and the two QL iterations run interleaved (_ql_pair: a QL sweep
+    # is a chain of dependent divisions and square roots; two chains take about the time of
+    # one); slot_job: graph, potential, first node, size, pairs; slot_norms: scale, ||T||
+    re_store = np.empty((2, nmax * nmax))
+    im_store = np.empty((2, nmax * nmax))
+    vr = np.empty((nmax, kk))
+    vi = np.empty((nmax, kk))
+    deg = np.empty(nmax)
+    dis = np.empty(nmax)
+    scratch = hermitian_scratch(nmax, k)
+    scratch2 = hermitian_scratch(nmax, k)
+    slot_job = np.zeros((2, 5), dtype=np.int64)
+    slot_norms = np.zeros((2, 2))
+    filled = 0
+    for g in range(num_graphs + 1):  # the extra pass flushes a waiting slot
+        if g == num_graphs:
+            if filled == 1:
+                _finish_slots(1, re_store, im_store, slot_job, slot_norms, scratch, scratch2,
+                              vr, vi, tol, per_node, eigvals, eigvecs, node_pe, node_vals)
+            break
+        s = ptr[g]
+        n = ptr[g + 1] - s
+        if per_node:
+            for i in range(n):
+                for c in range(min(k, n)):
+                    node_mask[s + i, c] = True
+        if n == 0 or n > max_nodes:
+            continue
+        adj = adj_store[: n * n].reshape((n, n))
+        adj[:, :] = 0.0
+        for i in range(n):
+            for p in range(indptr[s - base + i], indptr[s - base + i + 1]):
+                e = order[p]
+                j = dst[e] - s
+                w = weight[e] if has_weight else 1.0
+                if j != i and w > adj[i, j]:
+                    adj[i, j] = w
+        one_way = 0
+        for i in range(n):
+            total = 0.0
+            for j in range(n):
+                total += max(adj[i, j], adj[j, i])
+                if j > i and (adj[i, j] > 0.0) != (adj[j, i] > 0.0):
+                    one_way += 1
+            deg[i] = total
+            dis[i] = 1.0 / np.sqrt(total) if total > 0.0 else 0.0
+        m = min(k, n)
+        for slot in range(num_q):
+            q = qs[slot]
+            if relative:
+                q = q / max(min(one_way, n), 1)
+            theta = 2.0 * np.pi * q
+            cos_t, sin_t = np.cos(theta), np.sin(theta)
+            ar = re_store[filled, : n * n].reshape((n, n))
+            ai = im_store[filled, : n * n].reshape((n, n))
+            for i in range(n):
+                for j in range(n):
+                    a = max(adj[i, j], adj[j, i])
+                    if i == j:
+                        ar[i, j] = (1.0 if deg[i] > 0.0 else 0.0) if sym else deg[i]
+                        ai[i, j] = 0.0
+                    elif a == 0.0:
+                        ar[i, j] = 0.0
+                        ai[i, j] = 0.0
+                    else:
+                        if sym:
+                            a = a * dis[i] * dis[j]
+                        skew = (1.0 if adj[i, j] > 0.0 else 0.0) - (1.0 if adj[j, i] > 0.0
+                                                                   else 0.0)
+                        if skew == 0.0:
+                            ar[i, j] = -a
+                            ai[i, j] = 0.0
+                        else:  # e^{i theta skew}, skew = +-1
+                            ar[i, j] = -a * cos_t
+                            ai[i, j] = -a * (sin_t * skew)
+            if n > SMALL_EIGH_MAX:  # LAPACK: solved at once
+                vals = _hermitian_eigh(ar, ai, n, m, vr, vi, scratch if filled == 0
+                                       else scratch2)
+                _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs,
+                             node_pe, node_vals)
+                continue
+            held = scratch if filled == 0 else scratch2
+            scale, tnorm = _hermitian_prepare(ar, ai, n, held)
+            _ql_setup(held[1][0], held[1][1], n, held[0], held[1][3])
+            slot_job[filled, 0], slot_job[filled, 1], slot_job[filled, 2] = g, slot, s
+            slot_job[filled, 3], slot_job[filled, 4] = n, m
+            slot_norms[filled, 0], slot_norms[filled, 1] = scale, tnorm
+            filled += 1
+            if filled == 2:
+                _finish_slots(2, re_store, im_store, slot_job, slot_norms, scratch, scratch2,
+                              vr, vi, tol, per_node, eigvals, eigvecs, node_pe, node_vals)
+                filled = 0
+    return big
+
+
+@numba.njit(cache=True, nogil=True)
+def _finish_slots(filled, re_store, im_store, slot_job, slot_norms, scratch, scratch2, vr, vi,
+                  tol, per_node, eigvals, eigvecs, node_pe, node_vals):  # pragma: no cover
+    """The QL iterations of the ``filled`` (1 or 2) waiting matrices of :func:`_magnetic_kernel`,
+    interleaved, then each one's vectors and outputs."""
+    n2 = slot_job[1, 3] if filled == 2 else 0
+    _ql_pair(scratch[0], scratch[1][3], slot_job[0, 3], scratch2[0], scratch2[1][3], n2)
+    for slot_index in range(filled):
+        g, slot, s = slot_job[slot_index, 0], slot_job[slot_index, 1], slot_job[slot_index, 2]
+        n, m = slot_job[slot_index, 3], slot_job[slot_index, 4]
+        ar = re_store[slot_index, : n * n].reshape((n, n))
+        ai = im_store[slot_index, : n * n].reshape((n, n))
+        vals = _hermitian_finish(ar, ai, n, m, vr, vi, scratch if slot_index == 0 else scratch2,
+                                 slot_norms[slot_index, 0], slot_norms[slot_index, 1])
+        _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs, node_pe,
+                     node_vals)
+
+
+@numba.njit(cache=True, nogil=True)
+def _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs, node_pe,
+                 node_vals):  # pragma: no cover - compiled
+    """Write the ``m`` pairs of graph ``g`` (first node ``s``) and potential ``slot``, each
+    vector turned by :func:`_canonical_phase`."""
+    for c in range(m):
+        fr, fi = _canonical_phase(vr, vi, n, c, tol)
+        if per_node:
+            for i in range(n):
+                node_vals[s + i, slot, c] = vals[c]
+                node_pe[s + i, slot, c, 0] = fr * vr[i, c] - fi * vi[i, c]
+                node_pe[s + i, slot, c, 1] = fr * vi[i, c] + fi * vr[i, c]
+        else:
+            eigvals[g, slot, c] = vals[c]
+            for i in range(n):
+                eigvecs[s + i, slot, c] = complex(fr * vr[i, c] - fi * vi[i, c],
+                                                  fr * vi[i, c] + fi * vr[i, c])
+
+
+@numba.njit(cache=True, nogil=True)
+def _canonical_phase(vr, vi, n, c, tol):  # pragma: no cover - compiled
+    """The unit factor ``(re, im)`` of :func:`canonical_phases` for column ``c`` of
+    ``vr + i vi`` (``n`` rows)."""
+    sr = 0.0
+    si = 0.0
+    max_mag = 0.0
+    for i in range(n):
+        mag2 = vr[i, c] * vr[i, c] + vi[i, c] * vi[i, c]
+        sr += vr[i, c] * mag2
+        si += vi[i, c] * mag2
+        max_mag = max(max_mag, np.sqrt(mag2))
+    rr, ri = sr, si
+    if not np.hypot(sr, si) > tol * max_mag**3:
+        for i in range(n):
+            if np.hypot(vr[i, c], vi[i, c]) >= max_mag - tol:
+                rr, ri = vr[i, c], vi[i, c]
+                break
+    size = np.hypot(rr, ri)
+    if size > 0.0:
+        return rr / size, -ri / size
+    return 1.0, 0.0
 
 
 def canonical_phases(vecs: Tensor, tol: float = PHASE_TOL) -> Tensor:
@@ -341,11 +648,19 @@ class MagneticLaplacianPE(PETransform):
                                   self.attr_names, strict=True)))
 
     def compute(self, edge_index, num_nodes, ptr, edge_weight=None) -> dict[str, Tensor]:
+        vec_name, val_name, mask_name = self.attr_names
+        if edge_index.device.type == "cpu":  # numpy views, one compiled call, no tensor ops
+            validate_graph(edge_index, num_nodes, edge_weight, ptr)
+            pe, vals, mask = magnetic_eigenpairs_host(
+                edge_index, num_nodes, self.k, self.q, None if ptr is None else
+                host_array(ptr, np.int64), edge_weight, self.normalization, self.relative_q,
+                self.dense_max_nodes, per_node=True)
+            return {vec_name: torch.from_numpy(pe), val_name: torch.from_numpy(vals),
+                    mask_name: torch.from_numpy(mask)}
         pairs = magnetic_eigenpairs(
             edge_index, num_nodes, self.k, self.q, ptr=ptr, edge_weight=edge_weight,
             normalization=self.normalization, relative_q=self.relative_q,
             dense_max_nodes=self.dense_max_nodes)
-        vec_name, val_name, mask_name = self.attr_names
         return {vec_name: torch.view_as_real(pairs.eigvecs).float(),
                 val_name: per_node(pairs.eigvals.float(), ptr, num_nodes),
                 mask_name: per_node(pairs.mask, ptr, num_nodes)}

@@ -22,6 +22,7 @@ from graphpe.encodings.maglap import (
     magnetic_eigenpairs,
 )
 from graphpe.ops.eigen import canonical_signs, laplacian_eigenpairs
+from graphpe.ops.eigen.compiled import SMALL_EIGH_MAX
 from graphpe.transforms import LaplacianPE, OnTheFlyPE, precompute
 
 # ---------------------------------------------------------------------------------------------
@@ -369,6 +370,122 @@ def test_self_loops_duplicates_and_weights():
     rev = magnetic_eigenpairs(ei.flip(0), 4, 4, (0.1, 0.3), edge_weight=weight)
     torch.testing.assert_close(rev.eigvals, clean.eigvals, atol=1e-12, rtol=0)
     torch.testing.assert_close(rev.eigvecs, clean.eigvecs.conj(), atol=1e-10, rtol=0)
+
+
+def noisy_batch(seed, count=4, weighted=False, big=False):
+    """A batch of :func:`random_digraph` graphs (reciprocal edges, isolated nodes, several
+    components) with self loops and duplicate edges added; ``big``: one graph above the
+    compiled solver's own size limit (LAPACK's ``zheevr`` path). Returns ``(edge_index,
+    edge_weight, ptr)``."""
+    rng = np.random.default_rng(seed)
+    edges, weights, ptr = [], [], [0]
+    for g in range(count):
+        sizes = (int(rng.integers(2, 12)), int(rng.integers(1, 6)))
+        if big and g == 1:
+            sizes = (SMALL_EIGH_MAX + 8,)
+        ei, w, n = random_digraph(seed * 100 + g, sizes=sizes, p=float(rng.uniform(0.15, 0.6)),
+                                  reciprocal=float(rng.uniform(0, 0.7)),
+                                  isolated=int(rng.integers(0, 3)), weighted=weighted)
+        w = torch.ones(ei.size(1), dtype=torch.float64) if w is None else w
+        loops = torch.from_numpy(rng.choice(n, size=2)).long()
+        dup = ei[:, : min(3, ei.size(1))]
+        ei = torch.cat([ei, loops.expand(2, -1), dup], 1)
+        w = torch.cat([w, torch.full((2,), 0.7, dtype=torch.float64),
+                       torch.full((dup.size(1),), 0.5, dtype=torch.float64)])
+        edges.append(ei + ptr[-1])
+        weights.append(w)
+        ptr.append(ptr[-1] + n)
+    weight = torch.cat(weights) if weighted else None
+    return torch.cat(edges, 1), weight, torch.tensor(ptr)
+
+
+def assert_kernels_agree(ei, weight, ptr, k, q, **kwargs):
+    """The compiled kernel (``k`` pairs) against the batched torch reference (the full
+    spectrum): eigenvalues to 1e-10, masks equal, vectors (same canonical phases) equal where
+    the eigenvalue is simple and its phase statistic decisive, projectors equal on the other
+    runs of equal eigenvalues (those lying whole inside the ``k`` columns); two compiled runs
+    bit-identical."""
+    num_nodes = int(ptr[-1])
+    sizes = ptr.diff()
+    full = max(int(sizes.max()), 1)
+    ours = magnetic_eigenpairs(ei, num_nodes, k, q, ptr=ptr, edge_weight=weight,
+                               kernel="compiled", **kwargs)
+    again = magnetic_eigenpairs(ei, num_nodes, k, q, ptr=ptr, edge_weight=weight,
+                                kernel="compiled", **kwargs)
+    assert torch.equal(ours.eigvals, again.eigvals) and torch.equal(ours.eigvecs, again.eigvecs)
+    ref = magnetic_eigenpairs(ei, num_nodes, full, q, ptr=ptr, edge_weight=weight,
+                              kernel="tensor", **kwargs)
+    m = min(k, full)
+    torch.testing.assert_close(ours.eigvals[..., :m], ref.eigvals[..., :m], atol=1e-10, rtol=0)
+    assert torch.equal(ours.mask, torch.arange(k) < sizes.unsqueeze(1))
+    for g in range(ptr.numel() - 1):
+        rows = slice(int(ptr[g]), int(ptr[g + 1]))
+        n = int(sizes[g])
+        for slot in range(len(q)):
+            vals = ref.eigvals[g, slot, :n].numpy()
+            a, b = ours.eigvecs[rows, slot].numpy(), ref.eigvecs[rows, slot].numpy()
+            for run in clusters(vals, gap=1e-5):
+                if run[-1] >= k:
+                    break
+                v = a[:, run[0]]
+                decisive = abs((v * np.abs(v) ** 2).sum()) > 1e-3 * np.abs(v).max() ** 3
+                if len(run) == 1 and decisive:
+                    np.testing.assert_allclose(v, b[:, run[0]], atol=1e-8)
+                else:
+                    np.testing.assert_allclose(projector(a[:, list(run)]),
+                                               projector(b[:, list(run)]), atol=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("normalization", ["sym", "none"])
+@pytest.mark.parametrize("weighted,relative", [(False, False), (True, False), (False, True)])
+def test_compiled_kernel_equals_the_tensor_reference(seed, normalization, weighted, relative):
+    ei, weight, ptr = noisy_batch(seed, weighted=weighted, big=seed == 0)
+    assert_kernels_agree(ei, weight, ptr, 10, (0.0, 0.1, 0.25, 0.5),
+                         normalization=normalization, relative_q=relative)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 30), k=st.integers(1, 12),
+       p=st.floats(0.05, 0.9), reciprocal=st.floats(0.0, 1.0), isolated=st.integers(0, 3),
+       q=st.floats(0.0, 0.5), weighted=st.booleans(), sym=st.booleans())
+def test_compiled_kernel_equals_the_reference_on_generated_graphs(seed, n, k, p, reciprocal,
+                                                                 isolated, q, weighted, sym):
+    ei, weight, num_nodes = random_digraph(seed, sizes=(n, max(n // 3, 1)), p=p,
+                                           reciprocal=reciprocal, isolated=isolated,
+                                           weighted=weighted)
+    assert_kernels_agree(ei, weight, torch.tensor([0, num_nodes]), k, (q,),
+                         normalization="sym" if sym else "none")
+
+
+def test_threads_split_a_batch_without_changing_a_bit():
+    ei, weight, ptr = noisy_batch(11, count=300, weighted=True)  # > 2 x 1024 nodes
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = magnetic_eigenpairs(ei, int(ptr[-1]), 6, (0.1, 0.2), ptr=ptr, edge_weight=weight)
+        torch.set_num_threads(2)
+        two = magnetic_eigenpairs(ei, int(ptr[-1]), 6, (0.1, 0.2), ptr=ptr, edge_weight=weight)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one.eigvals, two.eigvals) and torch.equal(one.eigvecs, two.eigvecs)
+
+
+@pytest.mark.parametrize("dense_max_nodes", [640, 10])  # 10: some graphs on the sparse path
+def test_the_transform_writes_the_compiled_pairs(dense_max_nodes):
+    ei, weight, ptr = noisy_batch(7, weighted=True)
+    data = Batch.from_data_list([
+        Data(edge_index=ei[:, (ei[0] >= ptr[g]) & (ei[0] < ptr[g + 1])] - ptr[g],
+             edge_weight=weight[(ei[0] >= ptr[g]) & (ei[0] < ptr[g + 1])],
+             num_nodes=int(ptr[g + 1] - ptr[g])) for g in range(ptr.numel() - 1)])
+    q = (0.1, 0.3)
+    pairs = magnetic_eigenpairs(data.edge_index, data.num_nodes, 5, q, ptr=data.ptr,
+                                edge_weight=data.edge_weight, kernel="compiled",
+                                dense_max_nodes=dense_max_nodes)
+    out = MagneticLaplacianPE(5, q, dense_max_nodes=dense_max_nodes)(data)
+    assert torch.equal(out.maglap_pe, torch.view_as_real(pairs.eigvecs).float())
+    assert torch.equal(out.maglap_eigvals, pairs.eigvals.float()[data.batch])
+    assert torch.equal(out.maglap_mask, pairs.mask[data.batch])
 
 
 def test_canonical_phases():

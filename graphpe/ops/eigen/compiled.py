@@ -1,6 +1,10 @@
 """Compiled (numba) host kernels of the Laplacian eigenpairs (LapPE, SignNet, SPE): one
 dense solve per graph, of exactly its size. The batched torch kernels they match are in
-:mod:`graphpe.ops.eigen.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`."""
+:mod:`graphpe.ops.eigen.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`.
+
+Also the small dense Hermitian solver (:func:`_hermitian_eigh`: complex Householder reduction
+to a real symmetric tridiagonal matrix, then the real solver's tridiagonal stages), which the
+magnetic Laplacian (:mod:`graphpe.encodings.maglap`) calls once per graph and potential."""
 
 from __future__ import annotations
 
@@ -457,6 +461,37 @@ def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
 
 
 @numba.njit(cache=True, nogil=True)
+def _tridiagonal_pairs(n, first, count, d, e, w, v, work, scratch, counts, scale,
+                       tnorm):  # pragma: no cover - compiled
+    """Eigenpairs ``first..first+count-1`` (ascending) of the split real symmetric tridiagonal
+    matrix ``(d, e)`` (layout of :func:`_split_blocks`, ``work`` as :func:`_small_eigh`'s):
+    eigenvalues times ``scale`` into ``w[:count]``, vectors into ``v[:n, :count]``. Where the
+    wanted are at most a quarter, by bisection (:func:`_smallest_by_bisection`), inverse
+    iteration and the Rayleigh quotient (accurate to rounding); otherwise all eigenvalues by
+    QL (:func:`_tridiagonal_vectors`). ``scratch``: ``[6, >= n + 1]`` floats; ``counts``:
+    ``>= n + 1`` ints."""
+    if 4 * (first + count) <= n:
+        lams, blocks = scratch[4], scratch[5]
+        _smallest_by_bisection(n, d, e, work[10], first + count, BISECTION_TOL * tnorm, lams,
+                               blocks, scratch, counts)
+        _inverse_iteration(n, first, lams[first : first + count],
+                           blocks[first : first + count], count, v, work, tnorm)
+        for c in range(count):  # the Rayleigh quotient: accurate to rounding
+            b0 = int(blocks[first + c])
+            b1 = _block_end(work[10], b0, n)
+            rq = d[b0] * v[b0, c] * v[b0, c]
+            for i in range(b0 + 1, b1):
+                rq += v[i, c] * (d[i] * v[i, c] + 2.0 * e[i] * v[i - 1, c])
+            w[c] = rq * scale
+    else:
+        _ql_setup(d, e, n, w, work[3])
+        _ql_pair(w, work[3], n, w, work[3], 0)
+        _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm)
+        for c in range(count):
+            w[c] = w[first + c]
+
+
+@numba.njit(cache=True, nogil=True)
 def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_trivial, sign,
                         flips, sign_tol, eigvals, eigvecs, mask):  # pragma: no cover - compiled
     """The graphs ``graphs`` (above :data:`SMALL_EIGH_MAX` nodes): LAPACK's blocked ``dsytrd``
@@ -473,9 +508,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
     parent = np.empty(nmax, dtype=np.int64)
     work = np.empty((12, nmax + 2))
     w = np.empty(nmax + 1)
-    lams = np.empty(nmax + 1)
-    blocks = np.empty(nmax + 1)
-    scratch = np.empty((4, nmax + 1))
+    scratch = np.empty((6, nmax + 1))
     counts = np.empty(nmax + 1, dtype=np.int64)
     vt = np.empty((kk, nmax))  # column-major n x count for dormtr: row c is vector c
     diag = np.empty(nmax)
@@ -509,24 +542,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
             e[i] = sub[i - 1] if i > 0 else 0.0
         tnorm = _split_blocks(n, d, e, work[10])
         v = vt[:m, :n].T  # v[i, c] is vt[c, i]
-        if 4 * (skip + m) <= n:
-            _smallest_by_bisection(n, d, e, work[10], skip + m, BISECTION_TOL * tnorm, lams,
-                                   blocks, scratch, counts)
-            _inverse_iteration(n, skip, lams[skip : skip + m], blocks[skip : skip + m], m, v,
-                               work, tnorm)
-            for c in range(m):  # the Rayleigh quotient: accurate to rounding
-                b0 = int(blocks[skip + c])
-                b1 = _block_end(work[10], b0, n)
-                rq = d[b0] * v[b0, c] * v[b0, c]
-                for i in range(b0 + 1, b1):
-                    rq += v[i, c] * (d[i] * v[i, c] + 2.0 * e[i] * v[i - 1, c])
-                w[c] = rq * scale
-        else:
-            _ql_setup(d, e, n, w, work[3])
-            _ql_pair(w, work[3], n, w, work[3], 0)
-            _tridiagonal_vectors(n, skip, m, w, v, work, scale, tnorm)
-            for c in range(m):
-                w[c] = w[skip + c]
+        _tridiagonal_pairs(n, skip, m, d, e, w, v, work, scratch, counts, scale, tnorm)
         ints[4], ints[5], ints[6], ints[7], ints[8] = n, m, n, nmax, lapack_work.shape[0]
         _dormtr(chars[1:].ctypes, chars[0:].ctypes, chars[2:].ctypes, ints[4:].ctypes,
                 ints[5:].ctypes, lap.ctypes, ints[6:].ctypes, tau.ctypes, vt.ctypes,
@@ -733,3 +749,235 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
             _store_pairs(slot_graph[q], s, n, w[q, skip : skip + m], u[q], m, dis, norm,
                          sign, flips, sign_tol, eigvals, eigvecs, mask, vec)
         filled = 0
+
+
+# ----------------------------------------------------------------------------- Hermitian
+
+# JOBZ, RANGE, UPLO, N, A, LDA, VL, VU, IL, IU, ABSTOL, M, W, Z, LDZ, ISUPPZ, WORK, LWORK,
+# RWORK, LRWORK, IWORK, LIWORK, INFO
+_zheevr = _lapack("zheevr", 23)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, pr, pi):  # pragma: no cover
+    r"""Householder reduction of the Hermitian matrix ``ar + i ai`` (both triangles stored,
+    real and imaginary parts apart so that every inner loop is a contiguous real loop) to a
+    real symmetric tridiagonal matrix.
+
+    Row ``i`` (from the last up) is reduced by :math:`H_i = I - u u^{\mathsf H} / h_i`
+    (Hermitian and unitary, acting on ``0..i-1``): with :math:`c = a[0{:}i, i]` (the
+    conjugate of row ``i``) and :math:`\beta = -e^{i \arg c_{i-1}} \|c\|`,
+    :math:`u = c - \beta e_{i-1}`, :math:`h_i = \|c\|^2 + |c_{i-1}| \|c\|`, so that
+    :math:`H_i c = \beta e_{i-1}`; the leading block becomes
+    :math:`H_i B H_i = B - w u^{\mathsf H} - u w^{\mathsf H}` with :math:`p = B u / h_i`,
+    :math:`w = p - \frac{u^{\mathsf H} p}{2 h_i} u`. ``u`` is stored in row ``i`` (columns
+    ``:i``), ``hs[i] = h_i`` (0 where no reflector is needed: ``c`` already zero above its
+    last entry, as on a graph's disconnected parts). With :math:`P = H_1 \cdots H_{n-1}`,
+    :math:`T_c = P a P^{\mathsf H}` is Hermitian tridiagonal with complex off-diagonal
+    :math:`t_i = T_c[i-1, i]`; the diagonal unitary :math:`\Delta = \operatorname{diag}(\delta)`,
+    :math:`\delta_0 = 1`, :math:`\delta_i = \delta_{i-1} \bar t_i / |t_i|`, makes
+    :math:`T = \Delta^{\mathsf H} T_c \Delta` real: diagonal ``d``, off-diagonal
+    ``e[i] = |t_i|`` (``e[0] = 0``), ``phase = delta`` (complex). An eigenvector ``y`` of ``T``
+    gives the eigenvector :math:`P^{\mathsf H} \Delta y` of ``a``
+    (:func:`_hermitian_back_transform`). ``pr``, ``pi``: scratch of ``>= n`` floats."""
+    for i in range(n - 1, 0, -1):
+        l = i - 1
+        sigma = 0.0  # |c_m|^2 over m < l
+        for m in range(l):
+            sigma += ar[i, m] * ar[i, m] + ai[i, m] * ai[i, m]
+        clr, cli = ar[i, l], -ai[i, l]  # c_l
+        if sigma == 0.0:  # nothing to annihilate: T_c[l, i] = c_l
+            hs[i] = 0.0
+            phase[i] = complex(clr, cli)
+            continue
+        absl = np.sqrt(clr * clr + cli * cli)
+        norm = np.sqrt(sigma + absl * absl)
+        unr, uni = (clr / absl, cli / absl) if absl > 0.0 else (1.0, 0.0)
+        for m in range(l):
+            ai[i, m] = -ai[i, m]  # u_m = c_m = conj(a[i, m])
+        ar[i, l] = unr * (absl + norm)
+        ai[i, l] = uni * (absl + norm)
+        h = norm * (norm + absl)
+        inv_h = 1.0 / h
+        phase[i] = complex(-unr * norm, -uni * norm)  # beta = T_c[l, i]
+        ur, ui = ar[i], ai[i]
+        ktot = 0.0
+        for j in range(i):  # p = B u / h over full rows
+            br, bi = ar[j], ai[j]
+            gr = 0.0
+            gi = 0.0
+            for k in range(i):
+                gr += br[k] * ur[k] - bi[k] * ui[k]
+                gi += br[k] * ui[k] + bi[k] * ur[k]
+            pr[j] = gr * inv_h
+            pi[j] = gi * inv_h
+            ktot += ur[j] * pr[j] + ui[j] * pi[j]  # Re(conj(u_j) p_j)
+        kk = ktot * 0.5 * inv_h
+        for j in range(i):  # w = p - K u
+            pr[j] -= kk * ur[j]
+            pi[j] -= kk * ui[j]
+        for j in range(i):  # B -= w u^H + u w^H
+            br, bi = ar[j], ai[j]
+            wr, wi, uj_r, uj_i = pr[j], pi[j], ur[j], ui[j]
+            for k in range(i):
+                br[k] -= wr * ur[k] + wi * ui[k] + uj_r * pr[k] + uj_i * pi[k]
+                bi[k] -= wi * ur[k] - wr * ui[k] + uj_i * pr[k] - uj_r * pi[k]
+        hs[i] = h
+    if n > 0:
+        hs[0] = 0.0
+        e[0] = 0.0
+        d[0] = ar[0, 0]
+        phase[0] = 1.0
+    delta = 1.0 + 0.0j
+    for i in range(1, n):
+        d[i] = ar[i, i]
+        t = phase[i]
+        size = abs(t)
+        e[i] = size
+        if size > 0.0:
+            delta = delta * (np.conj(t) / size)
+        phase[i] = delta
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _hermitian_back_transform(ar, ai, n, count, hs, phase, y, vr, vi, g):  # pragma: no cover
+    """``vr + i vi = P^H Delta y`` (``[:n, :count]``): the eigenvectors of the Hermitian matrix
+    reduced by :func:`_tridiagonalize_hermitian` (reflectors in the rows of ``ar``, ``ai``
+    with ``hs``; ``phase``) from those of its real tridiagonal form (``y``); ``g``:
+    ``[2, >= count]`` float scratch."""
+    for k in range(n):
+        dr, di = phase[k].real, phase[k].imag
+        for c in range(count):
+            vr[k, c] = dr * y[k, c]
+            vi[k, c] = di * y[k, c]
+    gr, gi = g[0], g[1]
+    for i in range(1, n):  # H_{n-1} ... H_1 v: H_1 first
+        h = hs[i]
+        if h == 0.0:
+            continue
+        for c in range(count):
+            gr[c] = 0.0
+            gi[c] = 0.0
+        for k in range(i):  # g = u^H v / h
+            ur, ui = ar[i, k], ai[i, k]
+            for c in range(count):
+                gr[c] += ur * vr[k, c] + ui * vi[k, c]
+                gi[c] += ur * vi[k, c] - ui * vr[k, c]
+        inv_h = 1.0 / h
+        for c in range(count):
+            gr[c] *= inv_h
+            gi[c] *= inv_h
+        for k in range(i):  # v -= u g
+            ur, ui = ar[i, k], ai[i, k]
+            for c in range(count):
+                vr[k, c] -= gr[c] * ur - gi[c] * ui
+                vi[k, c] -= gr[c] * ui + gi[c] * ur
+
+
+@numba.njit(cache=True, nogil=True)
+def hermitian_scratch(nmax, k):  # pragma: no cover - compiled
+    """Scratch (a tuple of arrays) for :func:`_hermitian_eigh` on matrices of up to ``nmax``
+    nodes and ``k`` vectors."""
+    nmax = max(nmax, 1)
+    kk = max(k, 1)
+    return (np.empty(nmax + 1), np.empty((12, nmax + 2)),
+            np.empty(nmax + 1, dtype=np.complex128), np.empty((2, nmax + 1)),
+            np.empty((nmax + 1, kk)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _unit_scale_hermitian(ar, ai, n):  # pragma: no cover - compiled
+    """Scale ``ar + i ai`` (both triangles) so that its largest real or imaginary part is 1
+    (the modulus is then at most sqrt 2); returns the factor. A matrix already at 1 (a
+    normalized Laplacian's diagonal) is left exactly as it is."""
+    scale = 0.0
+    for i in range(n):
+        for j in range(i + 1):
+            scale = max(scale, abs(ar[i, j]), abs(ai[i, j]))
+    if scale == 0.0:
+        scale = 1.0
+    if scale != 1.0:
+        inv_scale = 1.0 / scale
+        for i in range(n):
+            for j in range(n):
+                ar[i, j] *= inv_scale
+                ai[i, j] *= inv_scale
+    return scale
+
+
+@numba.njit(cache=True, nogil=True)
+def _hermitian_eigh(ar, ai, n, count, vr, vi, scratch):  # pragma: no cover - compiled
+    """The ``count`` smallest eigenvalues (ascending; returned as a view of the scratch) and
+    eigenvectors (``vr + i vi``, ``[:n, :count]``, unit columns, their phase as the solver
+    leaves it) of the Hermitian ``ar + i ai`` (``[:n, :n]``, both triangles, destroyed).
+
+    Up to :data:`SMALL_EIGH_MAX` nodes, the stages of :func:`_small_eigh` carried to
+    Hermitian matrices: the matrix scaled (:func:`_unit_scale_hermitian`), reduced to a real
+    symmetric tridiagonal matrix (:func:`_tridiagonalize_hermitian`: complex reflectors, then
+    a diagonal unitary phase scaling), split where an off-diagonal entry is below
+    ``eps ||T||``; all eigenvalues of the real tridiagonal matrix by implicit QL and the wanted
+    vectors by inverse iteration, as for a real one (:func:`_tridiagonal_vectors`), turned back
+    by the phases and reflectors (:func:`_hermitian_back_transform`). Above, LAPACK's
+    ``zheevr`` (relatively robust representations) for the wanted pairs alone. ``scratch``:
+    :func:`hermitian_scratch`."""
+    w, work, phase, reals, y = scratch
+    if n > SMALL_EIGH_MAX:
+        return _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w)
+    scale, tnorm = _hermitian_prepare(ar, ai, n, scratch)
+    _ql_setup(work[0], work[1], n, w, work[3])
+    _ql_pair(w, work[3], n, w, work[3], 0)
+    return _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm)
+
+
+@numba.njit(cache=True, nogil=True)
+def _hermitian_prepare(ar, ai, n, scratch):  # pragma: no cover - compiled
+    """First stage of :func:`_hermitian_eigh` (up to :data:`SMALL_EIGH_MAX` nodes): scale,
+    reduce to a real tridiagonal matrix, split; returns ``(scale, ||T||)``. With
+    :func:`_ql_setup` on ``work[0], work[1]`` into ``w, work[3]``, :func:`_ql_pair` and
+    :func:`_hermitian_finish`, two matrices' QL iterations can run interleaved."""
+    w, work, phase, reals, y = scratch
+    scale = _unit_scale_hermitian(ar, ai, n)
+    _tridiagonalize_hermitian(ar, ai, n, work[0], work[1], work[2], phase, reals[0], reals[1])
+    return scale, _split_blocks(n, work[0], work[1], work[10])
+
+
+@numba.njit(cache=True, nogil=True)
+def _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm):  # pragma: no cover
+    """Last stage of :func:`_hermitian_eigh` after :func:`_hermitian_prepare` and the QL
+    iteration on ``w`` (all eigenvalues): the ``count`` smallest pairs, as it returns them."""
+    w, work, phase, reals, y = scratch
+    _tridiagonal_vectors(n, 0, count, w, y, work, scale, tnorm)
+    _hermitian_back_transform(ar, ai, n, count, work[2], phase, y, vr, vi, reals[:2])
+    return w[:count]
+
+
+@numba.njit(cache=True, nogil=True)
+def _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w):  # pragma: no cover - compiled
+    """:func:`_hermitian_eigh` above :data:`SMALL_EIGH_MAX` nodes: LAPACK's ``zheevr`` for
+    the ``count`` smallest pairs."""
+    a = np.empty((n, n), dtype=np.complex128)
+    for i in range(n):
+        for j in range(i + 1):  # C-order lower = column-major upper ('U') of a^T = conj(a)
+            a[i, j] = complex(ar[i, j], ai[i, j])
+    z = np.empty(n * max(count, 1), dtype=np.complex128)
+    work = np.empty(66 * n, dtype=np.complex128)
+    rwork = np.empty(24 * n)
+    iwork = np.empty(10 * n, dtype=np.int32)
+    isuppz = np.empty(2 * max(count, 1), dtype=np.int32)
+    chars = np.array([ord("V"), ord("I"), ord("U")], dtype=np.uint8)
+    ints = np.zeros(10, dtype=np.int32)
+    ints[0], ints[1], ints[2], ints[3] = n, n, 1, count  # n, lda, il, iu
+    ints[5], ints[6], ints[7], ints[8] = n, work.shape[0], rwork.shape[0], iwork.shape[0]
+    reals = np.zeros(3)  # vl, vu (unused), abstol (0: LAPACK's default)
+    _zheevr(chars[0:].ctypes, chars[1:].ctypes, chars[2:].ctypes, ints[0:].ctypes, a.ctypes,
+            ints[1:].ctypes, reals[0:].ctypes, reals[1:].ctypes, ints[2:].ctypes,
+            ints[3:].ctypes, reals[2:].ctypes, ints[4:].ctypes, w.ctypes, z.ctypes,
+            ints[5:].ctypes, isuppz.ctypes, work.ctypes, ints[6:].ctypes, rwork.ctypes,
+            ints[7:].ctypes, iwork.ctypes, ints[8:].ctypes, ints[9:].ctypes)
+    if ints[9] != 0 or ints[4] != count:
+        raise np.linalg.LinAlgError("LAPACK zheevr failed")
+    for c in range(count):  # the vectors of conj(a): conjugated back
+        for i in range(n):
+            vr[i, c] = z[c * n + i].real
+            vi[i, c] = -z[c * n + i].imag
+    return w[:count]
