@@ -5,9 +5,13 @@ profiles and the map back to the input edges. The torch kernels they match are i
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
 import numba
 import numpy as np
 from torch import Tensor
+from tqdm.auto import tqdm
 
 from graphpe.ops.host import HostCSR, csr_position, host_array
 
@@ -169,12 +173,22 @@ def _compact(nodes, mass, count):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)
 def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compiled
+    """``1 - W1(m_x, m_y)`` for every edge ``(src[e], dst[e])``, in one call."""
+    out = np.empty(src.shape[0])
+    _orc_into(indptr, indices, src, dst, alpha, out, 0, src.shape[0])
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cover - compiled
+    """``out[e] = 1 - W1(m_x, m_y)`` for the edges ``lo <= e < hi``. Each edge is solved on its
+    own (the work arrays are rewritten before they are read), so any split of the edges into
+    ranges, run in any order or on any threads, gives the same values bit for bit."""
     num_nodes = indptr.shape[0] - 1
-    num_edges = src.shape[0]
-    out = np.empty(num_edges)
     max_deg = 0
-    for v in range(num_nodes):
-        max_deg = max(max_deg, indptr[v + 1] - indptr[v])
+    for e in range(lo, hi):
+        max_deg = max(max_deg, indptr[src[e] + 1] - indptr[src[e]],
+                      indptr[dst[e] + 1] - indptr[dst[e]])
     size = max_deg + 1
     sx = np.empty(size, dtype=np.int64)
     sy = np.empty(size, dtype=np.int64)
@@ -185,7 +199,7 @@ def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compile
     mark = np.full(num_nodes, -1, dtype=np.int64)
     where = np.zeros(num_nodes, dtype=np.int64)
     stamp = 0
-    for e in range(num_edges):
+    for e in range(lo, hi):
         m = _walk_measure(src[e], alpha, indptr, indices, sx, a)
         n = _walk_measure(dst[e], alpha, indptr, indices, sy, b)
         # W1 depends only on m_x - m_y (Kantorovich-Rubinstein), so mass on a node in both
@@ -220,38 +234,127 @@ def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compile
                             break
                 cost[i, j] = c
         out[e] = 1.0 - _transport_cost(a, b, cost, flow, m, n)
+
+
+# Rough speed of the exact solver, in transport cells (see transport_cells) per second on one
+# thread, for the time estimates of the budget's message. Problems around a hub cost more per
+# cell than small ones (more augmenting paths), so the figure is an order of magnitude.
+ORC_CELLS_PER_SECOND = 2e6
+# Chunks of the edges handed to threads: about this many cells each, so that progress moves
+# and an interrupt is honoured within about a second of work per thread.
+ORC_CHUNK_CELLS = 1 << 21
+# The fewest cells a chunk is given to spread the edges over threads: below that, handing a
+# chunk to a thread costs more than it saves (a molecule is one chunk, one direct call).
+ORC_MIN_CHUNK_CELLS = 1 << 16
+
+
+def transport_cells(indptr: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                    alpha: float = 0.0) -> np.ndarray:
+    """Size of the transport problem of every edge ``(src[e], dst[e])`` of a CSR adjacency:
+    ``|supp m_x| * |supp m_y|`` with ``|supp m_x| = d_x + [alpha > 0]`` (the neighbours, and
+    the node itself when the walk is lazy), before the mass common to both measures is
+    cancelled. int64, vectorized."""
+    deg = np.diff(np.asarray(indptr, dtype=np.int64))
+    lazy = 1 if alpha > 0.0 else 0
+    return (deg[src] + lazy) * (deg[dst] + lazy)
+
+
+def edge_chunks(cells: np.ndarray, threads: int,
+                chunk_cells: int = ORC_CHUNK_CELLS) -> list[tuple[int, int]]:
+    """Contiguous ranges ``[a, b)`` of the edges holding about ``chunk_cells`` cells each
+    (an edge larger than that is a range of its own); with several ``threads``, smaller
+    ranges (down to :data:`ORC_MIN_CHUNK_CELLS`) where that gives each thread about four."""
+    num = cells.shape[0]
+    if num == 0:
+        return []
+    total = int(cells.sum())
+    target = max(1, chunk_cells)
+    if threads > 1:
+        target = min(target, max(total // (4 * threads), min(target, ORC_MIN_CHUNK_CELLS)))
+    ends = np.cumsum(cells)
+    cuts = np.searchsorted(ends, np.arange(target, total, target), side="left") + 1
+    bounds = [0, *sorted({int(c) for c in cuts if 0 < c < num}), num]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def solve_edges(indptr: np.ndarray, indices: np.ndarray, src: np.ndarray, dst: np.ndarray,
+                alpha: float, threads: int | None = None, progress: bool = False,
+                chunk_cells: int = ORC_CHUNK_CELLS) -> np.ndarray:
+    """Exact ORC ``1 - W1(m_x, m_y)`` of the edges ``(src[e], dst[e])`` of a CSR adjacency,
+    float64. The edges are cut into chunks of about ``chunk_cells`` transport cells
+    (:func:`edge_chunks`) solved on ``threads`` threads (default ``torch.get_num_threads()``;
+    one outside the main thread), the compiled solver releasing the GIL; ``progress`` shows a
+    progress bar in cells. A ``KeyboardInterrupt`` stops it between chunks: chunks not started
+    are dropped, running ones finish, and the interrupt is raised again. Every edge is solved
+    on its own, so the values are those of one call over all edges, bit for bit."""
+    src = np.ascontiguousarray(src, dtype=np.int64)
+    dst = np.ascontiguousarray(dst, dtype=np.int64)
+    out = np.empty(src.shape[0])
+    cells = transport_cells(indptr, src, dst, alpha)
+    total = int(cells.sum())
+    if threads is None:
+        import torch
+
+        threads = torch.get_num_threads()
+    if threading.current_thread() is not threading.main_thread():
+        threads = 1
+    threads = max(1, int(threads))
+    chunks = edge_chunks(cells, threads, chunk_cells)
+    if len(chunks) <= 1 and not progress:
+        _orc_into(indptr, indices, src, dst, float(alpha), out, 0, src.shape[0])
+        return out
+    ends = np.concatenate([[0], np.cumsum(cells)])
+    with (tqdm(total=total, desc="ollivier-ricci", unit="cell", unit_scale=True,
+               disable=not progress) as bar,
+          ThreadPoolExecutor(threads) as pool):
+        pending = {pool.submit(_orc_into, indptr, indices, src, dst, float(alpha), out, a, b):
+                   (a, b) for a, b in chunks}
+        try:
+            while pending:
+                done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                for future in done:
+                    a, b = pending.pop(future)
+                    future.result()
+                    bar.update(int(ends[b] - ends[a]))
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
     return out
 
 
-def orc_csr(indptr: np.ndarray, indices: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+def orc_csr(indptr: np.ndarray, indices: np.ndarray, alpha: float = 0.0,
+            threads: int | None = None, progress: bool = False) -> np.ndarray:
     """Exact ORC of every entry of a simple graph's CSR adjacency (rows sorted by column),
-    float64: each undirected edge is solved once and mirrored."""
-    return _orc_csr(indptr, indices, float(alpha))
+    float64: each undirected edge is solved once (:func:`solve_edges`, on ``threads``
+    threads, with a progress bar if ``progress``) and mirrored. The budget check is the
+    caller's (:func:`graphpe.ops.curvature.check_transport_budget`)."""
+    src, dst, upper = upper_edges(indptr, indices)
+    kappa_upper = solve_edges(indptr, indices, src, dst, float(alpha), threads, progress)
+    return _mirror(indptr, indices, upper, kappa_upper)
+
+
+def upper_edges(indptr: np.ndarray, indices: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(src, dst, positions)`` of the CSR entries with ``src < dst``: each undirected edge
+    of a simple graph once, in CSR order."""
+    row = np.repeat(np.arange(indptr.shape[0] - 1, dtype=np.int64), np.diff(indptr))
+    upper = np.flatnonzero(row < indices)
+    return row[upper], np.asarray(indices, dtype=np.int64)[upper], upper
 
 
 @numba.njit(cache=True, nogil=True)
-def _orc_csr(indptr, indices, alpha):  # pragma: no cover - compiled
+def _mirror(indptr, indices, upper, kappa_upper):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     nnz = indices.shape[0]
-    row = np.empty(nnz, dtype=np.int64)
+    out = np.empty(nnz)
+    for q in range(upper.shape[0]):
+        out[upper[q]] = kappa_upper[q]
     for i in range(n):
         for p in range(indptr[i], indptr[i + 1]):
-            row[p] = i
-    upper = np.empty(nnz, dtype=np.int64)
-    m = 0
-    for p in range(nnz):
-        if row[p] < indices[p]:
-            upper[m] = p
-            m += 1
-    upper = upper[:m]
-    kappa_upper = _orc_kernel(indptr, indices, row[upper], indices[upper], alpha)
-    out = np.empty(nnz)
-    for q in range(m):
-        out[upper[q]] = kappa_upper[q]
-    for p in range(nnz):
-        i, j = row[p], indices[p]
-        if i > j:  # the reverse entry (j, i) sits in row j, found by binary search
-            out[p] = out[csr_position(indptr, indices, j, i)]
+            j = indices[p]
+            if i > j:  # the reverse entry (j, i) sits in row j, found by binary search
+                out[p] = out[csr_position(indptr, indices, j, i)]
     return out
 
 
