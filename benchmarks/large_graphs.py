@@ -311,7 +311,10 @@ def run_measure(spec: dict, timeout: float, memory_gb: float, inline: bool = Fal
     "failed", ...}`` when it does not return. ``inline`` runs it in this process instead
     (no limits; for tests)."""
     if inline:
-        return {"status": "ok", **measure(spec)}
+        try:
+            return {"status": "ok", **measure(spec)}
+        except Exception as err:  # a peer that rejects the graph: a row, not a crash
+            return {"status": "failed", "error": f"{type(err).__name__}: {err}"[:200]}
     limit = int(memory_gb * (1 << 30))
 
     def cap() -> None:
