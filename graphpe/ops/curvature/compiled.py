@@ -196,6 +196,9 @@ def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cove
     b = np.empty(size)
     cost = np.empty((size, size))
     flow = np.empty((size, size))
+    spare = np.empty((size, size))
+    key = np.empty(size, dtype=np.int64)
+    keep = np.empty(size, dtype=np.int64)
     mark = np.full(num_nodes, -1, dtype=np.int64)
     where = np.zeros(num_nodes, dtype=np.int64)
     stamp = 0
@@ -219,6 +222,7 @@ def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cove
         # costs 1/2/3 (no node is in both supports now): mark N(u), then test v and N(v)
         for i in range(m):
             u = sx[i]
+            du = indptr[u + 1] - indptr[u]
             stamp += 1
             for p in range(indptr[u], indptr[u + 1]):
                 mark[indices[p]] = stamp
@@ -226,6 +230,13 @@ def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cove
                 v = sy[j]
                 if mark[v] == stamp:
                     c = 1.0
+                elif indptr[v + 1] - indptr[v] > 8 * du:
+                    # a hub v: look N(u) up in N(v) (sorted) instead of scanning N(v)
+                    c = 3.0
+                    for p in range(indptr[u], indptr[u + 1]):
+                        if _in_row(indptr, indices, v, indices[p]):
+                            c = 2.0
+                            break
                 else:
                     c = 3.0
                     for p in range(indptr[v], indptr[v + 1]):
@@ -233,7 +244,106 @@ def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cove
                             c = 2.0
                             break
                 cost[i, j] = c
+        if m * n > MERGE_MIN_CELLS:
+            m, n = _merge_equal(cost, spare, a, b, m, n, key, keep)
         out[e] = 1.0 - _transport_cost(a, b, cost, flow, m, n)
+
+
+# Problems of more cells than this have their equal cost rows (and columns) merged first.
+MERGE_MIN_CELLS = 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _in_row(indptr, indices, v, w):  # pragma: no cover - compiled
+    """Whether ``w`` is a neighbour of ``v`` (binary search of the sorted row)."""
+    lo, hi = indptr[v], indptr[v + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < w:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo < indptr[v + 1] and indices[lo] == w
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_equal(cost, spare, a, b, m, n, key, keep):  # pragma: no cover - compiled
+    """Merge the sources whose cost rows are equal into one holding their summed supply, then
+    the sinks whose cost columns are equal. Exact: a plan of the merged problem splits among
+    the merged sources (sinks) in proportion to their masses at the same cost, and any plan of
+    the original one adds up to a plan of the merged one, so both optima are equal. Around a
+    hub most neighbours see the other end's support alike (cost 3 to all, or 1 to the hub),
+    so thousands of sources fall to a few, and so do the augmenting paths of the solve.
+    ``spare`` is scratch of ``cost``'s shape; returns the new ``(m, n)``."""
+    m = _merge_rows(cost, spare, a, m, n, key, keep, False)
+    n = _merge_rows(cost, spare, b, n, m, key, keep, True)
+    return m, n
+
+
+@numba.njit(cache=True, nogil=True)
+def _merge_rows(cost, spare, mass, m, n, key, keep, columns):  # pragma: no cover - compiled
+    """:func:`_merge_equal` on the rows of ``cost[:m, :n]`` (its columns if ``columns``):
+    rows are keyed by a hash, sorted by key, and a row equal to the first of its run of equal
+    keys joins it. The merged rows are written back in place, in the order of their first
+    row."""
+    prime = 1099511627791  # a prime near 2^40: key * 3 + 2 stays far inside int64
+    for i in range(m):
+        h = 0
+        for j in range(n):
+            c = cost[j, i] if columns else cost[i, j]
+            h = (h * 3 + int(c) - 1) % prime
+        key[i] = h
+    order = np.argsort(key[:m], kind="mergesort")
+    for i in range(m):
+        keep[i] = i  # the row i is merged into (itself: a kept row)
+    start = 0
+    while start < m:
+        lead = order[start]
+        stop = start + 1
+        while stop < m and key[order[stop]] == key[lead]:
+            stop += 1
+        for q in range(start + 1, stop):
+            i = order[q]
+            if keep[i] != i:
+                continue
+            for r in range(start, q):
+                head = order[r]
+                if keep[head] != head:
+                    continue
+                same = True
+                for j in range(n):
+                    if columns:
+                        if cost[j, i] != cost[j, head]:
+                            same = False
+                            break
+                    elif cost[i, j] != cost[head, j]:
+                        same = False
+                        break
+                if same:  # head < i: the sort is stable and the rows start in index order
+                    keep[i] = head
+                    break
+        start = stop
+    # keep[i] < i: merged into an earlier row; gather each into its first row, in order
+    count = 0
+    for i in range(m):
+        if keep[i] == i:
+            key[i] = count  # new index of the kept row i
+            mass[count] = mass[i]
+            for j in range(n):
+                if columns:
+                    spare[j, count] = cost[j, i]
+                else:
+                    spare[count, j] = cost[i, j]
+            count += 1
+        else:
+            mass[key[keep[i]]] += mass[i]
+    for i in range(count):
+        for j in range(n):
+            if columns:
+                cost[j, i] = spare[j, i]
+            else:
+                cost[i, j] = spare[i, j]
+    return count
 
 
 # Rough speed of the exact solver, in transport cells (see transport_cells) per second on one
