@@ -333,7 +333,10 @@ def run_measure(spec: dict, timeout: float, memory_gb: float, inline: bool = Fal
         return {"status": "ok", **json.loads(lines[-1])}
     err = proc.stderr.strip().splitlines()
     last = err[-1] if err else f"exit code {proc.returncode}"
-    memory = "MemoryError" in proc.stderr or "bad_alloc" in proc.stderr or proc.returncode < 0
+    memory = proc.returncode < 0 or any(
+        sign in proc.stderr for sign in ("MemoryError", "bad_alloc", "ALLOC_FAILED",
+                                         "can't allocate memory", "out of memory",
+                                         "Cannot allocate memory"))
     return {"status": "memory" if memory else "failed", "error": last[-200:]}
 
 
