@@ -10,6 +10,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numba
 import numpy as np
+import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
@@ -403,8 +404,6 @@ def solve_edges(indptr: np.ndarray, indices: np.ndarray, src: np.ndarray, dst: n
     cells = transport_cells(indptr, src, dst, alpha)
     total = int(cells.sum())
     if threads is None:
-        import torch
-
         threads = torch.get_num_threads()
     if threading.current_thread() is not threading.main_thread():
         threads = 1
