@@ -146,3 +146,41 @@ def test_interrupt_stops_between_chunks(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         solve_edges(csr.indptr, csr.indices, src, dst, 0.0, threads=1, chunk_cells=20)
     assert len(calls) < len(chunks)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.5])
+def test_merged_problems_match_a_linear_program(alpha):
+    """Edges at hubs (problems of hundreds of cells, whose equal cost rows and columns are
+    merged before the solve) against W1 from a linear program on the shortest-path costs."""
+    from scipy.optimize import linprog
+
+    ei, n = hub_graph(150, hubs=4, seed=5)
+    g = nx.Graph()
+    g.add_edges_from((u, v) for u, v in ei.t().tolist() if u != v)
+    csr = simple_csr(ei, n)
+    src, dst, _ = upper_edges(csr.indptr, csr.indices)
+    cells = compiled.transport_cells(csr.indptr, src, dst, alpha)
+    pick = np.argsort(-cells, kind="stable")[:12]
+    kappa = _orc_kernel(csr.indptr, csr.indices, src[pick], dst[pick], alpha)
+    assert cells[pick].min() > compiled.MERGE_MIN_CELLS
+    for x, y, value in zip(src[pick], dst[pick], kappa, strict=True):
+        def measure(node):
+            nbrs = sorted(g[node])
+            mass = {v: (1 - alpha) / len(nbrs) for v in nbrs}
+            if alpha > 0:
+                mass[node] = alpha
+            return mass
+
+        mx, my = measure(int(x)), measure(int(y))
+        sx, sy = list(mx), list(my)
+        dist = {u: nx.single_source_shortest_path_length(g, u, cutoff=3) for u in sx}
+        cost = np.array([[dist[u].get(v, 3) for v in sy] for u in sx], dtype=float)
+        m, k = len(sx), len(sy)
+        rows = np.zeros((m + k, m * k))
+        for i in range(m):
+            rows[i, i * k:(i + 1) * k] = 1
+        for j in range(k):
+            rows[m + j, j::k] = 1
+        supply = np.array([mx[u] for u in sx] + [my[v] for v in sy])
+        lp = linprog(cost.ravel(), A_eq=rows, b_eq=supply, bounds=(0, None), method="highs")
+        assert abs(value - (1 - lp.fun)) < 1e-9
