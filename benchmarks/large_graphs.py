@@ -161,7 +161,7 @@ def load_real(name: str, data: Path) -> tuple[np.ndarray, int] | str:
             np.savez(cached, edges=edges, num_nodes=n)
             return edges, n
     files = " or ".join(REAL[name][2])
-    return f"{REAL[name][1]}: no {files} in {data}"
+    return f"{REAL[name][1]}: no {files} in the cache folder"
 
 
 def load_synthetic(name: str, scale: float) -> tuple[np.ndarray, int]:
@@ -528,7 +528,7 @@ def main() -> None:
                 kind, label, _ = REAL[name]
                 loaded = load_real(name, args.data)
                 if isinstance(loaded, str):
-                    print(f"[skip] {name}: {loaded}", flush=True)
+                    print(f"[skip] {name}: {loaded} ({args.data})", flush=True)
                     meta["skipped"][name] = loaded
                     write_json_atomic(args.json, {**meta, "rows": rows})
                     continue
