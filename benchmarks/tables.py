@@ -537,7 +537,7 @@ def large_graphs_table(data: dict) -> str:
             acc = "" if acc is None else f"max diff {acc:.1e} ({r['diff_against']})"
         else:
             acc = f"{ours['cells']:.2g} transport cells" if "cells" in ours else ""
-        target = "met" if r["met"] else f"**not met** ({r['why']})"
+        target = ("met" if r["met"] else "**not met**") + (f" ({r['why']})" if r["why"] else "")
         lines.append(f"| {r['graph']} | {r['kind']} | {r['nodes']:,} | {r['edges']:,} | "
                      f"{r['encoding']} | {cell(ours)} | {cell(r.get('pyg'))} | "
                      f"{cell(r.get('scipy'))} | {cell(r.get('scipy_si'))} | {acc} | "
