@@ -500,6 +500,53 @@ def directed_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def large_graphs_table(data: dict) -> str:
+    """Real large graphs of each kind against PyG and scipy called directly (from
+    ``benchmarks/large_graphs.py``)."""
+    timeout = data["timeout"]
+
+    def cell(result: dict | None) -> str:
+        if result is None:
+            return ""
+        if result["status"] == "timeout":
+            return f"> {timeout:.0f} s"
+        if result["status"] != "ok":
+            return result["status"]
+        if "refused" in result:
+            return f"refused in {result['seconds']:.2f} s"
+        return f"{result['seconds']:.2f} s"
+
+    source = "generated stand-ins (`--synthetic`)" if data["synthetic"] else "real graphs"
+    lines = [
+        f"`python benchmarks/large_graphs.py --timeout {timeout:.0f}` ({source}; one thread, "
+        f"each measurement in its own subprocess, stopped after {timeout:.0f} s, "
+        f"{data['memory_gb']:g} GiB of address space; LapPE k = {data['k']}, RWSE "
+        f"{data['walk_length']} steps, LCP exact Ollivier-Ricci with its default budget):",
+        "",
+        "| graph | kind | nodes | edges | encoding | graphpe | PyG | scipy | scipy "
+        "shift-invert | accuracy | target |",
+        "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- |",
+    ]
+    for r in data["rows"]:
+        ours = r["graphpe"]
+        if r["encoding"].startswith("LapPE"):
+            acc = ours.get("residual")
+            acc = "" if acc is None else f"residual {acc:.1e}"
+        elif r["encoding"].startswith("RWSE"):
+            acc = r.get("max_diff")
+            acc = "" if acc is None else f"max diff {acc:.1e} ({r['diff_against']})"
+        else:
+            acc = f"{ours['cells']:.2g} transport cells" if "cells" in ours else ""
+        target = ("met" if r["met"] else "**not met**") + (f" ({r['why']})" if r["why"] else "")
+        lines.append(f"| {r['graph']} | {r['kind']} | {r['nodes']:,} | {r['edges']:,} | "
+                     f"{r['encoding']} | {cell(ours)} | {cell(r.get('pyg'))} | "
+                     f"{cell(r.get('scipy'))} | {cell(r.get('scipy_si'))} | {acc} | "
+                     f"{target} |")
+    if data.get("skipped"):
+        lines += ["", "Not in the cache: " + "; ".join(data["skipped"].values()) + "."]
+    return "\n".join(lines)
+
+
 def directed_pairs_table(data: dict) -> str:
     """Direction-only pairs separated per encoding (from ``benchmarks/directed_pairs.py``)."""
     labels = data["labels"]
@@ -833,6 +880,7 @@ TABLES = {
                            expressivity_pairs_table),
     "directed": ("benchmarks/results/directed.json", directed_table),
     "directed_pairs": ("benchmarks/results/directed_pairs.json", directed_pairs_table),
+    "large_graphs": ("benchmarks/results/large_graphs.json", large_graphs_table),
 }
 
 

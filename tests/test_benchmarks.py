@@ -524,3 +524,50 @@ def test_rwse_large_benchmark_runs(tmp_path, monkeypatch):
     rows = json.loads(out.read_text())["rows"]
     assert [r["run"] for r in rows] == ["local", "blocked"]
     assert all(r["max_diff"] < 1e-12 for r in rows), rows
+
+
+def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
+    """benchmarks/large_graphs.py: tiny synthetic stand-ins measured in this process (every
+    row, its target judged), tiny real-format files read into the cache (a Matrix Market road
+    network and a SNAP edge list), an absent graph skipped with its reason, and one
+    measurement through the limited subprocess."""
+    out = tmp_path / "s.json"
+    _run_script("large_graphs", ["--synthetic", "--synthetic-scale", "0.004", "--inline",
+                                 "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    rows = data["rows"]
+    assert [r["encoding"] for r in rows] == ["LapPE k=16 (auto)", "RWSE 16", "LCP (orc)"] * 3
+    assert all(isinstance(r["met"], bool) for r in rows)
+    for r in rows:
+        if r["encoding"].startswith("LapPE"):
+            assert r["graphpe"]["residual"] < 1e-6 and r["pyg"]["status"] == "ok"
+        elif r["encoding"].startswith("RWSE"):
+            assert r["max_diff"] < 1e-6 and r["diff_against"] == "pyg"
+    data_dir = tmp_path / "cache"
+    data_dir.mkdir()
+    # a 12-node ring with chords, as a bare 1-based Matrix Market body and as a SNAP list
+    ring = [(i, (i + 1) % 12) for i in range(12)] + [(0, 6), (3, 9), (3, 9)]
+    (data_dir / "luxembourg_osm.mtx").write_text(
+        "%%MatrixMarket matrix coordinate pattern symmetric\n% ring\n12 12 15\n"
+        + "".join(f"{u + 1} {v + 1}\n" for u, v in ring))
+    (data_dir / "ca-AstroPh.txt").write_text(
+        "# Undirected graph\n# FromNodeId\tToNodeId\n"
+        + "".join(f"{100 + u}\t{100 + v}\n{100 + v}\t{100 + u}\n" for u, v in ring))
+    out = tmp_path / "r.json"
+    _run_script("large_graphs", ["--data", str(data_dir), "--graphs", "road,coauthor,photo",
+                                 "--inline", "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert {(r["graph"], r["nodes"], r["edges"]) for r in data["rows"]} == {
+        ("DIMACS10 luxembourg_osm", 12, 14), ("SNAP ca-AstroPh", 12, 14)}
+    assert data["skipped"]["photo"] == (
+        "GraphSAINT Flickr: no flickr/adj_full.npz or adj_full.npz in the cache folder")
+    assert (data_dir / "road.npz").exists() and (data_dir / "coauthor.npz").exists()
+    bench = runpy.run_path(str(BENCH / "large_graphs.py"), run_name="large_graphs")
+    graph = tmp_path / "g.npz"
+    import numpy as np
+
+    np.savez(graph, edges=np.array([[0, 1, 2], [1, 2, 0]]), num_nodes=3)
+    result = bench["run_measure"]({"method": "rwse-scipy", "graph": str(graph),
+                                   "out": str(tmp_path / "w.npy")}, 120.0, 6.0)
+    assert result["status"] == "ok"
+    assert np.allclose(np.load(tmp_path / "w.npy")[:, 1], 0.5)  # back after 2 steps: 1/2

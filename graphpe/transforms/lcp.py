@@ -7,9 +7,19 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from graphpe.ops.checks import check_choice
-from graphpe.ops.curvature import CURVATURES, PROFILE_STATS, local_curvature_profile
+from graphpe.ops.checks import check_choice, check_size_limit
+from graphpe.ops.curvature import (
+    CURVATURES,
+    DEFAULT_MAX_TRANSPORT_CELLS,
+    PROFILE_STATS,
+    local_curvature_profile,
+)
 from graphpe.transforms.base import PETransform, check_attr_names, option
+
+
+def _budget(name: str, value: object) -> int | None:
+    """``max_transport_cells``: an int >= 0, or None for no limit."""
+    return None if value is None else check_size_limit(name, value)
 
 
 @dataclass(eq=False, repr=False)
@@ -38,6 +48,15 @@ class LCP(PETransform):
         stats: statistics, a subset of ``min, max, mean, std, median`` in any order.
         attr_name: node attribute written.
         edge_attr_name: edge attribute for the per-edge curvature, or None.
+        max_transport_cells: budget of the exact ``orc``, in transport cells: the sum over
+            edges ``x ~ y`` of ``|supp m_x| * |supp m_y|`` (``d_x d_y`` for ``alpha = 0``,
+            ``(d_x + 1)(d_y + 1)`` otherwise; see
+            :func:`graphpe.ops.curvature.orc_transport_cost`), counted before anything is
+            solved. A graph past it raises
+            :class:`graphpe.ops.curvature.TransportBudgetError` at once, whose message gives
+            the estimate and the alternatives (``orc_bounds``, ``forman``, ``afrc``). None:
+            no limit. It only refuses graphs, never changes a value, so it is not part of the
+            cache key.
     """
 
     curvature: str = option("orc", lambda name, value: check_choice(name, value, CURVATURES))
@@ -45,6 +64,7 @@ class LCP(PETransform):
     stats: tuple[str, ...] = option(PROFILE_STATS, lambda _, value: tuple(value))
     attr_name: str | None = option("lcp")
     edge_attr_name: str | None = option(None)
+    max_transport_cells: int | None = option(DEFAULT_MAX_TRANSPORT_CELLS, _budget, key=False)
 
     def validate(self) -> None:
         alpha = self.alpha
@@ -74,7 +94,8 @@ class LCP(PETransform):
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
         profile, per_edge = local_curvature_profile(
-            edge_index, num_nodes, self.curvature, self.alpha, self.stats, ptr=ptr)
+            edge_index, num_nodes, self.curvature, self.alpha, self.stats, ptr=ptr,
+            max_transport_cells=self.max_transport_cells)
         out = {self.attr_name: profile.float()}
         if self.edge_attr_name is not None:
             out[self.edge_attr_name] = per_edge.float()

@@ -4,8 +4,12 @@
 
 from graphpe.ops.curvature.tensor import (
     CURVATURES,
+    DEFAULT_MAX_TRANSPORT_CELLS,
     PROFILE_STATS,
+    TransportBudgetError,
+    TransportCost,
     bounds_simple,
+    check_transport_budget,
     curvature_bounds,
     edge_triangles,
     forman_curvature,
@@ -15,14 +19,19 @@ from graphpe.ops.curvature.tensor import (
     ollivier_ricci,
     orc_csr,
     orc_simple,
+    orc_transport_cost,
     per_input_edge,
     profile_simple,
 )
 
 __all__ = [
     "CURVATURES",
+    "DEFAULT_MAX_TRANSPORT_CELLS",
     "PROFILE_STATS",
+    "TransportBudgetError",
+    "TransportCost",
     "bounds_simple",
+    "check_transport_budget",
     "curvature_bounds",
     "edge_triangles",
     "forman_curvature",
@@ -32,6 +41,7 @@ __all__ = [
     "ollivier_ricci",
     "orc_csr",
     "orc_simple",
+    "orc_transport_cost",
     "per_input_edge",
     "profile_simple",
 ]

@@ -13,23 +13,35 @@ common neighbour, else 3, since ``u ~ x ~ y ~ v``), read from the adjacency list
 all-pairs shortest paths. Each edge is then a transport problem of size
 ``(d_x + 1) x (d_y + 1)``, solved exactly by successive shortest paths in a compiled (numba)
 loop over edges (:mod:`graphpe.ops.curvature.compiled`, with the compiled profiles of the CPU
-path).
+path), on threads over chunks of the edges.
+
+The work of the exact solve grows with the *transport cells*, ``sum over edges of
+|supp m_x| * |supp m_y|`` (``(d_x + 1)(d_y + 1)`` for a lazy walk, ``d_x d_y`` for
+``alpha = 0``), which a hub makes huge: every edge at a hub of degree ``h`` is a problem of
+at least ``h`` cells, so the hub alone adds more than ``h^2``. :func:`orc_transport_cost`
+counts them (one vectorized pass over the degrees) before anything is solved, and the exact
+functions refuse a graph past ``max_transport_cells`` at once
+(:func:`check_transport_budget`), naming the estimate and the cheap alternatives.
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
 from graphpe.ops.curvature.compiled import (
-    _orc_kernel,
+    ORC_CELLS_PER_SECOND,
     edge_triangles_host,
     node_profile_host,
     orc_csr,
     per_input_edge_host,
+    solve_edges,
+    transport_cells,
+    upper_edges,
 )
 from graphpe.ops.graph import (
     UndirectedGraph,
@@ -42,7 +54,90 @@ from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 
 PROFILE_STATS = ("min", "max", "mean", "std", "median")
 
+# Default budget of the exact ORC, in transport cells: a couple of minutes of one thread at
+# the solver's rough speed, far above any molecule or citation benchmark graph (thousands of
+# cells each), below a hub-heavy social graph (10^9 cells and more).
+DEFAULT_MAX_TRANSPORT_CELLS = 250_000_000
 
+
+class TransportCost(NamedTuple):
+    """What the exact Ollivier-Ricci curvature of a graph would solve.
+
+    ``edges``: undirected edges, one transport problem each; ``cells``: their total size,
+    ``sum |supp m_x| * |supp m_y|``; ``largest``: the cells of the largest problem;
+    ``seconds``: ``cells / ORC_CELLS_PER_SECOND``, a rough time on one thread."""
+
+    edges: int
+    cells: int
+    largest: int
+    seconds: float
+
+
+class TransportBudgetError(ValueError):
+    """The exact Ollivier-Ricci curvature of a graph would exceed ``max_transport_cells``;
+    ``cost`` holds the estimate (:class:`TransportCost`)."""
+
+    def __init__(self, message: str, cost: TransportCost) -> None:
+        super().__init__(message)
+        self.cost = cost
+
+
+def _cost_of(indptr: np.ndarray, indices: np.ndarray, alpha: float) -> TransportCost:
+    src, dst, _ = upper_edges(indptr, indices)
+    cells = transport_cells(indptr, src, dst, alpha)
+    total = int(cells.sum())
+    largest = int(cells.max()) if cells.size else 0
+    return TransportCost(int(src.shape[0]), total, largest, total / ORC_CELLS_PER_SECOND)
+
+
+def orc_transport_cost(edge_index: Tensor, num_nodes: int, alpha: float = 0.0) -> TransportCost:
+    """The size of the exact Ollivier-Ricci solve of a graph, before solving anything.
+
+    Each undirected edge ``x ~ y`` of the simple graph is a transport problem between the
+    supports of ``m_x`` and ``m_y``: ``|supp m_x| = d_x + [alpha > 0]`` nodes, so
+    ``(d_x + [alpha > 0]) (d_y + [alpha > 0])`` cells. Returns a :class:`TransportCost`;
+    O(N + E), vectorized.
+
+    Args:
+        edge_index: ``[2, E]`` edges (symmetrized; self loops and duplicates ignored).
+        num_nodes: number of nodes.
+        alpha: laziness of the walks, in ``[0, 1)``.
+    """
+    _check_alpha(alpha)
+    validate_graph(edge_index, num_nodes)
+    csr = simple_csr(edge_index, num_nodes)
+    return _cost_of(csr.indptr, csr.indices, float(alpha))
+
+
+def check_transport_budget(cost: TransportCost, max_transport_cells: int | None) -> None:
+    """Raise :class:`TransportBudgetError` if ``cost.cells`` exceeds ``max_transport_cells``
+    (None: no limit), with the estimate and the alternatives in the message."""
+    if max_transport_cells is None or cost.cells <= max_transport_cells:
+        return
+    raise TransportBudgetError(
+        f"exact Ollivier-Ricci curvature would solve {cost.edges:,} transport problems of "
+        f"{cost.cells:,} cells in all (the largest {cost.largest:,}), roughly "
+        f"{_duration(cost.seconds)} on one thread, past max_transport_cells="
+        f"{max_transport_cells:,}. Use curvature='orc_bounds' (Jost-Liu lower and triangle "
+        f"upper bounds, curvature_bounds) or 'forman' / 'afrc' (forman_curvature), which "
+        f"solve no transport problem, or pass a larger max_transport_cells (None: no limit) "
+        f"to solve it exactly.", cost)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _check_budget(name: str, value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0 or None, got {value!r}")
+    return int(value)
 
 
 def _csr(graph: UndirectedGraph) -> tuple[np.ndarray, np.ndarray]:
@@ -69,12 +164,22 @@ def per_input_edge(
     return out
 
 
-def orc_simple(graph: UndirectedGraph, alpha: float = 0.0) -> Tensor:
-    """Exact ORC of every directed edge of a simple graph (float64, on the graph's device)."""
+def orc_simple(
+    graph: UndirectedGraph,
+    alpha: float = 0.0,
+    max_transport_cells: int | None = DEFAULT_MAX_TRANSPORT_CELLS,
+    threads: int | None = None,
+    progress: bool | None = None,
+) -> Tensor:
+    """Exact ORC of every directed edge of a simple graph (float64, on the graph's device);
+    the arguments as :func:`ollivier_ricci`."""
     indptr, indices = _csr(graph)
+    cost = _cost_of(indptr, indices, float(alpha))
+    check_transport_budget(cost, _check_budget("max_transport_cells", max_transport_cells))
     row, col = graph.edge_index.cpu().numpy()
     upper = row < col  # curvature is symmetric: solve each undirected edge once
-    kappa_upper = _orc_kernel(indptr, indices, row[upper], col[upper], float(alpha))
+    kappa_upper = solve_edges(indptr, indices, row[upper], col[upper], float(alpha), threads,
+                              _show(progress, cost))
     kappa = np.empty(row.shape[0])
     kappa[upper] = kappa_upper
     if (~upper).any():
@@ -86,11 +191,22 @@ def orc_simple(graph: UndirectedGraph, alpha: float = 0.0) -> Tensor:
     return torch.from_numpy(kappa).to(graph.edge_index.device)
 
 
+# Estimated seconds past which the exact solve shows a progress bar when progress is None.
+PROGRESS_AFTER_SECONDS = 30.0
+
+
+def _show(progress: bool | None, cost: TransportCost) -> bool:
+    return cost.seconds > PROGRESS_AFTER_SECONDS if progress is None else bool(progress)
+
+
 def ollivier_ricci(
     edge_index: Tensor,
     num_nodes: int,
     alpha: float = 0.0,
     dtype: torch.dtype = torch.float32,
+    max_transport_cells: int | None = DEFAULT_MAX_TRANSPORT_CELLS,
+    threads: int | None = None,
+    progress: bool | None = None,
 ) -> Tensor:
     """Exact Ollivier-Ricci curvature ``1 - W1(m_x, m_y)`` of every input edge.
 
@@ -100,14 +216,22 @@ def ollivier_ricci(
         alpha: laziness, the mass a walk keeps at its node, in ``[0, 1)``. The LCP paper uses
             0; GraphRicciCurvature's default is 0.5.
         dtype: dtype of the result (the solve runs in float64).
+        max_transport_cells: budget of the solve in transport cells
+            (:func:`orc_transport_cost`); past it :class:`TransportBudgetError` is raised at
+            once, before anything is solved. None: no limit.
+        threads: threads sharing the edges (default ``torch.get_num_threads()``).
+        progress: show a progress bar; None: when the estimate exceeds
+            :data:`PROGRESS_AFTER_SECONDS`.
 
     Returns ``[E]`` on ``edge_index``'s device. Equal to GraphRicciCurvature's ``OllivierRicci``
-    (method ``OTD``, same alpha) on unweighted undirected graphs.
+    (method ``OTD``, same alpha) on unweighted undirected graphs; the same bit for bit with any
+    number of threads.
     """
     _check_alpha(alpha)
     validate_graph(edge_index, num_nodes)
     graph = undirected_simple(edge_index, num_nodes)
-    return per_input_edge(edge_index, graph, orc_simple(graph, alpha).to(dtype))
+    kappa = orc_simple(graph, alpha, max_transport_cells, threads, progress)
+    return per_input_edge(edge_index, graph, kappa.to(dtype))
 
 
 def _check_alpha(alpha: float) -> None:
@@ -265,6 +389,9 @@ def local_curvature_profile(
     stats: tuple[str, ...] = PROFILE_STATS,
     ptr: Tensor | None = None,
     plan: ExecPlan = DEFAULT_PLAN,
+    max_transport_cells: int | None = DEFAULT_MAX_TRANSPORT_CELLS,
+    threads: int | None = None,
+    progress: bool | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Local Curvature Profile: per node, ``stats`` of the curvature of its incident edges.
 
@@ -275,18 +402,24 @@ def local_curvature_profile(
     (graphs of a batch) is only validated: curvature never crosses a graph boundary anyway.
     ``plan.kernel``: ``compiled`` (CPU: compiled loops on the CSR adjacency), ``tensor`` (torch
     operations) or ``auto`` (``compiled`` on the CPU); the exact ORC solve is compiled either
-    way.
+    way. ``max_transport_cells``, ``threads`` and ``progress`` apply to ``orc`` as in
+    :func:`ollivier_ricci`: past the budget the call raises :class:`TransportBudgetError` at
+    once, before any curvature is computed.
     """
     if curvature not in CURVATURES:
         raise ValueError(f"curvature must be one of {CURVATURES}, got {curvature!r}")
     _check_alpha(alpha)
     _check_stats(stats)
+    max_transport_cells = _check_budget("max_transport_cells", max_transport_cells)
     validate_graph(edge_index, num_nodes, ptr=ptr)
     device = edge_index.device
     if use_compiled(plan.kernel, device):
         csr = simple_csr(edge_index, num_nodes)
         if curvature == "orc":
-            value = stored = orc_csr(csr.indptr, csr.indices, alpha)
+            cost = _cost_of(csr.indptr, csr.indices, float(alpha))
+            check_transport_budget(cost, max_transport_cells)
+            value = stored = orc_csr(csr.indptr, csr.indices, alpha, threads,
+                                     _show(progress, cost))
         else:
             deg = np.diff(csr.indptr).astype(np.float64)
             row = np.repeat(np.arange(num_nodes), np.diff(csr.indptr))
@@ -304,7 +437,7 @@ def local_curvature_profile(
         return profile, torch.from_numpy(per_input_edge_host(edge_index, csr, stored))
     graph = undirected_simple(edge_index, num_nodes)
     if curvature == "orc":
-        value = stored = orc_simple(graph, alpha)
+        value = stored = orc_simple(graph, alpha, max_transport_cells, threads, progress)
     elif curvature == "orc_bounds":
         lower, upper = bounds_simple(graph, alpha)
         value, stored = (lower + upper) / 2, torch.stack([lower, upper], dim=1)
@@ -353,7 +486,12 @@ def node_profile(
 
 __all__ = [
     "CURVATURES",
+    "DEFAULT_MAX_TRANSPORT_CELLS",
     "PROFILE_STATS",
+    "TransportBudgetError",
+    "TransportCost",
+    "check_transport_budget",
+    "orc_transport_cost",
     "local_curvature_profile",
     "orc_csr",
     "bounds_simple",
