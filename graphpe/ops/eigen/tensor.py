@@ -182,8 +182,8 @@ def laplacian_eigenpairs(
             sub_labels = labels[start:end]
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
         solver = plan.sparse_solver
-        if solver == "auto":  # Chebyshev on a GPU; on the CPU, a choice per component
-            solver = "chebyshev" if ei.device.type != "cpu" else "auto"
+        if solver == "auto":
+            solver = auto_sparse_solver(ei.device)
         vals = vecs = None
         if solver == "chebyshev":
             vals, vecs = _chebyshev_smallest(
@@ -213,6 +213,13 @@ def laplacian_eigenpairs(
         mask[g, :m] = True
         eigvecs[start:end] = vecs[0]
     return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
+
+
+def auto_sparse_solver(device: torch.device) -> str:
+    """What ``sparse_solver="auto"`` runs on ``device``: ``chebyshev`` on a GPU (the one
+    solver that runs there; ARPACK on the CPU where it does not converge), ``auto`` on the CPU
+    (a choice per connected component, :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`)."""
+    return "auto" if device.type == "cpu" else "chebyshev"
 
 
 def check_eigenpair_options(k: int, normalization: str = "sym", sign: str = "canonical") -> None:
