@@ -60,8 +60,9 @@ class ExecPlan:
             Lanczos vectors), ``arpack`` (the former name of ``lanczos``) or ``auto``
             (``chebyshev`` on a GPU, then ARPACK where it does not converge in
             ``sparse_max_iter`` filters; on the CPU per component: ``shift_invert`` where a
-            Lanczos probe finds tiny gaps and the measured LU factor fits its budget, else
-            ``lanczos``; see :mod:`graphpe.ops.eigen.krylov`).
+            Lanczos probe finds tiny gaps and the measured LU factor fits its budget,
+            ``chebyshev`` where the gaps are tiny but the factor fills in, else ``lanczos``;
+            see :mod:`graphpe.ops.eigen.krylov`).
         sparse_tol: residual tolerance of the sparse eigensolver (None: the kernel's default).
         sparse_max_iter: filter iterations of ``chebyshev``.
     """

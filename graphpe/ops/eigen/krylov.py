@@ -51,6 +51,10 @@ SMALL_GAP = 1e-2
 PROBE_STEPS = 30
 # nodes of the BFS ball whose factorization predicts a component's fill
 FILL_SAMPLE_NODES = 4000
+# ``auto``: the largest predicted fill ``nnz(L + U) / nnz(A)`` for which shift-invert is
+# chosen: the factorization's work grows with the square of the fill per column, and past
+# this it costs more than a Krylov solve.
+MAX_FILL_RATIO = 8.0
 _INDEX_BYTES = 4
 _VALUE_BYTES = 8
 
@@ -275,8 +279,9 @@ def choose_sparse_solver(
     max_factor_bytes: int = FACTOR_MAX_BYTES,
     seed: int = 0,
 ) -> SolverChoice:
-    """Choose ``lanczos`` or ``shift_invert`` for the ``k`` smallest nonzero eigenpairs of one
-    connected component's Laplacian ``operator`` (null space ``deflate``), on the CPU.
+    """Choose ``lanczos``, ``shift_invert`` or ``chebyshev`` for the ``k`` smallest nonzero
+    eigenpairs of one connected component's Laplacian ``operator`` (null space ``deflate``),
+    on the CPU.
 
     Probes, cheapest first:
 
@@ -288,9 +293,11 @@ def choose_sparse_solver(
     3. otherwise (tiny gaps: Krylov methods on ``L`` need thousands of products) the fill of
        the factorization of a :data:`FILL_SAMPLE_NODES`-node BFS ball around the highest-degree
        node predicts the component's fill (hubs make it explode, near-planar graphs keep it
-       within a small factor of ``nnz(L)``); where the prediction fits ``max_factor_bytes``,
-       the component is factored and its fill measured: ``shift_invert`` with that factor
-       where it fits, else ``lanczos``.
+       within a small factor of ``nnz(L)``); where the predicted fill ratio is at most
+       :data:`MAX_FILL_RATIO` and the predicted bytes fit ``max_factor_bytes``, the component
+       is factored and its fill measured: ``shift_invert`` with that factor where it fits;
+       else ``chebyshev`` (a block method: clustered small eigenvalues cost it fewer
+       products than restarted Lanczos).
 
     The choice and its reasons are logged at DEBUG on ``logging.getLogger("graphpe")``.
     """
@@ -316,17 +323,17 @@ def choose_sparse_solver(
         predicted = int(ratio * operator.nnz * (_VALUE_BYTES + _INDEX_BYTES))
         probes["sample_fill_ratio"] = ratio
         probes["predicted_factor_bytes"] = float(predicted)
-        if predicted > max_factor_bytes:
+        if predicted > max_factor_bytes or ratio > MAX_FILL_RATIO:
             return _chosen(SolverChoice(
-                "lanczos", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
-                f"would take ~{predicted:,} bytes > {max_factor_bytes:,} (sample fill "
-                f"{ratio:.1f}x)", probes))
+                "chebyshev", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU "
+                f"factor would fill in {ratio:.1f}x (limit {MAX_FILL_RATIO:g}x), "
+                f"~{predicted:,} bytes (budget {max_factor_bytes:,})", probes))
     factor = factor_laplacian(operator, sigma)
     probes["factor_bytes"] = float(factor.bytes)
     probes["factor_seconds"] = factor.seconds
     if factor.bytes > max_factor_bytes:
         return _chosen(SolverChoice(
-            "lanczos", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
+            "chebyshev", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
             f"takes {factor.bytes:,} bytes > {max_factor_bytes:,}", probes))
     return _chosen(SolverChoice(
         "shift_invert", f"tiny gaps (smallest Ritz value {ritz[0]:.2e} < {SMALL_GAP:g} x "

@@ -34,7 +34,12 @@ from graphpe.ops.eigen.krylov import (
     lanczos_eigenpairs,
     shift_invert_eigenpairs,
 )
-from graphpe.ops.eigen.sparse import ComponentBasis, chebyshev_eigenpairs, component_basis
+from graphpe.ops.eigen.sparse import (
+    ComponentBasis,
+    SparseEigenpairs,
+    chebyshev_eigenpairs,
+    component_basis,
+)
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
@@ -199,7 +204,7 @@ def laplacian_eigenpairs(
         if vals is None:
             vals, vecs = _sparse_smallest(
                 ei, off, diag, deg, k, keep_trivial, normalization, dense_max_nodes,
-                plan.sparse_tol, solver)
+                plan.sparse_tol, solver, plan.sparse_max_iter)
             vals = torch.from_numpy(vals)
             vecs = torch.from_numpy(vecs)
         vals = vals.to(eigvals)
@@ -370,6 +375,7 @@ def _sparse_smallest(
     dense_max_nodes: int,
     tol: float | None,
     solver: str,
+    max_iter: int = 200,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian, on
     the CPU, one connected component at a time.
@@ -416,7 +422,8 @@ def _sparse_smallest(
             w, u = np.linalg.eigh(sub.toarray())
             w, u = w[1 : want + 1], u[:, 1 : want + 1]  # column 0 is the trivial pair
         else:
-            w, u = _component_smallest(sub.tocsr(), trivial, want, upper, tol, solver)
+            w, u = _component_smallest(sub.tocsr(), trivial, want, upper, tol, solver,
+                                       max_iter)
         for j in range(w.size):
             values.append(float(w[j]))
             columns.append((nodes, u[:, j]))
@@ -430,10 +437,12 @@ def _sparse_smallest(
 
 
 def _component_smallest(
-    lap: sp.csr_matrix, trivial: np.ndarray, k: int, upper: float, tol: float, solver: str
+    lap: sp.csr_matrix, trivial: np.ndarray, k: int, upper: float, tol: float, solver: str,
+    max_iter: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest nonzero eigenpairs of one connected component's Laplacian ``lap``
-    (null vector ``trivial``) by ``solver``, ascending."""
+    (null vector ``trivial``) by ``solver`` (``chebyshev``: ``max_iter`` filters, then
+    Lanczos), ascending."""
     size = lap.shape[0]
     basis = ComponentBasis(torch.from_numpy(trivial), torch.zeros(size, dtype=torch.long), 1)
     factor = None
@@ -443,6 +452,17 @@ def _component_smallest(
     if solver == "shift_invert":
         solved = shift_invert_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
                                          factor=factor)
+    elif solver == "chebyshev":
+        coo = lap.tocoo()
+        operator = sparse_operator(torch.from_numpy(np.stack([coo.row, coo.col])).long(),
+                                   torch.from_numpy(coo.data), size)
+        solved = _chebyshev_refined(operator, k, upper, basis, tol, max_iter, warn=False)
+        if not solved.converged:
+            warnings.warn(
+                f"chebyshev: a component of {size} nodes did not converge in {max_iter} "
+                "filters; solving it with Lanczos", RuntimeWarning, stacklevel=4)
+            solver = "lanczos"
+            solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol)
     else:
         solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol)
     if not solved.converged:
@@ -490,17 +510,7 @@ def _chebyshev_smallest(
         scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
         if tol is None:
             tol = (1e-8 if dtype == torch.float64 else _FLOAT32_TOL) * scale
-        gen = torch.Generator().manual_seed(0)
-        start = None
-        if dtype == torch.float64 and tol < _FLOAT32_TOL * scale:
-            # float32 SpMM moves half the bytes: converge most of the way there, then refine
-            rough = chebyshev_eigenpairs(
-                operator.to(torch.float32), want, upper=upper, deflate=basis,
-                tol=_FLOAT32_TOL * scale, max_iter=max_iter, generator=gen, warn=False)
-            start = rough.block
-        solved = chebyshev_eigenpairs(
-            operator, want, upper=upper, deflate=basis, tol=tol, max_iter=max_iter,
-            generator=gen, start=start, warn=warn)
+        solved = _chebyshev_refined(operator, want, upper, basis, tol, max_iter, warn)
         if not solved.converged and not warn:
             return None, None
         vals = torch.cat([vals, solved.eigvals])
@@ -508,3 +518,27 @@ def _chebyshev_smallest(
     if vecs is None:
         vecs = deg.new_zeros(n, 0, dtype=torch.float64)
     return vals, vecs
+
+
+def _chebyshev_refined(
+    operator: Tensor,
+    k: int,
+    upper: float,
+    basis: ComponentBasis,
+    tol: float,
+    max_iter: int,
+    warn: bool,
+) -> SparseEigenpairs:
+    """:func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs` in the operator's dtype; a
+    float64 solve below float32's residual floor first converges with float32 products (half
+    the bytes moved), then refines from that block."""
+    scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
+    gen = torch.Generator().manual_seed(0)
+    start = None
+    if operator.dtype == torch.float64 and tol < _FLOAT32_TOL * scale:
+        rough = chebyshev_eigenpairs(
+            operator.to(torch.float32), k, upper=upper, deflate=basis,
+            tol=_FLOAT32_TOL * scale, max_iter=max_iter, generator=gen, warn=False)
+        start = rough.block
+    return chebyshev_eigenpairs(operator, k, upper=upper, deflate=basis, tol=tol,
+                                max_iter=max_iter, generator=gen, start=start, warn=warn)

@@ -171,13 +171,28 @@ def test_auto_picks_shift_invert_on_a_road_network_and_lanczos_on_a_power_law_gr
 def test_auto_respects_the_factor_budget():
     sub, basis, _, _, _ = giant_component("road")
     choice = choose_sparse_solver(sub, K, upper=2.0, deflate=basis, max_factor_bytes=1000)
-    assert choice.solver == "lanczos" and choice.factor is None
+    assert choice.solver == "chebyshev" and choice.factor is None
     assert "bytes > 1,000" in choice.reason
     factor = factor_laplacian(sub, -1e-7)
     with pytest.raises(MemoryError, match=rf"^shift_invert_eigenpairs: the LU factor takes "
                                           rf"{factor.bytes:,} bytes > max_factor_bytes=1,000$"):
         shift_invert_eigenpairs(sub, 3, upper=2.0, deflate=basis, factor=factor,
                                 max_factor_bytes=1000)
+
+
+def test_auto_takes_chebyshev_where_the_factor_would_fill_in(monkeypatch, caplog):
+    import graphpe.ops.eigen.krylov as krylov
+
+    monkeypatch.setattr(krylov, "FILL_SAMPLE_NODES", 300)
+    monkeypatch.setattr(krylov, "MAX_FILL_RATIO", 0.5)  # every factor fills in past this
+    data = stand_in("road")
+    n = data.num_nodes
+    with caplog.at_level(logging.DEBUG, logger="graphpe"):
+        pairs = laplacian_eigenpairs(data.edge_index, n, 6, dtype=torch.float64,
+                                     plan=ExecPlan(dense_max_nodes=200))
+    assert any(": chebyshev: tiny gaps" in r.getMessage() for r in caplog.records)
+    _, _, _, w, _ = giant_component("road")
+    assert np.allclose(pairs.eigvals[0].numpy(), w[1:7], atol=1e-8)
 
 
 def test_ritz_probe_bounds_the_smallest_nonzero_eigenvalue():
