@@ -24,7 +24,7 @@ from graphpe.ops.checks import (
 from graphpe.ops.host import KERNELS
 
 EIGH_BACKENDS = ("auto", "torch", "cupy", "host")
-SPARSE_SOLVERS = ("auto", "chebyshev", "arpack")
+SPARSE_SOLVERS = ("auto", "chebyshev", "lanczos", "shift_invert", "arpack")
 COMPUTE_DTYPES = (None, torch.float32, torch.float64)
 
 
@@ -52,10 +52,17 @@ class ExecPlan:
             (:func:`graphpe.ops.eigen.dense.batched_eigh`): ``auto``, ``torch``, ``cupy`` or
             ``host``.
         sparse_solver: eigensolver of graphs above ``dense_max_nodes``: ``chebyshev``
-            (Chebyshev-filtered subspace iteration on the graph's device), ``arpack``
-            (scipy's ``eigsh`` per connected component, on the CPU) or ``auto``
-            (``chebyshev``, then ``arpack`` with a warning where it does not converge in
-            ``sparse_max_iter`` filters).
+            (Chebyshev-filtered subspace iteration on the graph's device; memory a few
+            ``n x (k + 16)`` blocks), ``lanczos`` (ARPACK on the spectrum-flipped,
+            null-space-deflated Laplacian per connected component, on the CPU; memory
+            ``max(2k + 1, 20) x n`` float64), ``shift_invert`` (ARPACK on ``(L - sigma I)^-1``
+            with one sparse LU per component, sigma just below 0; memory the factor plus the
+            Lanczos vectors), ``arpack`` (the former name of ``lanczos``) or ``auto``
+            (``chebyshev`` on a GPU, then ARPACK where it does not converge in
+            ``sparse_max_iter`` filters; on the CPU per component: ``shift_invert`` where a
+            Lanczos probe finds tiny gaps and the measured LU factor fits its budget,
+            ``chebyshev`` where the gaps are tiny but the factor fills in, else ``lanczos``;
+            see :mod:`graphpe.ops.eigen.krylov`).
         sparse_tol: residual tolerance of the sparse eigensolver (None: the kernel's default).
         sparse_max_iter: filter iterations of ``chebyshev``.
         max_memory_bytes: working memory a large-graph kernel may use (random walks above

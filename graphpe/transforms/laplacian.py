@@ -53,9 +53,11 @@ class LaplacianPE(PETransform):
         dense_max_nodes: larger graphs use a sparse eigensolver and are never densified.
         eigh_backend: dense solver (``"auto"``, ``"torch"``, ``"cupy"``, ``"host"``); on CUDA,
             ``auto`` uses CuPy's batched ``eigh`` above 32 nodes when CuPy is installed.
-        sparse_solver: ``"auto"`` (Chebyshev-filtered subspace iteration on the data's device,
-            ARPACK where it does not converge), ``"chebyshev"`` or ``"arpack"``; see
-            :func:`graphpe.ops.laplacian_eigenpairs`.
+        sparse_solver: ``"auto"`` (on the CPU, per connected component: shift-invert
+            Lanczos where the gaps are tiny and the sparse LU stays small, else Lanczos; on a
+            GPU, Chebyshev-filtered subspace iteration), ``"chebyshev"``, ``"lanczos"``,
+            ``"shift_invert"`` or ``"arpack"`` (``lanczos``); see
+            :class:`graphpe.ops.plan.ExecPlan`.
     """
 
     k: int = option(8)

@@ -14,7 +14,7 @@ from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan, execution_plan
     ({"eigh_backend": "magma"}, r"^eigh_backend must be one of \('auto', 'torch', 'cupy', "
                                 r"'host'\), got 'magma'$"),
     ({"sparse_solver": "lobpcg"}, r"^sparse_solver must be one of \('auto', 'chebyshev', "
-                                  r"'arpack'\), got 'lobpcg'$"),
+                                  r"'lanczos', 'shift_invert', 'arpack'\), got 'lobpcg'$"),
     ({"compute_dtype": torch.float16}, r"^compute_dtype must be one of \(None, torch.float32, "
                                        r"torch.float64\), got torch.float16$"),
     ({"dense_max_nodes": -1}, r"^dense_max_nodes must be an int >= 0, got -1$"),

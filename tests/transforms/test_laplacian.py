@@ -78,7 +78,8 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="sign must be one of"):
         LaplacianPE(k=2, sign="bogus")
     with pytest.raises(ValueError, match=r"^sparse_solver must be one of \('auto', 'chebyshev', "
-                                         r"'arpack'\), got 'lobpcg'$"):
+                                         r"'lanczos', 'shift_invert', 'arpack'\), "
+                                         r"got 'lobpcg'$"):
         LaplacianPE(k=2, sparse_solver="lobpcg")
     with pytest.raises(ValueError, match=r"^eigh_backend must be one of \('auto', 'torch', "
                                          r"'cupy', 'host'\), got 'magma'$"):
@@ -104,7 +105,8 @@ def test_data_with_batch_vector_but_no_ptr(families):
     assert torch.allclose(a.lap_eigvals, b.lap_eigvals)
 
 
-@pytest.mark.parametrize("solver", ["auto", "chebyshev", "arpack"])
+@pytest.mark.parametrize("solver",
+                         ["auto", "chebyshev", "lanczos", "shift_invert", "arpack"])
 def test_large_graphs_switch_to_the_sparse_solver(solver):
     import networkx as nx
 

@@ -22,7 +22,6 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
@@ -30,7 +29,17 @@ from torch import Tensor
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.compiled import laplacian_eigenpairs_host
 from graphpe.ops.eigen.dense import batched_eigh
-from graphpe.ops.eigen.sparse import chebyshev_eigenpairs, component_basis
+from graphpe.ops.eigen.krylov import (
+    choose_sparse_solver,
+    lanczos_eigenpairs,
+    shift_invert_eigenpairs,
+)
+from graphpe.ops.eigen.sparse import (
+    ComponentBasis,
+    SparseEigenpairs,
+    chebyshev_eigenpairs,
+    component_basis,
+)
 from graphpe.ops.graph import (
     NORMALIZATIONS,
     SizeBucket,
@@ -106,11 +115,14 @@ def laplacian_eigenpairs(
             :mod:`graphpe.ops.eigen.compiled`) or in padded size buckets (``plan.kernel=
             "tensor"``, any device, one batched ``plan.eigh_backend`` solve per bucket, in
             ``plan.compute_dtype``: float64 on the CPU and float32 on GPUs by default); larger
-            graphs by ``plan.sparse_solver``. Its ``sparse_tol`` is the residual
-            ``||L v - lambda v||`` for ``chebyshev`` (default ``1e-8`` in float64, ``1e-5`` in
-            float32, times ``max deg`` for ``none``; a float64 solve first converges to
-            ``1e-5`` with float32 products, then refines) and relative to ``|lambda|`` for
-            ``arpack`` (default ``1e-8``).
+            graphs by ``plan.sparse_solver`` (``chebyshev`` on the graph's device;
+            ``lanczos`` and ``shift_invert`` per connected component on the CPU, components
+            up to ``dense_max_nodes`` densely; ``auto``: ``chebyshev`` on a GPU, on the CPU
+            a choice per component by :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`).
+            Its ``sparse_tol`` is the residual ``||L v - lambda v||`` every pair must reach
+            (default ``1e-8``, times ``max deg`` for ``none``; ``chebyshev`` in float32:
+            ``1e-5``; a float64 Chebyshev solve first converges to ``1e-5`` with float32
+            products, then refines).
     """
     check_eigenpair_options(k, normalization, sign)
     device = edge_index.device
@@ -174,8 +186,11 @@ def laplacian_eigenpairs(
         else:
             sub_labels = labels[start:end]
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
+        solver = plan.sparse_solver
+        if solver == "auto":
+            solver = auto_sparse_solver(ei.device)
         vals = vecs = None
-        if plan.sparse_solver != "arpack":
+        if solver == "chebyshev":
             vals, vecs = _chebyshev_smallest(
                 ei, off, diag, deg, sub_labels, k, keep_trivial, normalization,
                 plan.sparse_tol, plan.sparse_max_iter, warn=plan.sparse_solver == "chebyshev")
@@ -185,10 +200,11 @@ def laplacian_eigenpairs(
                     f"converge in {plan.sparse_max_iter} filters; solving it with ARPACK on the "
                     "CPU",
                     RuntimeWarning, stacklevel=2)
+                solver = "auto"
         if vals is None:
             vals, vecs = _sparse_smallest(
                 ei, off, diag, deg, k, keep_trivial, normalization, dense_max_nodes,
-                1e-8 if plan.sparse_tol is None else plan.sparse_tol)
+                plan.sparse_tol, solver, plan.sparse_max_iter)
             vals = torch.from_numpy(vals)
             vecs = torch.from_numpy(vecs)
         vals = vals.to(eigvals)
@@ -202,6 +218,13 @@ def laplacian_eigenpairs(
         mask[g, :m] = True
         eigvecs[start:end] = vecs[0]
     return Eigenpairs(eigvals.to(dtype), eigvecs.to(dtype), mask)
+
+
+def auto_sparse_solver(device: torch.device) -> str:
+    """What ``sparse_solver="auto"`` runs on ``device``: ``chebyshev`` on a GPU (the one
+    solver that runs there; ARPACK on the CPU where it does not converge), ``auto`` on the CPU
+    (a choice per connected component, :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`)."""
+    return "auto" if device.type == "cpu" else "chebyshev"
 
 
 def check_eigenpair_options(k: int, normalization: str = "sym", sign: str = "canonical") -> None:
@@ -350,16 +373,21 @@ def _sparse_smallest(
     keep_trivial: bool,
     normalization: str,
     dense_max_nodes: int,
-    tol: float,
+    tol: float | None,
+    solver: str,
+    max_iter: int = 200,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian.
+    """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian, on
+    the CPU, one connected component at a time.
 
     The spectrum of a disconnected graph is the union of its components' spectra, so each
-    component is solved on its own (one trivial pair each, so ARPACK never has to resolve a
-    many-fold eigenvalue 0): small ones densely, large ones with ARPACK's Lanczos
-    (``which='SA'``), falling back to shift-invert around a point just below 0 where Lanczos
-    does not converge (tiny gaps); then the ``k`` smallest are kept. Each component contributes
-    exactly one trivial pair, set to its normalized ``D^1/2 1`` (``1`` for ``none``) when kept.
+    component is solved on its own with its one trivial pair deflated (ARPACK never meets a
+    many-fold eigenvalue 0): components up to ``dense_max_nodes`` densely, larger ones by
+    ``solver`` (``lanczos``, ``shift_invert``, or ``auto``: chosen per component by
+    :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`; ``arpack`` is ``lanczos``); then
+    the ``k`` smallest are kept. Each component contributes exactly one trivial pair, set to
+    its normalized ``D^1/2 1`` (``1`` for ``none``) when kept. ``tol``: the residual
+    ``||L v - lambda v||`` (default ``1e-8``, times ``max deg`` for ``none``).
     """
     n = diag.numel()
     r, c = edge_index.cpu().numpy()
@@ -368,36 +396,35 @@ def _sparse_smallest(
            + sp.diags(diag.detach().cpu().numpy().astype(np.float64))).tocsr()
     num_comp, labels = scipy_components(lap, directed=False)
     weight = deg.detach().cpu().numpy().astype(np.float64)
+    upper = 2.0 * float(weight.max()) * (1 + 1e-6) if normalization == "none" and n else 2.0
+    if tol is None:
+        tol = 1e-8 * upper / 2.0
     values: list[float] = []
     columns: list[tuple[np.ndarray, np.ndarray]] = []  # (node ids, vector on them)
     order = np.argsort(labels, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=num_comp))])
+    lap = lap[order][:, order].tocsr()  # components become diagonal blocks
     for comp in range(num_comp):
-        nodes = order[bounds[comp] : bounds[comp + 1]]
-        size = nodes.size
+        lo, hi = int(bounds[comp]), int(bounds[comp + 1])
+        nodes, size = order[lo:hi], hi - lo
+        trivial = np.ones(size) if normalization == "none" else np.sqrt(weight[nodes])
+        if not trivial.any():
+            trivial = np.ones(size)  # an isolated node
+        trivial = trivial / np.linalg.norm(trivial)
         if keep_trivial:
-            trivial = np.ones(size) if normalization == "none" else np.sqrt(weight[nodes])
-            if not trivial.any():
-                trivial = np.ones(size)  # an isolated node
             values.append(0.0)
-            columns.append((nodes, trivial / np.linalg.norm(trivial)))
+            columns.append((nodes, trivial))
         want = min(k, size - 1)
         if want <= 0:
             continue
-        sub = lap[nodes][:, nodes]
+        sub = lap[lo:hi, lo:hi]
         if size <= max(dense_max_nodes, want + 2):
             w, u = np.linalg.eigh(sub.toarray())
+            w, u = w[1 : want + 1], u[:, 1 : want + 1]  # column 0 is the trivial pair
         else:
-            try:
-                w, u = spla.eigsh(sub, k=want + 1, which="SA", tol=tol, maxiter=1000)
-            except spla.ArpackNoConvergence:
-                # tiny spectral gaps (long paths, meshes): shift-invert converges where plain
-                # Lanczos stalls, and such sparse, low-dimensional graphs factorize cheaply
-                w, u = spla.eigsh(sub.tocsc(), k=want + 1, sigma=-1e-3, which="LM", tol=tol)
-        if size > max(dense_max_nodes, want + 2):
-            idx = np.argsort(w)
-            w, u = w[idx], u[:, idx]
-        for j in range(1, want + 1):  # column 0 is the component's trivial pair
+            w, u = _component_smallest(sub.tocsr(), trivial, want, upper, tol, solver,
+                                       max_iter)
+        for j in range(w.size):
             values.append(float(w[j]))
             columns.append((nodes, u[:, j]))
     pick = np.argsort(np.asarray(values), kind="stable")[:k]
@@ -407,6 +434,43 @@ def _sparse_smallest(
         nodes, vec = columns[idx]
         vecs[nodes, col] = vec
     return vals, vecs
+
+
+def _component_smallest(
+    lap: sp.csr_matrix, trivial: np.ndarray, k: int, upper: float, tol: float, solver: str,
+    max_iter: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` smallest nonzero eigenpairs of one connected component's Laplacian ``lap``
+    (null vector ``trivial``) by ``solver`` (``chebyshev``: ``max_iter`` filters, then
+    Lanczos), ascending."""
+    size = lap.shape[0]
+    basis = ComponentBasis(torch.from_numpy(trivial), torch.zeros(size, dtype=torch.long), 1)
+    factor = None
+    if solver == "auto":
+        choice = choose_sparse_solver(lap, k, upper=upper, deflate=basis)
+        solver, factor = choice.solver, choice.factor
+    if solver == "shift_invert":
+        solved = shift_invert_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
+                                         factor=factor)
+    elif solver == "chebyshev":
+        coo = lap.tocoo()
+        operator = sparse_operator(torch.from_numpy(np.stack([coo.row, coo.col])).long(),
+                                   torch.from_numpy(coo.data), size)
+        solved = _chebyshev_refined(operator, k, upper, basis, tol, max_iter, warn=False)
+        if not solved.converged:
+            warnings.warn(
+                f"chebyshev: a component of {size} nodes did not converge in {max_iter} "
+                "filters; solving it with Lanczos", RuntimeWarning, stacklevel=4)
+            solver = "lanczos"
+            solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol)
+    else:
+        solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol)
+    if not solved.converged:
+        warnings.warn(
+            f"{solver}: a component of {size} nodes reached residual "
+            f"{float(solved.residuals.max()):.2e} > tol {tol:.1e}", RuntimeWarning,
+            stacklevel=4)
+    return solved.eigvals.numpy(), solved.eigvecs.numpy()
 
 
 def _chebyshev_smallest(
@@ -446,17 +510,7 @@ def _chebyshev_smallest(
         scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
         if tol is None:
             tol = (1e-8 if dtype == torch.float64 else _FLOAT32_TOL) * scale
-        gen = torch.Generator().manual_seed(0)
-        start = None
-        if dtype == torch.float64 and tol < _FLOAT32_TOL * scale:
-            # float32 SpMM moves half the bytes: converge most of the way there, then refine
-            rough = chebyshev_eigenpairs(
-                operator.to(torch.float32), want, upper=upper, deflate=basis,
-                tol=_FLOAT32_TOL * scale, max_iter=max_iter, generator=gen, warn=False)
-            start = rough.block
-        solved = chebyshev_eigenpairs(
-            operator, want, upper=upper, deflate=basis, tol=tol, max_iter=max_iter,
-            generator=gen, start=start, warn=warn)
+        solved = _chebyshev_refined(operator, want, upper, basis, tol, max_iter, warn)
         if not solved.converged and not warn:
             return None, None
         vals = torch.cat([vals, solved.eigvals])
@@ -464,3 +518,27 @@ def _chebyshev_smallest(
     if vecs is None:
         vecs = deg.new_zeros(n, 0, dtype=torch.float64)
     return vals, vecs
+
+
+def _chebyshev_refined(
+    operator: Tensor,
+    k: int,
+    upper: float,
+    basis: ComponentBasis,
+    tol: float,
+    max_iter: int,
+    warn: bool,
+) -> SparseEigenpairs:
+    """:func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs` in the operator's dtype; a
+    float64 solve below float32's residual floor first converges with float32 products (half
+    the bytes moved), then refines from that block."""
+    scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
+    gen = torch.Generator().manual_seed(0)
+    start = None
+    if operator.dtype == torch.float64 and tol < _FLOAT32_TOL * scale:
+        rough = chebyshev_eigenpairs(
+            operator.to(torch.float32), k, upper=upper, deflate=basis,
+            tol=_FLOAT32_TOL * scale, max_iter=max_iter, generator=gen, warn=False)
+        start = rough.block
+    return chebyshev_eigenpairs(operator, k, upper=upper, deflate=basis, tol=tol,
+                                max_iter=max_iter, generator=gen, start=start, warn=warn)

@@ -1,0 +1,350 @@
+"""The smallest eigenpairs of one large sparse symmetric Laplacian by ARPACK (scipy's
+``eigsh``): plain Lanczos on a spectrum-flipped operator, and shift-invert Lanczos with a
+sparse LU factorization; and the per-component choice among them and Chebyshev-filtered
+subspace iteration (:mod:`graphpe.ops.eigen.sparse`) from cheap probes of the graph.
+
+Both solvers work on the orthogonal complement of a known null space ``Z`` (one vector per
+connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with the projector
+``P = I - Z Z^T``:
+
+- ``lanczos``: the largest eigenvalues ``theta`` of ``P (c I - L) P`` (``c`` an upper bound of
+  the spectrum), so ``lambda = c - theta``. The deflated directions map to ``0``, the bottom of
+  the flipped spectrum, and are never found; ARPACK's stopping test ``||r|| <= tol |theta|``
+  with ``theta`` near ``c`` is an absolute residual test, where ``which='SA'`` on ``L`` asks
+  for ``tol |lambda|`` on eigenvalues near 0 (and stalls on a many-fold eigenvalue 0).
+  Memory: ``ncv`` Lanczos vectors, ``ncv * n * 8`` bytes, besides the operator.
+- ``shift_invert``: the largest eigenvalues ``nu`` of ``P (L - sigma I)^-1 P`` with ``sigma``
+  slightly below 0, so ``lambda = sigma + 1 / nu``; ``(L - sigma I)`` is factored once by
+  SuperLU with a fill-reducing column order. With ``|sigma|`` far below the wanted eigenvalues
+  ``nu_j ~ 1 / lambda_j``: tiny gaps near 0 (long paths, road networks) become large relative
+  gaps, and ARPACK converges in about ``2 k`` solves. Memory: the factor (``nnz(L + U)`` values
+  and row indices, 12 bytes each, measured before use by :func:`factor_laplacian`) plus
+  ``ncv * n * 8`` bytes.
+
+ARPACK's Ritz estimates are not trusted as such: residuals ``||L v - lambda v||`` are
+recomputed in float64 and returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+import torch
+from scipy.sparse.csgraph import breadth_first_order
+
+from graphpe.ops.checks import check_positive_int
+from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
+
+log = logging.getLogger("graphpe")
+
+# Default memory budget of a sparse LU factor (shift-invert); ``auto`` skips shift-invert for a
+# component whose factor would exceed it.
+FACTOR_MAX_BYTES = 1 << 30
+# ``auto``: a component whose smallest Ritz value after a short Lanczos probe is below this
+# fraction of the spectrum's width has gaps too small for Krylov methods on L itself.
+SMALL_GAP = 1e-2
+PROBE_STEPS = 30
+# nodes of the BFS ball whose factorization predicts a component's fill
+FILL_SAMPLE_NODES = 4000
+# ``auto``: the largest predicted fill ``nnz(L + U) / nnz(A)`` for which shift-invert is
+# chosen: the factorization's work grows with the square of the fill per column, and past
+# this it costs more than a Krylov solve.
+MAX_FILL_RATIO = 8.0
+_INDEX_BYTES = 4
+_VALUE_BYTES = 8
+
+
+class Factor(NamedTuple):
+    """A sparse LU factor of ``L - sigma I``: scipy's ``SuperLU`` object, the shift, the
+    stored entries ``nnz(L) + nnz(U)``, their bytes (values and row indices) and the seconds
+    the factorization took."""
+
+    lu: spla.SuperLU
+    sigma: float
+    nnz: int
+    bytes: int
+    seconds: float
+
+
+class SolverChoice(NamedTuple):
+    """The sparse eigensolver chosen for one connected component: its name, the reason in
+    words, the probes' measurements, and the LU factor already computed while choosing
+    (reused by ``shift_invert``; None otherwise)."""
+
+    solver: str
+    reason: str
+    probes: dict[str, float]
+    factor: Factor | None = None
+
+
+def default_sigma(upper: float) -> float:
+    """The shift of ``shift_invert``: ``-1e-7 upper``, far below every nonzero eigenvalue of a
+    graph of up to millions of nodes (``L - sigma I`` stays nonsingular, and the deflated null
+    space it nearly annihilates is projected out on both sides)."""
+    return -1e-7 * upper
+
+
+def factor_laplacian(
+    operator: sp.spmatrix, sigma: float, permc_spec: str = "MMD_AT_PLUS_A"
+) -> Factor:
+    """Factor ``operator - sigma I`` with SuperLU (``scipy.sparse.linalg.splu``) in the
+    fill-reducing column order ``permc_spec`` (minimum degree on ``A^T + A`` by default, the
+    right one for a symmetric matrix), and measure its fill."""
+    n = operator.shape[0]
+    start = time.perf_counter()
+    lu = spla.splu((operator - sigma * sp.identity(n, format="csr")).tocsc(),
+                   permc_spec=permc_spec, options={"SymmetricMode": True})
+    nnz = int(lu.L.nnz + lu.U.nnz)
+    return Factor(lu, sigma, nnz, nnz * (_VALUE_BYTES + _INDEX_BYTES),
+                  time.perf_counter() - start)
+
+
+def lanczos_eigenpairs(
+    operator: sp.spmatrix,
+    k: int,
+    *,
+    upper: float,
+    deflate: ComponentBasis | None = None,
+    tol: float = 1e-8,
+    ncv: int | None = None,
+    max_iter: int | None = None,
+    seed: int = 0,
+) -> SparseEigenpairs:
+    """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
+    restricted to the orthogonal complement of ``deflate``, by ARPACK's implicitly restarted
+    Lanczos on ``P (upper I - L) P`` (``which='LA'``).
+
+    Args:
+        operator: ``[n, n]`` scipy sparse symmetric matrix with spectrum in ``[0, upper]``.
+        k: eigenpairs wanted.
+        upper: an upper bound of the spectrum (2 for ``L_sym``).
+        deflate: known eigenvectors (the null space) to exclude.
+        tol: residual ``||L v - lambda v||`` wanted (ARPACK's relative tolerance is
+            ``tol / upper``).
+        ncv: Lanczos basis size (default ``max(2 k + 1, 20)``); memory ``ncv * n * 8`` bytes.
+        max_iter: ARPACK restarts (scipy's default ``10 n`` where None).
+        seed: seed of the start vector.
+
+    ``iterations`` counts operator applications; ``block`` is ``eigvecs``.
+    """
+    n, project, v0, k = _prepare(operator, k, deflate, seed)
+    shifted = (upper * sp.identity(n, format="csr") - operator).tocsr()
+    count = [0]
+
+    def matvec(x: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        return project(shifted @ project(x.ravel()))
+
+    flipped = spla.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+    ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
+    theta, vecs = spla.eigsh(flipped, k=k, which="LA", tol=tol / upper, v0=v0, ncv=ncv,
+                             maxiter=max_iter)
+    return _finish(operator, upper - theta, vecs, tol, count[0])
+
+
+def shift_invert_eigenpairs(
+    operator: sp.spmatrix,
+    k: int,
+    *,
+    upper: float,
+    deflate: ComponentBasis | None = None,
+    sigma: float | None = None,
+    tol: float = 1e-8,
+    factor: Factor | None = None,
+    permc_spec: str = "MMD_AT_PLUS_A",
+    max_factor_bytes: int | None = None,
+    ncv: int | None = None,
+    seed: int = 0,
+) -> SparseEigenpairs:
+    """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
+    restricted to the orthogonal complement of ``deflate``, by ARPACK's Lanczos on
+    ``P (L - sigma I)^-1 P`` (``which='LA'``), one sparse LU factorization of ``L - sigma I``.
+
+    Args:
+        operator: ``[n, n]`` scipy sparse symmetric matrix with spectrum in ``[0, upper]``.
+        k: eigenpairs wanted.
+        upper: an upper bound of the spectrum (scales the default ``sigma`` and the
+            tolerance).
+        deflate: known eigenvectors (the null space) to exclude; required where ``operator``
+            is singular and ``sigma`` is near 0, or the null space is what would be found.
+        sigma: the shift, below the spectrum (default :func:`default_sigma`).
+        tol: residual ``||L v - lambda v||`` wanted (ARPACK's relative tolerance on the
+            inverted operator is ``tol / upper``, which bounds it).
+        factor: a factor of ``operator - sigma I`` from :func:`factor_laplacian` (its
+            ``sigma`` is used); computed here where None.
+        permc_spec: SuperLU's fill-reducing column order.
+        max_factor_bytes: raise ``MemoryError`` where the factor (measured) exceeds this.
+        ncv: Lanczos basis size (default ``max(2 k + 1, 20)``).
+        seed: seed of the start vector.
+
+    Memory: the factor's ``bytes`` plus ``ncv * n * 8``. ``iterations`` counts solves.
+    """
+    n, project, v0, k = _prepare(operator, k, deflate, seed)
+    if factor is None:
+        factor = factor_laplacian(operator, default_sigma(upper) if sigma is None else sigma,
+                                  permc_spec)
+    if max_factor_bytes is not None and factor.bytes > max_factor_bytes:
+        raise MemoryError(f"shift_invert_eigenpairs: the LU factor takes {factor.bytes:,} "
+                          f"bytes > max_factor_bytes={max_factor_bytes:,}")
+    count = [0]
+
+    def matvec(x: np.ndarray) -> np.ndarray:
+        count[0] += 1
+        return project(factor.lu.solve(project(x.ravel())))
+
+    inverse = spla.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
+    ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
+    nu, vecs = spla.eigsh(inverse, k=k, which="LA", tol=tol / upper, v0=v0, ncv=ncv)
+    return _finish(operator, factor.sigma + 1.0 / nu, vecs, tol, count[0])
+
+
+def _prepare(operator: sp.spmatrix, k: int, deflate: ComponentBasis | None, seed: int):
+    """Checks, the projector ``x -> P x`` on numpy vectors, and a random start in range(P)."""
+    k = check_positive_int("k", k)
+    if operator.ndim != 2 or operator.shape[0] != operator.shape[1]:
+        raise ValueError(f"operator must be a square matrix, got shape {operator.shape}")
+    n = operator.shape[0]
+    free = n - (deflate.count if deflate is not None else 0)
+    if k >= free:
+        # ARPACK needs k < n; a space this small is solved densely by the callers
+        raise ValueError(f"k={k} must be below the {free} eigenpairs outside the deflated "
+                         "space (solve such small problems densely)")
+
+    def project(x: np.ndarray) -> np.ndarray:
+        if deflate is None:
+            return x
+        return deflate.project_out(torch.from_numpy(x).unsqueeze(1)).squeeze(1).numpy()
+
+    v0 = project(np.random.default_rng(seed).standard_normal(n))
+    return n, project, v0, k
+
+
+def _finish(operator: sp.spmatrix, vals: np.ndarray, vecs: np.ndarray, tol: float,
+            applications: int) -> SparseEigenpairs:
+    order = np.argsort(vals, kind="stable")
+    vals, vecs = vals[order], np.ascontiguousarray(vecs[:, order])
+    residuals = np.linalg.norm(operator @ vecs - vecs * vals, axis=0)
+    vecs_t = torch.from_numpy(vecs)
+    return SparseEigenpairs(torch.from_numpy(vals), vecs_t, torch.from_numpy(residuals),
+                            applications, bool((residuals <= tol).all()), vecs_t)
+
+
+def lanczos_ritz_values(
+    operator: sp.spmatrix, steps: int, *, deflate: ComponentBasis | None = None, seed: int = 0
+) -> np.ndarray:
+    """Ritz values (ascending) of ``steps`` Lanczos steps on ``operator`` restricted to the
+    complement of ``deflate``, with full reorthogonalization. The smallest is an upper bound
+    of the smallest eigenvalue there, and close to it where the gaps near it are large
+    relative to the spectrum's width. Memory ``steps * n * 8`` bytes."""
+    n, project, q, _ = _prepare(operator, 1, deflate, seed)
+    steps = max(1, min(steps, n - (deflate.count if deflate is not None else 0)))
+    basis = np.zeros((steps, n))
+    alpha, beta = np.zeros(steps), np.zeros(steps)
+    q = q / np.linalg.norm(q)
+    m = steps
+    for j in range(steps):
+        basis[j] = q
+        w = project(operator @ q)
+        alpha[j] = w @ q
+        for _ in range(2):  # full reorthogonalization, twice is enough
+            w -= basis[: j + 1].T @ (basis[: j + 1] @ w)
+        beta[j] = np.linalg.norm(w)
+        if beta[j] <= 1e-12 * max(1.0, abs(alpha[j])):
+            m = j + 1
+            break
+        q = w / beta[j]
+    tri = np.diag(alpha[:m]) + np.diag(beta[: m - 1], 1) + np.diag(beta[: m - 1], -1)
+    return np.linalg.eigvalsh(tri)
+
+
+def bfs_ball(operator: sp.csr_matrix, root: int, size: int) -> np.ndarray:
+    """The first ``size`` nodes of a breadth-first search from ``root`` in the pattern of
+    ``operator``."""
+    order = breadth_first_order(operator, root, directed=False, return_predecessors=False)
+    return np.sort(order[:size])
+
+
+def choose_sparse_solver(
+    operator: sp.csr_matrix,
+    k: int,
+    *,
+    upper: float,
+    deflate: ComponentBasis | None = None,
+    sigma: float | None = None,
+    max_factor_bytes: int = FACTOR_MAX_BYTES,
+    seed: int = 0,
+) -> SolverChoice:
+    """Choose ``lanczos``, ``shift_invert`` or ``chebyshev`` for the ``k`` smallest nonzero
+    eigenpairs of one connected component's Laplacian ``operator`` (null space ``deflate``),
+    on the CPU.
+
+    Probes, cheapest first:
+
+    1. degree statistics (mean and max degree, fraction of degree <= 2 nodes; logged);
+    2. :data:`PROBE_STEPS` Lanczos steps (:func:`lanczos_ritz_values`): the smallest Ritz
+       value ``theta_1`` bounds ``lambda_1`` from above. Where ``theta_1 >= SMALL_GAP * upper``
+       the wanted eigenvalues are well separated relative to the spectrum's width and Lanczos
+       converges in a few hundred products: ``lanczos``, no factorization;
+    3. otherwise (tiny gaps: Krylov methods on ``L`` need thousands of products) the fill of
+       the factorization of a :data:`FILL_SAMPLE_NODES`-node BFS ball around the highest-degree
+       node predicts the component's fill (hubs make it explode, near-planar graphs keep it
+       within a small factor of ``nnz(L)``); where the predicted fill ratio is at most
+       :data:`MAX_FILL_RATIO` and the predicted bytes fit ``max_factor_bytes``, the component
+       is factored and its fill measured: ``shift_invert`` with that factor where it fits;
+       else ``chebyshev`` (a block method: clustered small eigenvalues cost it fewer
+       products than restarted Lanczos).
+
+    The choice and its reasons are logged at DEBUG on ``logging.getLogger("graphpe")``.
+    """
+    n = operator.shape[0]
+    deg = np.diff(operator.indptr) - 1  # off-diagonal pattern (the diagonal is stored)
+    probes: dict[str, float] = {
+        "nodes": float(n), "nnz": float(operator.nnz), "mean_degree": float(deg.mean()),
+        "max_degree": float(deg.max()), "low_degree_fraction": float((deg <= 2).mean())}
+    ritz = lanczos_ritz_values(operator, PROBE_STEPS, deflate=deflate, seed=seed)
+    probes["ritz_min"] = float(ritz[0])
+    relative = float(ritz[0]) / upper
+    probes["relative_gap"] = relative
+    if relative >= SMALL_GAP:
+        return _chosen(SolverChoice(
+            "lanczos", f"smallest Ritz value {ritz[0]:.2e} >= {SMALL_GAP:g} x spectrum width: "
+            "well separated eigenvalues", probes))
+    sigma = default_sigma(upper) if sigma is None else sigma
+    if n > FILL_SAMPLE_NODES:
+        ball = bfs_ball(operator, int(np.argmax(deg)), FILL_SAMPLE_NODES)
+        sample = operator[ball][:, ball]
+        sample_factor = factor_laplacian(sample, sigma)
+        ratio = sample_factor.nnz / sample.nnz
+        predicted = int(ratio * operator.nnz * (_VALUE_BYTES + _INDEX_BYTES))
+        probes["sample_fill_ratio"] = ratio
+        probes["predicted_factor_bytes"] = float(predicted)
+        if predicted > max_factor_bytes or ratio > MAX_FILL_RATIO:
+            return _chosen(SolverChoice(
+                "chebyshev", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU "
+                f"factor would fill in {ratio:.1f}x (limit {MAX_FILL_RATIO:g}x), "
+                f"~{predicted:,} bytes (budget {max_factor_bytes:,})", probes))
+    factor = factor_laplacian(operator, sigma)
+    probes["factor_bytes"] = float(factor.bytes)
+    probes["factor_seconds"] = factor.seconds
+    if factor.bytes > max_factor_bytes:
+        return _chosen(SolverChoice(
+            "chebyshev", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
+            f"takes {factor.bytes:,} bytes > {max_factor_bytes:,}", probes))
+    return _chosen(SolverChoice(
+        "shift_invert", f"tiny gaps (smallest Ritz value {ritz[0]:.2e} < {SMALL_GAP:g} x "
+        f"spectrum width) and the LU factor fits ({factor.bytes:,} bytes, fill "
+        f"{factor.nnz / operator.nnz:.1f}x)", probes, factor))
+
+
+def _chosen(choice: SolverChoice) -> SolverChoice:
+    p = choice.probes
+    log.debug("sparse eigensolver for a component of %d nodes (mean degree %.2f, max %d, "
+              "%.0f%% of degree <= 2): %s: %s", int(p["nodes"]), p["mean_degree"],
+              int(p["max_degree"]), 100 * p["low_degree_fraction"], choice.solver,
+              choice.reason)
+    return choice
