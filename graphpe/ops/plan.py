@@ -66,9 +66,10 @@ class ExecPlan:
         sparse_tol: residual tolerance of the sparse eigensolver (None: the kernel's default).
         sparse_max_iter: filter iterations of ``chebyshev``.
         max_memory_bytes: working memory a large-graph kernel may use (random walks above
-            ``dense_max_nodes``): each path has a stated memory bound, and a kernel takes a
-            path whose bound fits, or raises a ValueError naming the graph's size, the
-            smallest estimate and the budget. None: a quarter
+            ``dense_max_nodes``; shift-invert's sparse factor, also capped at
+            :data:`~graphpe.ops.eigen.krylov.FACTOR_MAX_BYTES`): each path has a stated
+            memory bound, and a kernel takes a path whose bound fits, or raises a ValueError
+            naming the graph's size, the smallest estimate and the budget. None: a quarter
             (:data:`~graphpe.ops.host.MEMORY_BUDGET_FRACTION`) of the memory available at the
             call (psutil, else ``/proc/meminfo``; 1 GiB where neither can be read), see
             :func:`~graphpe.ops.host.memory_budget`.

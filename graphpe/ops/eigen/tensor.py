@@ -30,6 +30,7 @@ from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.compiled import laplacian_eigenpairs_host
 from graphpe.ops.eigen.dense import batched_eigh
 from graphpe.ops.eigen.krylov import (
+    FACTOR_MAX_BYTES,
     choose_sparse_solver,
     lanczos_eigenpairs,
     shift_invert_eigenpairs,
@@ -58,7 +59,7 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
-from graphpe.ops.host import host_array, numpy_dtype, simple_csr, use_compiled
+from graphpe.ops.host import host_array, memory_budget, numpy_dtype, simple_csr, use_compiled
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 
 SIGN_MODES = ("canonical", "random", "none")
@@ -204,7 +205,8 @@ def laplacian_eigenpairs(
         if vals is None:
             vals, vecs = _sparse_smallest(
                 ei, off, diag, deg, k, keep_trivial, normalization, dense_max_nodes,
-                plan.sparse_tol, solver, plan.sparse_max_iter)
+                plan.sparse_tol, solver, plan.sparse_max_iter,
+                max_factor_bytes=min(FACTOR_MAX_BYTES, memory_budget(plan.max_memory_bytes)))
             vals = torch.from_numpy(vals)
             vecs = torch.from_numpy(vecs)
         vals = vals.to(eigvals)
@@ -376,6 +378,7 @@ def _sparse_smallest(
     tol: float | None,
     solver: str,
     max_iter: int = 200,
+    max_factor_bytes: int = FACTOR_MAX_BYTES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian, on
     the CPU, one connected component at a time.
@@ -388,6 +391,8 @@ def _sparse_smallest(
     the ``k`` smallest are kept. Each component contributes exactly one trivial pair, set to
     its normalized ``D^1/2 1`` (``1`` for ``none``) when kept. ``tol``: the residual
     ``||L v - lambda v||`` (default ``1e-8``, times ``max deg`` for ``none``).
+    ``max_factor_bytes`` bounds shift-invert's sparse factor (auto does not choose it beyond;
+    an explicit ``shift_invert`` raises ``MemoryError``).
     """
     n = diag.numel()
     r, c = edge_index.cpu().numpy()
@@ -423,7 +428,7 @@ def _sparse_smallest(
             w, u = w[1 : want + 1], u[:, 1 : want + 1]  # column 0 is the trivial pair
         else:
             w, u = _component_smallest(sub.tocsr(), trivial, want, upper, tol, solver,
-                                       max_iter)
+                                       max_iter, max_factor_bytes)
         for j in range(w.size):
             values.append(float(w[j]))
             columns.append((nodes, u[:, j]))
@@ -438,7 +443,7 @@ def _sparse_smallest(
 
 def _component_smallest(
     lap: sp.csr_matrix, trivial: np.ndarray, k: int, upper: float, tol: float, solver: str,
-    max_iter: int,
+    max_iter: int, max_factor_bytes: int = FACTOR_MAX_BYTES,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest nonzero eigenpairs of one connected component's Laplacian ``lap``
     (null vector ``trivial``) by ``solver`` (``chebyshev``: ``max_iter`` filters, then
@@ -447,11 +452,12 @@ def _component_smallest(
     basis = ComponentBasis(torch.from_numpy(trivial), torch.zeros(size, dtype=torch.long), 1)
     factor = None
     if solver == "auto":
-        choice = choose_sparse_solver(lap, k, upper=upper, deflate=basis)
+        choice = choose_sparse_solver(lap, k, upper=upper, deflate=basis,
+                                      max_factor_bytes=max_factor_bytes)
         solver, factor = choice.solver, choice.factor
     if solver == "shift_invert":
         solved = shift_invert_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
-                                         factor=factor)
+                                         factor=factor, max_factor_bytes=max_factor_bytes)
     elif solver == "chebyshev":
         coo = lap.tocoo()
         operator = sparse_operator(torch.from_numpy(np.stack([coo.row, coo.col])).long(),
