@@ -357,7 +357,8 @@ def _degrees(indptr, weight):  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
-    """Position of the entry ``(u, v)`` in the CSR (rows sorted; the entry must exist)."""
+    """Position of the entry ``(u, v)`` in the CSR (rows sorted): where it is, or where it
+    would be inserted in row ``u`` when absent."""
     lo, hi = indptr[u], indptr[u + 1]
     while lo < hi:
         mid = (lo + hi) // 2

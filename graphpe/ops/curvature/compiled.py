@@ -257,14 +257,8 @@ MERGE_MIN_CELLS = 64
 @numba.njit(cache=True, nogil=True)
 def _in_row(indptr, indices, v, w):  # pragma: no cover - compiled
     """Whether ``w`` is a neighbour of ``v`` (binary search of the sorted row)."""
-    lo, hi = indptr[v], indptr[v + 1]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if indices[mid] < w:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo < indptr[v + 1] and indices[lo] == w
+    at = csr_position(indptr, indices, v, w)
+    return at < indptr[v + 1] and indices[at] == w
 
 
 @numba.njit(cache=True, nogil=True)
