@@ -72,6 +72,7 @@ import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_json_atomic  # noqa: E402
+from tables import measurement_cell  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get(
     "GRAPHPE_LARGE_GRAPHS", Path.home() / ".cache" / "graphpe" / "large_graphs"))
@@ -344,15 +345,7 @@ def run_measure(spec: dict, timeout: float, memory_gb: float, inline: bool = Fal
 
 
 def _cell(result: dict | None, timeout: float) -> str:
-    if result is None:
-        return "-"
-    if result["status"] == "timeout":
-        return f"> {timeout:.0f} s"
-    if result["status"] != "ok":
-        return result["status"]
-    if "refused" in result:
-        return f"refused {result['seconds']:.2f} s"
-    return f"{result['seconds']:.2f} s"
+    return measurement_cell(result, timeout, missing="-")
 
 
 def _seconds(result: dict | None) -> float | None:

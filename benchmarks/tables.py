@@ -500,21 +500,27 @@ def directed_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def measurement_cell(result: dict | None, timeout: float, missing: str = "") -> str:
+    """One measurement of ``benchmarks/large_graphs.py`` as a table cell: its seconds, a
+    refusal, ``> timeout``, or its failure status (``missing`` where it was not run)."""
+    if result is None:
+        return missing
+    if result["status"] == "timeout":
+        return f"> {timeout:.0f} s"
+    if result["status"] != "ok":
+        return result["status"]
+    if "refused" in result:
+        return f"refused in {result['seconds']:.2f} s"
+    return f"{result['seconds']:.2f} s"
+
+
 def large_graphs_table(data: dict) -> str:
     """Real large graphs of each kind against PyG and scipy called directly (from
     ``benchmarks/large_graphs.py``)."""
     timeout = data["timeout"]
 
     def cell(result: dict | None) -> str:
-        if result is None:
-            return ""
-        if result["status"] == "timeout":
-            return f"> {timeout:.0f} s"
-        if result["status"] != "ok":
-            return result["status"]
-        if "refused" in result:
-            return f"refused in {result['seconds']:.2f} s"
-        return f"{result['seconds']:.2f} s"
+        return measurement_cell(result, timeout)
 
     source = "generated stand-ins (`--synthetic`)" if data["synthetic"] else "real graphs"
     lines = [
