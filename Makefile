@@ -22,9 +22,13 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	@$(BIN)/python -c "import torch" 2>/dev/null || \
 		$(BIN)/python -m pip install -q $(TORCH_SPEC) $(TORCH_PIP_ARGS)
-	$(BIN)/python -m pip install -q -e ".[test,bench,docs]"
-	# compile the numba kernels into their disk cache now, side by side, rather than on
-	# first use inside the demo's timings or the tests
+	# the build requirements first, so that the build (setup.py compiles the kernels ahead
+	# of time, graphpe/ops/aot_build.py) runs in this venv instead of a fresh one
+	$(BIN)/python -m pip install -q "setuptools>=77" "numba>=0.58" "numpy>=1.24" \
+		"scipy>=1.10" "tqdm>=4.60"
+	$(BIN)/python -m pip install -q --no-build-isolation -e ".[test,bench,docs]"
+	# compile the kernels the extension does not hold (the models', other signatures) into
+	# numba's disk cache now, side by side, rather than inside the demo's timings or the tests
 	$(BIN)/graphpe warmup
 	@touch $@
 

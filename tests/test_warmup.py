@@ -15,6 +15,7 @@ from graphpe import warmup
 from graphpe.cli import main
 from graphpe.encodings import encodings, pair_model_config, pe_model_config, resolve_pe
 from graphpe.nn import build_model
+from graphpe.ops.aot import Kernel
 from graphpe.transforms import precompute
 
 
@@ -52,14 +53,19 @@ def _molecule(n: int, seed: int) -> Data:
 
 
 def _kernel_signatures() -> dict[str, set]:
-    """The signatures every numba kernel of graphpe holds in this process (compiled here or
-    loaded from the disk cache)."""
+    """The signatures every numba kernel of graphpe holds in this process (compiled ahead,
+    compiled here or loaded from the disk cache)."""
     out = {}
     for info in pkgutil.walk_packages(graphpe.__path__, "graphpe."):
         module = importlib.import_module(info.name)
         for name, value in vars(module).items():
-            if isinstance(value, CPUDispatcher) and value.py_func.__module__ == info.name:
+            if getattr(value, "py_func", None) is None or (
+                    value.py_func.__module__ != info.name):
+                continue
+            if isinstance(value, CPUDispatcher):
                 out[f"{info.name}.{name}"] = set(value.overloads)
+            elif isinstance(value, Kernel):
+                out[f"{info.name}.{name}"] = value.signatures_held()
     return out
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.nn import LinearSEEncoder
+from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.curvature.compiled import per_input_edge_host
 from graphpe.ops.graph import batch_from_ptr, validate_graph
@@ -140,7 +140,7 @@ def _per_graph(node: Tensor, edge_index: Tensor, num_nodes: int,
     return torch.cat([two.unsqueeze(1), cycles // lengths], dim=1).to(device)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _count_cycles(indptr, indices, ptr, max_length, max_paths, edges, node,
                   entry):  # pragma: no cover - compiled
     # Depth-first search from every root s over the nodes above s: path[:depth] is the current
@@ -192,7 +192,7 @@ def _count_cycles(indptr, indices, ptr, max_length, max_paths, edges, node,
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _both_directions(indptr, indices, entry):  # pragma: no cover - compiled
     """``entry[(u, v)] + entry[(v, u)]`` on every CSR entry: the counts of the undirected edge,
     each cycle having been recorded on one of its two directions."""

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.nn import LinearSEEncoder
+from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_choice, check_positive_int, check_size_limit
 from graphpe.ops.graph import validate_graph
 from graphpe.ops.host import FASTMATH, graph_chunks, host_array, numpy_dtype, run_over_graphs
@@ -85,7 +85,7 @@ def directed_landing_probs(edge_index: Tensor, num_nodes: int, walk_length: int,
     return torch.from_numpy(out).to(device)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _directed_landing(starts, dst, weight, ptr, walk_length, sink,
                       out):  # pragma: no cover - compiled
     # Per graph: A densely (so that duplicates merge by their largest weight), then P's rows

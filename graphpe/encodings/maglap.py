@@ -19,7 +19,6 @@ import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -31,6 +30,7 @@ from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.encodings.svd import _directed_blocks
 from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_attribute
 from graphpe.nn.rfp import _mlp
+from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
 from graphpe.ops.eigen.compiled import (
@@ -267,7 +267,7 @@ _EMPTY_MASK = np.zeros((0, 0), dtype=np.bool_)
 _NO_WEIGHTS = np.empty(0)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, max_nodes, tol,
                      per_node, eigvals, eigvecs, node_pe, node_vals,
                      node_mask):  # pragma: no cover - compiled
@@ -412,7 +412,7 @@ def _magnetic_kernel(src, dst, weight, has_weight, ptr, qs, relative, k, sym, ma
     return big
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _finish_slots(filled, re_store, im_store, slot_job, slot_norms, scratch, scratch2, vr, vi,
                   tol, per_node, eigvals, eigvecs, node_pe, node_vals):  # pragma: no cover
     """The QL iterations of the ``filled`` (1 or 2) waiting matrices of :func:`_magnetic_kernel`,
@@ -430,7 +430,7 @@ def _finish_slots(filled, re_store, im_store, slot_job, slot_norms, scratch, scr
                      node_vals)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs, node_pe,
                  node_vals):  # pragma: no cover - compiled
     """Write the ``m`` pairs of graph ``g`` (first node ``s``) and potential ``slot``, each
@@ -449,7 +449,7 @@ def _store_pairs(g, slot, s, n, m, vals, vr, vi, tol, per_node, eigvals, eigvecs
                                                   fr * vi[i, c] + fi * vr[i, c])
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _canonical_phase(vr, vi, n, c, tol):  # pragma: no cover - compiled
     """The unit factor ``(re, im)`` of :func:`canonical_phases` for column ``c`` of
     ``vr + i vi`` (``n`` rows)."""

@@ -12,12 +12,11 @@ import math
 import warnings
 from typing import NamedTuple
 
-import numba
 import numpy as np
-import scipy.sparse as sp
 import torch
-from scipy.sparse.csgraph import connected_components as _scipy_components
 from torch import Tensor
+
+from graphpe.ops import aot
 
 NORMALIZATIONS = ("sym", "rw", "none")
 
@@ -34,7 +33,7 @@ class UndirectedGraph(NamedTuple):
 INDEX_DTYPES = (torch.int64, torch.int32)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _index_range(ei):  # pragma: no cover - compiled
     lo, hi = ei[0, 0], ei[0, 0]
     for r in range(ei.shape[0]):
@@ -44,7 +43,7 @@ def _index_range(ei):  # pragma: no cover - compiled
     return lo, hi
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _crosses_graphs(ei, ptr):  # pragma: no cover - compiled
     """Whether an edge joins nodes of two different graphs (indices already in range)."""
     graph = np.empty(ptr[-1], dtype=np.int64)
@@ -333,10 +332,13 @@ def connected_components(
     and returns the labels on ``edge_index``'s device.
     """
     ei = edge_index.detach().cpu().numpy()
+    import scipy.sparse as sp  # here: importing it takes ~0.1 s, which most processes skip
+    from scipy.sparse.csgraph import connected_components as scipy_components
+
     adj = sp.coo_matrix(
         (np.ones(ei.shape[1], dtype=np.int8), (ei[0], ei[1])), shape=(num_nodes, num_nodes)
     )
-    _, labels = _scipy_components(adj, directed=True, connection="weak")
+    _, labels = scipy_components(adj, directed=True, connection="weak")
     labels = torch.from_numpy(labels.astype(np.int64))
     # Relabel each component by its smallest node, so labels do not depend on scipy's order.
     first = torch.full((int(labels.max()) + 1 if num_nodes else 0,), num_nodes, dtype=torch.long)
@@ -524,3 +526,6 @@ def bucket_node_index(ptr: Tensor, bucket: SizeBucket) -> tuple[Tensor, Tensor]:
     node = torch.where(inside, start.unsqueeze(1) + idx.unsqueeze(0), torch.zeros_like(idx))
     return node, inside
 
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

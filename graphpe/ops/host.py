@@ -19,21 +19,17 @@ numba settings, the CSR, the split of a batch over threads, host arrays.
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
-import llvmlite.binding as llvm
-import numba
 import numpy as np
 import torch
-from numba import types as nb_types
-from numba.core import event as numba_event
-from numba.extending import get_cython_function_address
 from torch import Tensor
+
+from graphpe.ops import aot
 
 KERNELS = ("auto", "compiled", "tensor")
 # Largest graph the compiled kernels take by default: their dense per-graph work (an n x n
@@ -46,35 +42,6 @@ FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 PARALLEL_MIN_NODES = 1024
 
 
-class FirstCompileNotice(numba_event.Listener):
-    """Says once per process, on ``logging.getLogger("graphpe")`` at WARNING (printed to
-    stderr where logging is not set up), that numba is compiling a graphpe kernel because its
-    disk cache holds no copy: the first call of an encoding in a fresh environment takes
-    seconds to a minute, silently otherwise. Nothing is said when the kernels load from the
-    cache. ``enabled = False`` silences it (``graphpe warmup``, which compiles on purpose)."""
-
-    def __init__(self) -> None:
-        self.enabled, self.said = True, False
-
-    def on_start(self, event: numba_event.Event) -> None:
-        if self.said or not self.enabled:
-            return
-        dispatcher = event.data["dispatcher"]
-        if not getattr(dispatcher.py_func, "__module__", "").startswith("graphpe."):
-            return
-        self.said = True
-        cache = getattr(getattr(dispatcher, "_cache", None), "_cache_path", None)
-        logging.getLogger("graphpe").warning(
-            "graphpe: compiling its CPU kernels (numba) on first use: seconds to a minute, "
-            "once; later processes load them from numba's cache%s. `graphpe warmup` compiles "
-            "them all ahead.", f" ({cache})" if cache else "")
-
-    def on_end(self, event: numba_event.Event) -> None:
-        pass
-
-
-FIRST_COMPILE_NOTICE = FirstCompileNotice()
-numba_event.register("numba:compile", FIRST_COMPILE_NOTICE)
 
 
 def graph_chunks(ptr: np.ndarray, threads: int | None = None,
@@ -154,16 +121,6 @@ def memory_budget(max_memory_bytes: int | None) -> int:
     return FALLBACK_MEMORY_BUDGET if available is None else int(available * MEMORY_BUDGET_FRACTION)
 
 
-def _lapack(name: str, num_args: int) -> nb_types.ExternalFunction:
-    """LAPACK routine ``name`` of scipy's Cython LAPACK, callable from compiled code (every
-    argument a pointer, Fortran style). Bound by symbol name rather than as a ctypes pointer:
-    a compiled function holding a ctypes pointer cannot be cached on disk, and would be
-    recompiled in every process."""
-    symbol = f"graphpe_{name}"
-    llvm.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_lapack", name))
-    return nb_types.ExternalFunction(symbol, nb_types.void(*[nb_types.voidptr] * num_args))
-
-
 class HostCSR(NamedTuple):
     """The undirected simple graph of a batch in CSR form (numpy, host memory): row ``i``'s
     neighbours are ``indices[indptr[i]:indptr[i + 1]]``, ascending, with ``weight`` (float64;
@@ -226,7 +183,7 @@ def host_empty(shape: tuple[int, ...], dtype: np.dtype | type) -> np.ndarray:
     return np.empty(shape, dtype=dtype)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _rows_or_zero(src, index, bias, out):  # pragma: no cover - compiled
     width = src.shape[1]
     period = bias.shape[0]
@@ -279,7 +236,7 @@ def simple_csr(edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = 
     return HostCSR(indptr, indices, weight, loops)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compiled
     # counting sort by row, then a short insertion sort of each row by column (rows are
     # neighbourhoods: a few entries), merging duplicates with the largest weight
@@ -341,7 +298,7 @@ def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compi
     return indptr, nbr[:out].copy(), val[:out].copy(), loops
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _degrees(indptr, weight):  # pragma: no cover - compiled
     """Weighted degrees and ``D^-1/2`` (0 on isolated nodes) of a CSR graph."""
     n = indptr.shape[0] - 1
@@ -355,7 +312,7 @@ def _degrees(indptr, weight):  # pragma: no cover - compiled
     return deg, dis
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@aot.njit(cache=True, nogil=True, inline="always")
 def csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
     """Position of the entry ``(u, v)`` in the CSR (rows sorted): where it is, or where it
     would be inserted in row ``u`` when absent."""
@@ -367,3 +324,6 @@ def csr_position(indptr, indices, u, v):  # pragma: no cover - compiled
         else:
             hi = mid
     return lo
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

@@ -138,10 +138,10 @@ def test_first_compile_is_announced_once(caplog, monkeypatch):
     import numba
     from numba.core import event
 
-    from graphpe.ops import host
-    from graphpe.ops.host import FirstCompileNotice
+    from graphpe.ops import aot
+    from graphpe.ops.aot import FirstCompileNotice, compile_listener
 
-    monkeypatch.setattr(host.FIRST_COMPILE_NOTICE, "enabled", False)  # the process's own
+    monkeypatch.setattr(aot.FIRST_COMPILE_NOTICE, "enabled", False)  # the process's own
 
     def make(module):
         def twice(x):
@@ -152,7 +152,7 @@ def test_first_compile_is_announced_once(caplog, monkeypatch):
 
     notice = FirstCompileNotice()
     with caplog.at_level(logging.WARNING, logger="graphpe"), \
-            event.install_listener("numba:compile", notice):
+            event.install_listener("numba:compile", compile_listener(notice)):
         make("someone_else")(1)
         assert not caplog.records
         notice.enabled = False

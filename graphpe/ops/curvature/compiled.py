@@ -8,18 +8,18 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-import numba
 import numpy as np
 import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from graphpe.ops import aot
 from graphpe.ops.host import HostCSR, csr_position, host_array
 
 # ----------------------------------------------------------------------------- exact ORC
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
     """Exact min-cost transport of supplies ``a[:m]`` to demands ``b[:n]`` (equal totals) with
     integer costs ``cost[:m, :n]``, by the primal-dual method: Bellman-Ford distances on the
@@ -143,7 +143,7 @@ def _transport_cost(a, b, cost, flow, m, n):  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _walk_measure(node, alpha, indptr, indices, nodes, mass):  # pragma: no cover - compiled
     """Support and masses of the lazy walk measure of ``node`` (alpha on itself when positive,
     the rest spread over its neighbours); returns the support size."""
@@ -160,7 +160,7 @@ def _walk_measure(node, alpha, indptr, indices, nodes, mass):  # pragma: no cove
     return count
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _compact(nodes, mass, count):  # pragma: no cover - compiled
     """Drop entries with (numerically) no mass; returns the new count."""
     k = 0
@@ -172,7 +172,7 @@ def _compact(nodes, mass, count):  # pragma: no cover - compiled
     return k
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compiled
     """``1 - W1(m_x, m_y)`` for every edge ``(src[e], dst[e])``, in one call."""
     out = np.empty(src.shape[0])
@@ -180,7 +180,7 @@ def _orc_kernel(indptr, indices, src, dst, alpha):  # pragma: no cover - compile
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cover - compiled
     """``out[e] = 1 - W1(m_x, m_y)`` for the edges ``lo <= e < hi``. Each edge is solved on its
     own (the work arrays are rewritten before they are read), so any split of the edges into
@@ -254,14 +254,14 @@ def _orc_into(indptr, indices, src, dst, alpha, out, lo, hi):  # pragma: no cove
 MERGE_MIN_CELLS = 64
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _in_row(indptr, indices, v, w):  # pragma: no cover - compiled
     """Whether ``w`` is a neighbour of ``v`` (binary search of the sorted row)."""
     at = csr_position(indptr, indices, v, w)
     return at < indptr[v + 1] and indices[at] == w
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _merge_equal(cost, spare, a, b, m, n, key, keep):  # pragma: no cover - compiled
     """Merge the sources whose cost rows are equal into one holding their summed supply, then
     the sinks whose cost columns are equal. Exact: a plan of the merged problem splits among
@@ -275,7 +275,7 @@ def _merge_equal(cost, spare, a, b, m, n, key, keep):  # pragma: no cover - comp
     return m, n
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _merge_rows(cost, spare, mass, m, n, key, keep, columns):  # pragma: no cover - compiled
     """:func:`_merge_equal` on the rows of ``cost[:m, :n]`` (its columns if ``columns``):
     rows are keyed by a hash, sorted by key, and a row equal to the first of its run of equal
@@ -446,7 +446,7 @@ def upper_edges(indptr: np.ndarray, indices: np.ndarray
     return row[upper], np.asarray(indices, dtype=np.int64)[upper], upper
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _mirror(indptr, indices, upper, kappa_upper):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     nnz = indices.shape[0]
@@ -474,7 +474,7 @@ def node_profile_host(csr: HostCSR, values: np.ndarray, stats: tuple[str, ...]) 
 PROFILE_CODES = {"min": 0, "max": 1, "mean": 2, "std": 3, "median": 4}
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _profile(indptr, values, codes):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     out = np.zeros((n, codes.shape[0]))
@@ -506,7 +506,7 @@ def _profile(indptr, values, codes):  # pragma: no cover - compiled
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def edge_triangles_host(indptr, indices):  # pragma: no cover - compiled
     """Common neighbours of every CSR entry ``(i, indices[p])`` (marker per row)."""
     n = indptr.shape[0] - 1
@@ -531,7 +531,7 @@ def per_input_edge_host(edge_index: Tensor, csr: HostCSR, values: np.ndarray) ->
     return _per_input_edge(ei[0], ei[1], csr.indptr, csr.indices, values)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _per_input_edge(row, col, indptr, indices, values):  # pragma: no cover - compiled
     shape = (row.shape[0],) + values.shape[1:]
     out = np.zeros(shape)
@@ -549,3 +549,6 @@ def _per_input_edge(row, col, indptr, indices, values):  # pragma: no cover - co
         if lo < indptr[r + 1] and indices[lo] == c:
             out[e] = values[lo]
     return out
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

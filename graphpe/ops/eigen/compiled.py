@@ -8,21 +8,20 @@ magnetic Laplacian (:mod:`graphpe.encodings.maglap`) calls once per graph and po
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from graphpe.ops import aot
 from graphpe.ops.host import (
     FASTMATH,
     HostCSR,
     _degrees,
-    _lapack,
     graph_chunks,
     run_over_graphs,
 )
 
-_dsytrd = _lapack("dsytrd", 10)  # uplo, n, a, lda, d, e, tau, work, lwork, info
+_dsytrd = aot.LapackRoutine("dsytrd", 10)  # uplo, n, a, lda, d, e, tau, work, lwork, info
 # side, uplo, trans, m, n, a, lda, tau, c, ldc, work, lwork, info
-_dormtr = _lapack("dormtr", 13)
+_dormtr = aot.LapackRoutine("dormtr", 13)
 
 
 # ----------------------------------------------------------------------------- LapPE
@@ -36,7 +35,7 @@ _dormtr = _lapack("dormtr", 13)
 SMALL_EIGH_MAX = 72
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _tridiagonalize(a, n, d, e, hs):  # pragma: no cover - compiled
     """Householder reduction of the symmetric a (lower triangle read) to tridiagonal form;
     reflector i is a[i, :i] with hs[i] (identity where hs[i] == 0)."""
@@ -83,7 +82,7 @@ def _tridiagonalize(a, n, d, e, hs):  # pragma: no cover - compiled
     for i in range(n):
         d[i] = a[i, i]
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@aot.njit(cache=True, nogil=True, inline="always")
 def _ql_advance(w, off, n, l, m, i, phase, s, c, p, g, it):  # pragma: no cover - compiled
     """One step of the implicit QL iteration for the eigenvalues of a symmetric tridiagonal
     matrix (diagonal ``w``, off-diagonal ``off[i]`` between ``i`` and ``i + 1``; both
@@ -131,7 +130,7 @@ def _ql_advance(w, off, n, l, m, i, phase, s, c, p, g, it):  # pragma: no cover 
     return l, m, i, phase, s, c, p, g, it
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _ql_setup(d, e, n, w, off):  # pragma: no cover - compiled
     for i in range(n):
         w[i] = d[i]
@@ -141,7 +140,7 @@ def _ql_setup(d, e, n, w, off):  # pragma: no cover - compiled
         off[n - 1] = 0.0
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _ql_pair(w1, off1, n1, w2, off2, n2):  # pragma: no cover - compiled
     """Eigenvalues (in place, unsorted) of two independent tridiagonal matrices, their QL
     steps taken in turns: a QL sweep is one long chain of dependent square roots and
@@ -156,7 +155,7 @@ def _ql_pair(w1, off1, n1, w2, off2, n2):  # pragma: no cover - compiled
             w2, off2, n2, l2, m2, i2, ph2, s2, c2, p2, g2, it2)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _tridiag_factor(d, e, n, lam, dl, dm, du, du2, piv, tiny):  # pragma: no cover - compiled
     """LU factors with partial pivoting of ``T - lam I`` (LAPACK's dlagtf), tiny pivots
     replaced by ``tiny`` so that inverse iteration at an exact eigenvalue stays finite."""
@@ -191,7 +190,7 @@ def _tridiag_factor(d, e, n, lam, dl, dm, du, du2, piv, tiny):  # pragma: no cov
         dm[i] = 1.0 / dm[i]  # the solves multiply by reciprocals (no division chain)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _tridiag_solve(n, dl, dm, du, du2, piv, x):  # pragma: no cover - compiled
     """``x <- (T - lam I)^-1 x`` from the factors of :func:`_tridiag_factor` (``dm`` holds
     the pivots' reciprocals)."""
@@ -209,7 +208,7 @@ def _tridiag_solve(n, dl, dm, du, du2, piv, x):  # pragma: no cover - compiled
         x[i] = (x[i] - du[i] * x[i + 1] - du2[i] * x[i + 2]) * dm[i]
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     """Eigenvalues (all, ascending, into ``w[:n]``) and the eigenvectors ``first`` to
     ``first + count - 1`` (columns of ``v[:n, :count]``) of the symmetric ``a[:n, :n]``
@@ -230,7 +229,7 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
     """First stage of :func:`_small_eigh`: scale, tridiagonalize, split into unreduced blocks
     (off-diagonal entries below ``eps ||T||`` set to 0, ``work[10]`` the block start of each
@@ -243,7 +242,7 @@ def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
     return scale, _split_blocks(n, d, e, block_of)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _unit_scale(a, n):  # pragma: no cover - compiled
     """Scale the lower triangle of ``a`` to unit largest entry; returns the factor."""
     scale = 0.0
@@ -260,7 +259,7 @@ def _unit_scale(a, n):  # pragma: no cover - compiled
     return scale
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _split_blocks(n, d, e, block_of):  # pragma: no cover - compiled
     """Zero the off-diagonal entries ``e[i]`` (between ``i - 1`` and ``i``) below
     ``eps ||T||`` and record each position's block start; returns ``||T||`` (at least 1: the
@@ -278,7 +277,7 @@ def _split_blocks(n, d, e, block_of):  # pragma: no cover - compiled
     return tnorm
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
     """Last stage of :func:`_small_eigh`: sort the eigenvalues ``w[:n]`` (with their blocks),
     inverse iteration for the wanted ones, back-transformation, eigenvalues rescaled."""
@@ -306,7 +305,7 @@ def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no c
                 v[k, c] -= g[c] * aik
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
     """Sort the eigenvalues ``w[:n]`` of the tridiagonal matrix in ``work`` (with their
     blocks), compute the wanted eigenvectors ``first..first+count-1`` of the tridiagonal
@@ -320,7 +319,7 @@ def _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: 
         w[i] = sorted_w[i] * scale
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@aot.njit(cache=True, nogil=True, inline="always")
 def _block_end(block_of, b0, n):  # pragma: no cover - compiled
     """One past the last position of the unreduced block starting at ``b0`` (``block_of``
     as written by :func:`_split_blocks`)."""
@@ -330,7 +329,7 @@ def _block_end(block_of, b0, n):  # pragma: no cover - compiled
     return b1
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _inverse_iteration(n, first, lams, blocks, count, v, work, tnorm):  # pragma: no cover
     """Eigenvectors of the (split) tridiagonal matrix in ``work`` for the ascending eigenvalues
     ``lams[:count]`` (numbers ``first..`` among all), each in the unreduced block starting at
@@ -386,7 +385,7 @@ def _inverse_iteration(n, first, lams, blocks, count, v, work, tnorm):  # pragma
 BISECTION_TOL = 1e-10
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
                            counts):  # pragma: no cover - compiled
     """The ``want`` smallest eigenvalues of the split tridiagonal matrix ``(d, e)`` (layout of
@@ -460,7 +459,7 @@ def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
         blocks[j] = found_blocks[j]
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _tridiagonal_pairs(n, first, count, d, e, w, v, work, scratch, counts, scale,
                        tnorm):  # pragma: no cover - compiled
     """Eigenpairs ``first..first+count-1`` (ascending) of the split real symmetric tridiagonal
@@ -491,7 +490,7 @@ def _tridiagonal_pairs(n, first, count, d, e, w, v, work, scratch, counts, scale
             w[c] = w[first + c]
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_trivial, sign,
                         flips, sign_tol, eigvals, eigvecs, mask):  # pragma: no cover - compiled
     """The graphs ``graphs`` (above :data:`SMALL_EIGH_MAX` nodes): LAPACK's blocked ``dsytrd``
@@ -607,7 +606,7 @@ def laplacian_eigenpairs_host(
 _NO_FLIPS = np.ones((1, 1))
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _find(parent, i):  # pragma: no cover - compiled
     while parent[i] != i:
         parent[i] = parent[parent[i]]
@@ -615,7 +614,7 @@ def _find(parent, i):  # pragma: no cover - compiled
     return i
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _component_count(indptr, indices, s, n, parent):  # pragma: no cover - compiled
     """Connected components of nodes ``s..s+n-1`` (union-find over the CSR rows)."""
     for i in range(n):
@@ -631,7 +630,7 @@ def _component_count(indptr, indices, s, n, parent):  # pragma: no cover - compi
     return count
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _canonical_sign(v, n, tol):  # pragma: no cover - compiled
     # the rule of ops.eigen.canonical_signs: sign of sum v^3; where that is within tol of 0,
     # the sign of the first entry of largest magnitude (ties within tol)
@@ -651,7 +650,7 @@ def _canonical_sign(v, n, tol):  # pragma: no cover - compiled
     return 1.0
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, lap):  # pragma: no cover
     """The dense Laplacian of nodes ``s..s+n-1`` (one graph of the batch), written into
     ``lap`` (``[n, n]``, overwritten)."""
@@ -670,7 +669,7 @@ def _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm, lap):  # prag
     return lap
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigvals, eigvecs,
                  mask, vec):  # pragma: no cover - compiled
     """Write graph ``g``'s ``m`` pairs (``vecs`` columns are the vectors): ``L_rw``
@@ -698,7 +697,7 @@ def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigva
             eigvecs[s + i, c] = f * vec[i]
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, sign, flips,
                           max_nodes, sign_tol, eigvals, eigvecs, mask):  # pragma: no cover
     """Graphs up to ``max_nodes`` nodes (larger ones are left alone), solved two at a time:
@@ -755,10 +754,10 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
 
 # JOBZ, RANGE, UPLO, N, A, LDA, VL, VU, IL, IU, ABSTOL, M, W, Z, LDZ, ISUPPZ, WORK, LWORK,
 # RWORK, LRWORK, IWORK, LIWORK, INFO
-_zheevr = _lapack("zheevr", 23)
+_zheevr = aot.LapackRoutine("zheevr", 23)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, pr, pi):  # pragma: no cover
     r"""Householder reduction of the Hermitian matrix ``ar + i ai`` (both triangles stored,
     real and imaginary parts apart so that every inner loop is a contiguous real loop) to a
@@ -839,7 +838,7 @@ def _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, pr, pi):  # pragma: no
         phase[i] = delta
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _hermitian_back_transform(ar, ai, n, count, hs, phase, y, vr, vi, g):  # pragma: no cover
     """``vr + i vi = P^H Delta y`` (``[:n, :count]``): the eigenvectors of the Hermitian matrix
     reduced by :func:`_tridiagonalize_hermitian` (reflectors in the rows of ``ar``, ``ai``
@@ -874,7 +873,7 @@ def _hermitian_back_transform(ar, ai, n, count, hs, phase, y, vr, vi, g):  # pra
                 vi[k, c] -= gr[c] * ui + gi[c] * ur
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def hermitian_scratch(nmax, k):  # pragma: no cover - compiled
     """Scratch (a tuple of arrays) for :func:`_hermitian_eigh` on matrices of up to ``nmax``
     nodes and ``k`` vectors."""
@@ -885,7 +884,7 @@ def hermitian_scratch(nmax, k):  # pragma: no cover - compiled
             np.empty((nmax + 1, kk)))
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _unit_scale_hermitian(ar, ai, n):  # pragma: no cover - compiled
     """Scale ``ar + i ai`` (both triangles) so that its largest real or imaginary part is 1
     (the modulus is then at most sqrt 2); returns the factor. A matrix already at 1 (a
@@ -905,7 +904,7 @@ def _unit_scale_hermitian(ar, ai, n):  # pragma: no cover - compiled
     return scale
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _hermitian_eigh(ar, ai, n, count, vr, vi, scratch):  # pragma: no cover - compiled
     """The ``count`` smallest eigenvalues (ascending; returned as a view of the scratch) and
     eigenvectors (``vr + i vi``, ``[:n, :count]``, unit columns, their phase as the solver
@@ -929,7 +928,7 @@ def _hermitian_eigh(ar, ai, n, count, vr, vi, scratch):  # pragma: no cover - co
     return _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _hermitian_prepare(ar, ai, n, scratch):  # pragma: no cover - compiled
     """First stage of :func:`_hermitian_eigh` (up to :data:`SMALL_EIGH_MAX` nodes): scale,
     reduce to a real tridiagonal matrix, split; returns ``(scale, ||T||)``. With
@@ -941,7 +940,7 @@ def _hermitian_prepare(ar, ai, n, scratch):  # pragma: no cover - compiled
     return scale, _split_blocks(n, work[0], work[1], work[10])
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm):  # pragma: no cover
     """Last stage of :func:`_hermitian_eigh` after :func:`_hermitian_prepare` and the QL
     iteration on ``w`` (all eigenvalues): the ``count`` smallest pairs, as it returns them."""
@@ -951,7 +950,7 @@ def _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm):  # pragm
     return w[:count]
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w):  # pragma: no cover - compiled
     """:func:`_hermitian_eigh` above :data:`SMALL_EIGH_MAX` nodes: LAPACK's ``zheevr`` for
     the ``count`` smallest pairs."""
@@ -981,3 +980,6 @@ def _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w):  # pragma: no cover - c
             vr[i, c] = z[c * n + i].real
             vi[i, c] = -z[c * n + i].imag
     return w[:count]
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

@@ -29,16 +29,19 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 import torch
-from scipy.sparse.csgraph import breadth_first_order
 
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
+
+# scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
+# never meets a large graph need not pay
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
 
 log = logging.getLogger("graphpe")
 
@@ -95,6 +98,8 @@ def factor_laplacian(
     """Factor ``operator - sigma I`` with SuperLU (``scipy.sparse.linalg.splu``) in the
     fill-reducing column order ``permc_spec`` (minimum degree on ``A^T + A`` by default, the
     right one for a symmetric matrix), and measure its fill."""
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
     n = operator.shape[0]
     start = time.perf_counter()
     lu = spla.splu((operator - sigma * sp.identity(n, format="csr")).tocsc(),
@@ -132,6 +137,8 @@ def lanczos_eigenpairs(
 
     ``iterations`` counts operator applications; ``block`` is ``eigvecs``.
     """
+    import scipy.sparse as sp
+    import scipy.sparse.linalg as spla
     n, project, v0, k = _prepare(operator, k, deflate, seed)
     shifted = (upper * sp.identity(n, format="csr") - operator).tocsr()
     count = [0]
@@ -184,6 +191,7 @@ def shift_invert_eigenpairs(
 
     Memory: the factor's ``bytes`` plus ``ncv * n * 8``. ``iterations`` counts solves.
     """
+    import scipy.sparse.linalg as spla
     n, project, v0, k = _prepare(operator, k, deflate, seed)
     if factor is None:
         factor = factor_laplacian(operator, default_sigma(upper) if sigma is None else sigma,
@@ -265,6 +273,7 @@ def lanczos_ritz_values(
 def bfs_ball(operator: sp.csr_matrix, root: int, size: int) -> np.ndarray:
     """The first ``size`` nodes of a breadth-first search from ``root`` in the pattern of
     ``operator``."""
+    from scipy.sparse.csgraph import breadth_first_order
     order = breadth_first_order(operator, root, directed=False, return_predecessors=False)
     return np.sort(order[:size])
 

@@ -18,12 +18,10 @@ Conventions:
 from __future__ import annotations
 
 import warnings
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 import torch
-from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor
 
 from graphpe.ops.checks import check_positive_int
@@ -61,6 +59,11 @@ from graphpe.ops.graph import (
 )
 from graphpe.ops.host import host_array, memory_budget, numpy_dtype, simple_csr, use_compiled
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
+
+# scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
+# never meets a large graph need not pay
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 SIGN_MODES = ("canonical", "random", "none")
 # Up to this size a dense solve beats the sparse solvers: per molecule-like graph, k = 16, one
@@ -397,6 +400,9 @@ def _sparse_smallest(
     n = diag.numel()
     r, c = edge_index.cpu().numpy()
     v = off.detach().cpu().numpy().astype(np.float64)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components as scipy_components
+
     lap = (sp.coo_matrix((v, (r, c)), shape=(n, n))
            + sp.diags(diag.detach().cpu().numpy().astype(np.float64))).tocsr()
     num_comp, labels = scipy_components(lap, directed=False)

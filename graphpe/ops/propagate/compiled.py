@@ -4,9 +4,9 @@ CSR and the normalized trajectory of every graph. The batched torch kernels they
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from graphpe.ops import aot
 from graphpe.ops.host import HostCSR, _degrees, graph_chunks, run_over_graphs
 
 # ----------------------------------------------------------------------------- RFP
@@ -36,7 +36,7 @@ def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray,
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _operator_values(indptr, indices, weight, op):  # pragma: no cover - compiled
     """Off-diagonal values and diagonal of the propagation operator, on the CSR pattern."""
     n = indptr.shape[0] - 1
@@ -73,7 +73,7 @@ def operator_csr(csr: HostCSR, operator: str) -> tuple[np.ndarray, np.ndarray, n
     return _with_diagonal(csr.indptr, csr.indices, values, diag)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _with_diagonal(indptr, indices, values, diag):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     out_ptr = np.empty(n + 1, dtype=np.int64)
@@ -106,7 +106,7 @@ def _with_diagonal(indptr, indices, values, diag):  # pragma: no cover - compile
 RANK_BAND = 1e-3
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _order_free_sum(terms):  # pragma: no cover - compiled
     """The sum of ``terms`` taken in sorted order: the same float for every permutation."""
     total = 0.0
@@ -115,7 +115,7 @@ def _order_free_sum(terms):  # pragma: no cover - compiled
     return total
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _column_dot(cols, a, b, n, order_free, terms):  # pragma: no cover - compiled
     if order_free:
         for i in range(n):
@@ -127,7 +127,7 @@ def _column_dot(cols, a, b, n, order_free, terms):  # pragma: no cover - compile
     return dot
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _cgs2(cols, n, d, rank_tol, order_free, dots, terms):  # pragma: no cover - compiled
     """Classical Gram-Schmidt done twice, in place, on the column-major block ``cols[:d, :n]``
     with the rank cut of :func:`propagate_host`. With ``order_free`` every sum over the nodes
@@ -155,7 +155,7 @@ def _cgs2(cols, n, d, rank_tol, order_free, dots, terms):  # pragma: no cover - 
     return near_cut
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _normalize_block(x, qr, rank_tol, scratch):  # pragma: no cover - compiled
     """Normalize one graph's ``[n, d]`` block in place (l2 columns, or Gram-Schmidt x2);
     ``scratch`` is ``[d + 2, >= max(n, d)]``."""
@@ -199,7 +199,7 @@ def normalize_block_host(x: np.ndarray, rank_tol: float) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out):  # pragma: no cover
     values, diag = _operator_values(indptr, indices, weight, op)
     num_graphs = ptr.shape[0] - 1
@@ -239,3 +239,6 @@ def _propagate(indptr, indices, weight, ptr, op, x0, steps, qr, rank_tol, out): 
                     for c in range(d):
                         out[s + i, r, t, c] = y[i, c]
                 x, y = y, x
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

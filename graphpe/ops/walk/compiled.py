@@ -5,10 +5,10 @@ the shared host plumbing is :mod:`graphpe.ops.host`."""
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import torch
 
+from graphpe.ops import aot
 from graphpe.ops.host import (
     FASTMATH,
     HostCSR,
@@ -32,7 +32,7 @@ def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: in
                     graph_chunks(ptr))
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _symmetric_walk(indptr, indices, weight, loops):  # pragma: no cover - compiled
     """The symmetric walk operator ``S = D^-1/2 (A + L) D^-1/2`` (``L`` the self loops,
     counted once in the degree ``D``) as the CSR's ``values`` and a ``diag``; a node without
@@ -61,7 +61,7 @@ def symmetric_walk(csr: HostCSR, self_loops: bool = True) -> tuple[np.ndarray, n
     return _symmetric_walk(csr.indptr, csr.indices, csr.weight, loops)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
                    out):  # pragma: no cover - compiled
     # diag(P^t) = diag(S^t) for the symmetric S = D^-1/2 A D^-1/2 (P^t = D^-1/2 S^t D^1/2).
@@ -108,7 +108,7 @@ def _landing_probs(indptr, indices, weight, loops, ptr, walk_length, max_nodes,
                     out[s + i, t] = acc
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: no cover
     """``y = S x`` for the rows ``s..s+n-1`` of a CSR matrix (local columns) plus a diagonal
     ``diag``, ``x``, ``y`` contiguous ``[n, n]``."""
@@ -157,7 +157,7 @@ def local_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk
     return min(over) if over else -1
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _local_landing(indptr, indices, values, diag, lo, hi, walk_length, cap,
                    out):  # pragma: no cover - compiled
     # x[k, l] = (S^k e_i)[queue[l]] for the l-th node the search reached; ball(k) is the
@@ -220,7 +220,7 @@ def ball_profile(csr: HostCSR, sources: np.ndarray, hops: int) -> tuple[np.ndarr
     return _ball_profile(csr.indptr, csr.indices, np.ascontiguousarray(sources, np.int64), hops)
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _ball_profile(indptr, indices, sources, hops):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     seen = np.full(n, -1, dtype=np.int64)
@@ -243,7 +243,7 @@ def _ball_profile(indptr, indices, sources, hops):  # pragma: no cover - compile
 # ----------------------------------------------------------------------------- RRWP
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _walk_matrix(indptr, indices, weight, loops):  # pragma: no cover - compiled
     """``M = D^-1 A`` with the self loops, as the CSR's ``values`` and a ``diag``; a node
     without edges has a zero row. Each row is divided by its largest weight first, so 1e300
@@ -282,7 +282,7 @@ def relative_walk_probs(csr: HostCSR, ptr: np.ndarray, pair_ptr: np.ndarray, num
 RRWP_STACK_MAX_NODES = 96
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _relative_walk_probs(indptr, indices, weight, loops, ptr, pair_ptr, num_steps, pair_index,
                          out):  # pragma: no cover - compiled
     # M^k is advanced by one sparse product per step, M^(k+1) = M M^k (nnz * n multiply-adds,
@@ -359,7 +359,7 @@ def local_pairs_host(csr: HostCSR, hops: int) -> tuple[np.ndarray, np.ndarray]:
     return pair_index, dist
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@aot.njit(cache=True, nogil=True, inline="always")
 def _ball(indptr, indices, i, hops, seen, level, queue):  # pragma: no cover - compiled
     """Breadth-first search from ``i`` cut at ``hops`` levels: ``seen[v] = i`` and ``level[v]``
     for every node reached, in ``queue[:tail]`` in the order reached; returns ``tail``.
@@ -383,7 +383,7 @@ def _ball(indptr, indices, i, hops, seen, level, queue):  # pragma: no cover - c
     return tail
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _local_pairs(indptr, indices, hops, offsets, pair_index, dist, count_only, seen, queue,
                  level):  # pragma: no cover - compiled
     # count_only: offsets[i] <- the size of i's ball; else write i's ball, sorted by node, at
@@ -426,7 +426,7 @@ def all_pairs_distances_host(csr: HostCSR, ptr: np.ndarray,
     return pair_index, dist, pair_ptr
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _all_pairs_distances(indptr, indices, ptr, max_dist, pair_ptr, pair_index, out, seen,
                          level, queue):  # pragma: no cover - compiled
     # seen[v] == i: v reached from source i (no reset between sources)
@@ -482,7 +482,7 @@ def batch_path_edges_host(csr: HostCSR, edge_index: np.ndarray, pair_index: np.n
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@aot.njit(cache=True, nogil=True)
 def _path_edges(indptr, indices, edge_index, pair_index, max_hops, out, node_graph,
                 first_edge):  # pragma: no cover - compiled
     # ids are written less the first edge of the source's graph (node_graph empty: one graph,
@@ -576,7 +576,7 @@ def local_walk_probs_host(csr: HostCSR, pair_index: np.ndarray, num_steps: int,
                       out)
 
 
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _local_walk_probs(indptr, indices, weight, loops, pair_index, num_steps,
                       out):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
@@ -632,3 +632,6 @@ def _local_walk_probs(indptr, indices, weight, loops, pair_index, num_steps,
         for a in range(size):
             x[support[a]] = 0.0
         start = stop
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

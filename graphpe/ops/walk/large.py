@@ -31,11 +31,9 @@ by its own choice, so no path pays for nodes its walks cannot reach.
 from __future__ import annotations
 
 import logging
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from graphpe.ops.host import HostCSR, graph_chunks, node_range_csr
 from graphpe.ops.walk.compiled import (
@@ -44,6 +42,11 @@ from graphpe.ops.walk.compiled import (
     local_landing_probs,
     symmetric_walk,
 )
+
+# scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
+# never meets a large graph need not pay
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 LOG = logging.getLogger(__name__)
 
@@ -212,6 +215,9 @@ def large_landing_probs(csr: HostCSR, walk_length: int, out: np.ndarray, *, budg
         return path
     if not components:
         return _one_graph(csr, walk_length, out, budget, self_loops, path)
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
     pattern = sp.csr_matrix((np.ones(csr.indices.shape[0], np.int8), csr.indices, csr.indptr),
                             shape=(n, n))
     count, labels = connected_components(pattern, directed=False)
@@ -282,6 +288,8 @@ def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
 def _operator(csr: HostCSR, values: np.ndarray, diag: np.ndarray) -> sp.csr_matrix:
     """``S`` as a scipy CSR matrix (float64)."""
     n = csr.indptr.shape[0] - 1
+    import scipy.sparse as sp
+
     op = sp.csr_matrix((values, csr.indices, csr.indptr), shape=(n, n))
     if diag.any():
         op = (op + sp.diags(diag, format="csr")).tocsr()
