@@ -109,9 +109,22 @@ def arg_key(value: Any) -> Any:
 
 
 def call_key(args: tuple) -> tuple | None:
-    """The key of a call's positional arguments (None: never compiled ahead)."""
-    keys = tuple(map(arg_key, args))
-    return None if None in keys else keys
+    """The key of a call's positional arguments, ``tuple(map(arg_key, args))`` (None: an
+    argument is never compiled ahead); written out, as it runs on every call."""
+    keys = []
+    for value in args:
+        kind = type(value)
+        if kind is np.ndarray:
+            keys.append((value.dtype.char, value.ndim,
+                         _LAYOUTS[value.flags.num & (_C | _F | _WRITEABLE)]))
+            continue
+        key = _SCALAR_KEYS.get(kind)
+        if key is None:
+            key = arg_key(value) if kind is tuple else None
+            if key is None:
+                return None
+        keys.append(key)
+    return tuple(keys)
 
 
 def index_key(spec: Any) -> Any:
@@ -258,7 +271,8 @@ class FirstCompileNotice:
         _LOG.warning(
             "graphpe: compiling its CPU kernels (numba) on first use: seconds to a minute, "
             "once; later processes load them from numba's cache%s. `graphpe warmup` compiles "
-            "them all ahead.", f" ({cache})" if cache else "")
+            "them all ahead. (The kernels compiled ahead of time: %s.)",
+            f" ({cache})" if cache else "", extension_status())
 
     def on_end(self, event: Any) -> None:
         pass
@@ -317,16 +331,34 @@ def compiled_table() -> dict[str, list]:
     """``{"module:kernel": [[argument specs, exported name], ...]}`` of the extension, or
     ``{}`` where there is none, it is switched off, or it was built from other sources than
     these (or by another version of this module)."""
-    if os.environ.get(ENV_SWITCH, "1") in ("0", "record") or not INDEX_PATH.exists():
+    global _TABLE_STATUS
+    if os.environ.get(ENV_SWITCH, "1") in ("0", "record"):
+        _TABLE_STATUS = f"switched off ({ENV_SWITCH}={os.environ[ENV_SWITCH]})"
+        return {}
+    if not INDEX_PATH.exists():
+        _TABLE_STATUS = "not built at install (a C compiler and numba are needed then)"
         return {}
     try:
         index = json.loads(INDEX_PATH.read_text())
         if index.get("digest") != source_digest() or index.get("format") != INDEX_FORMAT:
+            _TABLE_STATUS = ("built from other kernel sources (python -m graphpe.ops.aot_build "
+                             "rebuilds it)")
             return {}
         importlib.import_module(EXTENSION)
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError, ImportError) as error:
+        _TABLE_STATUS = f"not loadable ({error})"
         return {}
+    _TABLE_STATUS = "in use"
     return index["exports"]
+
+
+_TABLE_STATUS = "not looked up yet"
+
+
+def extension_status() -> str:
+    """Why the kernels compiled ahead of time are or are not in use, in words."""
+    compiled_table()
+    return _TABLE_STATUS
 
 
 def bind(namespace: dict) -> None:

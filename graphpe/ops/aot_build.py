@@ -68,6 +68,9 @@ def import_kernel_modules() -> list[pytypes.ModuleType]:
     (their imports need torch) and the kernel modules get a stand-in ``torch``."""
     aot = _aot_module()
     os.environ[aot.ENV_SWITCH] = "0"  # the dispatchers themselves, never Kernel wrappers
+    # these sources, not an installed copy (pip runs setup.py from a script elsewhere, with
+    # neither the checkout nor, on a first install, graphpe on sys.path)
+    sys.path.insert(0, str(PACKAGE_DIR.parent))
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -79,7 +82,12 @@ def import_kernel_modules() -> list[pytypes.ModuleType]:
             module = pytypes.ModuleType(package)
             module.__path__ = [str(PACKAGE_DIR.joinpath(*package.split(".")[1:]))]
             sys.modules.setdefault(package, module)
-    return [importlib.import_module(name) for name in aot.AOT_MODULES]
+    modules = [importlib.import_module(name) for name in aot.AOT_MODULES]
+    for module in modules:
+        if not Path(module.__file__).resolve().is_relative_to(PACKAGE_DIR):
+            raise ImportError(f"{module.__name__} was imported from {module.__file__}, not "
+                              f"from the sources being built ({PACKAGE_DIR})")
+    return modules
 
 
 def type_source(t) -> str:

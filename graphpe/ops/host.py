@@ -53,6 +53,8 @@ def graph_chunks(ptr: np.ndarray, threads: int | None = None,
     again)."""
     num_graphs = ptr.shape[0] - 1
     min_nodes = PARALLEL_MIN_NODES if min_nodes is None else min_nodes
+    if num_graphs <= 1 or ptr[-1] < 2 * min_nodes:  # (one graph per call, as pre_transform)
+        return [(0, num_graphs)]
     threads = torch.get_num_threads() if threads is None else threads
     if threading.current_thread() is not threading.main_thread():
         threads = 1

@@ -71,16 +71,25 @@ def set_fields(data: Data, values: dict[str | None, Tensor]) -> None:
         mapping[name] = value
 
 
-@contextlib.contextmanager
-def without_autocast() -> Iterator[None]:
+class without_autocast:  # noqa: N801 - used as a function: ``with without_autocast():``
     """Turn ``torch.autocast`` off (CPU and CUDA) for the block: an encoding is computed in its
     own precision (float64 or float32) even when it is called inside a mixed-precision
-    training step, where autocast would run its products in bfloat16/float16."""
-    with contextlib.ExitStack() as stack:
+    training step, where autocast would run its products in bfloat16/float16. (A class, not a
+    generator: a transform called per graph enters it once per graph.)"""
+
+    __slots__ = ("_stack",)
+
+    def __enter__(self) -> None:
+        self._stack = None
         for device_type in ("cpu", "cuda"):
             if torch.is_autocast_enabled(device_type):
-                stack.enter_context(torch.autocast(device_type, enabled=False))
-        yield
+                if self._stack is None:
+                    self._stack = contextlib.ExitStack()
+                self._stack.enter_context(torch.autocast(device_type, enabled=False))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stack is not None:
+            self._stack.close()
 
 
 def node_count(data: Data, store: dict[str, Any] | None = None) -> int | None:

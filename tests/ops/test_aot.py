@@ -83,6 +83,8 @@ def test_stale_extension_is_ignored(monkeypatch):
     monkeypatch.setattr(aot, "source_digest", lambda: "edited")
     try:
         assert aot.compiled_table() == {}
+        if aot.INDEX_PATH.exists():
+            assert aot.extension_status().startswith("built from other kernel sources")
     finally:
         aot.compiled_table.cache_clear()
 
@@ -92,6 +94,7 @@ def test_switched_off_extension_is_ignored(monkeypatch):
     monkeypatch.setenv(aot.ENV_SWITCH, "0")
     try:
         assert aot.compiled_table() == {}
+        assert aot.extension_status() == "switched off (GRAPHPE_AOT=0)"
     finally:
         aot.compiled_table.cache_clear()
 
