@@ -46,7 +46,7 @@ AOT_MODULES = (
     "graphpe.ops.curvature.compiled",
 )
 EXTENSION = "graphpe._kernels"
-INDEX_FORMAT = 2  # the layout of _kernels.json that this module reads
+INDEX_FORMAT = 3  # the layout of _kernels.json that this module reads
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 INDEX_PATH = PACKAGE_DIR / "_kernels.json"
 SIGNATURES_PATH = Path(__file__).resolve().parent / "aot_signatures.json"
@@ -127,15 +127,25 @@ def call_key(args: tuple) -> tuple | None:
     return tuple(keys)
 
 
-def index_key(spec: Any) -> Any:
-    """:func:`arg_key` of an argument as the index spells it (``aot_build.type_spec``):
-    ``["float64", 2, "C", true]`` for an array, ``"int64"``, ``{"tuple": [...]}``."""
-    if isinstance(spec, str):
-        return spec
-    if isinstance(spec, dict):
-        return ("tuple", *(index_key(s) for s in spec["tuple"]))
-    dtype, ndim, layout, writeable = spec
-    return (np.dtype(dtype).char, ndim, (layout, writeable))
+def _array_key(dtype: str, ndim: int, layout: str, readonly: bool = False) -> tuple:
+    return (np.dtype(dtype).char, ndim, (layout, not readonly))
+
+
+# ``aot_build.type_source``'s spelling of numba types, read without numba: each name gives
+# the :func:`arg_key` of a value of that type
+_TYPE_SOURCE_NAMES = {
+    **{name: name for name in _DTYPE_NAMES.values()},
+    "boolean": "bool", "none": "none", "unicode_type": "str", "Array": _array_key,
+    "UniTuple": lambda dtype, count: ("tuple", *[dtype] * count),
+    "Tuple": lambda types: ("tuple", *types),
+}
+
+
+def index_key(source: str) -> Any:
+    """:func:`arg_key` of an argument type as the index and ``aot_signatures.json`` spell it
+    (``aot_build.type_source``: ``"Array(float64, 2, 'C', readonly=False)"``, ``"int64"``,
+    ``"UniTuple(int64, 2)"``)."""
+    return eval(source, {"__builtins__": {}}, _TYPE_SOURCE_NAMES)  # (the package's own file)
 
 
 def njit(*args: Any, **options: Any) -> Any:

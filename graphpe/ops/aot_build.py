@@ -91,7 +91,8 @@ def import_kernel_modules() -> list[pytypes.ModuleType]:
 
 
 def type_source(t) -> str:
-    """A numba type as an expression over ``numba.types`` (:func:`parse_type` reads it)."""
+    """A numba type as an expression over ``numba.types`` (:func:`parse_type` reads it; so
+    does ``aot.index_key``, without numba, for the call keys)."""
     from numba.core import types
 
     if isinstance(t, types.Array):
@@ -115,23 +116,6 @@ def parse_type(source: str):
     from numba.core import types
 
     return eval(source, {"__builtins__": {}}, vars(types))  # our own type_source strings
-
-
-def type_spec(t):
-    """The index's spelling of a numba argument type (``aot.index_key`` reads it)."""
-    from numba.core import types
-
-    if isinstance(t, types.Array):
-        return [str(t.dtype), t.ndim, t.layout, t.mutable]
-    if isinstance(t, types.BaseTuple):
-        return {"tuple": [type_spec(x) for x in t.types]}
-    if isinstance(t, types.Boolean):
-        return "bool"
-    if isinstance(t, types.NoneType):
-        return "none"
-    if isinstance(t, types.UnicodeType):
-        return "str"
-    return str(t)
 
 
 def _forwarder(dispatcher, arity: int):
@@ -198,7 +182,7 @@ def build(output_dir: Path | None = None, output_file: str | None = None,
             symbol = f"k{k}_{j}"
             cc.export(symbol, parse_type(entry["returns"])(*args))(
                 _forwarder(dispatcher, len(args)))
-            exports.setdefault(qualified, []).append([[type_spec(t) for t in args], symbol])
+            exports.setdefault(qualified, []).append([entry["args"], symbol])
     cc.compile()
     path = output_dir / cc.output_file
     index = {"digest": aot.source_digest(), "format": aot.INDEX_FORMAT,

@@ -51,7 +51,7 @@ scalars = st.one_of(st.integers(-2**62, 2**62), st.floats(allow_nan=False), st.b
 @settings(max_examples=200, deadline=None)
 def test_arg_key_is_numbas_typing(value):
     """A call's key is the key of the types numba's dispatcher would compile for it."""
-    expected = aot.index_key(aot_build.type_spec(numba.typeof(value)))
+    expected = aot.index_key(aot_build.type_source(numba.typeof(value)))
     assert aot.arg_key(value) == expected
 
 
