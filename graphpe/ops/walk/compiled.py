@@ -13,6 +13,7 @@ from graphpe.ops.host import (
     FASTMATH,
     HostCSR,
     _degrees,
+    _simple_csr,
     csr_position,
     graph_chunks,
     run_over_graphs,
@@ -30,6 +31,29 @@ def landing_probs(csr: HostCSR, ptr: np.ndarray, walk_length: int, max_nodes: in
     run_over_graphs(lambda a, b: _landing_probs(csr.indptr, csr.indices, csr.weight, loops,
                                                 ptr[a : b + 1], walk_length, max_nodes, out),
                     graph_chunks(ptr))
+
+
+def graph_landing_probs(ei: np.ndarray, num_nodes: int, walk_length: int, out: np.ndarray,
+                        self_loops: bool = True) -> bool:
+    """:func:`landing_probs` of one unweighted graph given by its ``[2, E]`` int64 index array,
+    in one compiled call (the index check, the simple graph and the walk): what a transform
+    called per graph runs. Returns False, writing nothing, if an index is outside
+    ``[0, num_nodes)``."""
+    return _graph_landing_probs(ei, num_nodes, walk_length, out, self_loops)
+
+
+@aot.njit(cache=True, nogil=True)
+def _graph_landing_probs(ei, num_nodes, walk_length, out, self_loops):  # pragma: no cover
+    for r in range(2):
+        for e in range(ei.shape[1]):
+            if ei[r, e] < 0 or ei[r, e] >= num_nodes:
+                return False
+    indptr, indices, weight, loops = _simple_csr(ei[0], ei[1], np.empty(0), False, num_nodes)
+    if not self_loops:
+        loops[:] = 0.0
+    ptr = np.array([0, num_nodes], dtype=np.int64)
+    _landing_probs(indptr, indices, weight, loops, ptr, walk_length, num_nodes, out)
+    return True
 
 
 @aot.njit(cache=True, nogil=True, fastmath=FASTMATH)

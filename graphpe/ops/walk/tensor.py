@@ -82,6 +82,7 @@ from graphpe.ops.spectral import (
 from graphpe.ops.walk.compiled import (
     all_pairs_distances_host,
     batch_path_edges_host,
+    graph_landing_probs,
     landing_probs,
     local_pairs_host,
     local_walk_probs_host,
@@ -582,6 +583,15 @@ def random_walk_landing_probs(
                        else plan.dense_max_nodes)
     compute_dtype = plan.compute_dtype or torch.float32
     device = edge_index.device
+    if (ptr is None and edge_weight is None and type(num_nodes) is int
+            and 0 < num_nodes <= dense_max_nodes and edge_index.dtype == torch.int64
+            and edge_index.dim() == 2 and edge_index.size(0) == 2
+            and use_compiled(plan.kernel, device)):
+        # one small graph, as a transform called per graph sees it: one compiled call
+        out_np = np.empty((num_nodes, walk_length), dtype=numpy_dtype(dtype))
+        if graph_landing_probs(edge_index.detach().numpy(), num_nodes, walk_length, out_np,
+                               self_loops):
+            return torch.from_numpy(out_np).to(dtype)
     validate_graph(edge_index, num_nodes, edge_weight, ptr)
     # Every node is written below: by its bucket, or by the sparse path of its large graph.
     itemsize = torch.finfo(compute_dtype).bits // 8
@@ -598,7 +608,7 @@ def random_walk_landing_probs(
                                 out.numpy()[start:end],
                                 budget=memory_budget(plan.max_memory_bytes),
                                 self_loops=self_loops)
-        return out
+        return out.to(dtype)
     ptr = single_graph_ptr(num_nodes, device) if ptr is None else ptr.to(device, torch.long)
     if edge_weight is not None and edge_weight.is_floating_point():
         # P = D^-1 A does not change when a graph's weights are scaled together

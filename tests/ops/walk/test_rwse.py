@@ -80,3 +80,30 @@ def test_memory_bounded_groups_give_the_same_result(families):
     small = random_walk_landing_probs(batch.edge_index, batch.num_nodes, 6, ptr=batch.ptr,
         plan=ExecPlan(max_dense_bytes=2000))
     assert torch.equal(full, small)
+
+
+@pytest.mark.parametrize("self_loops", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_one_graph_call_equals_the_batched_kernel(families, self_loops, dtype):
+    # a single graph without ptr takes one fused compiled call; with ptr, the batched path
+    for name, data in families.items():
+        loops = torch.arange(min(3, data.num_nodes)).repeat(2, 1)
+        ei = torch.cat([data.edge_index, loops], 1)
+        one_ptr = torch.tensor([0, data.num_nodes])
+        ref = random_walk_landing_probs(ei, data.num_nodes, 9, ptr=one_ptr, dtype=dtype,
+                                        self_loops=self_loops)
+        # contiguous, and a strided view as a dataset's graph is
+        wide = torch.cat([ei, torch.zeros_like(ei)], 1)[:, : ei.size(1)]
+        for edges in (ei, wide):
+            ours = random_walk_landing_probs(edges, data.num_nodes, 9, dtype=dtype,
+                                             self_loops=self_loops)
+            assert ours.dtype == dtype
+            assert torch.equal(ours, ref), name
+
+
+@pytest.mark.parametrize("bad", [5, -1])
+def test_one_graph_call_refuses_an_index_out_of_range(bad):
+    ei = torch.tensor([[0, 1, 2], [1, 2, bad]])
+    with pytest.raises(ValueError, match=rf"edge_index contains node index {bad}, out of "
+                                         r"range for num_nodes=5"):
+        random_walk_landing_probs(ei, 5, 4)
