@@ -470,14 +470,15 @@ def test_cold_start_views_reach_the_storage_path(tmp_path):
     args = argparse.Namespace(root=tmp_path / "data", repeats=1)
     assert script["place"]("ZINC", args.root, SHARED_DATA)
     rows = script["views"](args)
-    assert [r["held_as"] for r in rows[:5]] == [
-        "whole dataset (val)", "train[:1000]", "train[idx]", "Subset(train, idx)",
-        "list of Data"]
-    assert all(r["us_per_graph"] > 0 for r in rows) and len(rows) == 10
+    assert [(r["graphs"], r["held_as"]) for r in rows[:6]] == [
+        ("first 1,000", "whole dataset"), ("first 1,000", "train[:1000]"),
+        ("1,000 drawn", "whole dataset"), ("1,000 drawn", "train[idx]"),
+        ("1,000 drawn", "Subset(train, idx)"), ("1,000 drawn", "list of Data")]
+    assert all(r["us_per_graph"] > 0 for r in rows) and len(rows) == 12
     table = _tables().cold_start_table({"limit": 20, "torch": "t", "pyg": "p", "cpu_count": 2,
                                         "rows": [], "warmup_s": {"1": 1.0, "2": 1.0},
                                         "views": rows})
-    assert "| RWSE T=16 | Subset(train, idx) |" in table
+    assert "| RWSE T=16 | 1,000 drawn | Subset(train, idx) |" in table
 
 
 def test_directed_benchmark_runs(tmp_path, monkeypatch):
