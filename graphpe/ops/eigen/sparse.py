@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from graphpe.ops.checks import check_positive_int
-from graphpe.ops.propagate.tensor import orthonormalize
+from graphpe.ops.propagate.tensor import column_norms, orthonormalize
 
 
 class SparseEigenpairs(NamedTuple):
@@ -214,17 +214,27 @@ class _ShiftedOperator:
 
     def __init__(self, operator: Tensor, upper: float, deflate: ComponentBasis | None) -> None:
         n = operator.size(0)
-        coo = operator.to_sparse_coo().coalesce()
         loop = torch.arange(n, device=operator.device)
-        indices = torch.cat([coo.indices(), torch.stack([loop, loop])], dim=1)
-        values = torch.cat([coo.values(), coo.values().new_zeros(n)])
-        coo = torch.sparse_coo_tensor(indices, values, (n, n), check_invariants=False)
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            self.csr = coo.coalesce().to_sparse_csr()
-        crow, col = self.csr.crow_indices(), self.csr.col_indices()
-        row = torch.repeat_interleave(loop, crow.diff())
-        self.diagonal = torch.nonzero(row == col).flatten()
+        self.csr, self.diagonal = None, None
+        if operator.layout == torch.sparse_csr:
+            # a CSR operator that stores each diagonal entry once (as the Laplacians built
+            # here do) is used as it is
+            crow, col = operator.crow_indices(), operator.col_indices()
+            row = torch.repeat_interleave(loop, crow.diff())
+            diagonal = torch.nonzero(row == col).flatten()
+            if torch.equal(row[diagonal], loop):
+                self.csr, self.diagonal = operator, diagonal
+        if self.csr is None:  # store the missing diagonal entries (zeros)
+            coo = operator.to_sparse_coo().coalesce()
+            indices = torch.cat([coo.indices(), torch.stack([loop, loop])], dim=1)
+            values = torch.cat([coo.values(), coo.values().new_zeros(n)])
+            coo = torch.sparse_coo_tensor(indices, values, (n, n), check_invariants=False)
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                self.csr = coo.coalesce().to_sparse_csr()
+            crow, col = self.csr.crow_indices(), self.csr.col_indices()
+            row = torch.repeat_interleave(loop, crow.diff())
+            self.diagonal = torch.nonzero(row == col).flatten()
         self.upper = upper
         self.deflate = deflate
         self.dtype = operator.dtype
@@ -283,10 +293,10 @@ def _orthonormal_basis(
     for _ in range(3):
         if deflate is not None:
             block = deflate.project_out(block)
-        norms = block.norm(dim=0)
+        norms = column_norms(block)
         block = block / norms.clamp(min=1e-300)
         q = orthonormalize(block)
-        lost = (norms <= 1e-150) | (q.norm(dim=0) < 0.5)
+        lost = (norms <= 1e-150) | (column_norms(q) < 0.5)
         if not bool(lost.any()):
             return deflate.project_out(q) if deflate is not None else q
         fresh = torch.randn(block.size(0), int(lost.sum()), generator=generator,
@@ -307,5 +317,5 @@ def _rayleigh_ritz(q: Tensor, lq: Tensor) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def _residual_norms(x: Tensor, lx: Tensor, theta: Tensor) -> Tensor:
-    return (lx - x * theta.unsqueeze(0)).norm(dim=0)
+    return column_norms(lx - x * theta.unsqueeze(0))
 

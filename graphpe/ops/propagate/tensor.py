@@ -145,6 +145,14 @@ def random_feature_propagation(
     return traj.permute(1, 2, 0, 3).reshape(num_nodes, draws, width).to(dtype)
 
 
+def column_norms(x: Tensor) -> Tensor:
+    """The 2-norms of the columns of ``x`` ``[..., n, d]``, as ``[..., d]``: the same sum of
+    squares as ``x.norm(dim=-2)``."""
+    # (torch's norm over the rows of a tall row-major block reduces with strides, several
+    # times slower on the CPU than squaring and summing)
+    return x.square().sum(-2).sqrt_()
+
+
 def orthonormalize(x: Tensor, out: Tensor | None = None) -> Tensor:
     """Orthonormal basis ``Q`` of the columns of each ``[..., n, d]`` block, with
     ``X = Q R`` and ``diag(R) >= 0`` (so ``Q`` is unique for full-rank blocks and continuous in

@@ -149,6 +149,81 @@ def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: n
                 row[c] += v * src[c]
 
 
+def blocked_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray,
+                          walk_length: int, out: np.ndarray, width: int,
+                          threads: int | None = None) -> None:
+    """``diag(S^t)``, ``t = 1..T``, of one graph by blocks of ``width`` columns of the
+    identity, written into ``out [n, T]``; ``S`` is given by ``values`` and ``diag``
+    (:func:`symmetric_walk`, float32 or float64: the blocks take their dtype; the dot
+    products are summed in float64).
+
+    Each block ``E`` is multiplied by ``S`` ``h = ceil(T / 2)`` times; with
+    ``X_a = S^a E`` (``[n, width]``, row-major: a product reads ``width`` contiguous values
+    per stored entry) and ``S`` symmetric, ``(S^(2a-1))_jj = <X_a e_j, X_(a-1) e_j>`` and
+    ``(S^(2a))_jj = <X_a e_j, X_a e_j>``, so only the last two powers are kept. Time
+    ``h (m + 3 n)`` multiply-adds per column for ``m`` stored entries; memory
+    :func:`blocked_scratch_bytes` per thread. The columns are shared among ``threads``
+    (default ``torch.get_num_threads()``) threads, each with its own two blocks."""
+    n = csr.indptr.shape[0] - 1
+    bounds = np.arange(n + 1, dtype=np.int64)
+    chunks = graph_chunks(bounds, threads, min_nodes=max(width, 1))
+
+    def run(a: int, b: int) -> None:
+        _blocked_landing(csr.indptr, csr.indices, values, diag, walk_length, a, b,
+                         np.empty((n, width), values.dtype), np.empty((n, width), values.dtype),
+                         out)
+
+    run_over_graphs(run, chunks)
+
+
+def blocked_scratch_bytes(n: int, width: int) -> int:
+    """Working memory of :func:`blocked_landing_probs` per thread with float64 blocks: two
+    ``[n, width]`` blocks (half with float32)."""
+    return 16 * n * width
+
+
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _blocked_landing(indptr, indices, values, diag, walk_length, first, last, prev, cur,
+                     out):  # pragma: no cover - compiled
+    n = indptr.shape[0] - 1
+    width = prev.shape[1]
+    acc_odd = np.empty(width)
+    acc_even = np.empty(width)
+    for lo in range(first, last, width):
+        w = min(width, last - lo)
+        for i in range(n):
+            for c in range(w):
+                prev[i, c] = 0.0
+        for c in range(w):
+            prev[lo + c, c] = 1.0
+        for a in range(1, (walk_length + 1) // 2 + 1):
+            for i in range(n):  # cur = S prev
+                row = cur[i]
+                d = diag[i]
+                own = prev[i]
+                for c in range(w):
+                    row[c] = d * own[c]
+                for p in range(indptr[i], indptr[i + 1]):
+                    v = values[p]
+                    nbr = prev[indices[p]]
+                    for c in range(w):
+                        row[c] += v * nbr[c]
+            for c in range(w):
+                acc_odd[c] = 0.0
+                acc_even[c] = 0.0
+            for i in range(n):
+                rc = cur[i]
+                rp = prev[i]
+                for c in range(w):
+                    acc_odd[c] += rc[c] * rp[c]
+                    acc_even[c] += rc[c] * rc[c]
+            for c in range(w):
+                out[lo + c, 2 * a - 2] = acc_odd[c]
+                if 2 * a <= walk_length:
+                    out[lo + c, 2 * a - 1] = acc_even[c]
+            prev, cur = cur, prev
+
+
 def local_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
                         out: np.ndarray, cap: int | None = None) -> int:
     """``diag(S^t)``, ``t = 1..T``, of one graph by a local walk from every node, written into

@@ -17,9 +17,14 @@ than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i
 - ``powers``: the sparse matrices ``S^1..S^h`` (scipy), diagonals read off them and off
   row-wise products. Time about the same sum (one sparse product per step); memory about
   ``12 sum_(k<=h) nnz(S^k)`` bytes, ``nnz(S^k) = sum_i |b_k(i)|``, checked before every product.
-- ``blocked``: ``S`` times blocks of ``w`` columns of the identity, ``h`` products per block,
-  keeping ``S^0..S^h`` of the block. Time ``n h (m + n)``; memory ``8 (h + 2) n w`` bytes plus
-  ``S``; always fits for ``w = 1`` unless the graph itself nearly fills the budget.
+- ``blocked``: ``S`` times blocks of ``w`` columns of the identity, ``h`` products per block
+  (:func:`~graphpe.ops.walk.compiled.blocked_landing_probs`, threads over columns), keeping
+  the last two powers of the block. Time ``n h (m + 3 n)``; memory ``2 s n w`` bytes per
+  thread (``s`` bytes per value) plus ``S``; always fits for ``w = 1`` unless the graph
+  itself nearly fills the budget. It computes in the precision of the output: float32 blocks
+  for a float32 output (every entry of ``S^k E`` is a sum of non-negative terms, so the
+  rounding stays relative, about ``(T + 1)`` float32 epsilons of each value, the dot
+  products summed in float64), float64 blocks for a float64 output.
 
 :func:`choose_landing_path` predicts each path's time and memory from the balls of a fixed
 sample of nodes (breadth-first, ``h`` hops) and takes the fastest that fits the budget.
@@ -38,6 +43,8 @@ import numpy as np
 from graphpe.ops.host import HostCSR, graph_chunks, node_range_csr
 from graphpe.ops.walk.compiled import (
     ball_profile,
+    blocked_landing_probs,
+    blocked_scratch_bytes,
     landing_probs,
     local_landing_probs,
     symmetric_walk,
@@ -57,16 +64,18 @@ PROFILE_SOURCES = 64
 # Seconds per unit of predicted work of each path on one core, fitted to measured runs
 # (benchmarks/rwse_large.py); only their ratios matter to the choice. local: ball entries
 # touched, plus a fixed count per node; powers: sparse-product multiply-adds and entries of
-# the powers and of their row-wise products; blocked: multiply-adds of the column blocks.
+# the powers and of their row-wise products; blocked: multiply-adds of the column blocks,
+# by the bytes of a value (the products are bound by memory traffic).
 LOCAL_SECONDS_PER_OP = 6e-9
 LOCAL_OPS_PER_NODE = 300
 POWERS_SECONDS_PER_OP = 7e-9
 POWERS_SECONDS_PER_ENTRY = 1.5e-8
-BLOCKED_SECONDS_PER_OP = 6e-10
-# Bytes of one stored entry of a sparse power (float64 value, int32 index) and the largest
-# block of walk columns (bytes) of the blocked path
+BLOCKED_SECONDS_PER_OP = {4: 3.5e-10, 8: 1e-9}
+# Bytes of one stored entry of a sparse power (float64 value, int32 index)
 SPARSE_ENTRY_BYTES = 12
-BLOCKED_MAX_BYTES = 256 * 2**20
+# Columns per block of the blocked path: a product reads one row of the block per stored
+# entry of S, and rows this long are read at the memory's speed
+BLOCKED_WIDTH = 64
 # Components up to this size take the dense kernel of small graphs
 COMPONENT_DENSE_MAX_NODES = 256
 
@@ -112,26 +121,40 @@ def local_cap(n: int, walk_length: int, budget: int, threads: int) -> int:
     return int(max(0, min(n, per_thread // (8 * (_half(walk_length) + 2)))))
 
 
-def blocked_memory(n: int, m: int, walk_length: int, width: int) -> int:
-    """Bytes of the ``blocked`` path with blocks of ``width`` columns: ``S`` (``m + n``
-    entries) and ``h + 2`` dense ``[n, width]`` float64 blocks."""
-    return SPARSE_ENTRY_BYTES * (m + n) + 8 * n + 8 * (_half(walk_length) + 2) * n * width
+def blocked_itemsize(out: np.ndarray) -> int:
+    """Bytes per value of the ``blocked`` path's blocks: the output's precision (4 for a
+    float32 or narrower output, else 8)."""
+    return 4 if out.dtype.itemsize <= 4 else 8
 
 
-def blocked_width(n: int, m: int, walk_length: int, budget: int) -> int:
-    """Columns per block of the ``blocked`` path: the most that fit both ``budget`` and
-    :data:`BLOCKED_MAX_BYTES` (at least 1, at most ``n``)."""
-    column = 8 * (_half(walk_length) + 2) * max(n, 1)
-    room = min(budget - blocked_memory(n, m, walk_length, 0), BLOCKED_MAX_BYTES)
-    return int(max(1, min(n, room // column)))
+def blocked_memory(n: int, m: int, width: int, threads: int = 1, itemsize: int = 8) -> int:
+    """Bytes of the ``blocked`` path with blocks of ``width`` columns on ``threads``
+    threads: ``S`` (``m + n`` entries) and two ``[n, width]`` blocks of ``itemsize``-byte
+    values per thread."""
+    scratch = blocked_scratch_bytes(n, width) * itemsize // 8
+    return SPARSE_ENTRY_BYTES * (m + n) + threads * scratch
+
+
+def blocked_layout(n: int, m: int, budget: int, threads: int,
+                   itemsize: int = 8) -> tuple[int, int]:
+    """``(width, threads)`` of the ``blocked`` path: :data:`BLOCKED_WIDTH` columns per block
+    (at most ``n``) on up to ``threads`` threads, fewer threads and then narrower blocks
+    where ``budget`` is short (at least one column on one thread)."""
+    room = budget - blocked_memory(n, m, 0)
+    column = blocked_memory(n, m, 1, 1, itemsize) - blocked_memory(n, m, 0)
+    width = max(1, min(BLOCKED_WIDTH, n))
+    threads = max(1, min(threads, room // max(column * width, 1)))
+    return int(max(1, min(width, room // max(column * threads, 1)))), int(threads)
 
 
 def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
                        threads: int | None = None,
-                       sources: int = PROFILE_SOURCES) -> LandingPathChoice:
+                       sources: int = PROFILE_SOURCES,
+                       itemsize: int | None = None) -> LandingPathChoice:
     """Each path's predicted time and memory on the graph of ``csr``, from the ``h``-hop
     balls of ``sources`` nodes (a fixed draw), and the fastest path whose memory fits
-    ``budget`` (``path`` is None when none does)."""
+    ``budget`` (``path`` is None when none does); ``itemsize`` is the bytes per value of the
+    ``blocked`` path's blocks (:func:`blocked_itemsize`, 8 where None)."""
     n = csr.indptr.shape[0] - 1
     m = int(csr.indptr[-1])
     h = _half(walk_length)
@@ -148,18 +171,20 @@ def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
     # row-wise products of S^h with a lower power
     powers_ops = float(mean_volume[:h].sum())
     powers_entries = float(mean_size[1:].sum() + 2 * (walk_length - h) * mean_size[h])
-    width = blocked_width(n, m, walk_length, budget)
+    itemsize = 8 if itemsize is None else itemsize
+    width, blocked_threads = blocked_layout(n, m, budget, threads, itemsize)
     seconds = {
         "local": LOCAL_SECONDS_PER_OP * n * local_ops / max(threads, 1),
         "powers": n * (POWERS_SECONDS_PER_OP * powers_ops
                        + POWERS_SECONDS_PER_ENTRY * powers_entries),
-        "blocked": BLOCKED_SECONDS_PER_OP * n * (h * (m + n) + (walk_length - h) * n),
+        "blocked": (BLOCKED_SECONDS_PER_OP[itemsize] * n * h * (m + 3 * n)
+                    / blocked_threads),
     }
     kept = float(mean_size[1:].sum() + mean_size[h])  # S^1..S^h, and one row-wise product
     memory = {
         "local": local_memory(n, walk_length, min(n, largest), threads),
         "powers": int(SPARSE_ENTRY_BYTES * n * kept + 8 * (h + 3) * n),
-        "blocked": blocked_memory(n, m, walk_length, width),
+        "blocked": blocked_memory(n, m, width, blocked_threads, itemsize),
     }
     fits = [p for p in LANDING_PATHS if memory[p] <= budget]
     path = min(fits, key=lambda p: seconds[p]) if fits else None
@@ -167,11 +192,12 @@ def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
 
 
 def choose_landing_path(csr: HostCSR, walk_length: int, budget: int,
-                        threads: int | None = None) -> LandingPathChoice:
+                        threads: int | None = None,
+                        itemsize: int | None = None) -> LandingPathChoice:
     """The path :func:`large_landing_probs` takes on the graph of ``csr``
     (:func:`landing_path_costs`), logged at DEBUG; a ValueError when no path fits
     ``budget`` (:func:`over_budget_message`)."""
-    choice = landing_path_costs(csr, walk_length, budget, threads)
+    choice = landing_path_costs(csr, walk_length, budget, threads, itemsize=itemsize)
     if choice.path is None:
         raise ValueError(_no_path(csr, choice))
     LOG.debug("%s", choice.describe())
@@ -227,7 +253,7 @@ def large_landing_probs(csr: HostCSR, walk_length: int, out: np.ndarray, *, budg
     ptr = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(np.bincount(labels, minlength=count), out=ptr[1:])
     grouped = _relabelled(csr, order)
-    result = np.empty((n, walk_length))
+    result = np.empty((n, walk_length), dtype=out.dtype)
     dense = component_dense_max_nodes(walk_length, budget, _threads(n))
     landing_probs(grouped, ptr, walk_length, dense, result, self_loops)
     sizes = ptr[1:] - ptr[:-1]
@@ -268,7 +294,7 @@ def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
     ``blocked``."""
     n = csr.indptr.shape[0] - 1
     if path == "auto":
-        path = choose_landing_path(csr, walk_length, budget).path
+        path = choose_landing_path(csr, walk_length, budget, itemsize=blocked_itemsize(out)).path
     values, diag = symmetric_walk(csr, self_loops)
     if path == "local":
         threads = _threads(n)
@@ -327,30 +353,16 @@ def _powers_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_len
 
 def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
                      out: np.ndarray, budget: int) -> None:
-    """The ``blocked`` path: blocks of :func:`blocked_width` columns of the identity, ``h``
-    products with ``S`` each, the diagonal read off ``S^t`` for ``t <= h`` and off column
-    dot products ``<S^h e_i, S^(t-h) e_i>`` beyond; ValueError where one column does not fit
-    ``budget``."""
+    """The ``blocked`` path (:func:`~graphpe.ops.walk.compiled.blocked_landing_probs`) in
+    the layout :func:`blocked_layout` gives, in blocks of the output's precision; ValueError
+    where one column does not fit ``budget``."""
     n = csr.indptr.shape[0] - 1
     m = int(csr.indptr[-1])
-    h = _half(walk_length)
-    if blocked_memory(n, m, walk_length, 1) > budget:
-        raise ValueError(over_budget_message(n, m // 2, blocked_memory(n, m, walk_length, 1),
+    itemsize = blocked_itemsize(out)
+    if blocked_memory(n, m, 1, 1, itemsize) > budget:
+        raise ValueError(over_budget_message(n, m // 2, blocked_memory(n, m, 1, 1, itemsize),
                                              "blocked", budget))
-    op = _operator(csr, values, diag)
-    width = blocked_width(n, m, walk_length, budget)
-    block = np.empty((h + 1, n, width))
-    for lo in range(0, n, width):
-        hi = min(lo + width, n)
-        w = hi - lo
-        cols = np.arange(w)
-        x = block[:, :, :w]
-        x[0].fill(0.0)
-        x[0][lo + cols, cols] = 1.0
-        for k in range(1, h + 1):
-            x[k] = op @ x[k - 1]
-        for t in range(1, walk_length + 1):
-            if t <= h:
-                out[lo:hi, t - 1] = x[t][lo + cols, cols]
-            else:
-                out[lo:hi, t - 1] = np.einsum("ij,ij->j", x[h], x[t - h])
+    width, threads = blocked_layout(n, m, budget, _threads(n), itemsize)
+    dtype = np.float32 if itemsize == 4 else np.float64
+    blocked_landing_probs(csr, values.astype(dtype, copy=False), diag.astype(dtype, copy=False),
+                          walk_length, out, width, threads)

@@ -547,11 +547,12 @@ def random_walk_landing_probs(
     (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``: ``T - 1`` batched products of
     ``S``, processed in cache-sized chunks.
 
-    Larger graphs are never densified. On the compiled (CPU) kernel each is computed in
-    float64 by :func:`graphpe.ops.walk.large.large_landing_probs`: component by component,
-    each by the fastest predicted of three exact paths whose memory bound fits
+    Larger graphs are never densified. On the compiled (CPU) kernel each is computed by
+    :func:`graphpe.ops.walk.large.large_landing_probs`: component by component, each by the
+    fastest predicted of three exact paths whose memory bound fits
     ``plan.max_memory_bytes`` (local walks from every node over its own ``ceil(T/2)``-hop
-    ball, sparse matrix powers, or blocks of identity columns times ``S``), chosen from
+    ball or sparse matrix powers, in float64; or blocks of identity columns times ``S``, in
+    the precision of ``dtype``), chosen from
     the balls of a sample of nodes and logged at DEBUG; a ValueError naming the graph's size,
     the smallest estimate and the budget where none fits. On the ``tensor`` kernel ``P``
     stays sparse and is applied to blocks of columns of the identity (``T`` sparse products

@@ -17,7 +17,9 @@ from graphpe.ops.plan import ExecPlan
 from graphpe.ops.walk import large
 from graphpe.ops.walk.compiled import local_landing_probs, symmetric_walk
 from graphpe.ops.walk.large import (
+    BLOCKED_WIDTH,
     LANDING_PATHS,
+    blocked_layout,
     blocked_memory,
     choose_landing_path,
     component_dense_max_nodes,
@@ -189,10 +191,10 @@ def test_local_walks_stop_at_a_ball_over_their_cap_and_switch_to_blocked(caplog,
     out = np.empty((n, T))
     assert local_landing_probs(csr, values, diag, T, out, cap=3) >= 0
     assert local_landing_probs(csr, values, diag, T, out) == -1
-    # the budget per thread holds at least n nodes wherever one blocked column fits, so the
-    # cap binds only with several threads: stand in for that budget
+    # a budget that holds every ball and one blocked column; the cap binds only where a
+    # smaller budget is shared by threads: stand in for that cap
     threads = len(graph_chunks(np.arange(n + 1)))
-    budget = blocked_memory(n, int(csr.indptr[-1]), T, 1)
+    budget = max(blocked_memory(n, int(csr.indptr[-1]), 1), local_memory(n, T, n, threads))
     assert local_cap(n, T, budget, threads) == n
     assert local_cap(n, T, local_memory(n, T, 3, threads), threads) == 3
     monkeypatch.setattr(large, "local_cap", lambda *args: 3)
@@ -206,7 +208,7 @@ def test_local_walks_stop_at_a_ball_over_their_cap_and_switch_to_blocked(caplog,
 def test_sparse_powers_give_way_to_blocked_before_filling_past_the_budget():
     ei, n = CASES["social"][:2]
     csr = simple_csr(ei, n)
-    budget = blocked_memory(n, int(csr.indptr[-1]), T, 1)
+    budget = blocked_memory(n, int(csr.indptr[-1]), 1)
     out = np.empty((n, T))
     assert large_landing_probs(csr, T, out, budget=budget, path="powers") == "blocked"
     np.testing.assert_allclose(out, dense_reference(ei, n, T), atol=1e-12, rtol=0)
@@ -215,13 +217,16 @@ def test_sparse_powers_give_way_to_blocked_before_filling_past_the_budget():
 def test_no_path_fits_a_tiny_budget():
     ei = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9]])
     csr = simple_csr(ei, 10)
-    # blocked: S (18 + 10 entries of 12 bytes), 10 float64, (h + 2) = 4 columns of 10 float64
-    assert blocked_memory(10, 18, 4, 1) == 12 * 28 + 80 + 320
+    # blocked: S (18 + 10 entries of 12 bytes), two columns of 10 float64 (float32 for a
+    # float32 output)
+    assert blocked_memory(10, 18, 1) == 12 * 28 + 160
+    assert blocked_memory(10, 18, 1, itemsize=4) == 12 * 28 + 80
+    assert blocked_memory(10, 18, 3, threads=2) == 12 * 28 + 2 * 3 * 160
     with pytest.raises(ValueError, match=re.escape(
             "random-walk landing probabilities of a graph of 10 nodes and 9 edges need at "
-            "least 736 bytes of working memory (path 'blocked'), over the memory budget of "
-            "700 bytes (ExecPlan.max_memory_bytes)")):
-        large_landing_probs(csr, 4, np.empty((10, 4)), budget=700, path="blocked")
+            "least 496 bytes of working memory (path 'blocked'), over the memory budget of "
+            "400 bytes (ExecPlan.max_memory_bytes)")):
+        large_landing_probs(csr, 4, np.empty((10, 4)), budget=400, path="blocked")
     costs = landing_path_costs(csr, 4, 100)
     least = min(LANDING_PATHS, key=lambda p: costs.memory[p])
     message = ("random-walk landing probabilities of a graph of 10 nodes and 9 edges need at "
@@ -253,3 +258,32 @@ def test_bad_path_name():
     with pytest.raises(ValueError, match="path must be one of"):
         large_landing_probs(simple_csr(ei, n), T, np.empty((n, T)), budget=2**30,
                             path="dense")
+
+
+def test_blocked_layout_narrows_to_the_budget():
+    n, m = 1000, 6000
+    fixed = blocked_memory(n, m, 0)
+    assert blocked_layout(n, m, 2**40, 4) == (BLOCKED_WIDTH, 4)
+    # room for two full-width threads, then for 10 columns on one, then for one column
+    assert blocked_layout(n, m, fixed + 2 * BLOCKED_WIDTH * 16 * n, 4) == (BLOCKED_WIDTH, 2)
+    assert blocked_layout(n, m, fixed + 10 * 16 * n, 4) == (10, 1)
+    assert blocked_layout(n, m, fixed + 10 * 8 * n, 4, itemsize=4) == (10, 1)
+    assert blocked_layout(n, m, fixed, 4) == (1, 1)
+    assert blocked_layout(20, m, 2**40, 1) == (20, 1)
+
+
+@pytest.mark.parametrize("name", ["social", "coauthor", "mixed"])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_blocked_float32_output_within_float32_rounding(name, threads, monkeypatch):
+    # a float32 output takes float32 blocks: the values stay within a few float32 epsilons
+    # of the float64 reference, relative (no cancellation: every term is non-negative)
+    ei, n, w = CASES[name]
+    csr = simple_csr(ei, n, w)
+    want = dense_reference(ei, n, T, w)
+    monkeypatch.setattr(large, "_threads", lambda n: threads)
+    out = np.empty((n, T), np.float32)
+    large_landing_probs(csr, T, out, budget=2**30, path="blocked", components=False)
+    np.testing.assert_allclose(out, want, rtol=2e-6, atol=1e-9)
+    out64 = np.empty((n, T))
+    large_landing_probs(csr, T, out64, budget=2**30, path="blocked", components=False)
+    np.testing.assert_allclose(out64, want, atol=1e-12, rtol=0)
