@@ -151,11 +151,11 @@ def _sparse_times_dense(indptr, indices, values, diag, s, n, x, y):  # pragma: n
 
 def blocked_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray,
                           walk_length: int, out: np.ndarray, width: int,
-                          threads: int | None = None) -> None:
+                          threads: int | None = None, columns: np.ndarray | None = None) -> None:
     """``diag(S^t)``, ``t = 1..T``, of one graph by blocks of ``width`` columns of the
-    identity, written into ``out [n, T]``; ``S`` is given by ``values`` and ``diag``
-    (:func:`symmetric_walk`, float32 or float64: the blocks take their dtype; the dot
-    products are summed in float64).
+    identity, written into the rows ``columns`` (default all) of ``out [n, T]``; ``S`` is
+    given by ``values`` and ``diag`` (:func:`symmetric_walk`, float32 or float64: the blocks
+    take their dtype; the dot products are summed in float64).
 
     Each block ``E`` is multiplied by ``S`` ``h = ceil(T / 2)`` times; with
     ``X_a = S^a E`` (``[n, width]``, row-major: a product reads ``width`` contiguous values
@@ -165,11 +165,13 @@ def blocked_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray,
     :func:`blocked_scratch_bytes` per thread. The columns are shared among ``threads``
     (default ``torch.get_num_threads()``) threads, each with its own two blocks."""
     n = csr.indptr.shape[0] - 1
-    bounds = np.arange(n + 1, dtype=np.int64)
+    if columns is None:
+        columns = np.arange(n, dtype=np.int64)
+    bounds = np.arange(columns.shape[0] + 1, dtype=np.int64)
     chunks = graph_chunks(bounds, threads, min_nodes=max(width, 1))
 
     def run(a: int, b: int) -> None:
-        _blocked_landing(csr.indptr, csr.indices, values, diag, walk_length, a, b,
+        _blocked_landing(csr.indptr, csr.indices, values, diag, walk_length, columns[a:b],
                          np.empty((n, width), values.dtype), np.empty((n, width), values.dtype),
                          out)
 
@@ -183,19 +185,19 @@ def blocked_scratch_bytes(n: int, width: int) -> int:
 
 
 @aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _blocked_landing(indptr, indices, values, diag, walk_length, first, last, prev, cur,
+def _blocked_landing(indptr, indices, values, diag, walk_length, columns, prev, cur,
                      out):  # pragma: no cover - compiled
     n = indptr.shape[0] - 1
     width = prev.shape[1]
     acc_odd = np.empty(width)
     acc_even = np.empty(width)
-    for lo in range(first, last, width):
-        w = min(width, last - lo)
+    for lo in range(0, columns.shape[0], width):
+        w = min(width, columns.shape[0] - lo)
         for i in range(n):
             for c in range(w):
                 prev[i, c] = 0.0
         for c in range(w):
-            prev[lo + c, c] = 1.0
+            prev[columns[lo + c], c] = 1.0
         for a in range(1, (walk_length + 1) // 2 + 1):
             for i in range(n):  # cur = S prev
                 row = cur[i]
@@ -218,9 +220,9 @@ def _blocked_landing(indptr, indices, values, diag, walk_length, first, last, pr
                     acc_odd[c] += rc[c] * rp[c]
                     acc_even[c] += rc[c] * rc[c]
             for c in range(w):
-                out[lo + c, 2 * a - 2] = acc_odd[c]
+                out[columns[lo + c], 2 * a - 2] = acc_odd[c]
                 if 2 * a <= walk_length:
-                    out[lo + c, 2 * a - 1] = acc_even[c]
+                    out[columns[lo + c], 2 * a - 1] = acc_even[c]
             prev, cur = cur, prev
 
 

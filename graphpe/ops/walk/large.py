@@ -19,12 +19,13 @@ than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i
   ``12 sum_(k<=h) nnz(S^k)`` bytes, ``nnz(S^k) = sum_i |b_k(i)|``, checked before every product.
 - ``blocked``: ``S`` times blocks of ``w`` columns of the identity, ``h`` products per block
   (:func:`~graphpe.ops.walk.compiled.blocked_landing_probs`, threads over columns), keeping
-  the last two powers of the block. Time ``n h (m + 3 n)``; memory ``2 s n w`` bytes per
-  thread (``s`` bytes per value) plus ``S``; always fits for ``w = 1`` unless the graph
-  itself nearly fills the budget. It computes in the precision of the output: float32 blocks
-  for a float32 output (every entry of ``S^k E`` is a sum of non-negative terms, so the
-  rounding stays relative, about ``(T + 1)`` float32 epsilons of each value, the dot
-  products summed in float64), float64 blocks for a float64 output.
+  the last two powers of the block; a leaf (one edge, no loop) needs no column of its own
+  (:func:`leaf_landing_probs`). Time ``c h (m + 3 n)`` for ``c`` columns; memory
+  ``2 s n w`` bytes per thread (``s`` bytes per value) plus ``S``; always fits for
+  ``w = 1`` unless the graph itself nearly fills the budget. It computes in the output's
+  precision: float32 blocks for a float32 output (every entry of ``S^k E`` is a sum of
+  non-negative terms, so the rounding stays relative, about ``T + 1`` float32 epsilons of
+  each value, the dot products summed in float64), float64 blocks for a float64 output.
 
 :func:`choose_landing_path` predicts each path's time and memory from the balls of a fixed
 sample of nodes (breadth-first, ``h`` hops) and takes the fastest that fits the budget.
@@ -70,7 +71,7 @@ LOCAL_SECONDS_PER_OP = 6e-9
 LOCAL_OPS_PER_NODE = 300
 POWERS_SECONDS_PER_OP = 7e-9
 POWERS_SECONDS_PER_ENTRY = 1.5e-8
-BLOCKED_SECONDS_PER_OP = {4: 3.5e-10, 8: 1e-9}
+BLOCKED_SECONDS_PER_OP = {4: 5.5e-10, 8: 1e-9}
 # Bytes of one stored entry of a sparse power (float64 value, int32 index)
 SPARSE_ENTRY_BYTES = 12
 # Columns per block of the blocked path: a product reads one row of the block per stored
@@ -173,11 +174,13 @@ def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
     powers_entries = float(mean_size[1:].sum() + 2 * (walk_length - h) * mean_size[h])
     itemsize = 8 if itemsize is None else itemsize
     width, blocked_threads = blocked_layout(n, m, budget, threads, itemsize)
+    # blocked: one column per node but the leaves (one edge, no loop)
+    columns = n - int(((np.diff(csr.indptr) == 1) & (csr.loops == 0)).sum())
     seconds = {
         "local": LOCAL_SECONDS_PER_OP * n * local_ops / max(threads, 1),
         "powers": n * (POWERS_SECONDS_PER_OP * powers_ops
                        + POWERS_SECONDS_PER_ENTRY * powers_entries),
-        "blocked": (BLOCKED_SECONDS_PER_OP[itemsize] * n * h * (m + 3 * n)
+        "blocked": (BLOCKED_SECONDS_PER_OP[itemsize] * columns * h * (m + 3 * n)
                     / blocked_threads),
     }
     kept = float(mean_size[1:].sum() + mean_size[h])  # S^1..S^h, and one row-wise product
@@ -354,8 +357,9 @@ def _powers_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_len
 def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
                      out: np.ndarray, budget: int) -> None:
     """The ``blocked`` path (:func:`~graphpe.ops.walk.compiled.blocked_landing_probs`) in
-    the layout :func:`blocked_layout` gives, in blocks of the output's precision; ValueError
-    where one column does not fit ``budget``."""
+    the layout :func:`blocked_layout` gives, in blocks of the output's precision, for every
+    node but the leaves (:func:`leaf_landing_probs`); ValueError where one column does not
+    fit ``budget``."""
     n = csr.indptr.shape[0] - 1
     m = int(csr.indptr[-1])
     itemsize = blocked_itemsize(out)
@@ -364,5 +368,33 @@ def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_le
                                              "blocked", budget))
     width, threads = blocked_layout(n, m, budget, _threads(n), itemsize)
     dtype = np.float32 if itemsize == 4 else np.float64
+    leaves, parents = graph_leaves(csr, diag)
+    keep = np.ones(n, dtype=bool)
+    keep[leaves] = False
     blocked_landing_probs(csr, values.astype(dtype, copy=False), diag.astype(dtype, copy=False),
-                          walk_length, out, width, threads)
+                          walk_length, out, width, threads, np.flatnonzero(keep))
+    leaf_landing_probs(leaves, parents, values[csr.indptr[leaves]], out)
+
+
+def graph_leaves(csr: HostCSR, diag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes ``l`` with one edge and no self loop in the walk (``diag[l] == 0``) whose
+    neighbour ``p`` is not such a node itself, and those neighbours: ``(leaves, parents)``."""
+    single = (np.diff(csr.indptr) == 1) & (diag == 0)
+    candidates = np.flatnonzero(single)
+    parents = csr.indices[csr.indptr[candidates]]
+    own = ~single[parents]
+    return candidates[own], parents[own]
+
+
+def leaf_landing_probs(leaves: np.ndarray, parents: np.ndarray, coupling: np.ndarray,
+                       out: np.ndarray) -> None:
+    """The rows ``leaves`` of ``out [n, T]`` from their parents' rows: a walk from a leaf
+    ``l`` leaves by its one edge to ``p`` and returns by it, so with ``s = S_lp``
+    (``coupling``), ``(S^1)_ll = 0``, ``(S^2)_ll = s^2`` and ``(S^t)_ll = s^2 (S^(t-2))_pp``.
+    The parents' rows must be written first (a parent is never a leaf)."""
+    weight = (coupling.astype(np.float64) ** 2)[:, None]
+    out[leaves, 0] = 0.0
+    if out.shape[1] > 1:
+        out[leaves, 1] = weight[:, 0]
+    if out.shape[1] > 2:
+        out[leaves, 2:] = weight * out[parents, :-2]

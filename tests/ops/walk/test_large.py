@@ -287,3 +287,21 @@ def test_blocked_float32_output_within_float32_rounding(name, threads, monkeypat
     out64 = np.empty((n, T))
     large_landing_probs(csr, T, out64, budget=2**30, path="blocked", components=False)
     np.testing.assert_allclose(out64, want, atol=1e-12, rtol=0)
+
+
+def test_blocked_takes_leaves_from_their_parents():
+    # a two-node component (neither end is a leaf of the other), a weighted star whose centre
+    # has a loop, a leaf with a loop of its own (not a leaf to the walk), a triangle with a tail
+    ei = torch.tensor([[0, 2, 2, 2, 2, 6, 7, 8, 9, 9, 5],
+                       [1, 3, 4, 5, 2, 7, 8, 6, 6, 10, 5]])
+    w = torch.tensor([1.0, 2.0, 0.5, 1.5, 3.0, 1.0, 1.0, 1.0, 2.5, 1.0, 0.75],
+                     dtype=torch.float64)
+    n = 11
+    csr = simple_csr(ei, n, w)
+    _, diag = symmetric_walk(csr)
+    leaves, parents = large.graph_leaves(csr, diag)
+    assert leaves.tolist() == [3, 4, 10] and parents.tolist() == [2, 2, 9]
+    for steps in (1, 2, 3, T):
+        out = np.full((n, steps), np.nan)
+        large_landing_probs(csr, steps, out, budget=2**30, path="blocked", components=False)
+        np.testing.assert_allclose(out, dense_reference(ei, n, steps, w), atol=1e-12, rtol=0)
