@@ -174,8 +174,8 @@ def landing_path_costs(csr: HostCSR, walk_length: int, budget: int,
     powers_entries = float(mean_size[1:].sum() + 2 * (walk_length - h) * mean_size[h])
     itemsize = 8 if itemsize is None else itemsize
     width, blocked_threads = blocked_layout(n, m, budget, threads, itemsize)
-    # blocked: one column per node but the leaves (one edge, no loop)
-    columns = n - int(((np.diff(csr.indptr) == 1) & (csr.loops == 0)).sum())
+    # blocked: one column per node but the leaves (counted with the graph's loops)
+    columns = n - graph_leaves(csr, csr.loops)[0].shape[0]
     seconds = {
         "local": LOCAL_SECONDS_PER_OP * n * local_ops / max(threads, 1),
         "powers": n * (POWERS_SECONDS_PER_OP * powers_ops
@@ -376,10 +376,11 @@ def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_le
     leaf_landing_probs(leaves, parents, values[csr.indptr[leaves]], out)
 
 
-def graph_leaves(csr: HostCSR, diag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The nodes ``l`` with one edge and no self loop in the walk (``diag[l] == 0``) whose
-    neighbour ``p`` is not such a node itself, and those neighbours: ``(leaves, parents)``."""
-    single = (np.diff(csr.indptr) == 1) & (diag == 0)
+def graph_leaves(csr: HostCSR, loops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes ``l`` with one edge and no self loop in the walk (``loops[l] == 0``: the
+    walk's loop weights, or its diagonal ``S_ll``) whose neighbour ``p`` is not such a node
+    itself, and those neighbours: ``(leaves, parents)``."""
+    single = (np.diff(csr.indptr) == 1) & (loops == 0)
     candidates = np.flatnonzero(single)
     parents = csr.indices[csr.indptr[candidates]]
     own = ~single[parents]
