@@ -33,6 +33,8 @@ _dormtr = aot.LapackRoutine("dormtr", 13)
 # (molecule-like graphs on this project's CPU, per graph, 16 pairs: 64 nodes 147 us compiled vs
 # 170, 72 nodes 184 vs 177, 96 nodes 365 vs 284; 8 pairs cross over near 48 nodes).
 SMALL_EIGH_MAX = 72
+# The smallest positive normal float64; below it a reciprocal overflows.
+SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
 
 
 @aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -785,7 +787,10 @@ def _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, pr, pi):  # pragma: no
         for m in range(l):
             sigma += ar[i, m] * ar[i, m] + ai[i, m] * ai[i, m]
         clr, cli = ar[i, l], -ai[i, l]  # c_l
-        if sigma == 0.0:  # nothing to annihilate: T_c[l, i] = c_l
+        # Nothing to annihilate: T_c[l, i] = c_l. Below the smallest normal number (entries
+        # under 1e-154 on a matrix scaled to 1: far below eps) the entries are dropped, so
+        # that h >= sigma stays normal and 1 / h finite.
+        if sigma < SMALLEST_NORMAL:
             hs[i] = 0.0
             phase[i] = complex(clr, cli)
             continue
@@ -832,9 +837,13 @@ def _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, pr, pi):  # pragma: no
         d[i] = ar[i, i]
         t = phase[i]
         size = abs(t)
+        # A subnormal |t_i| is taken as 0 (the QL split drops it anyway, being far below
+        # eps ||T||): its reciprocal overflows (``arcp`` turns t / |t| into t * (1 / |t|)).
+        if size < SMALLEST_NORMAL:
+            size = 0.0
         e[i] = size
-        if size > 0.0:
-            delta = delta * (np.conj(t) / size)
+        if size > 0.0:  # real divisions: a complex one squares |t| and underflows at 1e-160
+            delta = delta * complex(t.real / size, -t.imag / size)
         phase[i] = delta
 
 
