@@ -17,7 +17,7 @@ from graphpe.ops import (
     random_walk_landing_probs,
 )
 from graphpe.ops.graph import undirected_simple
-from graphpe.ops.host import simple_csr, use_host_kernels
+from graphpe.ops.host import aligned_empty, prefetch, simple_csr, use_host_kernels
 from graphpe.ops.plan import ExecPlan
 from tests.ops.strategies import raw_graph
 
@@ -181,3 +181,30 @@ def test_no_notice_when_the_kernels_load_from_the_cache(tmp_path):
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
     said = ["graphpe: compiling its CPU kernels (numba) on first use" in r.stderr for r in runs]
     assert said == [True, False], [r.stderr[-1000:] for r in runs]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("shape", [(0, 64), (1, 1), (7, 5), (1000, 64)])
+def test_aligned_empty_starts_on_a_cache_line(shape, dtype):
+    a = aligned_empty(shape, dtype)
+    assert a.shape == shape and a.dtype == dtype and a.flags.c_contiguous
+    assert a.size == 0 or a.ctypes.data % 64 == 0  # (an empty array has no data)
+    a[...] = 1  # writable over its whole extent
+    assert aligned_empty((3, 3), np.float32, align=4096).ctypes.data % 4096 == 0
+
+
+def test_prefetch_is_a_hint_inside_compiled_code():
+    import numba
+
+    @numba.njit
+    def rows_summed(x, order):
+        total = 0.0
+        for k in range(order.shape[0]):
+            if k + 2 < order.shape[0]:
+                prefetch(x, order[k + 2], 0)
+            total += x[order[k]].sum()
+        return total
+
+    x = np.arange(40.0).reshape(8, 5)
+    order = np.array([7, 0, 3, 3, 5])
+    assert rows_summed(x, order) == x[order].sum()

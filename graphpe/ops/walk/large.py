@@ -19,8 +19,10 @@ than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i
   ``12 sum_(k<=h) nnz(S^k)`` bytes, ``nnz(S^k) = sum_i |b_k(i)|``, checked before every product.
 - ``blocked``: ``S`` times blocks of ``w`` columns of the identity, ``h`` products per block
   (:func:`~graphpe.ops.walk.compiled.blocked_landing_probs`, threads over columns), keeping
-  the last two powers of the block; a leaf (one edge, no loop) needs no column of its own
-  (:func:`leaf_landing_probs`). Time ``c h (m + 3 n)`` for ``c`` columns; memory
+  the last two powers of the block. A leaf (one edge, no loop) needs no column of its own
+  (:func:`leaf_landing_probs`) and no row either: the leaves are folded into their parents'
+  rows of ``S`` (exact; ``folded`` of :func:`~graphpe.ops.walk.compiled.blocked_landing_probs`).
+  Time ``c h (m + 3 n)`` for ``c`` columns; memory
   ``2 s n w`` bytes per thread (``s`` bytes per value) plus ``S``; always fits for
   ``w = 1`` unless the graph itself nearly fills the budget. It computes in the output's
   precision: float32 blocks for a float32 output (every entry of ``S^k E`` is a sum of
@@ -71,7 +73,7 @@ LOCAL_SECONDS_PER_OP = 6e-9
 LOCAL_OPS_PER_NODE = 300
 POWERS_SECONDS_PER_OP = 7e-9
 POWERS_SECONDS_PER_ENTRY = 1.5e-8
-BLOCKED_SECONDS_PER_OP = {4: 5.5e-10, 8: 1e-9}
+BLOCKED_SECONDS_PER_OP = {4: 3.4e-10, 8: 7.5e-10}
 # Bytes of one stored entry of a sparse power (float64 value, int32 index)
 SPARSE_ENTRY_BYTES = 12
 # Columns per block of the blocked path: a product reads one row of the block per stored
@@ -357,23 +359,40 @@ def _powers_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_len
 def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_length: int,
                      out: np.ndarray, budget: int) -> None:
     """The ``blocked`` path (:func:`~graphpe.ops.walk.compiled.blocked_landing_probs`) in
-    the layout :func:`blocked_layout` gives, in blocks of the output's precision, for every
-    node but the leaves (:func:`leaf_landing_probs`); ValueError where one column does not
-    fit ``budget``."""
+    the layout :func:`blocked_layout` gives, in blocks of the output's precision. The leaves
+    (:func:`graph_leaves`) are folded out of the operator (renamed after the other nodes and
+    their rows dropped; ``folded`` carries their walks), then get their rows from their
+    parents' (:func:`leaf_landing_probs`). ValueError where one column does not fit
+    ``budget``."""
     n = csr.indptr.shape[0] - 1
     m = int(csr.indptr[-1])
     itemsize = blocked_itemsize(out)
     if blocked_memory(n, m, 1, 1, itemsize) > budget:
         raise ValueError(over_budget_message(n, m // 2, blocked_memory(n, m, 1, 1, itemsize),
                                              "blocked", budget))
-    width, threads = blocked_layout(n, m, budget, _threads(n), itemsize)
-    dtype = np.float32 if itemsize == 4 else np.float64
     leaves, parents = graph_leaves(csr, diag)
     keep = np.ones(n, dtype=bool)
     keep[leaves] = False
-    blocked_landing_probs(csr, values.astype(dtype, copy=False), diag.astype(dtype, copy=False),
-                          walk_length, out, width, threads, np.flatnonzero(keep))
-    leaf_landing_probs(leaves, parents, values[csr.indptr[leaves]], out)
+    kept = np.flatnonzero(keep)
+    core = kept.shape[0]
+    width, threads = blocked_layout(core, m, budget, _threads(core), itemsize)
+    dtype = np.float32 if itemsize == 4 else np.float64
+    # the walk renamed with the kept nodes first (S's entries ride in the weight slot)
+    walk = _relabelled(HostCSR(csr.indptr, csr.indices, values, diag),
+                       np.concatenate([kept, leaves]))
+    stop = int(walk.indptr[core])  # the kept nodes' entries; the leaves' follow, one each
+    coupling = walk.weight[stop:]
+    folded = np.bincount(walk.indices[stop:], weights=coupling ** 2, minlength=core)
+    inside = walk.indices[:stop] < core  # the kept nodes' edges to kept nodes
+    rows = np.repeat(np.arange(core), np.diff(walk.indptr[: core + 1]))
+    indptr = np.zeros(core + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[inside], minlength=core), out=indptr[1:])
+    operator = HostCSR(indptr, walk.indices[:stop][inside], walk.weight[:stop][inside],
+                       walk.loops[:core])
+    blocked_landing_probs(operator, operator.weight.astype(dtype), operator.loops.astype(dtype),
+                          walk_length, out, width, threads, folded=folded,
+                          columns=np.arange(core, dtype=np.int64), out_rows=kept)
+    leaf_landing_probs(leaves, parents, coupling, out)
 
 
 def graph_leaves(csr: HostCSR, loops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
