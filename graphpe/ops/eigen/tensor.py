@@ -144,7 +144,14 @@ def laplacian_eigenpairs(
     linked = edge_index if edge_weight is None else edge_index[:, edge_weight > 0]
     labels = None
 
-    if use_compiled(plan.kernel, device):
+    if use_compiled(plan.kernel, device) and ptr is None and num_nodes > dense_max_nodes:
+        # one large graph: nothing for the compiled kernel of small graphs (whose input CSR
+        # would cost as much as the sparse path's own graph)
+        eigvals = torch.full((1, k), pad_value, dtype=compute_dtype)
+        eigvecs = torch.zeros(num_nodes, k, dtype=compute_dtype)
+        mask = torch.zeros(1, k, dtype=torch.bool)
+        ptr, large = single_graph_ptr(num_nodes, device), [0]
+    elif use_compiled(plan.kernel, device):
         ptr_np = np.array([0, num_nodes]) if ptr is None else host_array(ptr, np.int64)
         eigvals_np, eigvecs_np, mask_np, large = laplacian_eigenpairs_host(
             simple_csr(edge_index, num_nodes, edge_weight), ptr_np, k, normalization,
@@ -183,18 +190,18 @@ def laplacian_eigenpairs(
         start, end = int(ptr[g]), int(ptr[g + 1])
         sub_ei, sub_w = node_range_subgraph(edge_index, edge_weight, start, end)
         graph = undirected_simple(sub_ei, end - start, sub_w)
-        if labels is None:  # (the compiled path): this graph's components only
-            sub_linked = graph.edge_index if graph.edge_weight is None else \
-                graph.edge_index[:, graph.edge_weight > 0]
-            sub_labels = connected_components(sub_linked, end - start)
-        else:
-            sub_labels = labels[start:end]
         ei, off, diag, deg = laplacian_entries(graph, normalization, compute_dtype)
         solver = plan.sparse_solver
         if solver == "auto":
             solver = auto_sparse_solver(ei.device)
         vals = vecs = None
         if solver == "chebyshev":
+            if labels is None:  # (the compiled path): this graph's components only
+                sub_linked = graph.edge_index if graph.edge_weight is None else \
+                    graph.edge_index[:, graph.edge_weight > 0]
+                sub_labels = connected_components(sub_linked, end - start)
+            else:
+                sub_labels = labels[start:end]
             vals, vecs = _chebyshev_smallest(
                 ei, off, diag, deg, sub_labels, k, keep_trivial, normalization,
                 plan.sparse_tol, plan.sparse_max_iter, warn=plan.sparse_solver == "chebyshev")
