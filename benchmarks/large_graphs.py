@@ -216,9 +216,10 @@ def _data(edges: np.ndarray, n: int):
 
 
 def _load_large_rwse_kernels() -> None:
-    """Run each large-graph RWSE path once on a 40-node ring, so that the timed call finds
-    their kernels compiled and loaded (as every other graphpe row does: graphs above the
-    dense limit take kernels that a small graph never calls)."""
+    """Run each large-graph RWSE path, and the choice between them (its ball profile), once
+    on a 40-node ring, so that the timed call finds their kernels compiled and loaded (as
+    every other graphpe row does: graphs above the dense limit take kernels that a small graph
+    never calls)."""
     import torch
 
     from graphpe.ops.host import simple_csr
@@ -226,9 +227,9 @@ def _load_large_rwse_kernels() -> None:
 
     ring = np.array([np.arange(40), (np.arange(40) + 1) % 40])
     csr = simple_csr(torch.from_numpy(np.concatenate([ring, ring[::-1]], axis=1)), 40)
-    for path in LANDING_PATHS:
+    for path in (*LANDING_PATHS, "auto"):
         large_landing_probs(csr, WALK, np.empty((40, WALK), np.float32), budget=2**30,
-                            path=path, components=False)
+                            path=path, components=path == "auto")
 
 
 def _timed(call):
