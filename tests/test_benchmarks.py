@@ -578,3 +578,7 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
                                    "out": str(tmp_path / "w.npy")}, 120.0, 6.0)
     assert result["status"] == "ok"
     assert np.allclose(np.load(tmp_path / "w.npy")[:, 1], 0.5)  # back after 2 steps: 1/2
+    # the check used where no peer finishes: P^t e_j on sampled nodes, equal to the powers
+    sampled = bench["sampled_landing_probs"](np.array([[0, 1, 2], [1, 2, 0]]), 3,
+                                             np.array([0, 2]))
+    np.testing.assert_allclose(sampled, np.load(tmp_path / "w.npy")[[0, 2]], atol=1e-15)
