@@ -23,7 +23,8 @@ than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i
   (:func:`leaf_landing_probs`) and no row either: the leaves are folded into their parents'
   rows of ``S`` (exact; ``folded`` of :func:`~graphpe.ops.walk.compiled.blocked_landing_probs`).
   Time ``c h (m + 3 n)`` for ``c`` columns; memory
-  ``2 s n w`` bytes per thread (``s`` bytes per value) plus ``S``; always fits for
+  ``2 s n w`` bytes per thread (``s`` bytes per value) plus 40 bytes per entry of ``S``
+  (renamed, and with the leaves folded out); always fits for
   ``w = 1`` unless the graph itself nearly fills the budget. It computes in the output's
   precision: float32 blocks for a float32 output (every entry of ``S^k E`` is a sum of
   non-negative terms, so the rounding stays relative, about ``T + 1`` float32 epsilons of
@@ -76,6 +77,10 @@ POWERS_SECONDS_PER_ENTRY = 1.5e-8
 BLOCKED_SECONDS_PER_OP = {4: 3.4e-10, 8: 7.5e-10}
 # Bytes of one stored entry of a sparse power (float64 value, int32 index)
 SPARSE_ENTRY_BYTES = 12
+# Bytes per entry of S held by the blocked path: the walk renamed with the leaves last and the
+# operator with them folded out (each an int64 index and a float64 value), and the operator's
+# values in the blocks' precision
+BLOCKED_OPERATOR_BYTES = 40
 # Columns per block of the blocked path: a product reads one row of the block per stored
 # entry of S, and rows this long are read at the memory's speed
 BLOCKED_WIDTH = 64
@@ -132,10 +137,11 @@ def blocked_itemsize(out: np.ndarray) -> int:
 
 def blocked_memory(n: int, m: int, width: int, threads: int = 1, itemsize: int = 8) -> int:
     """Bytes of the ``blocked`` path with blocks of ``width`` columns on ``threads``
-    threads: ``S`` (``m + n`` entries) and two ``[n, width]`` blocks of ``itemsize``-byte
-    values per thread."""
+    threads: ``S`` (``m + n`` entries) as :func:`_blocked_landing` holds it
+    (:data:`BLOCKED_OPERATOR_BYTES` per entry) and two ``[n, width]`` blocks of
+    ``itemsize``-byte values per thread."""
     scratch = blocked_scratch_bytes(n, width) * itemsize // 8
-    return SPARSE_ENTRY_BYTES * (m + n) + threads * scratch
+    return BLOCKED_OPERATOR_BYTES * (m + n) + threads * scratch
 
 
 def blocked_layout(n: int, m: int, budget: int, threads: int,
