@@ -23,7 +23,7 @@ than ``h`` steps. With ``n`` nodes, ``m`` CSR entries (twice the edges), ``b_k(i
   (:func:`leaf_landing_probs`) and no row either: the leaves are folded into their parents'
   rows of ``S`` (exact; ``folded`` of :func:`~graphpe.ops.walk.compiled.blocked_landing_probs`).
   Time ``c h (m + 3 n)`` for ``c`` columns; memory
-  ``2 s n w`` bytes per thread (``s`` bytes per value) plus 40 bytes per entry of ``S``
+  ``2 s n w`` bytes per thread (``s`` bytes per value) plus 56 bytes per entry of ``S``
   (renamed, and with the leaves folded out); always fits for
   ``w = 1`` unless the graph itself nearly fills the budget. It computes in the output's
   precision: float32 blocks for a float32 output (every entry of ``S^k E`` is a sum of
@@ -77,10 +77,11 @@ POWERS_SECONDS_PER_ENTRY = 1.5e-8
 BLOCKED_SECONDS_PER_OP = {4: 3.4e-10, 8: 7.5e-10}
 # Bytes of one stored entry of a sparse power (float64 value, int32 index)
 SPARSE_ENTRY_BYTES = 12
-# Bytes per entry of S held by the blocked path: the walk renamed with the leaves last and the
-# operator with them folded out (each an int64 index and a float64 value), and the operator's
-# values in the blocks' precision
-BLOCKED_OPERATOR_BYTES = 40
+# Bytes per entry of S held by the blocked path at its peak, while the operator is built: the
+# caller's values (8), the walk renamed with the leaves last (16: int64 index, float64 value),
+# a row index (8) and a mask (1) per entry, and the operator with the leaves folded out (16);
+# then the operator, its values in the blocks' precision and the caller's values (<= 32)
+BLOCKED_OPERATOR_BYTES = 56
 # Columns per block of the blocked path: a product reads one row of the block per stored
 # entry of S, and rows this long are read at the memory's speed
 BLOCKED_WIDTH = 64
@@ -387,7 +388,7 @@ def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_le
     walk = _relabelled(HostCSR(csr.indptr, csr.indices, values, diag),
                        np.concatenate([kept, leaves]))
     stop = int(walk.indptr[core])  # the kept nodes' entries; the leaves' follow, one each
-    coupling = walk.weight[stop:]
+    coupling = walk.weight[stop:].copy()
     folded = np.bincount(walk.indices[stop:], weights=coupling ** 2, minlength=core)
     inside = walk.indices[:stop] < core  # the kept nodes' edges to kept nodes
     rows = np.repeat(np.arange(core), np.diff(walk.indptr[: core + 1]))
@@ -395,6 +396,7 @@ def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_le
     np.cumsum(np.bincount(rows[inside], minlength=core), out=indptr[1:])
     operator = HostCSR(indptr, walk.indices[:stop][inside], walk.weight[:stop][inside],
                        walk.loops[:core])
+    del walk, rows, inside  # (the bound counts the operator and its values only from here)
     blocked_landing_probs(operator, operator.weight.astype(dtype), operator.loops.astype(dtype),
                           walk_length, out, width, threads, folded=folded,
                           columns=np.arange(core, dtype=np.int64), out_rows=kept)

@@ -217,14 +217,14 @@ def test_sparse_powers_give_way_to_blocked_before_filling_past_the_budget():
 def test_no_path_fits_a_tiny_budget():
     ei = torch.tensor([[0, 1, 2, 3, 4, 5, 6, 7, 8], [1, 2, 3, 4, 5, 6, 7, 8, 9]])
     csr = simple_csr(ei, 10)
-    # blocked: S (18 + 10 entries of 40 bytes: renamed, and with the leaves folded out), two
+    # blocked: S (18 + 10 entries of 56 bytes: renamed, and with the leaves folded out), two
     # columns of 10 float64 (float32 for a float32 output)
-    assert blocked_memory(10, 18, 1) == 40 * 28 + 160
-    assert blocked_memory(10, 18, 1, itemsize=4) == 40 * 28 + 80
-    assert blocked_memory(10, 18, 3, threads=2) == 40 * 28 + 2 * 3 * 160
+    assert blocked_memory(10, 18, 1) == 56 * 28 + 160
+    assert blocked_memory(10, 18, 1, itemsize=4) == 56 * 28 + 80
+    assert blocked_memory(10, 18, 3, threads=2) == 56 * 28 + 2 * 3 * 160
     with pytest.raises(ValueError, match=re.escape(
             "random-walk landing probabilities of a graph of 10 nodes and 9 edges need at "
-            "least 1280 bytes of working memory (path 'blocked'), over the memory budget of "
+            "least 1728 bytes of working memory (path 'blocked'), over the memory budget of "
             "1000 bytes (ExecPlan.max_memory_bytes)")):
         large_landing_probs(csr, 4, np.empty((10, 4)), budget=1000, path="blocked")
     costs = landing_path_costs(csr, 4, 100)
