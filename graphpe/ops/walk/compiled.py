@@ -10,6 +10,7 @@ import torch
 
 from graphpe.ops import aot
 from graphpe.ops.host import (
+    CACHE_LINE_BYTES,
     FASTMATH,
     HostCSR,
     _degrees,
@@ -184,14 +185,14 @@ def blocked_landing_probs(csr: HostCSR, values: np.ndarray, diag: np.ndarray,
         columns = np.arange(n, dtype=np.int64)
     if out_rows is None:
         out_rows = columns
-    if folded is None:
-        folded = np.zeros(n, dtype=values.dtype)
+    folded = (np.zeros(n, dtype=values.dtype) if folded is None
+              else folded.astype(values.dtype, copy=False))
     bounds = np.arange(columns.shape[0] + 1, dtype=np.int64)
     chunks = graph_chunks(bounds, threads, min_nodes=max(width, 1))
 
     def run(a: int, b: int) -> None:
-        _blocked_landing(csr.indptr, csr.indices, values, diag, folded.astype(values.dtype),
-                         walk_length, columns[a:b], out_rows[a:b],
+        _blocked_landing(csr.indptr, csr.indices, values, diag, folded, walk_length,
+                         columns[a:b], out_rows[a:b],
                          aligned_empty((n, width), values.dtype),
                          aligned_empty((n, width), values.dtype), out)
 
@@ -218,7 +219,7 @@ def _blocked_landing(indptr, indices, values, diag, folded, walk_length, columns
     n = indptr.shape[0] - 1
     m = indices.shape[0]
     width = prev.shape[1]
-    line = max(64 // prev.itemsize, 1)
+    line = max(CACHE_LINE_BYTES // prev.itemsize, 1)
     acc_odd = np.empty(width)
     acc_even = np.empty(width)
     for lo in range(0, columns.shape[0], width):
