@@ -18,10 +18,23 @@ Each iteration, for a block ``X`` (``n x p``, orthonormal, ``p`` a few more than
 
 SpMM runs in the operator's dtype (float32 by default); Gram matrices, Ritz values and residual
 norms are accumulated in float64.
+
+With ``filter_dtype`` below the operator's dtype (float32 products for a float64 operator), the
+filter acts on the residuals instead of the block. For a Ritz pair ``(theta, x)`` with residual
+``r = L x - theta x``,
+
+    p(L) x = p(theta) x + s(L) r,    s(lambda) = (p(lambda) - p(theta)) / (lambda - theta),
+
+and ``D_i = p_i(L) x - p_i(theta) x`` obeys the filter's own three-term recurrence plus a
+forcing term ``(2 sigma_i / e) p_(i-1)(theta) r``. Only ``D`` goes through the low-precision
+products, so their rounding is relative to ``||r||``, not to ``||x||``: float32 SpMM refines
+to float64 residuals (the operator's dtype serves the Rayleigh-Ritz product ``L Q``, one per
+iteration).
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import NamedTuple
 
@@ -122,6 +135,7 @@ def chebyshev_eigenpairs(
     generator: torch.Generator | None = None,
     start: Tensor | None = None,
     warn: bool = True,
+    filter_dtype: torch.dtype | None = None,
 ) -> SparseEigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
     restricted to the orthogonal complement of ``deflate``.
@@ -144,6 +158,9 @@ def chebyshev_eigenpairs(
         start: ``[n, q]`` vectors to start from (e.g. the ``block`` of a float32 run refined
             here in float64); columns beyond ``q`` are random.
         warn: warn when ``max_iter`` is reached without convergence.
+        filter_dtype: dtype of the filter's SpMM (default the operator's); a lower precision
+            than the operator's filters the residuals (module docstring), and the returned
+            pairs still reach residuals at the operator's precision.
     """
     k = check_positive_int("k", k)
     if operator.dim() != 2 or operator.size(0) != operator.size(1):
@@ -162,16 +179,25 @@ def chebyshev_eigenpairs(
     device, spmm_dtype = operator.device, operator.dtype
 
     shifted = _ShiftedOperator(operator, upper, deflate)
+    filter_dtype = spmm_dtype if filter_dtype is None else filter_dtype
+    corrected = torch.finfo(filter_dtype).eps > torch.finfo(spmm_dtype).eps
+    filtering = (_ShiftedOperator(operator.to(filter_dtype), upper, deflate) if corrected
+                 else shifted)
 
     def basis(block: Tensor) -> Tensor:
         return _orthonormal_basis(block, deflate, generator)
 
-    block = torch.randn(n, p, generator=generator, dtype=torch.float64).to(device)
+    q_start = 0
     if start is not None:
         if start.dim() != 2 or start.size(0) != n:
             raise ValueError(f"start must be [{n}, q], got {list(start.shape)}")
         q_start = min(start.size(1), p)
+    block = torch.empty(n, p, dtype=torch.float64, device=device)
+    if q_start:
         block[:, :q_start] = start[:, :q_start].to(device=device, dtype=torch.float64)
+    if q_start < p:
+        block[:, q_start:] = torch.randn(n, p - q_start, generator=generator,
+                                         dtype=torch.float64).to(device)
     q = basis(block)
     theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
     residuals = _residual_norms(x, lx, theta)
@@ -184,7 +210,13 @@ def chebyshev_eigenpairs(
         # not converge to; the smallest Ritz value scales the filter so values stay O(1)
         a = float(theta[-1])
         low = float(theta[0])
-        y = _chebyshev_filter(shifted, x.to(spmm_dtype), degree, a, top, low)
+        m = filter_degree(theta[:k], residuals[:k], tol, a, top, degree,
+                          warm_up=None if start is not None else iterations)
+        if corrected:
+            y = _corrected_chebyshev_filter(filtering, x, lx - x * theta.unsqueeze(0), theta,
+                                            m, a, top, low)
+        else:
+            y = _chebyshev_filter(shifted, x.to(spmm_dtype), m, a, top, low)
         q = basis(y)
         theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
         residuals = _residual_norms(x, lx, theta)
@@ -198,6 +230,37 @@ def chebyshev_eigenpairs(
             stacklevel=2,
         )
     return SparseEigenpairs(theta[:k], x[:, :k], residuals[:k], iterations, converged, x)
+
+
+def filter_degree(
+    theta: Tensor, residuals: Tensor, tol: float, a: float, b: float, degree: int,
+    warm_up: int | None = None
+) -> int:
+    """The degree of the next Chebyshev filter, at most ``degree``.
+
+    - Warm-up (iteration ``warm_up`` of a random start; None: a given start): the Ritz values
+      of a random block say nothing about where the wanted eigenvalues end, so its cut ``a``
+      sits far too high and a full-degree filter mostly amplifies the wrong interval. Degrees
+      ``degree / 8`` (at least 4), then doubling, let the cut fall first.
+    - Prediction: below the cut, the filter multiplies a pair's component by
+      ``|C_m(t)| >= rho(t)^m / 2`` against at most 1 above it, ``t = (c - theta) / e``,
+      ``rho(t) = t + sqrt(t^2 - 1)``. The degree that brings the slowest unconverged wanted
+      pair from its residual to ``tol`` (plus a quarter and 2, at least ``degree / 4``) keeps
+      the last filter from overshooting the tolerance by orders of magnitude.
+    """
+    m = degree
+    if warm_up is not None:
+        m = min(m, max(4, degree // 8) << min(warm_up, 16))
+    e = (b - a) / 2.0
+    c = (b + a) / 2.0
+    t = (c - theta.double()) / e
+    open_ = (residuals > tol) & (t > 1.0 + 1e-12)
+    if bool(open_.any()) and bool(((residuals <= tol) | open_).all()):
+        rho = t[open_] + (t[open_] ** 2 - 1.0).sqrt()
+        need = torch.log(2.0 * residuals[open_].double() / tol) / torch.log(rho)
+        predicted = int(math.ceil(1.25 * float(need.max()))) + 2
+        m = min(m, max(predicted, degree // 4))
+    return max(1, m)
 
 
 class _ShiftedOperator:
@@ -277,6 +340,46 @@ def _chebyshev_filter(
         y_new = op.apply(y, shifted, alpha=2.0 * sigma_new / e, add=x, beta=-sigma * sigma_new)
         x, y, sigma = y, y_new, sigma_new
     return y
+
+
+def _corrected_chebyshev_filter(
+    op: _ShiftedOperator, x: Tensor, r: Tensor, theta: Tensor, degree: int, a: float,
+    b: float, a0: float
+) -> Tensor:
+    """``p_m(L) X`` as :func:`_chebyshev_filter` computes it, for Ritz pairs ``(theta, X)``
+    (float64) with residuals ``R = L X - X diag(theta)``: ``X diag(p_m(theta)) + D_m`` where
+    ``D_i = p_i(L) X - X diag(p_i(theta))`` runs through ``op``'s products (its dtype) from
+    ``D_0 = 0``, ``D_1 = (sigma_1 / e) R``:
+
+        D_i = (2 sigma_i / e) (L - c I) D_(i-1) - sigma_(i-1) sigma_i D_(i-2)
+              + (2 sigma_i / e) p_(i-1)(theta) R
+
+    (the scalar recurrence of ``p_i(theta)`` subtracted from the block's). The rounding of
+    ``op``'s dtype then scales with ``||R||`` instead of ``||X||``."""
+    e = (b - a) / 2.0
+    c = (b + a) / 2.0
+    shifted = op.minus(c)
+    sigma = e / (min(a0, a) - c)
+    sigma1 = sigma
+    r_low = r.to(op.dtype)
+    p_prev = torch.ones_like(theta)
+    p_cur = (sigma1 / e) * (theta - c)
+    d_prev = None
+    d = r_low * (sigma1 / e)
+    for _ in range(2, degree + 1):
+        sigma_new = 1.0 / (2.0 / sigma1 - sigma)
+        alpha = 2.0 * sigma_new / e
+        beta = -sigma * sigma_new
+        # beta * (D_(i-2) + R * forcing / beta), so one addmm adds both
+        forcing = (alpha / beta) * p_cur
+        if d_prev is None:
+            add = r_low * forcing.to(op.dtype).unsqueeze(0)
+        else:
+            add = d_prev.addcmul_(r_low, forcing.to(op.dtype).unsqueeze(0))
+        d_new = op.apply(d, shifted, alpha=alpha, add=add, beta=beta)
+        p_prev, p_cur = p_cur, alpha * (theta - c) * p_cur + beta * p_prev
+        d_prev, d, sigma = d, d_new, sigma_new
+    return x * p_cur.unsqueeze(0) + d.to(torch.float64)
 
 
 def _orthonormal_basis(

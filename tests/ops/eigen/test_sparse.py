@@ -234,3 +234,72 @@ def test_eigenvalue_at_the_spectrum_bound_does_not_stop_the_iteration():
     assert res.converged and res.iterations > 0
     w = np.linalg.eigvalsh(dense)[basis.count : basis.count + 5]
     assert np.allclose(res.eigvals.numpy(), w, atol=1e-9)
+
+
+def _ritz_block(name: str, p: int = 10, seed: int = 0):
+    """An orthonormal block's Ritz pairs on one of the families (float64), for the filters."""
+    from graphpe.ops.eigen.sparse import _orthonormal_basis, _rayleigh_ritz, _ShiftedOperator
+
+    op, basis, dense, _ = operator_of(large_families()[name])
+    gen = torch.Generator().manual_seed(seed)
+    shifted = _ShiftedOperator(op, 2.0, basis)
+    q = _orthonormal_basis(torch.randn(op.size(0), p, generator=gen, dtype=torch.float64),
+                           basis, gen)
+    theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
+    return op, basis, shifted, theta, x, lx
+
+
+@pytest.mark.parametrize("name", ["ba1500", "grid30x31", "er2000"])
+def test_corrected_filter_equals_the_plain_filter_in_float64(name):
+    # p(L) X = X p(theta) + D: the same polynomial, so the same block up to rounding
+    from graphpe.ops.eigen.sparse import _chebyshev_filter, _corrected_chebyshev_filter
+
+    _, _, shifted, theta, x, lx = _ritz_block(name)
+    a, b, low = float(theta[-1]) * 0.5, 2.02, float(theta[0])
+    for degree in (1, 2, 7, 16):
+        plain = _chebyshev_filter(shifted, x, degree, a, b, low)
+        corrected = _corrected_chebyshev_filter(shifted, x, lx - x * theta, theta, degree,
+                                                a, b, low)
+        scale = plain.abs().amax(dim=0)
+        assert ((corrected - plain).abs().amax(dim=0) <= 1e-10 * scale).all(), degree
+
+
+def test_float32_products_reach_float64_residuals_through_the_corrected_filter():
+    op, basis, dense, _ = operator_of(large_families()["ba1500"])
+    w = np.linalg.eigvalsh(dense)
+    gen = torch.Generator().manual_seed(0)
+    plain32 = chebyshev_eigenpairs(op.to(torch.float32), 6, upper=2.0, deflate=basis,
+                                   tol=1e-11, max_iter=30, generator=gen, warn=False)
+    assert not plain32.converged and plain32.residuals.max() > 1e-8  # float32's floor
+    mixed = chebyshev_eigenpairs(op, 6, upper=2.0, deflate=basis, tol=1e-11,
+                                 generator=torch.Generator().manual_seed(0),
+                                 filter_dtype=torch.float32)
+    assert mixed.converged and mixed.residuals.max() <= 1e-11
+    assert mixed.eigvals.dtype == torch.float64
+    assert np.allclose(mixed.eigvals.numpy(), w[1:7], atol=1e-11)
+
+
+def test_filter_degree_warms_up_then_predicts_the_last_filter():
+    from graphpe.ops.eigen.sparse import filter_degree
+
+    theta = torch.tensor([0.9, 0.95], dtype=torch.float64)
+    far = torch.tensor([0.3, 0.3], dtype=torch.float64)
+    # a random start: 4, 8, 16, then the full degree (pairs this close to the cut would need
+    # more than 32)
+    assert [filter_degree(theta, far, 1e-8, 1.0, 2.02, 32, warm_up=i) for i in range(5)] \
+        == [4, 8, 16, 32, 32]
+    assert filter_degree(theta, far, 1e-8, 1.0, 2.02, 32) == 32  # a given start: no warm-up
+    theta = torch.tensor([0.1, 0.2], dtype=torch.float64)
+    # near convergence: the degree whose Chebyshev growth at the slowest pair covers the
+    # residual's ratio to tol, with a quarter and 2 to spare, at least degree / 4
+    a, b = 0.3, 2.02
+    e, c = (b - a) / 2, (b + a) / 2
+    t = (c - 0.2) / e
+    rho = t + np.sqrt(t * t - 1)
+    near = torch.tensor([1e-9, 1e-6], dtype=torch.float64)
+    want = int(np.ceil(1.25 * np.log(2 * 1e-6 / 1e-8) / np.log(rho))) + 2
+    assert filter_degree(theta, near, 1e-8, a, b, 64) == max(want, 16)
+    assert filter_degree(theta, near, 1e-8, a, b, 8) == 8  # never above the degree
+    # a wanted pair above the cut: no prediction (the filter cannot say)
+    assert filter_degree(torch.tensor([0.1, 0.5], dtype=torch.float64), near, 1e-8, a, b,
+                         32) == 32
