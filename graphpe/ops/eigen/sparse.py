@@ -396,10 +396,8 @@ def _orthonormal_basis(
     for _ in range(3):
         if deflate is not None:
             block = deflate.project_out(block)
-        norms = column_norms(block)
-        block = block / norms.clamp(min=1e-300)
-        q = orthonormalize(block)
-        lost = (norms <= 1e-150) | (column_norms(q) < 0.5)
+        q = orthonormalize(block, scale_columns=True)
+        lost = column_norms(q) < 0.5
         if not bool(lost.any()):
             return deflate.project_out(q) if deflate is not None else q
         fresh = torch.randn(block.size(0), int(lost.sum()), generator=generator,

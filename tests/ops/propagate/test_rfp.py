@@ -120,6 +120,26 @@ def test_orthonormalize_paths_agree():
     assert torch.allclose(out[:, :2].T @ out[:, :2], torch.eye(2, dtype=torch.float64))
 
 
+def test_orthonormalize_scale_columns_keeps_small_columns():
+    # a filtered subspace: columns 1e10 apart in size; the scaled basis is the one of the
+    # unit-norm columns, while unscaled Cholesky-QR rejects the block
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 6, dtype=torch.float64, generator=gen)
+    sizes = torch.logspace(0, 10, 6, dtype=torch.float64)
+    scaled = orthonormalize(x * sizes, scale_columns=True)
+    assert torch.allclose(scaled, orthonormalize(x / x.norm(dim=0)), atol=1e-10)
+    assert torch.allclose(scaled.T @ scaled, torch.eye(6, dtype=torch.float64), atol=1e-12)
+    # a zero column and a repeated one: the Gram-Schmidt fallback on the scaled block
+    bad = x * sizes
+    bad[:, 2] = 0.0
+    bad[:, 4] = bad[:, 3] * 1e-8
+    out = orthonormalize(bad, scale_columns=True)
+    assert torch.isfinite(out).all() and torch.all(out[:, 2] == 0) and torch.all(out[:, 4] == 0)
+    with pytest.raises(ValueError, match=r"^scale_columns takes one \[n, d\] block, got shape "
+                       r"\(2, 400, 6\)$"):
+        orthonormalize(torch.stack([x, x]), scale_columns=True)
+
+
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(2, 30), norm=st.sampled_from(["qr", "l2"]))
 def test_permutation_equivariance(seed, n, norm):
