@@ -421,7 +421,8 @@ def _sparse_smallest(
     columns: list[tuple[np.ndarray, np.ndarray]] = []  # (node ids, vector on them)
     order = np.argsort(labels, kind="stable")
     bounds = np.concatenate([[0], np.cumsum(np.bincount(labels, minlength=num_comp))])
-    lap = lap[order][:, order].tocsr()  # components become diagonal blocks
+    if num_comp > 1:
+        lap = lap[order][:, order].tocsr()  # components become diagonal blocks
     for comp in range(num_comp):
         lo, hi = int(bounds[comp]), int(bounds[comp + 1])
         nodes, size = order[lo:hi], hi - lo
@@ -435,7 +436,7 @@ def _sparse_smallest(
         want = min(k, size - 1)
         if want <= 0:
             continue
-        sub = lap[lo:hi, lo:hi]
+        sub = lap if num_comp == 1 else lap[lo:hi, lo:hi]
         if size <= max(dense_max_nodes, want + 2):
             w, u = np.linalg.eigh(sub.toarray())
             w, u = w[1 : want + 1], u[:, 1 : want + 1]  # column 0 is the trivial pair
