@@ -553,6 +553,51 @@ def large_graphs_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def sparse_eigen_table(data: dict) -> str:
+    """graphpe's Chebyshev subspace iteration against ARPACK on generated graphs (from
+    ``benchmarks/sparse_eigen.py``): one row per graph, one column group per graphpe mode."""
+    modes = [("float64", "float64"), ("float32", "float32"),
+             ("float32 products, float64", "f32 products, f64")]
+    graphs: dict[tuple, dict] = {}
+    for r in data["rows"]:
+        g = graphs.setdefault((r["graph"], r["nodes"]), {"nnz": r["nnz"]})
+        if r["method"].startswith("ARPACK"):
+            g["arpack"] = r
+        for key, _ in modes:
+            if r["method"].startswith(f"graphpe ChFSI {key} tol"):
+                g[key] = r
+    used = [(key, label) for key, label in modes if any(key in g for g in graphs.values())]
+
+    def solve(r: dict | None) -> str:
+        if r is None:
+            return "-"
+        note = "" if r["converged"] else ", not converged"
+        return f"{r['seconds']:.2f} ({r['iterations']}{note})"
+
+    def errors(g: dict, field: str) -> str:
+        return " / ".join(f"{g[key][field]:.0e}" if key in g and field in g[key] else "-"
+                          for key, _ in used)
+
+    names = " / ".join(label for _, label in used)
+    lines = [f"`python benchmarks/sparse_eigen.py` ({data['threads']} torch thread(s); ARPACK "
+             "`eigsh(which='SA', tol=1e-8)` in a subprocess), k = "
+             f"{data['k']}; errors against ARPACK where it finished, in the order {names}:", "",
+             "| graph | nodes | nonzeros | ARPACK s | "
+             + " | ".join(f"{label} s (iterations)" for _, label in used)
+             + " | max dlambda | sin angle | max residual |",
+             "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in used)
+             + " | ---: | ---: | ---: |"]
+    for (graph, nodes), g in graphs.items():
+        ref = g.get("arpack")
+        arpack = ("-" if ref is None else f"{ref['seconds']:.2f}" if "seconds" in ref
+                  else ref["method"].removeprefix("ARPACK eigsh ").strip("()"))
+        lines.append(f"| {graph} | {nodes:,} | {g['nnz']:,} | {arpack} | "
+                     + " | ".join(solve(g.get(key)) for key, _ in used)
+                     + f" | {errors(g, 'eig_err')} | {errors(g, 'subspace_sin')} | "
+                     f"{errors(g, 'residual')} |")
+    return "\n".join(lines)
+
+
 def directed_pairs_table(data: dict) -> str:
     """Direction-only pairs separated per encoding (from ``benchmarks/directed_pairs.py``)."""
     labels = data["labels"]
@@ -884,6 +929,7 @@ TABLES = {
                            precompute_workers_table),
     "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
     "pairwise_large": ("benchmarks/results/pairwise_large.json", pairwise_large_table),
+    "sparse_eigen": ("benchmarks/results/sparse_eigen.json", sparse_eigen_table),
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
     "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),
     "zinc_pairwise": ("benchmarks/results/zinc_pairwise*.json", zinc_pairwise_table),

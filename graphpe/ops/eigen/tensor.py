@@ -125,8 +125,8 @@ def laplacian_eigenpairs(
             a choice per component by :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`).
             Its ``sparse_tol`` is the residual ``||L v - lambda v||`` every pair must reach
             (default ``1e-8``, times ``max deg`` for ``none``; ``chebyshev`` in float32:
-            ``1e-5``; a float64 Chebyshev solve first converges to ``1e-5`` with float32
-            products, then refines).
+            ``1e-5``; a float64 Chebyshev solve filters its residuals in float32 products,
+            see :func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs`'s ``filter_dtype``).
     """
     check_eigenpair_options(k, normalization, sign)
     device = edge_index.device
