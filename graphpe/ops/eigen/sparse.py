@@ -200,7 +200,8 @@ def chebyshev_eigenpairs(
                                          dtype=torch.float64).to(device)
     q = basis(block)
     theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
-    residuals = _residual_norms(x, lx, theta)
+    r = _ritz_residuals(x, lx, theta)
+    residuals = column_norms(r)
     # The damped interval ends strictly above the spectrum: ``upper`` itself can be an
     # eigenvalue (2 for L_sym of a bipartite component) and the block's largest Ritz value.
     top = upper * (1.0 + 1e-2)
@@ -213,13 +214,13 @@ def chebyshev_eigenpairs(
         m = filter_degree(theta[:k], residuals[:k], tol, a, top, degree,
                           warm_up=None if start is not None else iterations)
         if corrected:
-            y = _corrected_chebyshev_filter(filtering, x, lx - x * theta.unsqueeze(0), theta,
-                                            m, a, top, low)
+            y = _corrected_chebyshev_filter(filtering, x, r, theta, m, a, top, low)
         else:
             y = _chebyshev_filter(shifted, x.to(spmm_dtype), m, a, top, low)
         q = basis(y)
         theta, x, lx = _rayleigh_ritz(q, shifted.apply(q))
-        residuals = _residual_norms(x, lx, theta)
+        r = _ritz_residuals(x, lx, theta)
+        residuals = column_norms(r)
         iterations += 1
     converged = bool((residuals[:k] <= tol).all())
     if not converged and warn:
@@ -417,6 +418,7 @@ def _rayleigh_ritz(q: Tensor, lq: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     return theta.to(q.device), q @ w, lq.to(torch.float64) @ w
 
 
-def _residual_norms(x: Tensor, lx: Tensor, theta: Tensor) -> Tensor:
-    return column_norms(lx - x * theta.unsqueeze(0))
-
+def _ritz_residuals(x: Tensor, lx: Tensor, theta: Tensor) -> Tensor:
+    """``L X - X diag(theta)`` (float64): its column norms test convergence, and the
+    corrected filter starts from it."""
+    return lx - x * theta.unsqueeze(0)

@@ -482,7 +482,7 @@ def _component_smallest(
                 torch.from_numpy(lap.indptr.astype(np.int64)),
                 torch.from_numpy(lap.indices.astype(np.int64)), torch.from_numpy(lap.data),
                 lap.shape, check_invariants=False)
-        solved = _chebyshev_refined(operator, k, upper, basis, tol, max_iter, warn=False)
+        solved = _chebyshev_solve(operator, k, upper, basis, tol, max_iter, warn=False)
         if not solved.converged:
             warnings.warn(
                 f"chebyshev: a component of {size} nodes did not converge in {max_iter} "
@@ -536,7 +536,7 @@ def _chebyshev_smallest(
         scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
         if tol is None:
             tol = (1e-8 if dtype == torch.float64 else _FLOAT32_TOL) * scale
-        solved = _chebyshev_refined(operator, want, upper, basis, tol, max_iter, warn)
+        solved = _chebyshev_solve(operator, want, upper, basis, tol, max_iter, warn)
         if not solved.converged and not warn:
             return None, None
         vals = torch.cat([vals, solved.eigvals])
@@ -546,7 +546,7 @@ def _chebyshev_smallest(
     return vals, vecs
 
 
-def _chebyshev_refined(
+def _chebyshev_solve(
     operator: Tensor,
     k: int,
     upper: float,
