@@ -53,16 +53,16 @@ class ExecPlan:
             ``host``.
         sparse_solver: eigensolver of graphs above ``dense_max_nodes``: ``chebyshev``
             (Chebyshev-filtered subspace iteration on the graph's device; memory a few
-            ``n x (k + 16)`` blocks), ``lanczos`` (ARPACK on the spectrum-flipped,
-            null-space-deflated Laplacian per connected component, on the CPU; memory
-            ``max(2k + 1, 20) x n`` float64), ``shift_invert`` (ARPACK on ``(L - sigma I)^-1``
-            with one sparse LU per component, sigma just below 0; memory the factor plus the
-            Lanczos vectors), ``arpack`` (the former name of ``lanczos``) or ``auto``
-            (``chebyshev`` on a GPU, then ARPACK where it does not converge in
-            ``sparse_max_iter`` filters; on the CPU per component: ``shift_invert`` where a
-            Lanczos probe finds tiny gaps and the measured LU factor fits its budget,
-            ``chebyshev`` where the gaps are tiny but the factor fills in, else ``lanczos``;
-            see :mod:`graphpe.ops.eigen.krylov`).
+            ``n x (k + 16)`` blocks), ``lanczos`` (thick-restart Lanczos with partial
+            reorthogonalization on the null-space-deflated Laplacian per connected
+            component, on the CPU; memory ``(max(3k, k + 32) + 1) x n`` float64),
+            ``shift_invert`` (ARPACK on ``(L - sigma I)^-1`` with one sparse LU per
+            component, sigma just below 0; memory the factor plus the Lanczos vectors),
+            ``arpack`` (the former name of ``lanczos``) or ``auto`` (``chebyshev`` on a GPU,
+            then Lanczos where it does not converge in ``sparse_max_iter`` filters; on the CPU
+            per component: ``shift_invert`` where a Lanczos probe finds tiny gaps and the LU
+            factor, predicted from two samples and then measured, fits its budget, else
+            ``lanczos``; see :mod:`graphpe.ops.eigen.krylov`).
         sparse_tol: residual tolerance of the sparse eigensolver (None: the kernel's default).
         sparse_max_iter: filter iterations of ``chebyshev``.
         max_memory_bytes: working memory a large-graph kernel may use (random walks above

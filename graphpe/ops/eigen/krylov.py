@@ -1,18 +1,18 @@
-"""The smallest eigenpairs of one large sparse symmetric Laplacian by ARPACK (scipy's
-``eigsh``): plain Lanczos on a spectrum-flipped operator, and shift-invert Lanczos with a
-sparse LU factorization; and the per-component choice among them and Chebyshev-filtered
-subspace iteration (:mod:`graphpe.ops.eigen.sparse`) from cheap probes of the graph.
+"""The smallest eigenpairs of one large sparse symmetric Laplacian by Krylov methods:
+thick-restart Lanczos (:mod:`graphpe.ops.eigen.lanczos`) and shift-invert Lanczos with a
+sparse LU factorization (ARPACK, scipy's ``eigsh``); and the per-component choice among them
+and Chebyshev-filtered subspace iteration (:mod:`graphpe.ops.eigen.sparse`) from cheap probes
+of the graph.
 
 Both solvers work on the orthogonal complement of a known null space ``Z`` (one vector per
 connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with the projector
 ``P = I - Z Z^T``:
 
-- ``lanczos``: the largest eigenvalues ``theta`` of ``P (c I - L) P`` (``c`` an upper bound of
-  the spectrum), so ``lambda = c - theta``. The deflated directions map to ``0``, the bottom of
-  the flipped spectrum, and are never found; ARPACK's stopping test ``||r|| <= tol |theta|``
-  with ``theta`` near ``c`` is an absolute residual test, where ``which='SA'`` on ``L`` asks
-  for ``tol |lambda|`` on eigenvalues near 0 (and stalls on a many-fold eigenvalue 0).
-  Memory: ``ncv`` Lanczos vectors, ``ncv * n * 8`` bytes, besides the operator.
+- ``lanczos``: the smallest eigenvalues of ``P L P`` by thick-restart Lanczos with partial
+  reorthogonalization; ``Z`` is projected out of every Lanczos vector, so a many-fold
+  eigenvalue 0 is never met. Its stopping test is the absolute residual ``||L v - lambda v||
+  <= tol``. Memory: ``ncv + 1`` Lanczos vectors, ``(ncv + 1) n * 8`` bytes, besides the
+  operator.
 - ``shift_invert``: the largest eigenvalues ``nu`` of ``P (L - sigma I)^-1 P`` with ``sigma``
   slightly below 0, so ``lambda = sigma + 1 / nu``; ``(L - sigma I)`` is factored once by
   SuperLU with a fill-reducing column order. With ``|sigma|`` far below the wanted eigenvalues
@@ -21,7 +21,7 @@ connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with th
   and row indices, 12 bytes each, measured before use by :func:`factor_laplacian`) plus
   ``ncv * n * 8`` bytes.
 
-ARPACK's Ritz estimates are not trusted as such: residuals ``||L v - lambda v||`` are
+Neither solver's Ritz estimates are trusted as such: residuals ``||L v - lambda v||`` are
 recomputed in float64 and returned.
 """
 
@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from graphpe.ops.checks import check_positive_int
+from graphpe.ops.eigen.lanczos import thick_restart_lanczos
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
 
 # scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
@@ -52,8 +53,9 @@ FACTOR_MAX_BYTES = 1 << 30
 # fraction of the spectrum's width has gaps too small for Krylov methods on L itself.
 SMALL_GAP = 1e-2
 PROBE_STEPS = 30
-# nodes of the BFS ball whose factorization predicts a component's fill
-FILL_SAMPLE_NODES = 4000
+# nodes of the larger of the two nested BFS balls (the smaller has half as many) whose
+# factorizations predict a component's fill
+FILL_SAMPLE_NODES = 2000
 # ``auto``: the largest predicted fill ``nnz(L + U) / nnz(A)`` for which shift-invert is
 # chosen: the factorization's work grows with the square of the fill per column, and past
 # this it costs more than a Krylov solve.
@@ -117,41 +119,33 @@ def lanczos_eigenpairs(
     deflate: ComponentBasis | None = None,
     tol: float = 1e-8,
     ncv: int | None = None,
-    max_iter: int | None = None,
+    max_products: int | None = None,
     seed: int = 0,
 ) -> SparseEigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
-    restricted to the orthogonal complement of ``deflate``, by ARPACK's implicitly restarted
-    Lanczos on ``P (upper I - L) P`` (``which='LA'``).
+    restricted to the orthogonal complement of ``deflate``, by thick-restart Lanczos with
+    partial reorthogonalization (:func:`~graphpe.ops.eigen.lanczos.thick_restart_lanczos`).
 
     Args:
         operator: ``[n, n]`` scipy sparse symmetric matrix with spectrum in ``[0, upper]``.
         k: eigenpairs wanted.
         upper: an upper bound of the spectrum (2 for ``L_sym``).
-        deflate: known eigenvectors (the null space) to exclude.
-        tol: residual ``||L v - lambda v||`` wanted (ARPACK's relative tolerance is
-            ``tol / upper``).
-        ncv: Lanczos basis size (default ``max(2 k + 1, 20)``); memory ``ncv * n * 8`` bytes.
-        max_iter: ARPACK restarts (scipy's default ``10 n`` where None).
+        deflate: known eigenvectors (the null space) to exclude; its dense ``[n, c]`` columns
+            are formed (one per component: a single component is the intended use).
+        tol: residual ``||L v - lambda v||`` wanted.
+        ncv: Lanczos basis size (default
+            :func:`~graphpe.ops.eigen.lanczos.default_ncv`); memory ``(ncv + 1) n * 8`` bytes.
+        max_products: operator products before giving up (default ``100 n``).
         seed: seed of the start vector.
 
     ``iterations`` counts operator applications; ``block`` is ``eigvecs``.
     """
-    import scipy.sparse as sp
-    import scipy.sparse.linalg as spla
-    n, project, v0, k = _prepare(operator, k, deflate, seed)
-    shifted = (upper * sp.identity(n, format="csr") - operator).tocsr()
-    count = [0]
-
-    def matvec(x: np.ndarray) -> np.ndarray:
-        count[0] += 1
-        return project(shifted @ project(x.ravel()))
-
-    flipped = spla.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
-    ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
-    theta, vecs = spla.eigsh(flipped, k=k, which="LA", tol=tol / upper, v0=v0, ncv=ncv,
-                             maxiter=max_iter)
-    return _finish(operator, upper - theta, vecs, tol, count[0])
+    n, _, _, k = _prepare(operator, k, deflate, seed)
+    csr = operator.tocsr()
+    solved = thick_restart_lanczos(lambda x: csr @ x, n, k, null=_null_columns(deflate),
+                                   tol=tol, norm_bound=upper, ncv=ncv,
+                                   max_products=max_products, seed=seed)
+    return _finish(operator, solved.values, solved.vectors, tol, solved.products)
 
 
 def shift_invert_eigenpairs(
@@ -245,37 +239,33 @@ def _finish(operator: sp.spmatrix, vals: np.ndarray, vecs: np.ndarray, tol: floa
 def lanczos_ritz_values(
     operator: sp.spmatrix, steps: int, *, deflate: ComponentBasis | None = None, seed: int = 0
 ) -> np.ndarray:
-    """Ritz values (ascending) of ``steps`` Lanczos steps on ``operator`` restricted to the
-    complement of ``deflate``, with full reorthogonalization. The smallest is an upper bound
-    of the smallest eigenvalue there, and close to it where the gaps near it are large
-    relative to the spectrum's width. Memory ``steps * n * 8`` bytes."""
-    n, project, q, _ = _prepare(operator, 1, deflate, seed)
-    steps = max(1, min(steps, n - (deflate.count if deflate is not None else 0)))
-    basis = np.zeros((steps, n))
-    alpha, beta = np.zeros(steps), np.zeros(steps)
-    q = q / np.linalg.norm(q)
-    m = steps
-    for j in range(steps):
-        basis[j] = q
-        w = project(operator @ q)
-        alpha[j] = w @ q
-        for _ in range(2):  # full reorthogonalization, twice is enough
-            w -= basis[: j + 1].T @ (basis[: j + 1] @ w)
-        beta[j] = np.linalg.norm(w)
-        if beta[j] <= 1e-12 * max(1.0, abs(alpha[j])):
-            m = j + 1
-            break
-        q = w / beta[j]
-    tri = np.diag(alpha[:m]) + np.diag(beta[: m - 1], 1) + np.diag(beta[: m - 1], -1)
-    return np.linalg.eigvalsh(tri)
+    """The ``steps - 1`` smallest Ritz values (ascending) of ``steps`` Lanczos steps on
+    ``operator`` restricted to the complement of ``deflate`` (one cycle of
+    :func:`~graphpe.ops.eigen.lanczos.thick_restart_lanczos`, no vectors formed). The smallest
+    is an upper bound of the smallest eigenvalue there, and close to it where the gaps near it
+    are large relative to the spectrum's width. Memory ``(steps + 1) n * 8`` bytes."""
+    n, _, _, _ = _prepare(operator, 1, deflate, seed)
+    free = n - (deflate.count if deflate is not None else 0)
+    steps = max(2, min(steps, free))
+    csr = operator.tocsr()
+    probe = thick_restart_lanczos(lambda x: csr @ x, n, steps - 1, null=_null_columns(deflate),
+                                  tol=0.0, norm_bound=float(abs(csr).sum(axis=1).max()),
+                                  ncv=steps, keep=steps - 1, max_products=steps, seed=seed,
+                                  vectors=False)
+    return probe.values
+
+
+def _null_columns(deflate: ComponentBasis | None) -> np.ndarray | None:
+    return None if deflate is None else np.ascontiguousarray(
+        deflate.dense(torch.float64).numpy())
 
 
 def bfs_ball(operator: sp.csr_matrix, root: int, size: int) -> np.ndarray:
     """The first ``size`` nodes of a breadth-first search from ``root`` in the pattern of
-    ``operator``."""
+    ``operator``, in the order visited (its prefixes are smaller balls)."""
     from scipy.sparse.csgraph import breadth_first_order
     order = breadth_first_order(operator, root, directed=False, return_predecessors=False)
-    return np.sort(order[:size])
+    return order[:size]
 
 
 def choose_sparse_solver(
@@ -288,9 +278,8 @@ def choose_sparse_solver(
     max_factor_bytes: int = FACTOR_MAX_BYTES,
     seed: int = 0,
 ) -> SolverChoice:
-    """Choose ``lanczos``, ``shift_invert`` or ``chebyshev`` for the ``k`` smallest nonzero
-    eigenpairs of one connected component's Laplacian ``operator`` (null space ``deflate``),
-    on the CPU.
+    """Choose ``lanczos`` or ``shift_invert`` for the ``k`` smallest nonzero eigenpairs of one
+    connected component's Laplacian ``operator`` (null space ``deflate``), on the CPU.
 
     Probes, cheapest first:
 
@@ -299,14 +288,18 @@ def choose_sparse_solver(
        value ``theta_1`` bounds ``lambda_1`` from above. Where ``theta_1 >= SMALL_GAP * upper``
        the wanted eigenvalues are well separated relative to the spectrum's width and Lanczos
        converges in a few hundred products: ``lanczos``, no factorization;
-    3. otherwise (tiny gaps: Krylov methods on ``L`` need thousands of products) the fill of
-       the factorization of a :data:`FILL_SAMPLE_NODES`-node BFS ball around the highest-degree
-       node predicts the component's fill (hubs make it explode, near-planar graphs keep it
-       within a small factor of ``nnz(L)``); where the predicted fill ratio is at most
+    3. otherwise (tiny gaps: Lanczos on ``L`` may need thousands of products, where
+       shift-invert needs about ``2 k`` solves) the fill of the factorization of a
+       :data:`FILL_SAMPLE_NODES`-node BFS ball around the highest-degree node predicts the
+       component's fill (hubs make it explode, near-planar graphs keep it within a small
+       factor of ``nnz(L)``); where the predicted fill ratio is at most
        :data:`MAX_FILL_RATIO` and the predicted bytes fit ``max_factor_bytes``, the component
        is factored and its fill measured: ``shift_invert`` with that factor where it fits;
-       else ``chebyshev`` (a block method: clustered small eigenvalues cost it fewer
-       products than restarted Lanczos).
+       else ``lanczos``.
+
+    Chebyshev-filtered subspace iteration is not chosen here: on the CPU thick-restart
+    Lanczos needs several times fewer operator products on every spectrum measured (clustered
+    small eigenvalues among many components included); it is the GPU's solver.
 
     The choice and its reasons are logged at DEBUG on ``logging.getLogger("graphpe")``.
     """
@@ -325,16 +318,13 @@ def choose_sparse_solver(
             "well separated eigenvalues", probes))
     sigma = default_sigma(upper) if sigma is None else sigma
     if n > FILL_SAMPLE_NODES:
-        ball = bfs_ball(operator, int(np.argmax(deg)), FILL_SAMPLE_NODES)
-        sample = operator[ball][:, ball]
-        sample_factor = factor_laplacian(sample, sigma)
-        ratio = sample_factor.nnz / sample.nnz
+        ratio = predicted_fill_ratio(operator, int(np.argmax(deg)), sigma, probes)
         predicted = int(ratio * operator.nnz * (_VALUE_BYTES + _INDEX_BYTES))
-        probes["sample_fill_ratio"] = ratio
+        probes["predicted_fill_ratio"] = ratio
         probes["predicted_factor_bytes"] = float(predicted)
         if predicted > max_factor_bytes or ratio > MAX_FILL_RATIO:
             return _chosen(SolverChoice(
-                "chebyshev", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU "
+                "lanczos", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU "
                 f"factor would fill in {ratio:.1f}x (limit {MAX_FILL_RATIO:g}x), "
                 f"~{predicted:,} bytes (budget {max_factor_bytes:,})", probes))
     factor = factor_laplacian(operator, sigma)
@@ -342,12 +332,35 @@ def choose_sparse_solver(
     probes["factor_seconds"] = factor.seconds
     if factor.bytes > max_factor_bytes:
         return _chosen(SolverChoice(
-            "chebyshev", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
+            "lanczos", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
             f"takes {factor.bytes:,} bytes > {max_factor_bytes:,}", probes))
     return _chosen(SolverChoice(
         "shift_invert", f"tiny gaps (smallest Ritz value {ritz[0]:.2e} < {SMALL_GAP:g} x "
         f"spectrum width) and the LU factor fits ({factor.bytes:,} bytes, fill "
         f"{factor.nnz / operator.nnz:.1f}x)", probes, factor))
+
+
+def predicted_fill_ratio(operator: sp.csr_matrix, root: int, sigma: float,
+                         probes: dict[str, float] | None = None) -> float:
+    """The fill ratio ``nnz(L + U) / nnz(A)`` of the factorization of ``operator - sigma I``,
+    extrapolated from two nested BFS balls around ``root`` (:data:`FILL_SAMPLE_NODES` nodes and
+    half as many): with ratios ``r_1`` and ``r_2``, ``r_2 (n / s_2)^p``,
+    ``p = max(0, log2(r_2 / r_1))``. The fill of a ball under-predicts the whole graph's, by
+    more the faster it grows with size: near-planar graphs (roads, meshes) stay within a small
+    factor of ``nnz(A)`` at every size (``p`` near 0), graphs without small separators (hubs,
+    expanders) fill in polynomially. The balls' ratios go to ``probes`` where given."""
+    n = operator.shape[0]
+    big = bfs_ball(operator, root, FILL_SAMPLE_NODES)
+    ratios = []
+    for size in (FILL_SAMPLE_NODES // 2, FILL_SAMPLE_NODES):
+        ball = big[:size] if size < big.size else big
+        sample = operator[np.sort(ball)][:, np.sort(ball)]
+        ratios.append(factor_laplacian(sample, sigma).nnz / sample.nnz)
+    growth = max(0.0, float(np.log2(ratios[1] / ratios[0])))
+    if probes is not None:
+        probes["half_sample_fill_ratio"], probes["sample_fill_ratio"] = ratios
+        probes["fill_growth"] = growth
+    return ratios[1] * (n / FILL_SAMPLE_NODES) ** growth
 
 
 def _chosen(choice: SolverChoice) -> SolverChoice:

@@ -208,8 +208,8 @@ def laplacian_eigenpairs(
             if vals is None:
                 warnings.warn(
                     f"graph {g} ({end - start} nodes): Chebyshev subspace iteration did not "
-                    f"converge in {plan.sparse_max_iter} filters; solving it with ARPACK on the "
-                    "CPU",
+                    f"converge in {plan.sparse_max_iter} filters; solving it on the CPU "
+                    "(Lanczos or shift-invert, per component)",
                     RuntimeWarning, stacklevel=2)
                 solver = "auto"
         if vals is None:
@@ -234,7 +234,7 @@ def laplacian_eigenpairs(
 
 def auto_sparse_solver(device: torch.device) -> str:
     """What ``sparse_solver="auto"`` runs on ``device``: ``chebyshev`` on a GPU (the one
-    solver that runs there; ARPACK on the CPU where it does not converge), ``auto`` on the CPU
+    solver that runs there; the CPU's choice where it does not converge), ``auto`` on the CPU
     (a choice per connected component, :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`)."""
     return "auto" if device.type == "cpu" else "chebyshev"
 
@@ -394,7 +394,7 @@ def _sparse_smallest(
     the CPU, one connected component at a time.
 
     The spectrum of a disconnected graph is the union of its components' spectra, so each
-    component is solved on its own with its one trivial pair deflated (ARPACK never meets a
+    component is solved on its own with its one trivial pair deflated (Lanczos never meets a
     many-fold eigenvalue 0): components up to ``dense_max_nodes`` densely, larger ones by
     ``solver`` (``lanczos``, ``shift_invert``, or ``auto``: chosen per component by
     :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`; ``arpack`` is ``lanczos``); then

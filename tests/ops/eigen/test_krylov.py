@@ -171,7 +171,7 @@ def test_auto_picks_shift_invert_on_a_road_network_and_lanczos_on_a_power_law_gr
 def test_auto_respects_the_factor_budget():
     sub, basis, _, _, _ = giant_component("road")
     choice = choose_sparse_solver(sub, K, upper=2.0, deflate=basis, max_factor_bytes=1000)
-    assert choice.solver == "chebyshev" and choice.factor is None
+    assert choice.solver == "lanczos" and choice.factor is None
     assert "bytes > 1,000" in choice.reason
     factor = factor_laplacian(sub, -1e-7)
     with pytest.raises(MemoryError, match=rf"^shift_invert_eigenpairs: the LU factor takes "
@@ -180,7 +180,7 @@ def test_auto_respects_the_factor_budget():
                                 max_factor_bytes=1000)
 
 
-def test_auto_takes_chebyshev_where_the_factor_would_fill_in(monkeypatch, caplog):
+def test_auto_takes_lanczos_where_the_factor_would_fill_in(monkeypatch, caplog):
     import graphpe.ops.eigen.krylov as krylov
 
     monkeypatch.setattr(krylov, "FILL_SAMPLE_NODES", 300)
@@ -190,9 +190,34 @@ def test_auto_takes_chebyshev_where_the_factor_would_fill_in(monkeypatch, caplog
     with caplog.at_level(logging.DEBUG, logger="graphpe"):
         pairs = laplacian_eigenpairs(data.edge_index, n, 6, dtype=torch.float64,
                                      plan=ExecPlan(dense_max_nodes=200))
-    assert any(": chebyshev: tiny gaps" in r.getMessage() for r in caplog.records)
+    assert any(": lanczos: tiny gaps" in r.getMessage() for r in caplog.records)
     _, _, _, w, _ = giant_component("road")
     assert np.allclose(pairs.eigvals[0].numpy(), w[1:7], atol=1e-8)
+
+
+def test_fill_prediction_extrapolates_two_nested_balls(monkeypatch):
+    import graphpe.ops.eigen.krylov as krylov
+
+    monkeypatch.setattr(krylov, "FILL_SAMPLE_NODES", 400)
+    for name in ("road", "social"):
+        sub = giant_component(name)[0]
+        n = sub.shape[0]
+        root = int(np.argmax(np.diff(sub.indptr)))
+        probes: dict[str, float] = {}
+        ratio = krylov.predicted_fill_ratio(sub, root, -2e-7, probes)
+        # the two balls: the first 200 and 400 nodes of one BFS from the root, factored
+        ball = krylov.bfs_ball(sub, root, 400)
+        measured = []
+        for size in (200, 400):
+            nodes = np.sort(ball[:size])
+            sample = sub[nodes][:, nodes]
+            measured.append(factor_laplacian(sample, -2e-7).nnz / sample.nnz)
+        assert (probes["half_sample_fill_ratio"], probes["sample_fill_ratio"]) == tuple(measured)
+        growth = max(0.0, np.log2(measured[1] / measured[0]))
+        assert probes["fill_growth"] == pytest.approx(growth)
+        assert ratio == pytest.approx(measured[1] * (n / 400) ** growth)
+        # the extrapolation never predicts less than the larger ball's own fill
+        assert ratio >= measured[1]
 
 
 def test_ritz_probe_bounds_the_smallest_nonzero_eigenvalue():

@@ -1,0 +1,158 @@
+"""Thick-restart Lanczos with partial reorthogonalization against dense eigh and scipy's
+ARPACK, its breakdown, budget and argument handling."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphpe.ops.eigen.lanczos import (
+    EPS,
+    MIN_REORTH_THRESHOLD,
+    SEMI_ORTHOGONAL,
+    default_keep,
+    default_ncv,
+    reorth_threshold,
+    thick_restart_lanczos,
+)
+from tests.ops.eigen.test_eigen import clusters
+from tests.ops.eigen.test_krylov import giant_component
+
+
+def _null(name: str) -> np.ndarray:
+    return np.ascontiguousarray(giant_component(name)[1].dense().numpy())
+
+
+@pytest.mark.parametrize("name", ["road", "social", "coauthor"])
+def test_smallest_pairs_match_dense_eigh(name):
+    sub, _, _, w, v = giant_component(name)
+    k, tol = 10, 1e-10
+    res = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], k, null=_null(name), tol=tol,
+                                norm_bound=2.0)
+    assert res.converged
+    assert np.allclose(res.values, w[1 : k + 1], atol=1e-10)
+    x = res.vectors
+    true = np.linalg.norm(sub @ x - x * res.values, axis=0)
+    # the estimates are the true residuals: reorthogonalization keeps the floor below tol
+    assert true.max() <= tol
+    assert np.allclose(res.estimates, true, atol=tol / 10)
+    assert np.abs(x.T @ x - np.eye(k)).max() < 1e-9
+    assert np.abs(_null(name).T @ x).max() < 1e-12
+    for lo, hi in clusters(w[1:], tol=1e-7):
+        if hi > k:
+            break
+        ref, ours = v[:, 1 + lo : 1 + hi], x[:, lo:hi]
+        assert np.abs(ref @ ref.T - ours @ ours.T).max() < 1e-7, (lo, hi)
+
+
+def test_largest_pairs_match_arpack_on_an_indefinite_matrix():
+    rng = np.random.default_rng(0)
+    a = sp.random(600, 600, density=0.02, random_state=1, format="csr")
+    a = (a + a.T).tocsr()
+    a.data -= 0.5
+    k = 6
+    res = thick_restart_lanczos(lambda x: a @ x, 600, k, which="largest", tol=1e-10,
+                                norm_bound=float(abs(a).sum(1).max()), seed=3)
+    ref = spla.eigsh(a, k, which="LA", v0=rng.standard_normal(600), tol=1e-14)[0][::-1]
+    assert res.converged
+    assert np.all(np.diff(res.values) <= 0)  # descending for "largest"
+    assert np.allclose(res.values, ref, atol=1e-9)
+    x = res.vectors
+    assert np.linalg.norm(a @ x - x * res.values, axis=0).max() <= 1e-9
+
+
+def test_null_space_of_several_components_is_projected_out():
+    # three paths: the null space of L_sym has one vector per component
+    blocks = []
+    for size in (60, 80, 100):
+        p = sp.diags([np.ones(size - 1), np.ones(size - 1)], [-1, 1])
+        deg = np.asarray(p.sum(1)).ravel()
+        s = sp.diags(1 / np.sqrt(deg))
+        blocks.append((sp.identity(size) - s @ p @ s, np.sqrt(deg) / np.linalg.norm(np.sqrt(deg))))
+    lap = sp.block_diag([b for b, _ in blocks]).tocsr()
+    null = np.zeros((240, 3))
+    null[:60, 0], null[60:140, 1], null[140:, 2] = (z for _, z in blocks)
+    w = np.linalg.eigvalsh(lap.toarray())
+    res = thick_restart_lanczos(lambda x: lap @ x, 240, 5, null=null, tol=1e-11, norm_bound=2.0)
+    assert np.allclose(res.values, w[3:8], atol=1e-10)  # the three zeros are never found
+    assert np.abs(null.T @ res.vectors).max() < 1e-12
+
+
+def test_breakdown_continues_in_a_fresh_direction():
+    # a diagonal operator of 5 distinct values: every Krylov space has dimension <= 5, so the
+    # recurrence breaks down and must continue orthogonally to find the repeated eigenvalue
+    d = np.repeat([1.0, 2.0, 3.0, 4.0, 5.0], 40)
+    res = thick_restart_lanczos(lambda x: d * x, d.size, 3, tol=1e-12, norm_bound=5.0, ncv=12)
+    assert res.converged
+    assert np.allclose(res.values, [1.0, 1.0, 1.0], atol=1e-12)
+    x = res.vectors
+    assert np.abs(x.T @ x - np.eye(3)).max() < 1e-10
+    assert np.abs(x[40:]).max() < 1e-10  # all three in the eigenvalue-1 space
+
+
+def test_budget_returns_the_best_pairs_unconverged():
+    sub = giant_component("road")[0]
+    res = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], 6, null=_null("road"),
+                                tol=1e-14, norm_bound=2.0, ncv=20, max_products=50)
+    assert not res.converged
+    assert 50 <= res.products < 50 + 20
+    assert res.vectors.shape == (sub.shape[0], 6)
+    values_only = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], 6, null=_null("road"),
+                                        tol=1e-14, norm_bound=2.0, ncv=20, max_products=50,
+                                        vectors=False)
+    assert values_only.vectors.shape == (sub.shape[0], 0)
+    assert np.array_equal(values_only.values, res.values)
+
+
+def test_start_vector_is_used():
+    sub = giant_component("social")[0]
+    n = sub.shape[0]
+    start = np.random.default_rng(7).standard_normal(n)
+    one = thick_restart_lanczos(lambda x: sub @ x, n, 4, null=_null("social"), start=start,
+                                tol=1e-10, norm_bound=2.0, seed=1)
+    two = thick_restart_lanczos(lambda x: sub @ x, n, 4, null=_null("social"), start=start,
+                                tol=1e-10, norm_bound=2.0, seed=2)
+    assert np.array_equal(one.values, two.values)  # the seed only draws a missing start
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**31 - 1))
+def test_eigenvalues_are_invariant_under_node_relabelling(seed):
+    sub = giant_component("social")[0]
+    n = sub.shape[0]
+    perm = np.random.default_rng(seed).permutation(n)
+    permuted = sub[perm][:, perm].tocsr()
+    null = _null("social")
+    a = thick_restart_lanczos(lambda x: sub @ x, n, 5, null=null, tol=1e-10, norm_bound=2.0)
+    b = thick_restart_lanczos(lambda x: permuted @ x, n, 5, null=null[perm], tol=1e-10,
+                              norm_bound=2.0, seed=seed)
+    assert np.allclose(a.values, b.values, atol=1e-10)
+
+
+def test_defaults_and_threshold():
+    assert default_ncv(16) == 48 and default_ncv(4) == 36
+    assert default_keep(16, 48) == 28 and default_keep(4, 5) == 4
+    assert reorth_threshold(1.0, 1.0) == SEMI_ORTHOGONAL
+    assert reorth_threshold(0.0, 1.0) == MIN_REORTH_THRESHOLD
+    assert reorth_threshold(1e-8, 2.0) == pytest.approx(5e-11)
+    assert SEMI_ORTHOGONAL == EPS**0.5
+
+
+def test_bad_arguments_raise():
+    def op(x):
+        return x
+
+    with pytest.raises(ValueError, match=r"^which must be 'smallest' or 'largest', got 'middle'$"):
+        thick_restart_lanczos(op, 10, 2, which="middle")
+    with pytest.raises(ValueError, match=r"^k=0 must be in \[1, 9\] \(the dimension outside "
+                                         r"the null space is 10\)$"):
+        thick_restart_lanczos(op, 10, 0)
+    with pytest.raises(ValueError, match=r"^k=8 must be in \[1, 7\] \(the dimension outside "
+                                         r"the null space is 8\)$"):
+        thick_restart_lanczos(op, 10, 8, null=np.eye(10)[:, :2])
+    with pytest.raises(ValueError, match=r"^ncv=3 must exceed k=3$"):
+        thick_restart_lanczos(op, 10, 3, ncv=3)
+    with pytest.raises(ValueError, match=r"^keep=2 must be in \[k=3, ncv=6\)$"):
+        thick_restart_lanczos(op, 10, 3, ncv=6, keep=2)
