@@ -12,7 +12,7 @@ connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with th
   reorthogonalization; ``Z`` is projected out of every Lanczos vector, so a many-fold
   eigenvalue 0 is never met. Its stopping test is the absolute residual ``||L v - lambda v||
   <= tol``. Memory: ``ncv + 1`` Lanczos vectors, ``(ncv + 1) n * 8`` bytes, besides the
-  operator.
+  operator (``ncv`` shrinks to fit a budget).
 - ``shift_invert``: the largest eigenvalues ``nu`` of ``P (L - sigma I)^-1 P`` with ``sigma``
   slightly below 0, so ``lambda = sigma + 1 / nu``; ``(L - sigma I)`` is factored once by
   SuperLU with a fill-reducing column order. With ``|sigma|`` far below the wanted eigenvalues
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from graphpe.ops.checks import check_positive_int
-from graphpe.ops.eigen.lanczos import thick_restart_lanczos
+from graphpe.ops.eigen.lanczos import default_ncv, thick_restart_lanczos
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
 
 # scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
@@ -120,6 +120,7 @@ def lanczos_eigenpairs(
     tol: float = 1e-8,
     ncv: int | None = None,
     max_products: int | None = None,
+    max_basis_bytes: int | None = None,
     seed: int = 0,
 ) -> SparseEigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
@@ -136,11 +137,20 @@ def lanczos_eigenpairs(
         ncv: Lanczos basis size (default
             :func:`~graphpe.ops.eigen.lanczos.default_ncv`); memory ``(ncv + 1) n * 8`` bytes.
         max_products: operator products before giving up (default ``100 n``).
+        max_basis_bytes: memory budget of the basis: the default ``ncv`` shrinks to fit it
+            (fewer vectors: more restarts); ``MemoryError`` where ``k + 8`` vectors do not fit.
         seed: seed of the start vector.
 
     ``iterations`` counts operator applications; ``block`` is ``eigvecs``.
     """
     n, _, _, k = _prepare(operator, k, deflate, seed)
+    if ncv is None and max_basis_bytes is not None:
+        fits = max_basis_bytes // (8 * n) - 1
+        if fits < k + 8:
+            raise MemoryError(
+                f"lanczos_eigenpairs: a basis of {k + 8} vectors of {n:,} float64 values "
+                f"({(k + 9) * n * 8:,} bytes) exceeds max_basis_bytes={max_basis_bytes:,}")
+        ncv = min(default_ncv(k), fits)
     csr = operator.tocsr()
     solved = thick_restart_lanczos(lambda x: csr @ x, n, k, null=_null_columns(deflate),
                                    tol=tol, norm_bound=upper, ncv=ncv,

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+from scipy.linalg.blas import daxpy, dnrm2, dscal
 
 EPS = float(np.finfo(np.float64).eps)
 # the range of the estimated loss of orthogonality that triggers a reorthogonalization:
@@ -72,10 +73,10 @@ class LanczosResult(NamedTuple):
 
 
 def default_ncv(k: int) -> int:
-    """Lanczos basis size for ``k`` wanted pairs: ``max(3 k, k + 32)``. A longer basis means
+    """Lanczos basis size for ``k`` wanted pairs: ``max(3 k, k + 48)``. A longer basis means
     fewer restarts (each a ``n x ncv x keep`` product) and fewer products in all on clustered
     spectra, at ``n`` float64 values per vector."""
-    return max(3 * k, k + 32)
+    return max(3 * k, k + 48)
 
 
 def default_keep(k: int, ncv: int) -> int:
@@ -145,7 +146,7 @@ def thick_restart_lanczos(
         if null is None:
             return
         if null.shape[1] == 1:  # one component: two vector operations, not a matmul
-            x -= float(null[:, 0] @ x) * null[:, 0]
+            _axpy(null[:, 0], x, -float(null[:, 0] @ x))
         else:
             x -= null @ (null.T @ x)
 
@@ -164,23 +165,19 @@ def thick_restart_lanczos(
         for j in range(lo, m):
             vj = basis[:, j]
             w = np.asarray(matvec(vj), dtype=np.float64)
-            if np.may_share_memory(w, basis):
+            if np.may_share_memory(w, basis) or not w.flags.writeable:
                 w = w.copy()
             products += 1
             alpha = float(vj @ w)
-            w -= alpha * vj
-            if j > 0:
-                # the previous vectors coupled to v_j: v_(j-1), or every kept Ritz vector
-                # right after a restart
-                first = j - 1 if j > lo else 0
-                coupled = proj[first:j, j]
-                if j > lo:
-                    w -= coupled[0] * basis[:, j - 1]
-                else:
-                    w -= basis[:, first:j] @ coupled
+            _axpy(vj, w, -alpha)
+            if j > lo:
+                _axpy(basis[:, j - 1], w, -proj[j - 1, j])
+            elif j > 0:
+                # right after a restart v_j is coupled to every kept Ritz vector
+                w -= basis[:, :j] @ proj[:j, j]
             project(w)
             proj[j, j] = alpha
-            beta = float(np.linalg.norm(w))
+            beta = float(_nrm2(w))
             if j > 0 and not force:
                 est = (proj[: j + 1, :j].T @ omega[j, : j + 1]
                        - omega[:j, : j + 1] @ proj[: j + 1, j])
@@ -204,7 +201,7 @@ def thick_restart_lanczos(
                 w /= np.linalg.norm(w)
                 beta = 0.0
             else:
-                w /= beta
+                _scal(1.0 / beta, w)
             proj[j + 1, j] = proj[j, j + 1] = beta
             basis[:, j + 1] = w
         theta, vecs = np.linalg.eigh(sign * proj[:m, :m])
@@ -243,6 +240,19 @@ def reorth_threshold(tol: float, norm_bound: float) -> float:
     The estimates are bounds, so a threshold a hundred times below ``tol / ||A||`` keeps that
     floor under the tolerance, for a few more reorthogonalized steps."""
     return min(SEMI_ORTHOGONAL, max(MIN_REORTH_THRESHOLD, tol / (100.0 * norm_bound)))
+
+
+def _axpy(x: np.ndarray, y: np.ndarray, a: float) -> None:
+    """``y += a x`` in place, no temporary (BLAS daxpy)."""
+    daxpy(x, y, a=a)
+
+
+def _nrm2(x: np.ndarray) -> float:
+    return float(dnrm2(x))
+
+
+def _scal(a: float, x: np.ndarray) -> None:
+    dscal(a, x)
 
 
 def _orthogonalize(w: np.ndarray, basis: np.ndarray, norm: float,

@@ -216,7 +216,8 @@ def laplacian_eigenpairs(
             vals, vecs = _sparse_smallest(
                 ei, off, diag, deg, k, keep_trivial, normalization, dense_max_nodes,
                 plan.sparse_tol, solver, plan.sparse_max_iter,
-                max_factor_bytes=min(FACTOR_MAX_BYTES, memory_budget(plan.max_memory_bytes)))
+                max_factor_bytes=min(FACTOR_MAX_BYTES, memory_budget(plan.max_memory_bytes)),
+                max_basis_bytes=memory_budget(plan.max_memory_bytes))
             vals = torch.from_numpy(vals)
             vecs = torch.from_numpy(vecs)
         vals = vals.to(eigvals)
@@ -389,6 +390,7 @@ def _sparse_smallest(
     solver: str,
     max_iter: int = 200,
     max_factor_bytes: int = FACTOR_MAX_BYTES,
+    max_basis_bytes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest (non-trivial) eigenpairs of one large graph's symmetric Laplacian, on
     the CPU, one connected component at a time.
@@ -402,7 +404,7 @@ def _sparse_smallest(
     its normalized ``D^1/2 1`` (``1`` for ``none``) when kept. ``tol``: the residual
     ``||L v - lambda v||`` (default ``1e-8``, times ``max deg`` for ``none``).
     ``max_factor_bytes`` bounds shift-invert's sparse factor (auto does not choose it beyond;
-    an explicit ``shift_invert`` raises ``MemoryError``).
+    an explicit ``shift_invert`` raises ``MemoryError``), ``max_basis_bytes`` Lanczos' basis.
     """
     n = diag.numel()
     r, c = edge_index.cpu().numpy()
@@ -442,7 +444,7 @@ def _sparse_smallest(
             w, u = w[1 : want + 1], u[:, 1 : want + 1]  # column 0 is the trivial pair
         else:
             w, u = _component_smallest(sub.tocsr(), trivial, want, upper, tol, solver,
-                                       max_iter, max_factor_bytes)
+                                       max_iter, max_factor_bytes, max_basis_bytes)
         for j in range(w.size):
             values.append(float(w[j]))
             columns.append((nodes, u[:, j]))
@@ -458,6 +460,7 @@ def _sparse_smallest(
 def _component_smallest(
     lap: sp.csr_matrix, trivial: np.ndarray, k: int, upper: float, tol: float, solver: str,
     max_iter: int, max_factor_bytes: int = FACTOR_MAX_BYTES,
+    max_basis_bytes: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` smallest nonzero eigenpairs of one connected component's Laplacian ``lap``
     (null vector ``trivial``) by ``solver`` (``chebyshev``: ``max_iter`` filters, then
@@ -488,9 +491,11 @@ def _component_smallest(
                 f"chebyshev: a component of {size} nodes did not converge in {max_iter} "
                 "filters; solving it with Lanczos", RuntimeWarning, stacklevel=4)
             solver = "lanczos"
-            solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol)
+            solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
+                                        max_basis_bytes=max_basis_bytes)
     else:
-        solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol)
+        solved = lanczos_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
+                                    max_basis_bytes=max_basis_bytes)
     if not solved.converged:
         warnings.warn(
             f"{solver}: a component of {size} nodes reached residual "

@@ -220,6 +220,19 @@ def test_fill_prediction_extrapolates_two_nested_balls(monkeypatch):
         assert ratio >= measured[1]
 
 
+def test_lanczos_basis_shrinks_to_its_memory_budget():
+    sub, basis, _, w, _ = giant_component("social")
+    n = sub.shape[0]
+    # room for 20 vectors: ncv 19 instead of the default 56, same pairs
+    small = lanczos_eigenpairs(sub, K, upper=2.0, deflate=basis, tol=1e-10,
+                               max_basis_bytes=20 * n * 8)
+    assert small.converged and np.allclose(small.eigvals.numpy(), w[1 : K + 1], atol=1e-9)
+    with pytest.raises(MemoryError, match=rf"^lanczos_eigenpairs: a basis of {K + 8} vectors "
+                                          rf"of {n:,} float64 values \({(K + 9) * n * 8:,} "
+                                          rf"bytes\) exceeds max_basis_bytes=100,000$"):
+        lanczos_eigenpairs(sub, K, upper=2.0, deflate=basis, max_basis_bytes=100_000)
+
+
 def test_ritz_probe_bounds_the_smallest_nonzero_eigenvalue():
     sub, basis, _, w, _ = giant_component("social")
     ritz = lanczos_ritz_values(sub, 30, deflate=basis)
