@@ -143,7 +143,7 @@ def lanczos_eigenpairs(
 
     ``iterations`` counts operator applications; ``block`` is ``eigvecs``.
     """
-    n, _, _, k = _prepare(operator, k, deflate, seed)
+    n, _, start, k = _prepare(operator, k, deflate, seed)
     if ncv is None and max_basis_bytes is not None:
         fits = max_basis_bytes // (8 * n) - 1
         if fits < k + 8:
@@ -154,7 +154,7 @@ def lanczos_eigenpairs(
     csr = operator.tocsr()
     solved = thick_restart_lanczos(lambda x: csr @ x, n, k, null=_null_columns(deflate),
                                    tol=tol, norm_bound=upper, ncv=ncv,
-                                   max_products=max_products, seed=seed)
+                                   max_products=max_products, start=start, seed=seed)
     return _finish(operator, solved.values, solved.vectors, tol, solved.products)
 
 
@@ -247,21 +247,24 @@ def _finish(operator: sp.spmatrix, vals: np.ndarray, vecs: np.ndarray, tol: floa
 
 
 def lanczos_ritz_values(
-    operator: sp.spmatrix, steps: int, *, deflate: ComponentBasis | None = None, seed: int = 0
+    operator: sp.spmatrix, steps: int, *, deflate: ComponentBasis | None = None,
+    upper: float | None = None, seed: int = 0
 ) -> np.ndarray:
     """The ``steps - 1`` smallest Ritz values (ascending) of ``steps`` Lanczos steps on
     ``operator`` restricted to the complement of ``deflate`` (one cycle of
     :func:`~graphpe.ops.eigen.lanczos.thick_restart_lanczos`, no vectors formed). The smallest
     is an upper bound of the smallest eigenvalue there, and close to it where the gaps near it
-    are large relative to the spectrum's width. Memory ``(steps + 1) n * 8`` bytes."""
-    n, _, _, _ = _prepare(operator, 1, deflate, seed)
+    are large relative to the spectrum's width. ``upper`` bounds ``||operator||`` (Gershgorin's
+    bound where None). Memory ``(steps + 1) n * 8`` bytes."""
+    n, _, start, _ = _prepare(operator, 1, deflate, seed)
     free = n - (deflate.count if deflate is not None else 0)
     steps = max(2, min(steps, free))
     csr = operator.tocsr()
+    if upper is None:
+        upper = float(abs(csr).sum(axis=1).max())
     probe = thick_restart_lanczos(lambda x: csr @ x, n, steps - 1, null=_null_columns(deflate),
-                                  tol=0.0, norm_bound=float(abs(csr).sum(axis=1).max()),
-                                  ncv=steps, keep=steps - 1, max_products=steps, seed=seed,
-                                  vectors=False)
+                                  tol=0.0, norm_bound=upper, ncv=steps, keep=steps - 1,
+                                  max_products=steps, start=start, seed=seed, vectors=False)
     return probe.values
 
 
@@ -299,10 +302,10 @@ def choose_sparse_solver(
        the wanted eigenvalues are well separated relative to the spectrum's width and Lanczos
        converges in a few hundred products: ``lanczos``, no factorization;
     3. otherwise (tiny gaps: Lanczos on ``L`` may need thousands of products, where
-       shift-invert needs about ``2 k`` solves) the fill of the factorization of a
-       :data:`FILL_SAMPLE_NODES`-node BFS ball around the highest-degree node predicts the
-       component's fill (hubs make it explode, near-planar graphs keep it within a small
-       factor of ``nnz(L)``); where the predicted fill ratio is at most
+       shift-invert needs about ``2 k`` solves) the factorizations of two nested BFS balls
+       around the highest-degree node predict the component's fill
+       (:func:`predicted_fill_ratio`: hubs make it explode, near-planar graphs keep it within
+       a small factor of ``nnz(L)``); where the predicted fill ratio is at most
        :data:`MAX_FILL_RATIO` and the predicted bytes fit ``max_factor_bytes``, the component
        is factored and its fill measured: ``shift_invert`` with that factor where it fits;
        else ``lanczos``.
@@ -318,7 +321,7 @@ def choose_sparse_solver(
     probes: dict[str, float] = {
         "nodes": float(n), "nnz": float(operator.nnz), "mean_degree": float(deg.mean()),
         "max_degree": float(deg.max()), "low_degree_fraction": float((deg <= 2).mean())}
-    ritz = lanczos_ritz_values(operator, PROBE_STEPS, deflate=deflate, seed=seed)
+    ritz = lanczos_ritz_values(operator, PROBE_STEPS, deflate=deflate, upper=upper, seed=seed)
     probes["ritz_min"] = float(ritz[0])
     relative = float(ritz[0]) / upper
     probes["relative_gap"] = relative
@@ -363,8 +366,8 @@ def predicted_fill_ratio(operator: sp.csr_matrix, root: int, sigma: float,
     big = bfs_ball(operator, root, FILL_SAMPLE_NODES)
     ratios = []
     for size in (FILL_SAMPLE_NODES // 2, FILL_SAMPLE_NODES):
-        ball = big[:size] if size < big.size else big
-        sample = operator[np.sort(ball)][:, np.sort(ball)]
+        ball = np.sort(big[:size])
+        sample = operator[ball][:, ball]
         ratios.append(factor_laplacian(sample, sigma).nnz / sample.nnz)
     growth = max(0.0, float(np.log2(ratios[1] / ratios[0])))
     if probes is not None:

@@ -42,6 +42,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+
+# BLAS level 1 on contiguous float64 vectors updates them in place (no temporary per step)
 from scipy.linalg.blas import daxpy, dnrm2, dscal
 
 EPS = float(np.finfo(np.float64).eps)
@@ -146,12 +148,13 @@ def thick_restart_lanczos(
         if null is None:
             return
         if null.shape[1] == 1:  # one component: two vector operations, not a matmul
-            _axpy(null[:, 0], x, -float(null[:, 0] @ x))
+            daxpy(null[:, 0], x, a=-float(null[:, 0] @ x))
         else:
             x -= null @ (null.T @ x)
 
     basis = np.zeros((n, m + 1), order="F")
-    proj = np.zeros((m + 1, m + 1))  # H = V^T A V: arrowhead after a restart, tridiagonal on
+    # H = V^T A V: an arrowhead for the kept Ritz vectors after a restart, tridiagonal below
+    proj = np.zeros((m + 1, m + 1))
     omega = np.eye(m + 1)  # estimated v_i^T v_j
     noise = 3.0 * EPS * norm_bound  # rounding added to the estimates each step
     v = rng.standard_normal(n) if start is None else np.array(start, dtype=np.float64)
@@ -169,15 +172,15 @@ def thick_restart_lanczos(
                 w = w.copy()
             products += 1
             alpha = float(vj @ w)
-            _axpy(vj, w, -alpha)
+            daxpy(vj, w, a=-alpha)
             if j > lo:
-                _axpy(basis[:, j - 1], w, -proj[j - 1, j])
+                daxpy(basis[:, j - 1], w, a=-proj[j - 1, j])
             elif j > 0:
                 # right after a restart v_j is coupled to every kept Ritz vector
                 w -= basis[:, :j] @ proj[:j, j]
             project(w)
             proj[j, j] = alpha
-            beta = float(_nrm2(w))
+            beta = float(dnrm2(w))
             if j > 0 and not force:
                 est = (proj[: j + 1, :j].T @ omega[j, : j + 1]
                        - omega[:j, : j + 1] @ proj[: j + 1, j])
@@ -201,7 +204,7 @@ def thick_restart_lanczos(
                 w /= np.linalg.norm(w)
                 beta = 0.0
             else:
-                _scal(1.0 / beta, w)
+                dscal(1.0 / beta, w)
             proj[j + 1, j] = proj[j, j + 1] = beta
             basis[:, j + 1] = w
         theta, vecs = np.linalg.eigh(sign * proj[:m, :m])
@@ -240,19 +243,6 @@ def reorth_threshold(tol: float, norm_bound: float) -> float:
     The estimates are bounds, so a threshold a hundred times below ``tol / ||A||`` keeps that
     floor under the tolerance, for a few more reorthogonalized steps."""
     return min(SEMI_ORTHOGONAL, max(MIN_REORTH_THRESHOLD, tol / (100.0 * norm_bound)))
-
-
-def _axpy(x: np.ndarray, y: np.ndarray, a: float) -> None:
-    """``y += a x`` in place, no temporary (BLAS daxpy)."""
-    daxpy(x, y, a=a)
-
-
-def _nrm2(x: np.ndarray) -> float:
-    return float(dnrm2(x))
-
-
-def _scal(a: float, x: np.ndarray) -> None:
-    dscal(a, x)
 
 
 def _orthogonalize(w: np.ndarray, basis: np.ndarray, norm: float,
