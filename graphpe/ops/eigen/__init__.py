@@ -1,15 +1,18 @@
 """Laplacian eigenpairs (LapPE, SignNet, SPE): the batched torch kernels (:mod:`.tensor`), the
 dense per-device solvers (:mod:`.dense`), the sparse Chebyshev solver for large graphs
-(:mod:`.sparse`), the ARPACK solvers and the per-component choice among them (:mod:`.krylov`)
-and the compiled CPU kernels (:mod:`.compiled`)."""
+(:mod:`.sparse`), the Lanczos and shift-invert solvers and the per-component choice among them
+(:mod:`.krylov`), fill-reducing orderings and the exact analysis of a sparse factor
+(:mod:`.ordering`) and the compiled CPU kernels (:mod:`.compiled`)."""
 
 from graphpe.ops.eigen.dense import batched_eigh, cupy_available
 from graphpe.ops.eigen.krylov import (
     SolverChoice,
+    auto_eigenpairs,
     choose_sparse_solver,
     lanczos_eigenpairs,
     shift_invert_eigenpairs,
 )
+from graphpe.ops.eigen.ordering import SymbolicFactor, minimum_degree_order
 from graphpe.ops.eigen.sparse import (
     ComponentBasis,
     SparseEigenpairs,
@@ -34,6 +37,8 @@ __all__ = [
     "Eigenpairs",
     "SolverChoice",
     "SparseEigenpairs",
+    "SymbolicFactor",
+    "auto_eigenpairs",
     "batched_eigh",
     "canonical_signs",
     "chebyshev_eigenpairs",
@@ -43,6 +48,7 @@ __all__ = [
     "cupy_available",
     "lanczos_eigenpairs",
     "laplacian_eigenpairs",
+    "minimum_degree_order",
     "random_signs",
     "rw_scale",
     "shift_invert_eigenpairs",

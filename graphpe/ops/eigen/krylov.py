@@ -1,8 +1,7 @@
 """The smallest eigenpairs of one large sparse symmetric Laplacian by Krylov methods:
 thick-restart Lanczos (:mod:`graphpe.ops.eigen.lanczos`) and shift-invert Lanczos with a
-sparse LU factorization (ARPACK, scipy's ``eigsh``); and the per-component choice among them
-and Chebyshev-filtered subspace iteration (:mod:`graphpe.ops.eigen.sparse`) from cheap probes
-of the graph.
+sparse LU factorization (ARPACK, scipy's ``eigsh``); and ``auto``, the choice between them made
+from bounded measurements of the graph at hand.
 
 Both solvers work on the orthogonal complement of a known null space ``Z`` (one vector per
 connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with the projector
@@ -12,14 +11,38 @@ connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with th
   reorthogonalization; ``Z`` is projected out of every Lanczos vector, so a many-fold
   eigenvalue 0 is never met. Its stopping test is the absolute residual ``||L v - lambda v||
   <= tol``. Memory: ``ncv + 1`` Lanczos vectors, ``(ncv + 1) n * 8`` bytes, besides the
-  operator (``ncv`` shrinks to fit a budget).
+  operator (``ncv`` shrinks to fit a budget). Its cost depends on the gaps near the wanted
+  end of the spectrum, which no cheap probe measures: from a few hundred products (social
+  graphs) to tens of thousands (road networks, gaps of order 1e-6).
 - ``shift_invert``: the largest eigenvalues ``nu`` of ``P (L - sigma I)^-1 P`` with ``sigma``
-  slightly below 0, so ``lambda = sigma + 1 / nu``; ``(L - sigma I)`` is factored once by
-  SuperLU with a fill-reducing column order. With ``|sigma|`` far below the wanted eigenvalues
-  ``nu_j ~ 1 / lambda_j``: tiny gaps near 0 (long paths, road networks) become large relative
-  gaps, and ARPACK converges in about ``2 k`` solves. Memory: the factor (``nnz(L + U)`` values
-  and row indices, 12 bytes each, measured before use by :func:`factor_laplacian`) plus
-  ``ncv * n * 8`` bytes.
+  slightly below 0, so ``lambda = sigma + 1 / nu``; tiny gaps near 0 become large relative
+  gaps, and ARPACK converges in about ``2 k`` to ``5 k`` solves. ``L - sigma I`` is positive
+  definite, so it is factored without pivoting in an approximate minimum degree order
+  (:mod:`graphpe.ops.eigen.ordering`), whose factor size and work are known exactly before
+  any numeric work. Memory: the factor (``2 nnz(C)`` values and row indices, 12 bytes each)
+  plus ``ncv * n * 8`` bytes.
+
+``auto`` (:func:`auto_eigenpairs`) never starts a step whose cost it has not bounded:
+
+1. the symbolic analysis (:func:`~graphpe.ops.eigen.ordering.minimum_degree_order`, then
+   :func:`~graphpe.ops.eigen.ordering.cholesky_column_counts`) runs under a work budget of
+   :data:`ANALYSIS_WORK_PER_ENTRY` list entries per stored entry of ``L`` and a fill budget
+   (the factor's memory budget, and the fill whose factorization could not finish within
+   ``max_factor_seconds`` even at the best rate: ``flops >= nnz(C)^2 / (2 n)``). Graphs
+   without small separators (hubs, expanders) stop there: ``lanczos``;
+2. otherwise the factor's size and time are predicted from the exact column counts
+   (:func:`predicted_factor_seconds`); past the memory budget or ``max_factor_seconds``:
+   ``lanczos``;
+3. otherwise both are affordable, and which is faster depends on the unmeasured gaps: a
+   bounded race. Lanczos runs first for at most the predicted time of the whole shift-invert
+   solve (:func:`predicted_shift_invert_seconds`); if it has not converged by then, the
+   factorization and shift-invert follow. The total is at most about twice the faster
+   method's time.
+
+Every native step that can run long (the analysis, the factorization) runs through
+:func:`~graphpe.ops.progress.run_interruptible`, so Ctrl-C returns within a fraction of a
+second; Lanczos and ARPACK return to Python between operator products. Calls past
+:data:`~graphpe.ops.progress.PROGRESS_DELAY_SECONDS` show a progress bar.
 
 Neither solver's Ritz estimates are trusted as such: residuals ``||L v - lambda v||`` are
 recomputed in float64 and returned.
@@ -28,6 +51,7 @@ recomputed in float64 and returned.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -36,7 +60,13 @@ import torch
 
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.lanczos import default_ncv, thick_restart_lanczos
+from graphpe.ops.eigen.ordering import (
+    SymbolicFactor,
+    cholesky_column_counts,
+    minimum_degree_order,
+)
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
+from graphpe.ops.progress import progress_bar, run_interruptible
 
 # scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
 # never meets a large graph need not pay
@@ -46,31 +76,37 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("graphpe")
 
-# Default memory budget of a sparse LU factor (shift-invert); ``auto`` skips shift-invert for a
-# component whose factor would exceed it.
+# Default memory budget of a sparse LU factor (shift-invert).
 FACTOR_MAX_BYTES = 1 << 30
-# ``auto``: a component whose smallest Ritz value after a short Lanczos probe is below this
-# fraction of the spectrum's width has gaps too small for Krylov methods on L itself.
-SMALL_GAP = 1e-2
-PROBE_STEPS = 30
-# nodes of the larger of the two nested BFS balls (the smaller has half as many) whose
-# factorizations predict a component's fill
-FILL_SAMPLE_NODES = 2000
-# ``auto``: the largest predicted fill ``nnz(L + U) / nnz(A)`` for which shift-invert is
-# chosen: the factorization's work grows with the square of the fill per column, and past
-# this it costs more than a Krylov solve.
-MAX_FILL_RATIO = 8.0
+# ``auto``: the longest factorization it starts (seconds, predicted); a longer one would be
+# the longest step Ctrl-C waits for if it were run in the calling thread.
+FACTOR_MAX_SECONDS = 5.0
+# ``auto``: the symbolic analysis scans at most this many list entries per stored entry of
+# the Laplacian (measured: road networks need ~3, co-authorship cliques ~15; graphs whose
+# ordering needs more have factors far too large to be worth it: a hub-heavy citation
+# graph reached 235 and a fill of 320 nnz(L))
+ANALYSIS_WORK_PER_ENTRY = 20
+# SuperLU's factorization time on one thread, by the exact analysis: a cost per column and
+# per multiply-add of the Cholesky factorization (supernodal: dense kernels on clustered
+# columns), and a solve's time per stored factor entry (forward and back substitution)
+FACTOR_SECONDS_PER_COLUMN = 1.0e-6
+FACTOR_FLOPS_PER_SECOND = 2.0e9
+SOLVE_SECONDS_PER_ENTRY = 4.0e-9
+# shift-invert's solves per wanted pair (measured 3.2 - 5 for k = 16, ncv = 2 k + 1)
+SOLVES_PER_PAIR = 5
 _INDEX_BYTES = 4
 _VALUE_BYTES = 8
 
 
 class Factor(NamedTuple):
-    """A sparse LU factor of ``L - sigma I``: scipy's ``SuperLU`` object, the shift, the
-    stored entries ``nnz(L) + nnz(U)``, their bytes (values and row indices) and the seconds
-    the factorization took."""
+    """A sparse LU factor of ``Q (L - sigma I) Q^T``, ``Q`` the symmetric ordering ``perm``
+    (row ``i`` of the ordered matrix is row ``perm[i]`` of ``L``): scipy's ``SuperLU`` object,
+    the shift, the ordering, the stored entries ``nnz(L) + nnz(U)``, their bytes (values and
+    row indices) and the seconds the factorization took."""
 
     lu: spla.SuperLU
     sigma: float
+    perm: np.ndarray
     nnz: int
     bytes: int
     seconds: float
@@ -78,13 +114,14 @@ class Factor(NamedTuple):
 
 class SolverChoice(NamedTuple):
     """The sparse eigensolver chosen for one connected component: its name, the reason in
-    words, the probes' measurements, and the LU factor already computed while choosing
-    (reused by ``shift_invert``; None otherwise)."""
+    words, the measurements behind it, the symbolic factor where the analysis completed, and
+    for ``shift_invert`` the seconds Lanczos runs first (the race; 0: none)."""
 
     solver: str
     reason: str
     probes: dict[str, float]
-    factor: Factor | None = None
+    symbolic: SymbolicFactor | None = None
+    lanczos_seconds: float = 0.0
 
 
 def default_sigma(upper: float) -> float:
@@ -94,20 +131,80 @@ def default_sigma(upper: float) -> float:
     return -1e-7 * upper
 
 
+def factor_bytes(symbolic: SymbolicFactor) -> int:
+    """Bytes of the LU factor of the analysed matrix: ``L`` and ``U`` each hold the Cholesky
+    factor's pattern (no pivoting), values and row indices."""
+    return 2 * symbolic.nnz * (_VALUE_BYTES + _INDEX_BYTES)
+
+
+def predicted_factor_seconds(symbolic: SymbolicFactor) -> float:
+    """SuperLU's factorization time on one thread predicted from the exact analysis
+    (:data:`FACTOR_SECONDS_PER_COLUMN`, :data:`FACTOR_FLOPS_PER_SECOND`)."""
+    n = symbolic.perm.size
+    return FACTOR_SECONDS_PER_COLUMN * n + symbolic.flops / FACTOR_FLOPS_PER_SECOND
+
+
+def predicted_shift_invert_seconds(symbolic: SymbolicFactor, k: int) -> float:
+    """The whole shift-invert solve: the factorization and :data:`SOLVES_PER_PAIR` ``k``
+    solves of :data:`SOLVE_SECONDS_PER_ENTRY` per factor entry (twice ``nnz(C)``)."""
+    solves = SOLVES_PER_PAIR * k * 2 * symbolic.nnz * SOLVE_SECONDS_PER_ENTRY
+    return predicted_factor_seconds(symbolic) + solves
+
+
+def analyze_factor(
+    operator: sp.csr_matrix,
+    *,
+    max_fill: int | None = None,
+    max_work: int | None = None,
+) -> SymbolicFactor:
+    """The approximate minimum degree ordering of ``operator``'s pattern and the exact
+    column counts of its Cholesky factor (:mod:`graphpe.ops.eigen.ordering`), each stopped at
+    ``max_fill`` entries below the diagonal, the ordering also at ``max_work`` scanned
+    entries; ``complete`` says whether both finished. Runs interruptibly."""
+    indptr = np.ascontiguousarray(operator.indptr, dtype=np.int64)
+    indices = np.ascontiguousarray(operator.indices, dtype=np.int64)
+    n = operator.shape[0]
+    perm, ordered, _ = run_interruptible(minimum_degree_order, indptr, indices, max_fill,
+                                         max_work, desc="minimum degree order")
+    if not ordered:
+        return SymbolicFactor(perm, np.zeros(n, np.int64), n, 0.0, False)
+    counts, total, counted = run_interruptible(cholesky_column_counts, indptr, indices, perm,
+                                               max_fill, desc="factor analysis")
+    c = counts.astype(np.float64)
+    return SymbolicFactor(perm, counts, n + total, float((c * (c + 3.0) / 2.0).sum()),
+                          counted)
+
+
 def factor_laplacian(
-    operator: sp.spmatrix, sigma: float, permc_spec: str = "MMD_AT_PLUS_A"
+    operator: sp.spmatrix,
+    sigma: float,
+    symbolic: SymbolicFactor | None = None,
+    *,
+    max_factor_bytes: int | None = None,
 ) -> Factor:
-    """Factor ``operator - sigma I`` with SuperLU (``scipy.sparse.linalg.splu``) in the
-    fill-reducing column order ``permc_spec`` (minimum degree on ``A^T + A`` by default, the
-    right one for a symmetric matrix), and measure its fill."""
+    """Factor ``operator - sigma I`` (symmetric, positive definite for ``sigma`` below its
+    spectrum) in the order of ``symbolic`` (:func:`analyze_factor` where None): SuperLU on
+    the symmetrically ordered matrix with its natural column order and no row interchanges,
+    so ``L`` and ``U^T`` have the Cholesky factor's pattern. ``MemoryError`` before any
+    numeric work where the factor would exceed ``max_factor_bytes``. Runs interruptibly."""
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
     n = operator.shape[0]
+    if symbolic is None or not symbolic.complete:
+        symbolic = analyze_factor(operator.tocsr())
+    need = factor_bytes(symbolic)
+    if max_factor_bytes is not None and need > max_factor_bytes:
+        raise MemoryError(f"factor_laplacian: the LU factor would take {need:,} bytes > "
+                          f"max_factor_bytes={max_factor_bytes:,}")
+    perm = symbolic.perm
+    shifted = (operator - sigma * sp.identity(n, format="csr")).tocsr()[perm][:, perm].tocsc()
     start = time.perf_counter()
-    lu = spla.splu((operator - sigma * sp.identity(n, format="csr")).tocsc(),
-                   permc_spec=permc_spec, options={"SymmetricMode": True})
+    lu = run_interruptible(
+        lambda: spla.splu(shifted, permc_spec="NATURAL",
+                          options={"SymmetricMode": True, "DiagPivotThresh": 0.0}),
+        desc="sparse LU factor", expected_seconds=predicted_factor_seconds(symbolic))
     nnz = int(lu.L.nnz + lu.U.nnz)
-    return Factor(lu, sigma, nnz, nnz * (_VALUE_BYTES + _INDEX_BYTES),
+    return Factor(lu, sigma, perm, nnz, nnz * (_VALUE_BYTES + _INDEX_BYTES),
                   time.perf_counter() - start)
 
 
@@ -121,6 +218,7 @@ def lanczos_eigenpairs(
     ncv: int | None = None,
     max_products: int | None = None,
     max_basis_bytes: int | None = None,
+    max_seconds: float | None = None,
     seed: int = 0,
 ) -> SparseEigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
@@ -139,11 +237,14 @@ def lanczos_eigenpairs(
         max_products: operator products before giving up (default ``100 n``).
         max_basis_bytes: memory budget of the basis: the default ``ncv`` shrinks to fit it
             (fewer vectors: more restarts); ``MemoryError`` where ``k + 8`` vectors do not fit.
+        max_seconds: give up after the first restart past this many seconds (no limit where
+            None); ``converged`` is then False.
         seed: seed of the start vector.
 
-    ``iterations`` counts operator applications; ``block`` is ``eigvecs``.
+    ``iterations`` counts operator applications; ``block`` is ``eigvecs``. Past
+    :data:`~graphpe.ops.progress.PROGRESS_DELAY_SECONDS` a bar shows the converged pairs.
     """
-    n, _, start, k = _prepare(operator, k, deflate, seed)
+    n, start, k = _prepare(operator, k, deflate, seed)
     if ncv is None and max_basis_bytes is not None:
         fits = max_basis_bytes // (8 * n) - 1
         if fits < k + 8:
@@ -152,9 +253,17 @@ def lanczos_eigenpairs(
                 f"({(k + 9) * n * 8:,} bytes) exceeds max_basis_bytes={max_basis_bytes:,}")
         ncv = min(default_ncv(k), fits)
     csr = operator.tocsr()
-    solved = thick_restart_lanczos(lambda x: csr @ x, n, k, null=_null_columns(deflate),
-                                   tol=tol, norm_bound=upper, ncv=ncv,
-                                   max_products=max_products, start=start, seed=seed)
+    with progress_bar(f"lanczos ({n:,} nodes)", total=k, unit="pair") as bar:
+
+        def on_restart(products: int, converged: int) -> None:
+            bar.n = converged
+            bar.set_postfix(products=products, refresh=False)
+            bar.update(0)
+
+        solved = thick_restart_lanczos(lambda x: csr @ x, n, k, null=_null_columns(deflate),
+                                       tol=tol, norm_bound=upper, ncv=ncv,
+                                       max_products=max_products, start=start, seed=seed,
+                                       max_seconds=max_seconds, on_restart=on_restart)
     return _finish(operator, solved.values, solved.vectors, tol, solved.products)
 
 
@@ -167,14 +276,15 @@ def shift_invert_eigenpairs(
     sigma: float | None = None,
     tol: float = 1e-8,
     factor: Factor | None = None,
-    permc_spec: str = "MMD_AT_PLUS_A",
+    symbolic: SymbolicFactor | None = None,
     max_factor_bytes: int | None = None,
     ncv: int | None = None,
     seed: int = 0,
 ) -> SparseEigenpairs:
     """The ``k`` smallest eigenpairs of a sparse symmetric positive semi-definite ``operator``
     restricted to the orthogonal complement of ``deflate``, by ARPACK's Lanczos on
-    ``P (L - sigma I)^-1 P`` (``which='LA'``), one sparse LU factorization of ``L - sigma I``.
+    ``P (L - sigma I)^-1 P`` (``which='LA'``), one sparse LU factorization of ``L - sigma I``
+    (:func:`factor_laplacian`), all in the factor's ordering.
 
     Args:
         operator: ``[n, n]`` scipy sparse symmetric matrix with spectrum in ``[0, upper]``.
@@ -186,37 +296,58 @@ def shift_invert_eigenpairs(
         sigma: the shift, below the spectrum (default :func:`default_sigma`).
         tol: residual ``||L v - lambda v||`` wanted (ARPACK's relative tolerance on the
             inverted operator is ``tol / upper``, which bounds it).
-        factor: a factor of ``operator - sigma I`` from :func:`factor_laplacian` (its
-            ``sigma`` is used); computed here where None.
-        permc_spec: SuperLU's fill-reducing column order.
-        max_factor_bytes: raise ``MemoryError`` where the factor (measured) exceeds this.
+        factor: a factor from :func:`factor_laplacian` (its ``sigma`` is used); computed here
+            where None, in the order of ``symbolic`` where given.
+        symbolic: the analysis :func:`analyze_factor` of ``operator`` (computed where None).
+        max_factor_bytes: raise ``MemoryError`` where the factor exceeds this (checked
+            before factoring).
         ncv: Lanczos basis size (default ``max(2 k + 1, 20)``).
         seed: seed of the start vector.
 
     Memory: the factor's ``bytes`` plus ``ncv * n * 8``. ``iterations`` counts solves.
     """
     import scipy.sparse.linalg as spla
-    n, project, v0, k = _prepare(operator, k, deflate, seed)
+    n, v0, k = _prepare(operator, k, deflate, seed)
     if factor is None:
         factor = factor_laplacian(operator, default_sigma(upper) if sigma is None else sigma,
-                                  permc_spec)
+                                  symbolic, max_factor_bytes=max_factor_bytes)
     if max_factor_bytes is not None and factor.bytes > max_factor_bytes:
         raise MemoryError(f"shift_invert_eigenpairs: the LU factor takes {factor.bytes:,} "
                           f"bytes > max_factor_bytes={max_factor_bytes:,}")
+    perm = factor.perm
+    null = _null_columns(deflate)
+    null = None if null is None else np.ascontiguousarray(null[perm])
     count = [0]
 
     def matvec(x: np.ndarray) -> np.ndarray:
         count[0] += 1
-        return project(factor.lu.solve(project(x.ravel())))
+        y = factor.lu.solve(_project(null, x.ravel().copy()))
+        return _project(null, y)
 
-    inverse = spla.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
     ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
-    nu, vecs = spla.eigsh(inverse, k=k, which="LA", tol=tol / upper, v0=v0, ncv=ncv)
+    with progress_bar(f"shift-invert ({n:,} nodes)", unit="solve") as bar:
+
+        def counted(x: np.ndarray) -> np.ndarray:
+            bar.update(1)
+            return matvec(x)
+
+        inverse = spla.LinearOperator((n, n), matvec=counted, dtype=np.float64)
+        nu, vecs_ordered = spla.eigsh(inverse, k=k, which="LA", tol=tol / upper,
+                                      v0=v0[perm], ncv=ncv)
+    vecs = np.empty_like(vecs_ordered)
+    vecs[perm] = vecs_ordered
     return _finish(operator, factor.sigma + 1.0 / nu, vecs, tol, count[0])
 
 
+def _project(null: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+    """``x - Z (Z^T x)`` in place for orthonormal columns ``Z = null``."""
+    if null is not None:
+        x -= null @ (null.T @ x)
+    return x
+
+
 def _prepare(operator: sp.spmatrix, k: int, deflate: ComponentBasis | None, seed: int):
-    """Checks, the projector ``x -> P x`` on numpy vectors, and a random start in range(P)."""
+    """Checks, and a random start vector in the complement of ``deflate``."""
     k = check_positive_int("k", k)
     if operator.ndim != 2 or operator.shape[0] != operator.shape[1]:
         raise ValueError(f"operator must be a square matrix, got shape {operator.shape}")
@@ -226,14 +357,8 @@ def _prepare(operator: sp.spmatrix, k: int, deflate: ComponentBasis | None, seed
         # ARPACK needs k < n; a space this small is solved densely by the callers
         raise ValueError(f"k={k} must be below the {free} eigenpairs outside the deflated "
                          "space (solve such small problems densely)")
-
-    def project(x: np.ndarray) -> np.ndarray:
-        if deflate is None:
-            return x
-        return deflate.project_out(torch.from_numpy(x).unsqueeze(1)).squeeze(1).numpy()
-
-    v0 = project(np.random.default_rng(seed).standard_normal(n))
-    return n, project, v0, k
+    v0 = _project(_null_columns(deflate), np.random.default_rng(seed).standard_normal(n))
+    return n, v0, k
 
 
 def _finish(operator: sp.spmatrix, vals: np.ndarray, vecs: np.ndarray, tol: float,
@@ -246,140 +371,100 @@ def _finish(operator: sp.spmatrix, vals: np.ndarray, vecs: np.ndarray, tol: floa
                             applications, bool((residuals <= tol).all()), vecs_t)
 
 
-def lanczos_ritz_values(
-    operator: sp.spmatrix, steps: int, *, deflate: ComponentBasis | None = None,
-    upper: float | None = None, seed: int = 0
-) -> np.ndarray:
-    """The ``steps - 1`` smallest Ritz values (ascending) of ``steps`` Lanczos steps on
-    ``operator`` restricted to the complement of ``deflate`` (one cycle of
-    :func:`~graphpe.ops.eigen.lanczos.thick_restart_lanczos`, no vectors formed). The smallest
-    is an upper bound of the smallest eigenvalue there, and close to it where the gaps near it
-    are large relative to the spectrum's width. ``upper`` bounds ``||operator||`` (Gershgorin's
-    bound where None). Memory ``(steps + 1) n * 8`` bytes."""
-    n, _, start, _ = _prepare(operator, 1, deflate, seed)
-    free = n - (deflate.count if deflate is not None else 0)
-    steps = max(2, min(steps, free))
-    csr = operator.tocsr()
-    if upper is None:
-        upper = float(abs(csr).sum(axis=1).max())
-    probe = thick_restart_lanczos(lambda x: csr @ x, n, steps - 1, null=_null_columns(deflate),
-                                  tol=0.0, norm_bound=upper, ncv=steps, keep=steps - 1,
-                                  max_products=steps, start=start, seed=seed, vectors=False)
-    return probe.values
-
-
 def _null_columns(deflate: ComponentBasis | None) -> np.ndarray | None:
     return None if deflate is None else np.ascontiguousarray(
         deflate.dense(torch.float64).numpy())
-
-
-def bfs_ball(operator: sp.csr_matrix, root: int, size: int) -> np.ndarray:
-    """The first ``size`` nodes of a breadth-first search from ``root`` in the pattern of
-    ``operator``, in the order visited (its prefixes are smaller balls)."""
-    from scipy.sparse.csgraph import breadth_first_order
-    order = breadth_first_order(operator, root, directed=False, return_predecessors=False)
-    return order[:size]
 
 
 def choose_sparse_solver(
     operator: sp.csr_matrix,
     k: int,
     *,
-    upper: float,
-    deflate: ComponentBasis | None = None,
-    sigma: float | None = None,
     max_factor_bytes: int = FACTOR_MAX_BYTES,
-    seed: int = 0,
+    max_factor_seconds: float = FACTOR_MAX_SECONDS,
 ) -> SolverChoice:
     """Choose ``lanczos`` or ``shift_invert`` for the ``k`` smallest nonzero eigenpairs of one
-    connected component's Laplacian ``operator`` (null space ``deflate``), on the CPU.
+    connected component's Laplacian ``operator``, on the CPU, from the bounded symbolic
+    analysis of its factor (module docstring, steps 1 and 2). ``shift_invert`` comes with the
+    seconds Lanczos is given first (:func:`auto_eigenpairs` runs the race).
 
-    Probes, cheapest first:
-
-    1. degree statistics (mean and max degree, fraction of degree <= 2 nodes; logged);
-    2. :data:`PROBE_STEPS` Lanczos steps (:func:`lanczos_ritz_values`): the smallest Ritz
-       value ``theta_1`` bounds ``lambda_1`` from above. Where ``theta_1 >= SMALL_GAP * upper``
-       the wanted eigenvalues are well separated relative to the spectrum's width and Lanczos
-       converges in a few hundred products: ``lanczos``, no factorization;
-    3. otherwise (tiny gaps: Lanczos on ``L`` may need thousands of products, where
-       shift-invert needs about ``2 k`` solves) the factorizations of two nested BFS balls
-       around the highest-degree node predict the component's fill
-       (:func:`predicted_fill_ratio`: hubs make it explode, near-planar graphs keep it within
-       a small factor of ``nnz(L)``); where the predicted fill ratio is at most
-       :data:`MAX_FILL_RATIO` and the predicted bytes fit ``max_factor_bytes``, the component
-       is factored and its fill measured: ``shift_invert`` with that factor where it fits;
-       else ``lanczos``.
-
-    Chebyshev-filtered subspace iteration is not chosen here: on the CPU thick-restart
-    Lanczos needs several times fewer operator products on every spectrum measured (clustered
-    small eigenvalues among many components included); it is the GPU's solver.
-
-    The choice and its reasons are logged at DEBUG on ``logging.getLogger("graphpe")``.
-    """
+    The choice and its reasons are logged at DEBUG on ``logging.getLogger("graphpe")``."""
     n = operator.shape[0]
     deg = np.diff(operator.indptr) - 1  # off-diagonal pattern (the diagonal is stored)
     probes: dict[str, float] = {
         "nodes": float(n), "nnz": float(operator.nnz), "mean_degree": float(deg.mean()),
-        "max_degree": float(deg.max()), "low_degree_fraction": float((deg <= 2).mean())}
-    ritz = lanczos_ritz_values(operator, PROBE_STEPS, deflate=deflate, upper=upper, seed=seed)
-    probes["ritz_min"] = float(ritz[0])
-    relative = float(ritz[0]) / upper
-    probes["relative_gap"] = relative
-    if relative >= SMALL_GAP:
+        "max_degree": float(deg.max())}
+    entries = 2 * (_VALUE_BYTES + _INDEX_BYTES)  # bytes per entry of the Cholesky pattern
+    # the fill past which the factorization cannot finish in time even at the best rate
+    # (flops >= nnz(C)^2 / (2 n) by Cauchy-Schwarz over the column counts)
+    timely = math.sqrt(2.0 * n * FACTOR_FLOPS_PER_SECOND * max_factor_seconds)
+    max_fill = int(min(max_factor_bytes // entries, timely))
+    max_work = ANALYSIS_WORK_PER_ENTRY * int(operator.nnz)
+    start = time.perf_counter()
+    symbolic = analyze_factor(operator, max_fill=max_fill, max_work=max_work)
+    probes["analysis_seconds"] = time.perf_counter() - start
+    if not symbolic.complete:
         return _chosen(SolverChoice(
-            "lanczos", f"smallest Ritz value {ritz[0]:.2e} >= {SMALL_GAP:g} x spectrum width: "
-            "well separated eigenvalues", probes))
-    sigma = default_sigma(upper) if sigma is None else sigma
-    if n > FILL_SAMPLE_NODES:
-        ratio = predicted_fill_ratio(operator, int(np.argmax(deg)), sigma, probes)
-        predicted = int(ratio * operator.nnz * (_VALUE_BYTES + _INDEX_BYTES))
-        probes["predicted_fill_ratio"] = ratio
-        probes["predicted_factor_bytes"] = float(predicted)
-        if predicted > max_factor_bytes or ratio > MAX_FILL_RATIO:
-            return _chosen(SolverChoice(
-                "lanczos", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU "
-                f"factor would fill in {ratio:.1f}x (limit {MAX_FILL_RATIO:g}x), "
-                f"~{predicted:,} bytes (budget {max_factor_bytes:,})", probes))
-    factor = factor_laplacian(operator, sigma)
-    probes["factor_bytes"] = float(factor.bytes)
-    probes["factor_seconds"] = factor.seconds
-    if factor.bytes > max_factor_bytes:
+            "lanczos", f"the factor's analysis stopped at its budget ({max_work:,} scanned "
+            f"entries, {max_fill:,} factor entries): the factor fills in too much", probes))
+    predicted = predicted_factor_seconds(symbolic)
+    probes.update(factor_nnz=float(symbolic.nnz), factor_flops=symbolic.flops,
+                  factor_bytes=float(factor_bytes(symbolic)), factor_seconds=predicted,
+                  fill_ratio=(2 * symbolic.nnz - n) / operator.nnz)
+    if factor_bytes(symbolic) > max_factor_bytes or predicted > max_factor_seconds:
         return _chosen(SolverChoice(
-            "lanczos", f"tiny gaps (smallest Ritz value {ritz[0]:.2e}), but the LU factor "
-            f"takes {factor.bytes:,} bytes > {max_factor_bytes:,}", probes))
+            "lanczos", f"the LU factor would take {factor_bytes(symbolic):,} bytes (budget "
+            f"{max_factor_bytes:,}) and ~{predicted:.2f} s (limit {max_factor_seconds:g} s)",
+            probes, symbolic))
+    race = predicted_shift_invert_seconds(symbolic, k)
+    probes["shift_invert_seconds"] = race
     return _chosen(SolverChoice(
-        "shift_invert", f"tiny gaps (smallest Ritz value {ritz[0]:.2e} < {SMALL_GAP:g} x "
-        f"spectrum width) and the LU factor fits ({factor.bytes:,} bytes, fill "
-        f"{factor.nnz / operator.nnz:.1f}x)", probes, factor))
+        "shift_invert", f"the LU factor fits ({factor_bytes(symbolic):,} bytes, fill "
+        f"{probes['fill_ratio']:.1f}x, ~{predicted:.2f} s): Lanczos first for the "
+        f"predicted shift-invert time, {race:.2f} s", probes, symbolic, race))
 
 
-def predicted_fill_ratio(operator: sp.csr_matrix, root: int, sigma: float,
-                         probes: dict[str, float] | None = None) -> float:
-    """The fill ratio ``nnz(L + U) / nnz(A)`` of the factorization of ``operator - sigma I``,
-    extrapolated from two nested BFS balls around ``root`` (:data:`FILL_SAMPLE_NODES` nodes and
-    half as many): with ratios ``r_1`` and ``r_2``, ``r_2 (n / s_2)^p``,
-    ``p = max(0, log2(r_2 / r_1))``. The fill of a ball under-predicts the whole graph's, by
-    more the faster it grows with size: near-planar graphs (roads, meshes) stay within a small
-    factor of ``nnz(A)`` at every size (``p`` near 0), graphs without small separators (hubs,
-    expanders) fill in polynomially. The balls' ratios go to ``probes`` where given."""
-    n = operator.shape[0]
-    big = bfs_ball(operator, root, FILL_SAMPLE_NODES)
-    ratios = []
-    for size in (FILL_SAMPLE_NODES // 2, FILL_SAMPLE_NODES):
-        ball = np.sort(big[:size])
-        sample = operator[ball][:, ball]
-        ratios.append(factor_laplacian(sample, sigma).nnz / sample.nnz)
-    growth = max(0.0, float(np.log2(ratios[1] / ratios[0])))
-    if probes is not None:
-        probes["half_sample_fill_ratio"], probes["sample_fill_ratio"] = ratios
-        probes["fill_growth"] = growth
-    return ratios[1] * (n / FILL_SAMPLE_NODES) ** growth
+def auto_eigenpairs(
+    operator: sp.csr_matrix,
+    k: int,
+    *,
+    upper: float,
+    deflate: ComponentBasis | None = None,
+    tol: float = 1e-8,
+    max_factor_bytes: int = FACTOR_MAX_BYTES,
+    max_factor_seconds: float = FACTOR_MAX_SECONDS,
+    max_basis_bytes: int | None = None,
+    seed: int = 0,
+) -> tuple[SparseEigenpairs, str]:
+    """The ``k`` smallest eigenpairs of one connected component's Laplacian by the solver
+    :func:`choose_sparse_solver` picks, with the race of the module docstring (step 3) where
+    it picks ``shift_invert``. Returns the eigenpairs and the solver that produced them."""
+    choice = choose_sparse_solver(operator, k, max_factor_bytes=max_factor_bytes,
+                                  max_factor_seconds=max_factor_seconds)
+    common = {"upper": upper, "deflate": deflate, "tol": tol, "seed": seed}
+    if choice.solver == "lanczos":
+        solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes, **common)
+        return _solved_by(solved, "lanczos", "no race")
+    solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes,
+                                max_seconds=choice.lanczos_seconds, **common)
+    if solved.converged:
+        return _solved_by(solved, "lanczos", f"within the race ({solved.iterations} products)")
+    log.debug("sparse eigensolver: Lanczos did not converge in %.2f s (%d products)",
+              choice.lanczos_seconds, solved.iterations)
+    solved = shift_invert_eigenpairs(operator, k, symbolic=choice.symbolic,
+                                     max_factor_bytes=max_factor_bytes, **common)
+    return _solved_by(solved, "shift_invert", f"{solved.iterations} solves")
+
+
+def _solved_by(solved: SparseEigenpairs, solver: str,
+               detail: str) -> tuple[SparseEigenpairs, str]:
+    log.debug("sparse eigensolver: solved by %s (%s)", solver, detail)
+    return solved, solver
 
 
 def _chosen(choice: SolverChoice) -> SolverChoice:
     p = choice.probes
-    log.debug("sparse eigensolver for a component of %d nodes (mean degree %.2f, max %d, "
-              "%.0f%% of degree <= 2): %s: %s", int(p["nodes"]), p["mean_degree"],
-              int(p["max_degree"]), 100 * p["low_degree_fraction"], choice.solver,
-              choice.reason)
+    log.debug("sparse eigensolver for a component of %d nodes (mean degree %.2f, max %d): "
+              "%s: %s", int(p["nodes"]), p["mean_degree"], int(p["max_degree"]),
+              choice.solver, choice.reason)
     return choice

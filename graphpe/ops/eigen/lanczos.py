@@ -38,6 +38,7 @@ Memory: ``(ncv + 1) n`` float64 values (the basis) plus the operator.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -103,6 +104,8 @@ def thick_restart_lanczos(
     start: np.ndarray | None = None,
     seed: int = 0,
     vectors: bool = True,
+    max_seconds: float | None = None,
+    on_restart: Callable[[int, int], None] | None = None,
 ) -> LanczosResult:
     """The ``k`` smallest (or largest) eigenpairs of a symmetric operator ``A`` restricted to
     the orthogonal complement of ``null``, by thick-restart Lanczos with partial
@@ -126,6 +129,10 @@ def thick_restart_lanczos(
         start: the first Lanczos vector (projected and normalized here); random where None.
         seed: seed of the random start and of the vectors that replace a breakdown.
         vectors: form the Ritz vectors (``[n, 0]`` where False: the values alone).
+        max_seconds: stop at the end of the first cycle past this many seconds and return the
+            best pairs, ``converged=False`` (no limit where None).
+        on_restart: called at the end of every cycle with the operator products so far and
+            the number of wanted pairs whose estimates meet ``tol`` (a progress bar).
     """
     if which not in ("smallest", "largest"):
         raise ValueError(f"which must be 'smallest' or 'largest', got {which!r}")
@@ -140,6 +147,7 @@ def thick_restart_lanczos(
     if not k <= keep < m:
         raise ValueError(f"keep={keep} must be in [k={k}, ncv={m})")
     max_products = 100 * n if max_products is None else max_products
+    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     sign = 1.0 if which == "smallest" else -1.0
     threshold = reorth_threshold(tol, norm_bound)
     rng = np.random.default_rng(seed)
@@ -210,8 +218,12 @@ def thick_restart_lanczos(
         theta, vecs = np.linalg.eigh(sign * proj[:m, :m])
         theta *= sign
         estimates = np.abs(beta * vecs[m - 1])
-        done = bool((estimates[:k] <= tol).all())
-        if done or products >= max_products:
+        met = estimates[:k] <= tol
+        done = bool(met.all())
+        if on_restart is not None:
+            on_restart(products, int(met.sum()))
+        late = deadline is not None and time.perf_counter() > deadline
+        if done or products >= max_products or late:
             out = np.empty((n, k if vectors else 0))
             if vectors:
                 _combine(basis[:, :m], vecs[:, :k], out)

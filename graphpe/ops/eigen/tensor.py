@@ -29,7 +29,7 @@ from graphpe.ops.eigen.compiled import laplacian_eigenpairs_host
 from graphpe.ops.eigen.dense import batched_eigh
 from graphpe.ops.eigen.krylov import (
     FACTOR_MAX_BYTES,
-    choose_sparse_solver,
+    auto_eigenpairs,
     lanczos_eigenpairs,
     shift_invert_eigenpairs,
 )
@@ -467,14 +467,13 @@ def _component_smallest(
     Lanczos), ascending."""
     size = lap.shape[0]
     basis = ComponentBasis(torch.from_numpy(trivial), torch.zeros(size, dtype=torch.long), 1)
-    factor = None
     if solver == "auto":
-        choice = choose_sparse_solver(lap, k, upper=upper, deflate=basis,
-                                      max_factor_bytes=max_factor_bytes)
-        solver, factor = choice.solver, choice.factor
-    if solver == "shift_invert":
+        solved, solver = auto_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
+                                         max_factor_bytes=max_factor_bytes,
+                                         max_basis_bytes=max_basis_bytes)
+    elif solver == "shift_invert":
         solved = shift_invert_eigenpairs(lap, k, upper=upper, deflate=basis, tol=tol,
-                                         factor=factor, max_factor_bytes=max_factor_bytes)
+                                         max_factor_bytes=max_factor_bytes)
     elif solver == "chebyshev":
         # the component's CSR as it is (its diagonal stored, as the Chebyshev operator
         # wants): a COO round trip through coalesce would cost a tenth of the solve

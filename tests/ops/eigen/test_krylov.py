@@ -1,5 +1,5 @@
 """The sparse eigensolvers (lanczos, shift_invert, chebyshev) against each other and against
-dense eigh on the large-graph stand-ins, and auto's choice among them."""
+dense eigh on the large-graph stand-ins, and auto's bounded choice and race among them."""
 
 import functools
 import logging
@@ -13,10 +13,13 @@ from torch_geometric.data import Data
 from graphpe.ops import laplacian_eigenpairs
 from graphpe.ops.eigen.krylov import (
     FACTOR_MAX_BYTES,
+    analyze_factor,
+    auto_eigenpairs,
     choose_sparse_solver,
+    factor_bytes,
     factor_laplacian,
     lanczos_eigenpairs,
-    lanczos_ritz_values,
+    predicted_factor_seconds,
     shift_invert_eigenpairs,
 )
 from graphpe.ops.eigen.sparse import chebyshev_eigenpairs, component_basis
@@ -148,76 +151,88 @@ def _entries(data: Data, normalization: str):
     return ei, off, data.num_nodes, diag
 
 
-def test_auto_picks_shift_invert_on_a_road_network_and_lanczos_on_a_power_law_graph(caplog):
+def test_auto_races_on_a_road_network_and_takes_lanczos_on_a_power_law_graph(caplog):
     road = giant_component("road")
-    choice = choose_sparse_solver(road[0], K, upper=2.0, deflate=road[1])
-    assert choice.solver == "shift_invert" and choice.factor is not None
-    assert choice.probes["relative_gap"] < 1e-2
-    assert choice.factor.bytes == choice.probes["factor_bytes"] <= FACTOR_MAX_BYTES
+    choice = choose_sparse_solver(road[0], K)
+    # the road network orders with little fill: both methods are affordable, Lanczos gets
+    # the predicted time of the whole shift-invert solve first
+    assert choice.solver == "shift_invert" and choice.symbolic.complete
+    assert choice.lanczos_seconds > choice.probes["factor_seconds"] > 0
+    assert choice.probes["factor_bytes"] == factor_bytes(choice.symbolic) <= FACTOR_MAX_BYTES
+    assert choice.probes["fill_ratio"] < 3
     social = giant_component("social")
-    choice = choose_sparse_solver(social[0], K, upper=2.0, deflate=social[1])
-    assert choice.solver == "lanczos" and choice.factor is None
-    assert "factor_bytes" not in choice.probes  # no factorization was attempted
-    # laplacian_eigenpairs says what it chose, at DEBUG on the "graphpe" logger
+    choice = choose_sparse_solver(social[0], K, max_factor_bytes=20_000)
+    assert choice.solver == "lanczos" and "factor_seconds" not in choice.probes
+    assert choice.reason.startswith("the factor's analysis stopped at its budget")
+    # laplacian_eigenpairs says what it chose and what solved it, at DEBUG on "graphpe"
     data = stand_in("road")
     with caplog.at_level(logging.DEBUG, logger="graphpe"):
         laplacian_eigenpairs(data.edge_index, data.num_nodes, 4, plan=ExecPlan(dense_max_nodes=200))
-    chosen = [r.getMessage() for r in caplog.records if "sparse eigensolver" in r.getMessage()]
-    assert len(chosen) == 1
-    assert chosen[0].startswith(f"sparse eigensolver for a component of {data.num_nodes} nodes")
-    assert ": shift_invert: tiny gaps" in chosen[0]
+    said = [r.getMessage() for r in caplog.records if "sparse eigensolver" in r.getMessage()]
+    assert said[0].startswith(f"sparse eigensolver for a component of {data.num_nodes} nodes")
+    assert ": shift_invert: the LU factor fits" in said[0]
+    assert said[-1].startswith("sparse eigensolver: solved by ")
 
 
-def test_auto_respects_the_factor_budget():
-    sub, basis, _, _, _ = giant_component("road")
-    choice = choose_sparse_solver(sub, K, upper=2.0, deflate=basis, max_factor_bytes=1000)
-    assert choice.solver == "lanczos" and choice.factor is None
-    assert "bytes > 1,000" in choice.reason
-    factor = factor_laplacian(sub, -1e-7)
-    with pytest.raises(MemoryError, match=rf"^shift_invert_eigenpairs: the LU factor takes "
-                                          rf"{factor.bytes:,} bytes > max_factor_bytes=1,000$"):
-        shift_invert_eigenpairs(sub, 3, upper=2.0, deflate=basis, factor=factor,
-                                max_factor_bytes=1000)
+@pytest.mark.parametrize("name", ["road", "social"])
+def test_auto_equals_dense_eigh_whichever_solver_ends_the_race(name):
+    sub, basis, _, w, v = giant_component(name)
+    solved, solver = auto_eigenpairs(sub, K, upper=2.0, deflate=basis, tol=1e-10)
+    assert solver in ("lanczos", "shift_invert")
+    assert solved.converged and np.allclose(solved.eigvals.numpy(), w[1 : K + 1], atol=1e-9)
 
 
-def test_auto_takes_lanczos_where_the_factor_would_fill_in(monkeypatch, caplog):
+def test_the_race_falls_back_to_shift_invert_when_lanczos_runs_out_of_time(monkeypatch,
+                                                                            caplog):
     import graphpe.ops.eigen.krylov as krylov
 
-    monkeypatch.setattr(krylov, "FILL_SAMPLE_NODES", 300)
-    monkeypatch.setattr(krylov, "MAX_FILL_RATIO", 0.5)  # every factor fills in past this
-    data = stand_in("road")
-    n = data.num_nodes
+    monkeypatch.setattr(krylov, "SOLVE_SECONDS_PER_ENTRY", 0.0)
+    monkeypatch.setattr(krylov, "FACTOR_SECONDS_PER_COLUMN", 0.0)
+    monkeypatch.setattr(krylov, "FACTOR_FLOPS_PER_SECOND", float("inf"))  # a 0 s race
+    sub, basis, _, w, _ = giant_component("road")
     with caplog.at_level(logging.DEBUG, logger="graphpe"):
-        pairs = laplacian_eigenpairs(data.edge_index, n, 6, dtype=torch.float64,
-                                     plan=ExecPlan(dense_max_nodes=200))
-    assert any(": lanczos: tiny gaps" in r.getMessage() for r in caplog.records)
-    _, _, _, w, _ = giant_component("road")
-    assert np.allclose(pairs.eigvals[0].numpy(), w[1:7], atol=1e-8)
+        solved, solver = auto_eigenpairs(sub, K, upper=2.0, deflate=basis, tol=1e-10)
+    assert solver == "shift_invert"
+    assert any(r.getMessage().startswith("sparse eigensolver: Lanczos did not converge in "
+                                         "0.00 s") for r in caplog.records)
+    assert np.allclose(solved.eigvals.numpy(), w[1 : K + 1], atol=1e-9)
 
 
-def test_fill_prediction_extrapolates_two_nested_balls(monkeypatch):
+def test_auto_respects_the_factor_budgets(monkeypatch):
     import graphpe.ops.eigen.krylov as krylov
 
-    monkeypatch.setattr(krylov, "FILL_SAMPLE_NODES", 400)
-    for name in ("road", "social"):
-        sub = giant_component(name)[0]
-        n = sub.shape[0]
-        root = int(np.argmax(np.diff(sub.indptr)))
-        probes: dict[str, float] = {}
-        ratio = krylov.predicted_fill_ratio(sub, root, -2e-7, probes)
-        # the two balls: the first 200 and 400 nodes of one BFS from the root, factored
-        ball = krylov.bfs_ball(sub, root, 400)
-        measured = []
-        for size in (200, 400):
-            nodes = np.sort(ball[:size])
-            sample = sub[nodes][:, nodes]
-            measured.append(factor_laplacian(sample, -2e-7).nnz / sample.nnz)
-        assert (probes["half_sample_fill_ratio"], probes["sample_fill_ratio"]) == tuple(measured)
-        growth = max(0.0, np.log2(measured[1] / measured[0]))
-        assert probes["fill_growth"] == pytest.approx(growth)
-        assert ratio == pytest.approx(measured[1] * (n / 400) ** growth)
-        # the extrapolation never predicts less than the larger ball's own fill
-        assert ratio >= measured[1]
+    sub, basis, _, _, _ = giant_component("road")
+    symbolic = analyze_factor(sub)
+    need = factor_bytes(symbolic)
+    choice = choose_sparse_solver(sub, K, max_factor_bytes=need - 1)
+    assert choice.solver == "lanczos"
+    # a fill that cannot be factored in time at the best rate stops the analysis itself
+    choice = choose_sparse_solver(sub, K, max_factor_seconds=1e-9)
+    assert choice.solver == "lanczos" and choice.symbolic is None
+    assert choice.reason.startswith("the factor's analysis stopped at its budget")
+    # a factor within the fill budget whose predicted time is too long
+    monkeypatch.setattr(krylov, "FACTOR_SECONDS_PER_COLUMN", 1.0)
+    choice = choose_sparse_solver(sub, K)
+    assert choice.solver == "lanczos" and choice.symbolic.complete
+    assert f"~{predicted_factor_seconds(symbolic):.2f} s (limit 5 s)" in choice.reason
+    # an explicit shift_invert is refused before any numeric work
+    with pytest.raises(MemoryError, match=rf"^factor_laplacian: the LU factor would take "
+                                          rf"{need:,} bytes > max_factor_bytes=1,000$"):
+        shift_invert_eigenpairs(sub, 3, upper=2.0, deflate=basis, max_factor_bytes=1000)
+
+
+def test_factor_has_the_predicted_pattern_and_solves():
+    sub, _, _, _, _ = giant_component("coauthor")
+    symbolic = analyze_factor(sub)
+    factor = factor_laplacian(sub, -1e-7, symbolic)
+    # no pivoting in the analysed order: L has the Cholesky pattern, U its transpose
+    assert factor.lu.L.nnz == symbolic.nnz and factor.lu.U.nnz == symbolic.nnz
+    assert np.array_equal(factor.lu.perm_r, np.arange(sub.shape[0]))
+    b = np.random.default_rng(0).standard_normal(sub.shape[0])
+    x = np.empty_like(b)
+    x[factor.perm] = factor.lu.solve(b[factor.perm])
+    shifted = sub + 1e-7 * sp.identity(sub.shape[0])
+    assert np.abs(shifted @ x - b).max() < 1e-8 * np.abs(b).max() * 1e3
 
 
 def test_lanczos_basis_shrinks_to_its_memory_budget():
@@ -231,12 +246,6 @@ def test_lanczos_basis_shrinks_to_its_memory_budget():
                                           rf"of {n:,} float64 values \({(K + 9) * n * 8:,} "
                                           rf"bytes\) exceeds max_basis_bytes=100,000$"):
         lanczos_eigenpairs(sub, K, upper=2.0, deflate=basis, max_basis_bytes=100_000)
-
-
-def test_ritz_probe_bounds_the_smallest_nonzero_eigenvalue():
-    sub, basis, _, w, _ = giant_component("social")
-    ritz = lanczos_ritz_values(sub, 30, deflate=basis)
-    assert ritz[0] >= w[1] - 1e-12 and ritz[-1] <= w[-1] + 1e-12
 
 
 def test_bad_arguments_raise():
