@@ -15,7 +15,7 @@ OPERATOR_CODES = {"adj": 0, "gcn": 1, "rw": 2, "lap_shift": 3}
 
 
 def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray, steps: int,
-                   normalization: str, rank_tol: float = 1e-6,
+                   normalization: str, *, rank_tol: float,
                    out_dtype: np.dtype | type = np.float64) -> np.ndarray:
     """Random Feature Propagation of every graph: ``x0`` ``[N, draws, d]`` (float64) ->
     trajectory ``[N, draws, steps + 1, d]``, as :func:`graphpe.ops.propagate.propagate` with
@@ -27,6 +27,9 @@ def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray,
     (numerically orthogonal), ``diag(R) >= 0``; a column whose remainder after projecting out
     the earlier ones has norm below ``rank_tol`` times the block's largest column norm lies in
     their span (numerical rank) and is set to zero, so ``n < d`` gives ``n`` columns and zeros.
+    ``rank_tol`` is the trajectory's precision's
+    (:func:`~graphpe.ops.propagate.tensor.rank_tolerance`), not the float64 iterates', so the
+    columns kept are those the tensor kernels keep in that precision.
     """
     out = np.empty((x0.shape[0], x0.shape[1], steps + 1, x0.shape[2]), dtype=out_dtype)
     run_over_graphs(lambda a, b: _propagate(csr.indptr, csr.indices, csr.weight, ptr[a : b + 1],

@@ -111,9 +111,14 @@ def random_feature_propagation(
 
     ``plan.kernel``: ``compiled`` (CPU tensors: one compiled loop over graphs and draws, float64,
     Gram-Schmidt orthonormalization, see :func:`graphpe.ops.propagate.compiled.propagate_host`),
-    ``tensor`` (sparse products and bucketed batched QR, any device; a single huge graph runs
-    fastest here, on all threads) or ``auto`` (``compiled`` for CPU batches of graphs up to
-    :data:`~graphpe.ops.host.COMPILED_MAX_NODES` nodes).
+    ``tensor`` (sparse products and bucketed batched QR in ``dtype``, any device; a single huge
+    graph runs fastest here, on all threads) or ``auto`` (``compiled`` for CPU batches of
+    graphs up to :data:`~graphpe.ops.host.COMPILED_MAX_NODES` nodes).
+
+    One rank rule for both paths: ``qr`` sets a column to zero where its remainder is at most
+    :func:`rank_tolerance` ``(dtype)`` of its block's largest column, the tolerance of the
+    trajectory's precision (the compiled path iterates in float64 but cuts at the same place),
+    so both equal :func:`propagate` on ``x0`` cast to ``dtype``.
     """
     steps = check_non_negative_int("steps", steps)
     if operator not in OPERATORS:
@@ -137,10 +142,10 @@ def random_feature_propagation(
         stored = np.float32 if dtype == torch.float32 else np.float64
         traj = propagate_host(simple_csr(edge_index, num_nodes, edge_weight), ptr_np,
                               operator, host_array(x0, np.float64), steps, normalization,
-                              out_dtype=stored)
+                              rank_tol=rank_tolerance(dtype), out_dtype=stored)
         return torch.from_numpy(traj.reshape(num_nodes, draws, width)).to(dtype)
-    op = propagation_operator(edge_index, num_nodes, operator, edge_weight, dtype=x0.dtype)
-    traj = propagate(op, x0.to(device), steps, normalization, ptr=ptr)
+    op = propagation_operator(edge_index, num_nodes, operator, edge_weight, dtype=dtype)
+    traj = propagate(op, x0.to(device, dtype), steps, normalization, ptr=ptr)
     # [L+1, N, draws, d] -> [N, draws, (L+1) d]
     return traj.permute(1, 2, 0, 3).reshape(num_nodes, draws, width).to(dtype)
 
