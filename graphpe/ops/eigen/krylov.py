@@ -88,12 +88,16 @@ FACTOR_MAX_SECONDS = 5.0
 ANALYSIS_WORK_PER_ENTRY = 20
 # SuperLU's factorization time on one thread, by the exact analysis: a cost per column and
 # per multiply-add of the Cholesky factorization (supernodal: dense kernels on clustered
-# columns), and a solve's time per stored factor entry (forward and back substitution)
+# columns; measured 2.6e9 on a co-authorship graph's 8e9). A shift-invert iteration: SuperLU's
+# solve per stored factor entry (forward and back, measured 0.9-1.0 ns where the factor is
+# dense-ish, ~4 where it is as sparse as a road network's), and ARPACK's work on its ``2 k + 1``
+# basis vectors per node and wanted pair (measured ~6 ns)
 FACTOR_SECONDS_PER_COLUMN = 1.0e-6
-FACTOR_FLOPS_PER_SECOND = 2.0e9
-SOLVE_SECONDS_PER_ENTRY = 4.0e-9
-# shift-invert's solves per wanted pair (measured 3.2 - 5 for k = 16, ncv = 2 k + 1)
-SOLVES_PER_PAIR = 5
+FACTOR_FLOPS_PER_SECOND = 2.5e9
+SOLVE_SECONDS_PER_ENTRY = 1.0e-9
+ARPACK_SECONDS_PER_NODE_PAIR = 6.0e-9
+# shift-invert's solves per wanted pair (measured 3.2 - 5 for k = 16)
+SOLVES_PER_PAIR = 4
 _INDEX_BYTES = 4
 _VALUE_BYTES = 8
 
@@ -146,9 +150,12 @@ def predicted_factor_seconds(symbolic: SymbolicFactor) -> float:
 
 def predicted_shift_invert_seconds(symbolic: SymbolicFactor, k: int) -> float:
     """The whole shift-invert solve: the factorization and :data:`SOLVES_PER_PAIR` ``k``
-    solves of :data:`SOLVE_SECONDS_PER_ENTRY` per factor entry (twice ``nnz(C)``)."""
-    solves = SOLVES_PER_PAIR * k * 2 * symbolic.nnz * SOLVE_SECONDS_PER_ENTRY
-    return predicted_factor_seconds(symbolic) + solves
+    iterations, each a solve (:data:`SOLVE_SECONDS_PER_ENTRY` per factor entry, twice
+    ``nnz(C)``) and ARPACK's basis work (:data:`ARPACK_SECONDS_PER_NODE_PAIR` ``n k``)."""
+    n = symbolic.perm.size
+    iteration = (2 * symbolic.nnz * SOLVE_SECONDS_PER_ENTRY
+                 + ARPACK_SECONDS_PER_NODE_PAIR * n * k)
+    return predicted_factor_seconds(symbolic) + SOLVES_PER_PAIR * k * iteration
 
 
 def analyze_factor(
