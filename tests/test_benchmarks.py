@@ -548,14 +548,15 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
     measurement through the limited subprocess."""
     out = tmp_path / "s.json"
     _run_script("large_graphs", ["--synthetic", "--synthetic-scale", "0.004", "--inline",
-                                 "--json", str(out)], monkeypatch)
+                                 "--solvers", "auto,lanczos", "--json", str(out)], monkeypatch)
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert [r["encoding"] for r in rows] == ["LapPE k=16 (auto)", "RWSE 16", "LCP (orc)"] * 3
+    assert [r["encoding"] for r in rows] == ["LapPE k=16", "RWSE 16", "LCP (orc)"] * 3
     assert all(isinstance(r["met"], bool) for r in rows)
     for r in rows:
         if r["encoding"].startswith("LapPE"):
             assert r["graphpe"]["residual"] < 1e-6 and r["pyg"]["status"] == "ok"
+            assert list(r["solvers"]) == ["lanczos"]  # the default's row holds the others
         elif r["encoding"].startswith("RWSE"):
             assert r["max_diff"] < 1e-6 and r["diff_against"] == "pyg"
     data_dir = tmp_path / "cache"
@@ -578,6 +579,18 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
         "GraphSAINT Flickr: no flickr/adj_full.npz or adj_full.npz in the cache folder")
     assert (data_dir / "road.npz").exists() and (data_dir / "coauthor.npz").exists()
     bench = runpy.run_path(str(BENCH / "large_graphs.py"), run_name="large_graphs")
+    # the default against graphpe's fastest solver (3x) and, on the citation graph, PyG (2x)
+    ok = {"status": "ok", "residual": 1e-9}
+    row = {"graphpe": {**ok, "seconds": 4.0}, "pyg": {**ok, "seconds": 9.0},
+           "solvers": {"lanczos": {**ok, "seconds": 1.0}, "chebyshev": {"status": "timeout"},
+                       "shift_invert": {"status": "ok", "seconds": 0.1, "residual": 1e-3}}}
+    assert bench["best_solver"](row) == ("lanczos", 1.0)
+    assert bench["lappe_target"](row, "social") == (False, "> 3x lanczos")
+    row["solvers"]["lanczos"]["seconds"] = 2.0
+    assert bench["lappe_target"](row, "social") == (True, "")
+    assert bench["lappe_target"](row, "citation") == (True, "")  # 2.25x
+    row["pyg"]["seconds"] = 7.0
+    assert bench["lappe_target"](row, "citation") == (False, "1.75x PyG < 2x")
     graph = tmp_path / "g.npz"
     import numpy as np
 
