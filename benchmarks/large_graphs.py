@@ -591,6 +591,18 @@ def bench_rwse(base: dict, kind: str, edges: np.ndarray, n: int, tmp: Path, run,
     emit(row)
 
 
+ENCODING_PREFIXES = {"lappe": "LapPE", "rwse": "RWSE", "lcp": "LCP"}
+
+
+def ordered(rows: list[dict]) -> list[dict]:
+    """Rows grouped by graph in first-seen order, LapPE, RWSE, LCP within each."""
+    graphs = list(dict.fromkeys(r["graph"] for r in rows))
+    kinds = list(ENCODING_PREFIXES.values())
+    return sorted(rows, key=lambda r: (graphs.index(r["graph"]),
+                                       next(i for i, k in enumerate(kinds)
+                                            if r["encoding"].startswith(k))))
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--measure":
         print(json.dumps(measure(json.loads(sys.argv[2]))), flush=True)
@@ -611,6 +623,9 @@ def main() -> None:
                     "the row is the default's (auto), the others give the best solver")
     ap.add_argument("--encodings", default="lappe,rwse,lcp",
                     help="comma-separated subset of lappe,rwse,lcp to measure")
+    ap.add_argument("--keep-other-rows", action="store_true",
+                    help="carry the rows of the encodings not measured now over from --json's "
+                    "previous run, marked as such")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per measurement")
     ap.add_argument("--memory-gb", type=float, default=6.0,
                     help="address-space limit of each measuring subprocess")
@@ -632,9 +647,16 @@ def main() -> None:
             "memory_gb": args.memory_gb, "synthetic": args.synthetic,
             "solvers": args.solvers, "skipped": {}}
 
+    carried: list[dict] = []
+    if args.keep_other_rows and args.json.exists():
+        measured = tuple(ENCODING_PREFIXES[e] for e in args.encodings.split(","))
+        previous = json.loads(args.json.read_text())
+        carried = [{**r, "carried": True} for r in previous["rows"]
+                   if not r["encoding"].startswith(measured)]
+
     def emit(row: dict) -> None:
         rows.append(row)
-        write_json_atomic(args.json, {**meta, "rows": rows})
+        write_json_atomic(args.json, {**meta, "rows": ordered(rows + carried)})
 
     if not args.synthetic:
         args.data.mkdir(parents=True, exist_ok=True)
@@ -655,6 +677,8 @@ def main() -> None:
                 edges, n = loaded
             print(f"{label} ({kind}): {n:,} nodes, {edges.shape[1]:,} edges", flush=True)
             bench_graph(label, kind, edges, n, args, Path(tmp), emit)
+    if not rows and not carried:
+        write_json_atomic(args.json, {**meta, "rows": []})
     print_table(rows, args.timeout)
     met = sum(r["met"] for r in rows)
     print(f"\n{met} of {len(rows)} rows meet the targets; wrote {args.json}")

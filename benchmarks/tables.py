@@ -555,10 +555,14 @@ def large_graphs_table(data: dict) -> str:
             if timed:
                 name, seconds = min(timed, key=lambda t: t[1])
                 best = f"{seconds:.2f} s ({name})"
+        encoding = r["encoding"] + (" *" if r.get("carried") else "")
         lines.append(f"| {r['graph']} | {r['kind']} | {r['nodes']:,} | {r['edges']:,} | "
-                     f"{r['encoding']} | {ours_cell} | {best} | {cell(r.get('pyg'))} | "
+                     f"{encoding} | {ours_cell} | {best} | {cell(r.get('pyg'))} | "
                      f"{cell(r.get('scipy'))} | {cell(r.get('scipy_si'))} | {acc} | "
                      f"{target} |")
+    if any(r.get("carried") for r in data["rows"]):
+        lines += ["", "\\* carried over from the previous run (`--keep-other-rows`): the "
+                  "encodings not measured in this one."]
     if data.get("skipped"):
         lines += ["", "Not in the cache: " + "; ".join(data["skipped"].values()) + "."]
     return "\n".join(lines)

@@ -559,6 +559,14 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
             assert list(r["solvers"]) == ["lanczos"]  # the default's row holds the others
         elif r["encoding"].startswith("RWSE"):
             assert r["max_diff"] < 1e-6 and r["diff_against"] == "pyg"
+    # LapPE again, the other encodings' rows carried over and marked
+    _run_script("large_graphs", ["--synthetic", "--synthetic-scale", "0.004", "--inline",
+                                 "--solvers", "auto", "--encodings", "lappe",
+                                 "--keep-other-rows", "--json", str(out)], monkeypatch)
+    again = json.loads(out.read_text())["rows"]
+    assert [r["encoding"] for r in again] == [r["encoding"] for r in rows]
+    assert [bool(r.get("carried")) for r in again] == [False, True, True] * 3
+    assert again[1] == {**rows[1], "carried": True}
     data_dir = tmp_path / "cache"
     data_dir.mkdir()
     # a 12-node ring with chords, as a bare 1-based Matrix Market body and as a SNAP list
