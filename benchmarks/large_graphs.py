@@ -645,7 +645,8 @@ def main() -> None:
     rows: list[dict] = []
     meta = {"threads": 1, "k": K, "walk_length": WALK, "timeout": args.timeout,
             "memory_gb": args.memory_gb, "synthetic": args.synthetic,
-            "solvers": args.solvers, "skipped": {}}
+            "solvers": args.solvers, "encodings": args.encodings,
+            "kept_other_rows": args.keep_other_rows, "skipped": {}}
 
     carried: list[dict] = []
     if args.keep_other_rows and args.json.exists():

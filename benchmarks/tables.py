@@ -523,8 +523,14 @@ def large_graphs_table(data: dict) -> str:
         return measurement_cell(result, timeout)
 
     source = "generated stand-ins (`--synthetic`)" if data["synthetic"] else "real graphs"
+    options = ""
+    if data.get("encodings", "lappe,rwse,lcp") != "lappe,rwse,lcp":
+        options += f" --encodings {data['encodings']}"
+    if data.get("kept_other_rows"):
+        options += " --keep-other-rows"
     lines = [
-        f"`python benchmarks/large_graphs.py --timeout {timeout:.0f}` ({source}; one thread, "
+        f"`python benchmarks/large_graphs.py --timeout {timeout:.0f}{options}` ({source}; "
+        f"one thread, "
         f"each measurement in its own subprocess, stopped after {timeout:.0f} s, "
         f"{data['memory_gb']:g} GiB of address space; LapPE k = {data['k']}, RWSE "
         f"{data['walk_length']} steps, LCP exact Ollivier-Ricci with its default budget):",

@@ -332,7 +332,9 @@ def shift_invert_eigenpairs(
         return _project(null, y)
 
     ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
-    with progress_bar(f"shift-invert ({n:,} nodes)", unit="solve") as bar:
+    # the bar's total is the usual count (its estimate); ARPACK may need more
+    with progress_bar(f"shift-invert ({n:,} nodes)", total=SOLVES_PER_PAIR * k,
+                      unit="solve") as bar:
 
         def counted(x: np.ndarray) -> np.ndarray:
             bar.update(1)
