@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from graphpe.ops.host import HostCSR, graph_chunks, node_range_csr
+from graphpe.ops.progress import progress_bar
 from graphpe.ops.walk.compiled import (
     ball_profile,
     blocked_landing_probs,
@@ -87,6 +88,11 @@ BLOCKED_OPERATOR_BYTES = 56
 BLOCKED_WIDTH = 64
 # Components up to this size take the dense kernel of small graphs
 COMPONENT_DENSE_MAX_NODES = 256
+# the blocked path runs its columns in rounds of about this many seconds (predicted), so that
+# Python regains control between them (Ctrl-C, the progress bar)
+BLOCKED_ROUND_SECONDS = 1.0
+# a path predicted to take longer than this is announced by a warning before it starts
+LONG_PATH_SECONDS = 60.0
 
 
 class LandingPathChoice(NamedTuple):
@@ -306,7 +312,12 @@ def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
     ``blocked``."""
     n = csr.indptr.shape[0] - 1
     if path == "auto":
-        path = choose_landing_path(csr, walk_length, budget, itemsize=blocked_itemsize(out)).path
+        choice = choose_landing_path(csr, walk_length, budget, itemsize=blocked_itemsize(out))
+        path = choice.path
+        if choice.seconds[path] > LONG_PATH_SECONDS:
+            LOG.warning("RWSE of a %s-node graph by the %r path is predicted to take about "
+                        "%.0f s; the time grows with walk_length (fewer steps take "
+                        "proportionally less)", f"{n:,}", path, choice.seconds[path])
     values, diag = symmetric_walk(csr, self_loops)
     if path == "local":
         threads = _threads(n)
@@ -397,9 +408,19 @@ def _blocked_landing(csr: HostCSR, values: np.ndarray, diag: np.ndarray, walk_le
     operator = HostCSR(indptr, walk.indices[:stop][inside], walk.weight[:stop][inside],
                        walk.loops[:core])
     del walk, rows, inside  # (the bound counts the operator and its values only from here)
-    blocked_landing_probs(operator, operator.weight.astype(dtype), operator.loops.astype(dtype),
-                          walk_length, out, width, threads, folded=folded,
-                          columns=np.arange(core, dtype=np.int64), out_rows=kept)
+    weights, loops = operator.weight.astype(dtype), operator.loops.astype(dtype)
+    columns = np.arange(core, dtype=np.int64)
+    # rounds of whole blocks per thread, each about BLOCKED_ROUND_SECONDS by the cost model
+    per_column = BLOCKED_SECONDS_PER_OP[itemsize] * _half(walk_length) * (m + 3 * core)
+    unit = max(width, 1) * max(threads, 1)
+    rounds = max(1, int(BLOCKED_ROUND_SECONDS * threads / max(per_column, 1e-12)) // unit)
+    step = rounds * unit
+    with progress_bar(f"RWSE ({core:,} columns)", total=core, unit="column") as bar:
+        for lo in range(0, core, step):
+            hi = min(core, lo + step)
+            blocked_landing_probs(operator, weights, loops, walk_length, out, width, threads,
+                                  folded=folded, columns=columns[lo:hi], out_rows=kept[lo:hi])
+            bar.update(hi - lo)
     leaf_landing_probs(leaves, parents, coupling, out)
 
 

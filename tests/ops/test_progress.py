@@ -1,0 +1,65 @@
+"""Long calls show they are alive: the progress bars of the large-graph paths appear past the
+delay (a zero delay here), a path predicted to take minutes is announced by a warning, and
+run_interruptible hands back the worker's result or its exception."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+
+from graphpe.ops import laplacian_eigenpairs, progress
+from graphpe.ops.host import simple_csr
+from graphpe.ops.plan import ExecPlan
+from graphpe.ops.walk import large
+from graphpe.ops.walk.large import large_landing_probs
+from graphpe.synthetic import road_like_graph, social_like_graph
+from tests.ops.walk.test_large import dense_reference
+
+
+@pytest.fixture
+def no_delay(monkeypatch):
+    monkeypatch.setattr(progress, "PROGRESS_DELAY_SECONDS", 0.0)
+
+
+def test_rwse_blocked_path_shows_progress_and_runs_in_rounds(no_delay, monkeypatch, capsys):
+    graph = social_like_graph(600, seed=4)
+    n = graph.num_nodes
+    csr = simple_csr(graph.edge_index, n)
+    whole = np.empty((n, 8))
+    large_landing_probs(csr, 8, whole, budget=2**30, path="blocked", components=False)
+    assert "RWSE (" in capsys.readouterr().err
+    monkeypatch.setattr(large, "BLOCKED_ROUND_SECONDS", 1e-9)  # one block per round
+    rounds = np.empty((n, 8))
+    large_landing_probs(csr, 8, rounds, budget=2**30, path="blocked", components=False)
+    assert np.array_equal(rounds, whole)
+    np.testing.assert_allclose(whole, dense_reference(graph.edge_index, n, 8), atol=1e-12)
+
+
+def test_a_path_predicted_to_take_minutes_is_announced(monkeypatch, caplog):
+    monkeypatch.setattr(large, "LONG_PATH_SECONDS", 0.0)
+    graph = road_like_graph(60, seed=1)
+    csr = simple_csr(graph.edge_index, graph.num_nodes)
+    with caplog.at_level(logging.WARNING, logger="graphpe"):
+        large_landing_probs(csr, 16, np.empty((graph.num_nodes, 16)), budget=2**30,
+                            components=False)
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(said) == 1 and said[0].startswith(f"RWSE of a {graph.num_nodes:,}-node graph")
+
+
+def test_lanczos_and_shift_invert_show_progress(no_delay, capsys):
+    graph = road_like_graph(150, seed=1)
+    for solver, label in (("lanczos", "lanczos ("), ("shift_invert", "shift-invert (")):
+        laplacian_eigenpairs(graph.edge_index, graph.num_nodes, 4, dtype=torch.float64,
+                             plan=ExecPlan(dense_max_nodes=100, sparse_solver=solver))
+        err = capsys.readouterr().err
+        assert label in err, solver
+    assert "sparse LU factor" in err  # the factorization's own bar, in seconds
+
+
+def test_run_interruptible_returns_or_raises_what_the_call_did():
+    assert progress.run_interruptible(sum, [1, 2, 3]) == 6
+    with pytest.raises(ZeroDivisionError):
+        progress.run_interruptible(lambda: 1 / 0)
