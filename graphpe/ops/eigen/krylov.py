@@ -193,12 +193,20 @@ def factor_laplacian(
     spectrum) in the order of ``symbolic`` (:func:`analyze_factor` where None): SuperLU on
     the symmetrically ordered matrix with its natural column order and no row interchanges,
     so ``L`` and ``U^T`` have the Cholesky factor's pattern. ``MemoryError`` before any
-    numeric work where the factor would exceed ``max_factor_bytes``. Runs interruptibly."""
+    numeric work where the factor would exceed ``max_factor_bytes`` (an analysis computed
+    here stops as soon as it does). Runs interruptibly."""
     import scipy.sparse as sp
     import scipy.sparse.linalg as spla
     n = operator.shape[0]
     if symbolic is None or not symbolic.complete:
-        symbolic = analyze_factor(operator.tocsr())
+        # the analysis stops once the factor passes the budget (no work spent past it)
+        cap = None if max_factor_bytes is None else max_factor_bytes // (
+            2 * (_VALUE_BYTES + _INDEX_BYTES))
+        symbolic = analyze_factor(operator.tocsr(), max_fill=cap)
+        if not symbolic.complete:
+            raise MemoryError(f"factor_laplacian: the LU factor would take more than "
+                              f"max_factor_bytes={max_factor_bytes:,} bytes (its analysis "
+                              f"stopped past {cap:,} entries)")
     need = factor_bytes(symbolic)
     if max_factor_bytes is not None and need > max_factor_bytes:
         raise MemoryError(f"factor_laplacian: the LU factor would take {need:,} bytes > "
