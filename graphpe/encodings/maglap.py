@@ -28,8 +28,8 @@ from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.encodings.svd import _directed_blocks
+from graphpe.nn.common import mlp
 from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_attribute
-from graphpe.nn.rfp import _mlp
 from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
@@ -713,8 +713,8 @@ class MagLapEncoder(nn.Module):
                             ("rho_hidden", rho_hidden), ("rho_layers", rho_layers)):
             check_positive_int(name, value)
         self.k, self.num_q, self.m, self.attr_names = k, num_q, m, tuple(attr_names)
-        self.phi = _mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
-        self.pair = _mlp([2 * num_q * m, num_q * m, rho_hidden])
+        self.phi = mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
+        self.pair = mlp([2 * num_q * m, num_q * m, rho_hidden])
         self.rho = _ChannelGIN([rho_hidden] * (rho_layers + 1), batch_norm=True)
         self.out_norm = nn.BatchNorm1d(rho_hidden)
         self.out = nn.Linear(rho_hidden, channels)

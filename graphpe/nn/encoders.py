@@ -11,8 +11,8 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
+from graphpe.nn.common import mlp, read_attribute
 from graphpe.nn.conv import gin_aggregate
-from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_non_negative_int, check_positive_int
 from graphpe.ops.walk import all_pairs, pair_row_edges
 
@@ -48,16 +48,6 @@ def node_blocks(batch, num_nodes: int) -> NodeBlocks:
     local = torch.arange(num_nodes, device=graph.device) - start[graph]
     return NodeBlocks(graph, num_graphs, ptr, local, int(counts.max()) if num_nodes else 0,
                       start.clamp(max=max(num_nodes - 1, 0)))
-
-
-def read_attribute(batch, name: str, producer: str) -> Tensor:
-    """``batch[name]``, or a ValueError saying which transform writes it."""
-    value = batch.get(name) if hasattr(batch, "get") else None
-    if value is None:
-        raise ValueError(f"the batch has no attribute {name!r}: compute it first with "
-                         f"graphpe.transforms.{producer} (as a pre_transform, through "
-                         "precompute, or inside the model with OnTheFlyPE)")
-    return value
 
 
 def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int, dtype: torch.dtype):
@@ -117,8 +107,8 @@ class LapPEEncoder(nn.Module):
         hidden = hidden or channels
         self.k, self.channels, self.pooling = k, channels, pooling
         self.random_sign_flip, self.attr_names = random_sign_flip, tuple(attr_names)
-        self.phi = _mlp([2, hidden, hidden])
-        self.rho = _mlp([hidden, hidden, channels])
+        self.phi = mlp([2, hidden, hidden])
+        self.rho = mlp([hidden, hidden, channels])
 
     def forward(self, batch) -> Tensor:
         """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
@@ -160,14 +150,14 @@ class _ChannelGIN(nn.Module):
 
     def __init__(self, sizes: list[int], batch_norm: bool = False) -> None:
         super().__init__()
-        self.mlps = nn.ModuleList(_mlp([a, b, b]) for a, b in zip(sizes[:-1], sizes[1:],
+        self.mlps = nn.ModuleList(mlp([a, b, b]) for a, b in zip(sizes[:-1], sizes[1:],
                                                                   strict=True))
         self.eps = nn.Parameter(torch.zeros(len(self.mlps)))
         self.norms = nn.ModuleList(nn.BatchNorm1d(b) for b in sizes[1:-1]) if batch_norm else None
 
     def forward(self, h: Tensor, edge_index: Tensor, keep: Tensor | None = None) -> Tensor:
-        for layer, mlp in enumerate(self.mlps):
-            h = mlp(gin_aggregate(h, edge_index, self.eps[layer]))
+        for layer, update in enumerate(self.mlps):
+            h = update(gin_aggregate(h, edge_index, self.eps[layer]))
             if layer < len(self.mlps) - 1:
                 if self.norms is not None:
                     h = self._norm(self.norms[layer], h, keep)
@@ -221,7 +211,7 @@ class SignNetEncoder(nn.Module):
             check_positive_int(name, value)
         self.k, self.channels, self.attr_names = k, channels, tuple(attr_names)
         self.phi = _ChannelGIN([2] + [hidden] * phi_layers)
-        self.rho = _mlp([k * hidden, channels, channels])
+        self.rho = mlp([k * hidden, channels, channels])
 
     def forward(self, batch) -> Tensor:
         """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
@@ -295,7 +285,7 @@ class SPEEncoder(nn.Module):
                             ("rho_hidden", rho_hidden), ("rho_layers", rho_layers)):
             check_positive_int(name, value)
         self.k, self.channels, self.m, self.attr_names = k, channels, m, tuple(attr_names)
-        self.phi = _mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
+        self.phi = mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
         self.rho = _ChannelGIN([m] + [rho_hidden] * rho_layers, batch_norm=batch_norm)
         self.out_norm = nn.BatchNorm1d(rho_hidden) if output_norm else None
         self.out = nn.Linear(rho_hidden, channels)
@@ -524,7 +514,7 @@ class PairBiasEncoder(nn.Module):
             check_positive_int("num_categories", num_categories)
             self.table = nn.Embedding(num_categories, heads)
         else:
-            self.mlp = _mlp([in_dim + 1, hidden, heads])
+            self.mlp = mlp([in_dim + 1, hidden, heads])
         path_hops = check_non_negative_int("path_hops", path_hops)
         self.path_hops = path_hops
         if path_hops:

@@ -27,6 +27,7 @@ from graphpe.nn.attention import (
     check_heads,
     layout_from_batch,
 )
+from graphpe.nn.common import mlp
 from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.nn.encoders import (
     FeatureInput,
@@ -40,7 +41,6 @@ from graphpe.nn.graph_token import GraphToken, TokenLayout
 from graphpe.nn.graphormer import GraphormerLayer
 from graphpe.nn.grit import GRITAttention, log_degree
 from graphpe.nn.layer_maths import gine_layer, gps_layer
-from graphpe.nn.rfp import _mlp
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.walk import pair_ids_of_edges
 
@@ -344,7 +344,7 @@ class PEGraphModel(nn.Module):
             for _ in range(num_layers)
         ) if reinject_pe else None
         self.dropout = dropout
-        self.head = _mlp([channels, channels, out_dim], dropout)
+        self.head = mlp([channels, channels, out_dim], dropout)
 
     def layers_forward(self, h: Tensor, batch, edge_attr: Tensor | None,
                        pe: Tensor | None) -> Tensor:
@@ -830,11 +830,11 @@ class GIN(PEGraphModel):
         kwargs.update(edge_vocab=None, edge_dim=None)
         super().__init__(channels, num_layers, out_dim, **kwargs)
 
-        def mlp():
+        def gin_update():
             return nn.Sequential(nn.Linear(channels, channels), nn.BatchNorm1d(channels),
                                  nn.ReLU(), nn.Linear(channels, channels))
 
-        self.convs = nn.ModuleList(GINLayer(mlp(), train_eps=train_eps)
+        self.convs = nn.ModuleList(GINLayer(gin_update(), train_eps=train_eps)
                                    for _ in range(num_layers))
 
     def layers_forward(self, h, batch, edge_attr, pe):

@@ -7,23 +7,13 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import add_remaining_self_loops, softmax
 
+from graphpe.nn.common import mlp, read_attribute
 from graphpe.ops.graph import single_graph_ptr
 from graphpe.ops.propagate import PROPAGATION_NORMS, propagate
 
 POOLINGS = ("sum", "mean")
 RESAMPLE = ("forward", "epoch", "fixed")
 READOUTS = ("trajectory", "gram")
-
-
-def _mlp(sizes: list[int], dropout: float = 0.0) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            layers.append(nn.ReLU())
-            if dropout:
-                layers.append(nn.Dropout(dropout))
-    return nn.Sequential(*layers)
 
 
 class RFPEncoder(nn.Module):
@@ -97,8 +87,8 @@ class RFPEncoder(nn.Module):
         self.in_dim, self.channels = in_dim, channels
         self.pooling, self.sign_invariant, self.attr_name = pooling, sign_invariant, attr_name
         self.readout, self.steps = readout, steps
-        self.phi = _mlp([phi_in, hidden, hidden], dropout)
-        self.rho = _mlp([hidden, hidden, channels], dropout)
+        self.phi = mlp([phi_in, hidden, hidden], dropout)
+        self.rho = mlp([hidden, hidden, channels], dropout)
 
     def forward(self, batch_or_rfp) -> Tensor:
         """A batch carrying ``attr_name`` ``[N, draws, in_dim]`` (as ``RFP`` writes it), or that
@@ -107,7 +97,6 @@ class RFPEncoder(nn.Module):
         if isinstance(batch_or_rfp, Tensor):
             rfp = batch_or_rfp
         else:
-            from graphpe.nn.encoders import read_attribute
 
             rfp = read_attribute(batch_or_rfp, self.attr_name,
                                  f"RFP(attr_name={self.attr_name!r})")

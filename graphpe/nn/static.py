@@ -32,13 +32,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
 
+from graphpe.nn.common import read_attribute
 from graphpe.nn.encoders import (
     LapPEEncoder,
     LinearSEEncoder,
     PairBiasEncoder,
     pair_values,
     parameter_dtype,
-    read_attribute,
 )
 from graphpe.nn.layer_maths import gps_layer
 from graphpe.ops.checks import check_positive_int

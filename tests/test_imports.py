@@ -1,0 +1,133 @@
+"""The package's import structure: no cycles between graphpe's modules, and no private names
+imported across modules beyond the known ones that the one-style issue removes (the list may
+only shrink). Read from the source with ``ast`` (imports inside functions included)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "graphpe"
+
+# private names imported across modules today; each goes with the one-style migration
+KNOWN_PRIVATE_IMPORTS = {
+    ("graphpe.ops.softmax", "graphpe.ops.dropout", "_keyed_hash"),
+    ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_degrees"),
+    ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_simple_csr"),
+    ("graphpe.ops.eigen.compiled", "graphpe.ops.host", "_degrees"),
+    ("graphpe.ops.propagate.compiled", "graphpe.ops.host", "_degrees"),
+    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_batch_norm"),
+    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_batch_norm_module"),
+    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_has_hooks"),
+    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_mm_t"),
+    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_relu_backward"),
+    ("graphpe.encodings.maglap", "graphpe.encodings.svd", "_directed_blocks"),
+    ("graphpe.encodings.maglap", "graphpe.nn.encoders", "_ChannelGIN"),
+    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_eigh"),
+    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_finish"),
+    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_prepare"),
+    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_ql_pair"),
+    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_ql_setup"),
+}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+def imports(mods: dict[str, Path]) -> list[tuple[str, str, str]]:
+    """``(importer, imported module, name)`` for every ``from graphpe... import name`` and
+    ``import graphpe...`` (name ``""``), relative imports resolved."""
+    found = []
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                if base.split(".")[0] == "graphpe":
+                    found += [(name, base, alias.name) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                found += [(name, alias.name, "") for alias in node.names
+                          if alias.name.split(".")[0] == "graphpe"]
+    return found
+
+
+def _owner(mods: dict[str, Path], module: str, name: str) -> str | None:
+    """The module an import reads: ``module.name`` where that is a module, else ``module``."""
+    for candidate in (f"{module}.{name}", module):
+        while candidate:
+            if candidate in mods:
+                return candidate
+            candidate = candidate.rpartition(".")[0]
+    return None
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in edges:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles_between_modules():
+    mods = modules()
+    edges: dict[str, set[str]] = {name: set() for name in mods}
+    for importer, module, name in imports(mods):
+        owner = _owner(mods, module, name)
+        if owner is not None and owner != importer:
+            edges[importer].add(owner)
+    assert cycles(edges) == []
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_new_private_names_imported_across_modules():
+    private = {(importer, module, name) for importer, module, name in imports(modules())
+               if name.startswith("_") and not name.startswith("__")}
+    assert private <= KNOWN_PRIVATE_IMPORTS, sorted(private - KNOWN_PRIVATE_IMPORTS)
