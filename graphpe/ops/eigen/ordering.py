@@ -152,7 +152,9 @@ def _compact(iw, pe, length, elen, w, n):
 
 
 @aot.njit(cache=True, nogil=True)
-def _amd(indptr, indices, dense, budget, max_work, max_flops):  # noqa: C901 (one elimination loop, as the paper)
+def _amd(indptr, indices, dense, budget, max_work, max_flops):
+    """The elimination loop of :func:`minimum_degree_order`, one pivot per iteration, in the
+    paper's steps: select, form the element, set differences, degrees, supervariables."""
     n = indptr.size - 1
     nnz = indptr[n]
     cap = nnz + nnz // 5 + 2 * n + 16
