@@ -60,11 +60,7 @@ import torch
 
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.lanczos import default_ncv, thick_restart_lanczos
-from graphpe.ops.eigen.ordering import (
-    SymbolicFactor,
-    cholesky_column_counts,
-    minimum_degree_order,
-)
+from graphpe.ops.eigen.ordering import SymbolicFactor, symbolic_cholesky
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
 from graphpe.ops.progress import progress_bar, run_interruptible
 
@@ -168,18 +164,8 @@ def analyze_factor(
     column counts of its Cholesky factor (:mod:`graphpe.ops.eigen.ordering`), each stopped at
     ``max_fill`` entries below the diagonal, the ordering also at ``max_work`` scanned
     entries; ``complete`` says whether both finished. Runs interruptibly."""
-    indptr = np.ascontiguousarray(operator.indptr, dtype=np.int64)
-    indices = np.ascontiguousarray(operator.indices, dtype=np.int64)
-    n = operator.shape[0]
-    perm, ordered, _ = run_interruptible(minimum_degree_order, indptr, indices, max_fill,
-                                         max_work, desc="minimum degree order")
-    if not ordered:
-        return SymbolicFactor(perm, np.zeros(n, np.int64), n, 0.0, False)
-    counts, total, counted = run_interruptible(cholesky_column_counts, indptr, indices, perm,
-                                               max_fill, desc="factor analysis")
-    c = counts.astype(np.float64)
-    return SymbolicFactor(perm, counts, n + total, float((c * (c + 3.0) / 2.0).sum()),
-                          counted)
+    return run_interruptible(symbolic_cholesky, operator.indptr, operator.indices, max_fill,
+                             max_work, desc="factor analysis")
 
 
 def factor_laplacian(
@@ -332,28 +318,22 @@ def shift_invert_eigenpairs(
     perm = factor.perm
     null = _null_columns(deflate)
     null = None if null is None else np.ascontiguousarray(null[perm])
-    count = [0]
-
-    def matvec(x: np.ndarray) -> np.ndarray:
-        count[0] += 1
-        y = factor.lu.solve(_project(null, x.ravel().copy()))
-        return _project(null, y)
-
     ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
     # the bar's total is the usual count (its estimate); ARPACK may need more
     with progress_bar(f"shift-invert ({n:,} nodes)", total=SOLVES_PER_PAIR * k,
                       unit="solve") as bar:
 
-        def counted(x: np.ndarray) -> np.ndarray:
+        def matvec(x: np.ndarray) -> np.ndarray:
             bar.update(1)
-            return matvec(x)
+            return _project(null, factor.lu.solve(_project(null, x.ravel().copy())))
 
-        inverse = spla.LinearOperator((n, n), matvec=counted, dtype=np.float64)
+        inverse = spla.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
         nu, vecs_ordered = spla.eigsh(inverse, k=k, which="LA", tol=tol / upper,
                                       v0=v0[perm], ncv=ncv)
+        solves = bar.n
     vecs = np.empty_like(vecs_ordered)
     vecs[perm] = vecs_ordered
-    return _finish(operator, factor.sigma + 1.0 / nu, vecs, tol, count[0])
+    return _finish(operator, factor.sigma + 1.0 / nu, vecs, tol, solves)
 
 
 def _project(null: np.ndarray | None, x: np.ndarray) -> np.ndarray:

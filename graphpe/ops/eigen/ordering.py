@@ -104,17 +104,20 @@ def cholesky_column_counts(indptr: np.ndarray, indices: np.ndarray, perm: np.nda
 
 
 def symbolic_cholesky(indptr: np.ndarray, indices: np.ndarray,
-                      max_fill: int | None = None) -> SymbolicFactor:
+                      max_fill: int | None = None,
+                      max_work: int | None = None) -> SymbolicFactor:
     """:func:`minimum_degree_order` then :func:`cholesky_column_counts`: the ordering and the
     exact size and work of the factor of a symmetric pattern, each stopped at ``max_fill``
-    entries below the diagonal."""
+    entries below the diagonal, the ordering also at ``max_work`` scanned entries. Where the
+    ordering stops, nothing is counted (``complete`` False, zero counts)."""
     n = indptr.size - 1
-    perm, complete, _ = minimum_degree_order(indptr, indices, max_fill)
+    perm, ordered, _ = minimum_degree_order(indptr, indices, max_fill, max_work)
+    if not ordered:
+        return SymbolicFactor(perm, np.zeros(n, np.int64), n, 0.0, False)
     counts, total, counted = cholesky_column_counts(indptr, indices, perm, max_fill)
-    complete = complete and counted
     c = counts.astype(np.float64)
     return SymbolicFactor(perm, counts, n + total, float((c * (c + 3.0) / 2.0).sum()),
-                          complete)
+                          counted)
 
 
 @aot.njit(cache=True, nogil=True)

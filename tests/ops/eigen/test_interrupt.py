@@ -19,6 +19,15 @@ ARXIV = REPO.parent / "shared" / "data" / "ogbn-arxiv-graph" / "adj_full.npz"
 # seconds from SIGINT to the process's exit that the issue allows
 RETURN_SECONDS = 2.0
 
+# the scripts' common end: say when the call starts, and how it ended
+RUN_TRANSFORM = '''print("start", flush=True)
+try:
+    transform(data)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+'''
+
 GRID_SCRIPT = """
 import sys, numpy as np, torch
 from torch_geometric.data import Data
@@ -34,13 +43,7 @@ e = np.concatenate([np.stack([idx.take(range(side - 1), axis).ravel(),
 data = Data(edge_index=torch.from_numpy(np.concatenate([e, e[::-1]], 1)),
             num_nodes=side ** dims)
 transform = LaplacianPE(k=4, sparse_solver=solver)
-print("start", flush=True)
-try:
-    transform(data)
-    print("finished", flush=True)
-except KeyboardInterrupt:
-    print("interrupted", flush=True)
-"""
+""" + RUN_TRANSFORM
 
 ARXIV_SCRIPT = """
 import sys, numpy as np, scipy.sparse as sp, torch
@@ -50,13 +53,7 @@ adj = sp.load_npz(sys.argv[1]).tocoo()
 data = Data(edge_index=torch.from_numpy(np.stack([adj.row, adj.col]).astype(np.int64)),
             num_nodes=adj.shape[0])
 transform = LaplacianPE(k=16)
-print("start", flush=True)
-try:
-    transform(data)
-    print("finished", flush=True)
-except KeyboardInterrupt:
-    print("interrupted", flush=True)
-"""
+""" + RUN_TRANSFORM
 
 
 def interrupted_after(script: str, args: list[str], delay: float) -> tuple[float, str]:
