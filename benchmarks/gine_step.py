@@ -9,7 +9,7 @@ SPE and expressivity reproductions): atom and bond embeddings, ``layers`` x (``G
 MLP ``Linear -> BatchNorm1d -> ReLU -> Linear`` and a learned ``eps``, then ``BatchNorm1d``,
 ReLU and a residual), sum pooling and an MLP head. PyG's side uses ``GINEConv`` and PyG's
 ``global_add_pool``; graphpe's is ``graphpe.nn.GINE`` with its fused layers
-(:mod:`graphpe.nn.fused_gine`, the default) and module by module (``fused = False``), same
+(:mod:`graphpe.layers.fused_gine`, the default) and module by module (``fused = False``), same
 parameter count. ``--variants gin`` drops the bond features: PyG's ``GINConv`` network
 against graphpe's ``GINE`` built without ``edge_vocab`` (GIN layers, also fused);
 ``--variants gatedgcn`` GraphGPS's ``GatedGCNLayer`` (a PyG ``MessagePassing`` with

@@ -42,7 +42,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_SHARED, place  # noqa: E402
 
-from graphpe.build import build_model  # noqa: E402
+from graphpe.nn.build import build_model  # noqa: E402
 from graphpe.ops import laplacian_eigenpairs  # noqa: E402
 from graphpe.ops.eigen.dense import cupy_available  # noqa: E402
 from graphpe.ops.graph import undirected_simple  # noqa: E402

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 from train_step_breakdown import phases  # noqa: E402
 
-from graphpe.build import build_model  # noqa: E402
 from graphpe.nn import GRITAttention  # noqa: E402
+from graphpe.nn.build import build_model  # noqa: E402
 
 
 def main(argv=None) -> None:

@@ -9,7 +9,7 @@ graphpe's GPS of the same shape, RWPE 20) and of ``benchmarks/gine_step.py`` (Py
 ``torch.inference_mode()``, on
 ZINC-12k batches of each size in ``--batch-sizes`` (32: a training loop's validation; 256:
 ``graphpe.train.evaluate``'s batches and bulk prediction). graphpe runs twice, with its fused
-layers (``fused_inference`` of :mod:`graphpe.nn.fused` and :mod:`graphpe.nn.fused_gine`, the
+layers (``fused_inference`` of :mod:`graphpe.layers.fused` and :mod:`graphpe.layers.fused_gine`, the
 default) and module by module
 (``fused = False``), so the table shows what the fusion adds. The models take turns
 within each round; medians over rounds, ms per batch. The outputs of the two graphpe paths are

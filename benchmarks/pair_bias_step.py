@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 
-from graphpe.build import build_model  # noqa: E402
+from graphpe.nn.build import build_model  # noqa: E402
 from graphpe.transforms import RRWP, RWSE, SPD  # noqa: E402
 
 BIASES = {"none": (None, None), "spd": (SPD(8), {"spd": {"max_dist": 8}}),

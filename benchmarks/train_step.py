@@ -51,8 +51,8 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, place  # noqa: E402
 
-from graphpe.build import build_model  # noqa: E402
 from graphpe.nn import GPS, RWSEEncoder  # noqa: E402
+from graphpe.nn.build import build_model  # noqa: E402
 from graphpe.transforms import RFP, RWSE, LaplacianPE, OnTheFlyPE  # noqa: E402
 
 TARGET_CPU, TARGET_GPU, TARGET_COMPILED, TARGET_OTF = 2.0, 10.0, 3.0, 0.15

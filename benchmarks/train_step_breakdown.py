@@ -8,7 +8,7 @@ medians over rounds in which the variants take turns:
 
 - forward, backward and optimizer milliseconds per step for both models;
 - graphpe's step module by module (``GPSLayer.fused = False``: every submodule its own
-  autograd node), against the default one autograd node per layer (:mod:`graphpe.nn.fused`);
+  autograd node), against the default one autograd node per layer (:mod:`graphpe.layers.fused`);
 - graphpe's module-by-module step with its attention core replaced (diagnostics, not models:
   their outputs are wrong): without the attention-weight dropout, and with the core (scores,
   softmax, dropout, ``PV`` and their backward) replaced by passing ``V`` through;
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DEFAULT_ROOT, DEFAULT_SHARED  # noqa: E402
 from train_step import PygGPS, graphpe_gps, load_zinc, sync  # noqa: E402
 
-import graphpe.nn.attention as attention  # noqa: E402
+import graphpe.layers.attention as attention  # noqa: E402
 
 CPU = torch.device("cpu")
 MATMULS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graphpe import encodings, nn, ops, transforms
-    from graphpe.build import build_model, load_model
+    from graphpe.nn.build import build_model, load_model
 
 __version__ = "0.1.0"
 
@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"graphpe.{name}")
     if name in _FROM_BUILD:
-        return getattr(importlib.import_module("graphpe.build"), name)
+        return getattr(importlib.import_module("graphpe.nn.build"), name)
     raise AttributeError(f"module 'graphpe' has no attribute {name!r}")
 
 

@@ -255,7 +255,7 @@ def _add_run_args(p_train: argparse.ArgumentParser) -> None:
                          help="JSON record: metrics, curve, PE specs, model and train config, "
                               "versions")
     p_train.add_argument("--checkpoint", default=None,
-                         help="best model with its config (graphpe.build.load_model reads it); "
+                         help="best model with its config (graphpe.nn.build.load_model reads it); "
                               "the state to resume from is kept beside it as <file>.state")
     p_train.add_argument("--resume", default=None,
                          help="continue a run from its <checkpoint>.state file")
@@ -303,7 +303,7 @@ def _add_pretrain_gpse_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--root", required=True, help="folder holding the dataset's files")
     p.add_argument("--out", required=True, help="checkpoint written (the best epoch's model)")
     p.add_argument("--config", default=None,
-                   help="TOML/JSON file of graphpe.encodings.gpse.PretrainConfig fields (e.g. "
+                   help="TOML/JSON file of graphpe.pretrain.PretrainConfig fields (e.g. "
                         "configs/pretrain/gpse.toml); default: the paper's setup")
     p.add_argument("--epochs", type=int, default=None, help="override the config's epochs")
     p.add_argument("--batch-size", type=int, default=None, help="override: graphs per batch")
@@ -320,12 +320,12 @@ def _add_pretrain_gpse_parser(sub: argparse._SubParsersAction) -> None:
 
 def pretrain_gpse_command(args: argparse.Namespace) -> dict:
     """``graphpe pretrain-gpse``: the config (file, then flags), the dataset's train and val
-    splits, :func:`graphpe.encodings.gpse.pretrain_gpse`; prints a summary."""
+    splits, :func:`graphpe.pretrain.pretrain_gpse`; prints a summary."""
     import dataclasses
 
     from graphpe.datasets import load_dataset
-    from graphpe.encodings.gpse import PretrainConfig, pretrain_gpse
     from graphpe.ops.checks import check_positive_int
+    from graphpe.pretrain import PretrainConfig, pretrain_gpse
 
     values = {} if args.config is None else _load_config(args.config)
     known = {f.name for f in dataclasses.fields(PretrainConfig)}
@@ -534,9 +534,9 @@ def evaluate_checkpoint(args: argparse.Namespace) -> None:
     import torch
     from torch_geometric.loader import DataLoader
 
-    from graphpe.build import load_model
     from graphpe.datasets import load_dataset
     from graphpe.encodings import resolve_pe, transforms_of
+    from graphpe.nn.build import load_model
     from graphpe.train import encode_bundle, evaluate
 
     _check_device(args.device)

@@ -106,7 +106,7 @@ class DatasetBundle:
         return self.metric in ("rocauc", "accuracy")
 
     def model_kwargs(self) -> dict[str, Any]:
-        """Arguments of :func:`graphpe.build.build_model` fixed by the data."""
+        """Arguments of :func:`graphpe.nn.build.build_model` fixed by the data."""
         task = "graph_classification" if self.task == "graph_multilabel" else self.task
         return {"out_dim": self.out_dim, "task": task, "node_vocab": self.node_vocab,
                 "node_dim": self.node_dim, "edge_vocab": self.edge_vocab,

@@ -29,15 +29,15 @@ from torch_geometric.loader import DataLoader
 from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
-from graphpe.build import build_model, normalize_model_config
 from graphpe.datasets import DatasetBundle
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
+from graphpe.nn.build import build_model, normalize_model_config
 from graphpe.ops.checks import check_non_negative_int
 from graphpe.transforms import PETransform
 
 
 def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
-    """The transforms and the ``pe`` config of :func:`graphpe.build.build_model` for PEs given in
+    """The transforms and the ``pe`` config of :func:`graphpe.nn.build.build_model` for PEs given in
     any form :func:`graphpe.encodings.resolve_pe` takes (names, or names with settings)."""
     specs = resolve_pe(pe)
     return transforms_of(specs), pe_model_config(specs)
@@ -415,7 +415,7 @@ def fit(
 
     ``train_split(epoch)``, if given, supplies the training graphs of each epoch (e.g. to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
-    goes into the checkpoint, so :func:`graphpe.build.load_model` rebuilds the model from the file
+    goes into the checkpoint, so :func:`graphpe.nn.load_model` rebuilds the model from the file
     alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
     seed_everything(config.seed)
     setup = _set_up(model, bundle, config)

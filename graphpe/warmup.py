@@ -17,7 +17,11 @@ workload compiles nothing more.
 from __future__ import annotations
 
 import copy
+import importlib
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -128,8 +132,8 @@ def _train_model(model_name: str, spec, graphs: list) -> None:
     import torch
     from torch_geometric.data import Batch
 
-    from graphpe.build import build_model
     from graphpe.encodings import pair_model_config, pe_model_config
+    from graphpe.nn.build import build_model
     from graphpe.transforms import LaplacianPE
 
     batch = Batch.from_data_list([g.clone() for g in graphs])
@@ -244,3 +248,52 @@ def cache_location() -> str:
     from graphpe.ops import graph
 
     return str(graph._index_range._cache._cache_path)
+
+
+def record_signatures(workload_families: list[str] | None = None) -> dict:
+    """Run ``graphpe warmup``'s workload in this process with every kernel call from Python
+    logged, and write the signatures (argument and return types) to ``aot_signatures.json``."""
+    from graphpe.ops import aot_build
+
+    aot = aot_build.aot_module()
+    if os.environ.get(aot.ENV_SWITCH) != "record":  # the kernels are bound at import: rerun
+        env = dict(os.environ, **{aot.ENV_SWITCH: "record"})
+        command = [sys.executable, "-m", "graphpe.warmup", "--record"]
+        subprocess.run(command, env=env, check=True)
+        return json.loads(aot.SIGNATURES_PATH.read_text())
+    from graphpe.ops import aot as bound_aot
+
+    for family in workload_families or list(families()):
+        warm_family(family)
+    signatures: dict[str, list] = {}
+    for module_name, name, args in sorted(bound_aot.recorded(), key=str):
+        dispatcher = getattr(importlib.import_module(module_name), name).dispatcher
+        returns = dispatcher.overloads[args].signature.return_type
+        try:
+            entry = {"args": [aot_build.type_source(t) for t in args],
+                     "returns": aot_build.type_source(returns)}
+        except TypeError as error:
+            print(f"skipped {module_name}:{name}{args}: {error}", file=sys.stderr)
+            continue
+        signatures.setdefault(f"{module_name}:{name}", []).append(entry)
+    aot.SIGNATURES_PATH.write_text(json.dumps(signatures, indent=1, sort_keys=True) + "\n")
+    return signatures
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m graphpe.warmup --record``: rewrite the kernels' ahead-of-time signatures
+    (``graphpe/ops/aot_signatures.json``) from the workload; ``graphpe warmup`` compiles."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--record", action="store_true", required=True,
+                        help="rewrite aot_signatures.json from warmup's workload")
+    parser.parse_args(argv)
+    start = time.perf_counter()
+    signatures = record_signatures()
+    count = sum(len(v) for v in signatures.values())
+    print(f"{count} signatures of {len(signatures)} kernels ({time.perf_counter() - start:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -256,7 +256,7 @@ def test_spe_step_benchmark_runs(tmp_path, monkeypatch):
 
 def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     _needs_zinc()
-    import graphpe.nn.attention as attention
+    import graphpe.layers.attention as attention
 
     core = attention._attention_core
     out = tmp_path / "b.json"

@@ -16,13 +16,13 @@ KNOWN_PRIVATE_IMPORTS = {
     ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_simple_csr"),
     ("graphpe.ops.eigen.compiled", "graphpe.ops.host", "_degrees"),
     ("graphpe.ops.propagate.compiled", "graphpe.ops.host", "_degrees"),
-    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_batch_norm"),
-    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_batch_norm_module"),
-    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_has_hooks"),
-    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_mm_t"),
-    ("graphpe.nn.fused_gine", "graphpe.nn.fused", "_relu_backward"),
+    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm"),
+    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm_module"),
+    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_has_hooks"),
+    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_mm_t"),
+    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_relu_backward"),
     ("graphpe.encodings.maglap", "graphpe.encodings.svd", "_directed_blocks"),
-    ("graphpe.encodings.maglap", "graphpe.nn.encoders", "_ChannelGIN"),
+    ("graphpe.encodings.maglap", "graphpe.nn.encoders", "ChannelGIN"),
     ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_eigh"),
     ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_finish"),
     ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_prepare"),
@@ -131,3 +131,50 @@ def test_no_new_private_names_imported_across_modules():
     private = {(importer, module, name) for importer, module, name in imports(modules())
                if name.startswith("_") and not name.startswith("__")}
     assert private <= KNOWN_PRIVATE_IMPORTS, sorted(private - KNOWN_PRIVATE_IMPORTS)
+
+
+# graphpe's layers, lowest first, as docs/layout.md draws them: a module imports modules of
+# its own layer and of the layers below, never above. The package root (lazy names) is above all.
+LAYERS = (
+    ("graphpe.ops",),
+    ("graphpe.layers",),
+    ("graphpe.encodings",),
+    ("graphpe.transforms", "graphpe.synthetic"),
+    ("graphpe.nn",),
+    ("graphpe.datasets",),
+    ("graphpe.train", "graphpe.warmup"),
+    ("graphpe.pretrain",),
+    ("graphpe.cli",),
+)
+
+
+def layer_of(module: str) -> int | None:
+    for level, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return level
+    return None
+
+
+def upward_imports() -> list[tuple[str, str]]:
+    mods = modules()
+    found = []
+    for importer, module, name in imports(mods):
+        owner = _owner(mods, module, name)
+        low, high = layer_of(importer), layer_of(owner or "")
+        if low is not None and high is not None and high > low:
+            found.append((importer, owner))
+    return sorted(set(found))
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in modules() if m != "graphpe" and layer_of(m) is None] == []
+
+
+def test_imports_go_down_the_layers():
+    assert upward_imports() == []
+
+
+def test_the_layer_check_sees_an_upward_import():
+    assert layer_of("graphpe.ops.eigen.krylov") < layer_of("graphpe.train")
+    assert layer_of("graphpe.layers.conv") < layer_of("graphpe.encodings.rfp") < layer_of(
+        "graphpe.nn.models")

@@ -14,7 +14,8 @@ import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
-from graphpe.nn import LinearSEEncoder
+from graphpe.encodings.transform import PETransform, check_attr_names, option
+from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.curvature.compiled import per_input_edge_host
@@ -26,7 +27,6 @@ from graphpe.ops.host import (
     run_over_graphs,
     simple_csr,
 )
-from graphpe.transforms.base import PETransform, check_attr_names, option
 
 # The enumeration visits every simple path of up to max_length nodes that starts at its
 # smallest node: a handful per node on molecules, but exponential in max_length on dense
@@ -268,7 +268,7 @@ class CycleCountEncoder(LinearSEEncoder):
 
 
 @register
-class Cycles(Encoding):
+class CyclesSpec(Encoding):
     name = "cycles"
     summary = "counts of the simple cycles of length 3..max_length through each node (GSN)"
     paper = ("Bouritsas et al., Improving Graph Neural Network Expressivity via Subgraph "

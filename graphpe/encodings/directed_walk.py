@@ -16,12 +16,12 @@ import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
-from graphpe.nn import LinearSEEncoder
+from graphpe.encodings.transform import PETransform, check_attr_names, option
+from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_choice, check_positive_int, check_size_limit
 from graphpe.ops.graph import validate_graph
 from graphpe.ops.host import FASTMATH, graph_chunks, host_array, numpy_dtype, run_over_graphs
-from graphpe.transforms.base import PETransform, check_attr_names, option
 
 # what the walker does on a node without out-edges (see directed_landing_probs)
 SINKS = ("stay", "teleport", "vanish")
@@ -203,7 +203,7 @@ class DirectedRWSEEncoder(LinearSEEncoder):
 
 
 @register
-class DRWSE(Encoding):
+class DRWSESpec(Encoding):
     name = "drwse"
     summary = ("directed random-walk return probabilities diag((D_out^-1 A)^t), t = "
                "1..walk_length, along the edges' direction")

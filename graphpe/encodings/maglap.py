@@ -28,8 +28,9 @@ from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
 from graphpe.encodings.svd import _directed_blocks
-from graphpe.nn.common import mlp
-from graphpe.nn.encoders import _ChannelGIN, node_blocks, parameter_dtype, read_attribute
+from graphpe.encodings.transform import PETransform, check_attr_names, option
+from graphpe.layers.common import mlp, read_attribute
+from graphpe.layers.encoders import ChannelGIN, node_blocks, parameter_dtype
 from graphpe.ops.aot import njit
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES, batched_eigh
@@ -56,7 +57,6 @@ from graphpe.ops.graph import (
 )
 from graphpe.ops.host import graph_chunks, host_array, run_over_graphs, use_compiled
 from graphpe.ops.walk import all_pairs, pair_row_edges
-from graphpe.transforms.base import PETransform, check_attr_names, option
 
 MAGLAP_NORMALIZATIONS = ("sym", "none")
 KERNELS = ("auto", "compiled", "tensor")
@@ -715,7 +715,7 @@ class MagLapEncoder(nn.Module):
         self.k, self.num_q, self.m, self.attr_names = k, num_q, m, tuple(attr_names)
         self.phi = mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
         self.pair = mlp([2 * num_q * m, num_q * m, rho_hidden])
-        self.rho = _ChannelGIN([rho_hidden] * (rho_layers + 1), batch_norm=True)
+        self.rho = ChannelGIN([rho_hidden] * (rho_layers + 1), batch_norm=True)
         self.out_norm = nn.BatchNorm1d(rho_hidden)
         self.out = nn.Linear(rho_hidden, channels)
 
@@ -759,7 +759,7 @@ class MagLapEncoder(nn.Module):
 
 
 @register
-class MagLap(Encoding):
+class MagLapSpec(Encoding):
     name = "maglap"
     summary = ("magnetic Laplacian eigenvectors of the directed graph for one or several q, "
                "through a stable network over V diag(phi) V^H")

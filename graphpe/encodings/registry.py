@@ -24,9 +24,8 @@ from typing import Any, ClassVar
 
 from torch import nn
 
+from graphpe.encodings.transform import PETransform, option
 from graphpe.ops.checks import checked_fields
-from graphpe.transforms import PETransform
-from graphpe.transforms.base import option
 
 NODE = "node"  # a node encoding: an encoder adds it to the node embedding
 PAIR = "pair"  # a pairwise encoding: an attention bias, or GRIT's pair features

@@ -12,7 +12,8 @@ import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
-from graphpe.nn import LinearSEEncoder
+from graphpe.encodings.transform import PETransform, check_attr_names, option
+from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.checks import check_choice, check_positive_int, check_seed, check_size_limit
 from graphpe.ops.eigen import canonical_signs, random_signs
 from graphpe.ops.graph import (
@@ -22,7 +23,6 @@ from graphpe.ops.graph import (
     size_buckets,
     validate_graph,
 )
-from graphpe.transforms.base import PETransform, check_attr_names, option
 
 SIGNS = ("canonical", "random", "none")
 # singular values below this fraction of a graph's largest are rank deficiency, not signal:
@@ -163,7 +163,7 @@ class SVDEncoder(LinearSEEncoder):
 
 
 @register
-class SVD(Encoding):
+class SVDSpec(Encoding):
     name = "svd"
     summary = "singular vectors of the (directed) adjacency, scaled by sqrt(singular values)"
     paper = ("Hussain et al., Global Self-Attention as a Replacement for Graph Convolution, "

@@ -1,35 +1,35 @@
 """``torch.nn`` modules: PE encoders, the GPS layer and the GINE, GPS, GRIT, GatedGCN, GCN,
-GIN and Graphormer models (built from a config by :func:`graphpe.build.build_model`).
+GIN and Graphormer models (built from a config by :func:`build_model`).
 
 Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transforms` to
 ``[N, channels]``, so it can be added to the node embedding of any GNN.
 """
 
-from graphpe.nn.attention import (
+from graphpe.encodings.curvature import LCPEncoder
+from graphpe.encodings.cycles import CycleCountEncoder
+from graphpe.encodings.directed_walk import DirectedRWSEEncoder
+from graphpe.encodings.gpse import GPSEEncoder
+from graphpe.encodings.laplacian import LapPEEncoder, SignNetEncoder, SPEEncoder
+from graphpe.encodings.learned import DegreeEncoder, PEARLEncoder
+from graphpe.encodings.maglap import MagLapEncoder
+from graphpe.encodings.rfp import LearnedRFP, RFPEncoder
+from graphpe.encodings.spectral import ElstaticSEEncoder, HKdiagSEEncoder
+from graphpe.encodings.svd import SVDEncoder
+from graphpe.encodings.walk import RWSEEncoder
+from graphpe.layers.attention import (
     GraphLayout,
     LinearAttention,
     MultiheadGraphAttention,
     PerformerAttention,
     graph_layout,
 )
-from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
-from graphpe.nn.encoders import (
-    DegreeEncoder,
-    ElstaticSEEncoder,
-    HKdiagSEEncoder,
-    LapPEEncoder,
-    LCPEncoder,
-    LinearSEEncoder,
-    PairBiasEncoder,
-    PairFeatureEncoder,
-    RWSEEncoder,
-    SignNetEncoder,
-    SPEEncoder,
-)
-from graphpe.nn.gpse import GPSE
-from graphpe.nn.graph_token import GraphToken
-from graphpe.nn.graphormer import GraphormerLayer
-from graphpe.nn.grit import GRITAttention
+from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
+from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, PairFeatureEncoder
+from graphpe.layers.gpse import GPSE
+from graphpe.layers.graph_token import GraphToken
+from graphpe.layers.graphormer import GraphormerLayer
+from graphpe.layers.grit import GRITAttention
+from graphpe.nn.build import build_model, load_model
 from graphpe.nn.models import (
     GINE,
     GPS,
@@ -39,8 +39,6 @@ from graphpe.nn.models import (
     Graphormer,
     PEGraphModel,
 )
-from graphpe.nn.pearl import PEARLEncoder
-from graphpe.nn.rfp import LearnedRFP, RFPEncoder
 from graphpe.nn.static import (
     StaticBatch,
     StaticCollate,
@@ -49,23 +47,16 @@ from graphpe.nn.static import (
     static_shapes,
 )
 
-
-def __getattr__(name: str):
-    # build_model and load_model read the encodings registry, which sits above nn (it imports
-    # the transforms too); they live in graphpe.build and are reachable here by their old name
-    if name in ("build_model", "load_model"):
-        from graphpe import build
-
-        return getattr(build, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 __all__ = [
+    "CycleCountEncoder",
     "DegreeEncoder",
+    "DirectedRWSEEncoder",
     "ElstaticSEEncoder",
     "GINE",
     "GINLayer",
     "GPS",
     "GPSE",
+    "GPSEEncoder",
     "GPSLayer",
     "GatedGCN",
     "GatedGCNLayer",
@@ -81,6 +72,7 @@ __all__ = [
     "LearnedRFP",
     "LinearAttention",
     "LinearSEEncoder",
+    "MagLapEncoder",
     "MultiheadGraphAttention",
     "PEARLEncoder",
     "PEGGate",
@@ -91,11 +83,14 @@ __all__ = [
     "RFPEncoder",
     "RWSEEncoder",
     "SPEEncoder",
+    "SVDEncoder",
     "SignNetEncoder",
     "StaticBatch",
     "StaticCollate",
     "StaticGPS",
+    "build_model",
     "graph_layout",
+    "load_model",
     "pe_distances",
     "static_batch",
     "static_shapes",

@@ -18,7 +18,7 @@ from torch_geometric.nn import (
 )
 from torch_geometric.nn.resolver import normalization_resolver
 
-from graphpe.nn.attention import (
+from graphpe.layers.attention import (
     MAX_BUCKETS,
     GraphLayout,
     LinearAttention,
@@ -27,20 +27,20 @@ from graphpe.nn.attention import (
     check_heads,
     layout_from_batch,
 )
-from graphpe.nn.common import mlp
-from graphpe.nn.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
-from graphpe.nn.encoders import (
+from graphpe.layers.common import mlp
+from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
+from graphpe.layers.encoders import (
     FeatureInput,
     PairBiasEncoder,
     PairFeatureEncoder,
     parameter_dtype,
 )
-from graphpe.nn.fused import fused_forward, may_fuse
-from graphpe.nn.fused_gine import fused_gine_layer
-from graphpe.nn.graph_token import GraphToken, TokenLayout
-from graphpe.nn.graphormer import GraphormerLayer
-from graphpe.nn.grit import GRITAttention, log_degree
-from graphpe.nn.layer_maths import gine_layer, gps_layer
+from graphpe.layers.fused import fused_forward, may_fuse
+from graphpe.layers.fused_gine import fused_gine_layer
+from graphpe.layers.graph_token import GraphToken, TokenLayout
+from graphpe.layers.graphormer import GraphormerLayer
+from graphpe.layers.grit import GRITAttention, log_degree
+from graphpe.layers.layer_maths import gine_layer, gps_layer
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.walk import pair_ids_of_edges
 
@@ -63,15 +63,15 @@ class GPSLayer(nn.Module):
     with dropout after each branch and the attention over each graph's nodes only. The same
     maths and submodule names as PyG's ``GPSConv`` (so its weights load directly), with the
     MPNN and attention each optional and two linear-time attentions for large graphs
-    (``linear``, :class:`~graphpe.nn.attention.LinearAttention`; ``performer``,
-    :class:`~graphpe.nn.attention.PerformerAttention`, GraphGPS's Performer). The
+    (``linear``, :class:`~graphpe.layers.attention.LinearAttention`; ``performer``,
+    :class:`~graphpe.layers.attention.PerformerAttention`, GraphGPS's Performer). The
     ``multihead`` attention runs over size buckets of the batch's graphs
-    (:class:`~graphpe.nn.attention.MultiheadGraphAttention`), not one block padded to the
+    (:class:`~graphpe.layers.attention.MultiheadGraphAttention`), not one block padded to the
     largest graph; pass the batch's ``layout`` when calling several layers, so it is built once.
-    The ``grit`` attention (:class:`~graphpe.nn.grit.GRITAttention`) takes its logits from pair
+    The ``grit`` attention (:class:`~graphpe.layers.grit.GRITAttention`) takes its logits from pair
     features and updates them: the layer then also returns the new pair features,
     :math:`e' = \mathrm{norm}_e(e + \mathrm{Dropout}(\hat e))` (GRIT's layer when ``mpnn`` is
-    None). With ``mpnn='gatedgcn'`` (:class:`~graphpe.nn.conv.GatedGCNLayer`, GraphGPS's
+    None). With ``mpnn='gatedgcn'`` (:class:`~graphpe.layers.conv.GatedGCNLayer`, GraphGPS's
     ``CustomGatedGCN``) the MPNN branch is :math:`h^M = \mathrm{norm}_1(\mathrm{GatedGCN}(x))`:
     that layer has its own residual and dropout (and norms inside), as in GraphGPS's
     ``GPSLayer``; the layer also returns the edge features it updated: ``(out, edge_attr')``.
@@ -146,7 +146,7 @@ class GPSLayer(nn.Module):
         # get the batch vector; without it they would normalize over the whole batch
         self.norm_with_batch = self.norm3 is not None and (
             "batch" in inspect.signature(self.norm3.forward).parameters)
-        # training steps on the CPU as one autograd node where graphpe.nn.fused applies
+        # training steps on the CPU as one autograd node where graphpe.layers.fused applies
         # (False: module by module, e.g. to inspect the submodules' outputs)
         self.fused = True
 
@@ -182,7 +182,7 @@ class GPSLayer(nn.Module):
     ) -> Tensor | tuple[Tensor, Tensor]:
         """``x [N, channels]`` -> ``[N, channels]`` (``(x', edge_attr')`` with
         ``mpnn='gatedgcn'``). ``batch`` maps nodes to graphs (None: one
-        graph); ``layout`` is :func:`~graphpe.nn.attention.graph_layout` of the batch (built
+        graph); ``layout`` is :func:`~graphpe.layers.attention.graph_layout` of the batch (built
         here when not given); ``num_graphs`` spares per-graph norms a ``batch.max()``;
         ``pair_bias [P, heads]`` is added to the attention logits of the pairs ``pair_index``
         (``multihead`` attention only); ``edge_weight [E, 1]`` scales the MPNN's messages
@@ -361,7 +361,7 @@ class PEGraphModel(nn.Module):
         return h + add if node_rows is None else h.index_add(0, node_rows, add)
 
     def _build_peg(self, peg_attr: str | None, num_layers: int) -> None:
-        """One :class:`~graphpe.nn.conv.PEGGate` per layer, reading the eigenvectors
+        """One :class:`~graphpe.layers.conv.PEGGate` per layer, reading the eigenvectors
         ``batch[peg_attr]`` (None: no gates)."""
         self.peg_attr = peg_attr
         self.peg_gates = (nn.ModuleList(PEGGate(self.channels) for _ in range(num_layers))
@@ -428,7 +428,7 @@ class PEGraphModel(nn.Module):
 class GINE(PEGraphModel):
     """A GINE network (Hu et al., 2020; GIN when there are no edge features): layers
     ``h = h + ReLU(BN(GINE(h)))``, then pooling and an MLP head. ``peg_attr`` names the
-    eigenvectors whose distances gate every layer's messages (:class:`~graphpe.nn.conv.
+    eigenvectors whose distances gate every layer's messages (:class:`~graphpe.layers.conv.
     PEGGate`, PEG / EquivStableLapPE; None: no gates). See :class:`PEGraphModel` for the
     other arguments."""
 
@@ -444,7 +444,7 @@ class GINE(PEGraphModel):
         self.convs = nn.ModuleList(conv() for _ in range(num_layers))
         self.norms = nn.ModuleList(nn.BatchNorm1d(channels) for _ in range(num_layers))
         self._build_peg(peg_attr, num_layers)
-        # each layer as one autograd node on the CPU where it applies (graphpe.nn.fused_gine;
+        # each layer as one autograd node on the CPU where it applies (graphpe.layers.fused_gine;
         # False: module by module)
         self.fused = True
 
@@ -471,11 +471,11 @@ class GINE(PEGraphModel):
 class GatedGCN(PEGraphModel):
     """A GatedGCN network (Bresson & Laurent, 2017; with the edge-feature layers of
     benchmarking-gnns, Dwivedi et al., JMLR 2023): after the input embeddings,
-    ``num_layers`` :class:`~graphpe.nn.conv.GatedGCNLayer` (residual gated convolutions that
+    ``num_layers`` :class:`~graphpe.layers.conv.GatedGCNLayer` (residual gated convolutions that
     update the node and the edge features), then pooling (``pool``; benchmarking-gnns reads
     out the mean) and the MLP head of :class:`PEGraphModel`.
     Without edge features every edge starts from one learned vector. ``peg_attr`` names the
-    eigenvectors whose distances gate every layer's messages (:class:`~graphpe.nn.conv.
+    eigenvectors whose distances gate every layer's messages (:class:`~graphpe.layers.conv.
     PEGGate`; GraphGPS's GatedGCN with ``equivstable_pe``). See :class:`PEGraphModel` for the
     other arguments."""
 
@@ -557,7 +557,7 @@ class GPS(PEGraphModel):
     ``grit`` attention: a :class:`PairFeatureEncoder`, whose pair features the layers update,
     with the edge embeddings added on the pairs that are edges, and whose diagonal node
     encoding is added to the node embedding), ``graph_token`` (``multihead`` attention: add
-    Graphormer's graph token to every graph, :class:`~graphpe.nn.graph_token.GraphToken`; with
+    Graphormer's graph token to every graph, :class:`~graphpe.layers.graph_token.GraphToken`; with
     ``pool='token'`` its final state is the graph's representation, else it only relays
     attention and the nodes are pooled); the rest as :class:`PEGraphModel`."""
 
@@ -685,9 +685,9 @@ class Graphormer(PEGraphModel):
 
     - Input: the node embedding plus the encoders of ``pe`` (Graphormer's centrality encoding
       is ``{"degree": {}}``, :class:`DegreeEncoder`), the graph token inserted in front of each
-      graph (:class:`~graphpe.nn.graph_token.GraphToken`), a layer norm of every row
+      graph (:class:`~graphpe.layers.graph_token.GraphToken`), a layer norm of every row
       (Graphormer's ``encoder_normalize_before``) and dropout.
-    - Layers: :class:`~graphpe.nn.graphormer.GraphormerLayer`, attention over each graph's rows
+    - Layers: :class:`~graphpe.layers.graphormer.GraphormerLayer`, attention over each graph's rows
       with the pair biases of ``pair_encoder`` (the spatial encoding: a
       :class:`PairBiasEncoder` of SPD, ``pair={"spd": {...}}`` in :func:`build_model`; with
       ``path_hops``, the edge encoding too) and the token's virtual-distance bias.
@@ -820,7 +820,7 @@ class GIN(PEGraphModel):
     with the paper code's two-layer MLP ``Linear -> BatchNorm -> ReLU -> Linear`` and a fixed
     :math:`\epsilon = 0` (``train_eps`` to learn it), then pooling (``pool``) for graph tasks
     and an MLP head. No residuals (unlike :class:`GINE`). The layer is
-    :class:`~graphpe.nn.conv.GINLayer` (PyG ``GINConv``'s maths and state). GIN has no edge
+    :class:`~graphpe.layers.conv.GINLayer` (PyG ``GINConv``'s maths and state). GIN has no edge
     term: ``edge_vocab`` / ``edge_dim`` are accepted and ignored (use :class:`GINE` for edge
     features). See :class:`PEGraphModel` for the other arguments.
     """

@@ -15,7 +15,7 @@ forward has no host synchronization and no data-dependent shape, so
 
 Every graph is padded to the same ``S``: on a GPU that costs nothing (the step is bound by
 kernel launches, not arithmetic), on a CPU it does (the padded rows go through every matrix
-product): there the eager bucketed path (:class:`~graphpe.nn.attention.GraphLayout`) is the
+product): there the eager bucketed path (:class:`~graphpe.layers.attention.GraphLayout`) is the
 fast one. Where graph sizes vary widely (a few graphs of hundreds of nodes among molecules of
 twenty), one shape for the run (:func:`static_shapes`) pads everything to the outliers; leave
 ``graph_size`` and ``num_edges`` to :func:`static_batch`'s per-batch rounding instead: a few
@@ -32,15 +32,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
 
-from graphpe.nn.common import read_attribute
-from graphpe.nn.encoders import (
-    LapPEEncoder,
-    LinearSEEncoder,
-    PairBiasEncoder,
-    pair_values,
-    parameter_dtype,
-)
-from graphpe.nn.layer_maths import gps_layer
+from graphpe.encodings.laplacian import LapPEEncoder
+from graphpe.layers.common import read_attribute
+from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, pair_values, parameter_dtype
+from graphpe.layers.layer_maths import gps_layer
 from graphpe.ops.checks import check_positive_int
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
@@ -446,7 +441,7 @@ class StaticGPS(nn.Module):
     @staticmethod
     def _gated_gcn(conv, x: Tensor, sb: StaticBatch, side: dict, mask: Tensor,
                    count: Tensor) -> Tensor:
-        """:class:`~graphpe.nn.conv.GatedGCNLayer` with its batch norms over the real nodes
+        """:class:`~graphpe.layers.conv.GatedGCNLayer` with its batch norms over the real nodes
         and edges; the updated edge features go to ``side['edges']``."""
         edge_attr = side["edges"]
         x_hat, e_hat = conv.gated(x, sb.edge_index, edge_attr)

@@ -5,7 +5,7 @@ install, so that no call in a fresh environment waits for numba.
 numba's ahead-of-time compiler (:mod:`graphpe.ops.aot_build`): every kernel of
 :data:`AOT_MODULES` that Python calls, at each signature listed in ``aot_signatures.json``
 (the signatures ``graphpe warmup``'s workload calls, recorded by
-``python -m graphpe.ops.aot_build --record``). Its index, ``graphpe/_kernels.json``, maps
+``python -m graphpe.warmup --record``). Its index, ``graphpe/_kernels.json``, maps
 each kernel and argument types to the compiled function, and holds the digest of the kernel
 sources it was built from.
 
@@ -53,7 +53,7 @@ INDEX_PATH = PACKAGE_DIR / "_kernels.json"
 SIGNATURES_PATH = Path(__file__).resolve().parent / "aot_signatures.json"
 LAPACK_SHIM = Path(__file__).resolve().parent / "lapack_shim.c"
 # GRAPHPE_AOT=0 ignores the extension (every kernel through numba); =record logs the types
-# of every kernel call made from Python into GRAPHPE_AOT_RECORD (aot_build --record).
+# of every kernel call made from Python into GRAPHPE_AOT_RECORD (python -m graphpe.warmup --record).
 ENV_SWITCH = "GRAPHPE_AOT"
 _LOG = logging.getLogger("graphpe")
 

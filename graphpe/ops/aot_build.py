@@ -1,7 +1,7 @@
 """Build the ahead-of-time kernel extension ``graphpe._kernels`` (see :mod:`graphpe.ops.aot`).
 
     python -m graphpe.ops.aot_build             # build into the package (an editable checkout)
-    python -m graphpe.ops.aot_build --record    # rewrite aot_signatures.json from warmup's calls
+    python -m graphpe.warmup --record           # rewrite aot_signatures.json from warmup's calls
 
 ``setup.py`` runs :func:`build` when the package is built (``pip install .`` or ``-e .``), in
 pip's build environment, which has numba and numpy but not torch: the kernel modules are
@@ -23,7 +23,6 @@ import importlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 import time
 import types as pytypes
@@ -33,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 PACKAGE_DIR = HERE.parent
 
 
-def _aot_module():
+def aot_module():
     """graphpe.ops.aot, loaded from its file (it imports only numpy and the standard library)."""
     if "graphpe.ops.aot" in sys.modules:
         return sys.modules["graphpe.ops.aot"]
@@ -66,7 +65,7 @@ def import_kernel_modules() -> list[pytypes.ModuleType]:
     """Import the modules of ``aot.AOT_MODULES`` with numba's real dispatchers. Where torch
     cannot be imported (pip's build environment), the package ``__init__`` files are skipped
     (their imports need torch) and the kernel modules get a stand-in ``torch``."""
-    aot = _aot_module()
+    aot = aot_module()
     os.environ[aot.ENV_SWITCH] = "0"  # the dispatchers themselves, never Kernel wrappers
     # these sources, not an installed copy (pip runs setup.py from a script elsewhere, with
     # neither the checkout nor, on a first install, graphpe on sys.path)
@@ -151,7 +150,7 @@ def build(output_dir: Path | None = None, output_file: str | None = None,
     """Compile every signature of ``aot_signatures.json`` into ``graphpe._kernels`` in
     ``output_dir`` (the package directory it will be imported from; default: this checkout's)
     and write its index there (``_kernels.json``). Returns the extension's path."""
-    aot = _aot_module()
+    aot = aot_module()
     modules = {m.__name__: m for m in import_kernel_modules()}
     _patch_numba_aot()
     from numba.pycc import CC
@@ -192,49 +191,13 @@ def build(output_dir: Path | None = None, output_file: str | None = None,
     return path
 
 
-def record(workload_families: list[str] | None = None) -> dict:
-    """Run ``graphpe warmup``'s workload in this process with every kernel call from Python
-    logged, and write the signatures (argument and return types) to ``aot_signatures.json``."""
-    aot = _aot_module()
-    if os.environ.get(aot.ENV_SWITCH) != "record":  # the kernels are bound at import: rerun
-        env = dict(os.environ, **{aot.ENV_SWITCH: "record"})
-        command = [sys.executable, "-m", "graphpe.ops.aot_build", "--record"]
-        subprocess.run(command, env=env, check=True)
-        return json.loads(aot.SIGNATURES_PATH.read_text())
-    from graphpe import warmup
-    from graphpe.ops import aot as bound_aot
-
-    for family in workload_families or list(warmup.families()):
-        warmup.warm_family(family)
-    signatures: dict[str, list] = {}
-    for module_name, name, args in sorted(bound_aot.recorded(), key=str):
-        dispatcher = getattr(importlib.import_module(module_name), name).dispatcher
-        returns = dispatcher.overloads[args].signature.return_type
-        try:
-            entry = {"args": [type_source(t) for t in args], "returns": type_source(returns)}
-        except TypeError as error:
-            print(f"skipped {module_name}:{name}{args}: {error}", file=sys.stderr)
-            continue
-        signatures.setdefault(f"{module_name}:{name}", []).append(entry)
-    aot.SIGNATURES_PATH.write_text(json.dumps(signatures, indent=1, sort_keys=True) + "\n")
-    return signatures
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--record", action="store_true",
-                        help="rewrite aot_signatures.json from warmup's workload")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    if args.record:
-        signatures = record()
-        count = sum(len(v) for v in signatures.values())
-        print(f"{count} signatures of {len(signatures)} kernels "
-              f"({time.perf_counter() - start:.1f} s)")
-    else:
-        path = build(verbose=args.verbose)
-        print(f"built {path} ({time.perf_counter() - start:.1f} s)")
+    path = build(verbose=args.verbose)
+    print(f"built {path} ({time.perf_counter() - start:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ The product runs as ``torch.mm`` and one loop over its output adds the bias and 
 ReLU (what ``torch.addmm(bias, a, W^T)`` followed by ``relu`` computes); the backward's loop
 masks the gradient in place and sums its columns (the bias gradient). The inner loops run
 along the contiguous channels. Used by the fused GPS and GINE layers
-(:mod:`graphpe.nn.fused`, :mod:`graphpe.nn.fused_gine`).
+(:mod:`graphpe.layers.fused`, :mod:`graphpe.layers.fused_gine`).
 
 Layouts: ``[N, C]`` C-contiguous float32 or float64 arrays, ``bias [C]`` of the same dtype.
 """

@@ -5,12 +5,12 @@ GINE's input to its MLP, :math:`s\\,x_i + \\sum_{j \\to i} \\mathrm{ReLU}(x_j + 
 zero-fill, ``index_add``, scale and add) and as many in its backward, each a full pass over
 ``[E, C]`` or ``[N, C]`` rows; here each direction is one loop over the edges. The backward
 recomputes the ReLU's sign from ``x`` and ``e`` rather than keeping an ``[E, C]`` mask. The
-torch formulation in :class:`graphpe.nn.conv.GINLayer` is the reference (the tests compare
+torch formulation in :class:`graphpe.layers.conv.GINLayer` is the reference (the tests compare
 values and gradients) and the path on GPUs.
 GIN's (no edge features), :math:`s\\,x_i + \\sum_{j \\to i} x_j`, is the same loop without
 the edge term and the ReLU (:func:`gin_aggregate`).
 
-GatedGCN's gated mean (:func:`gated_aggregate`, :class:`graphpe.nn.conv.GatedGCNLayer`) is the
+GatedGCN's gated mean (:func:`gated_aggregate`, :class:`graphpe.layers.conv.GatedGCNLayer`) is the
 same again with a sigmoid gate per edge and channel: the edge logits, the gates, the gated sum
 and the gate sum in one loop over the edges, and the five gradients back in another, against
 ~15 tensor operations each way.

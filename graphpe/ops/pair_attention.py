@@ -4,7 +4,7 @@ with its backward.
 
 Each direction (forward, backward) is one loop over the pairs that keeps a pair's ``C``
 values in registers, reading the inputs once and writing the outputs once. The torch
-formulation in :mod:`graphpe.nn.grit` is the reference (the tests compare values and
+formulation in :mod:`graphpe.layers.grit` is the reference (the tests compare values and
 gradients) and the path on GPUs.
 
 Layouts: ``q, k, v [N, C]`` node rows; ``ewb [P, 2C]`` the pair terms ``W_Ew e`` (first ``C``)

@@ -1,7 +1,7 @@
 """Compiled (numba) softmax over the keys of padded attention score blocks, with the
 attention-weight dropout, forward and backward, on the host CPU.
 
-The bucketed attention of :mod:`graphpe.nn.attention` holds a bucket's scores as ``[heads *
+The bucketed attention of :mod:`graphpe.layers.attention` holds a bucket's scores as ``[heads *
 graphs, n, n]`` blocks of short rows (~25 keys for molecules). These kernels take the blocks
 transposed, keys first (``S^T = K Q^T``, ``[blocks, keys, queries]``, which the batched
 products give by reading ``Q`` and ``K`` transposed): the softmax runs down each column, and

@@ -9,13 +9,13 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.data import Data
 
-from graphpe.ops.checks import check_non_negative_int
-from graphpe.transforms.base import (
+from graphpe.encodings.transform import (
     PETransform,
     graph_structure,
     set_fields,
     without_autocast,
 )
+from graphpe.ops.checks import check_non_negative_int
 
 COMPUTE_ON = ("auto", "device", "host")
 # The largest graph ``compute_on="auto"`` sends to the host. Measured: OnTheFlyPE(RWSE(16),

@@ -28,9 +28,9 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.transforms import BaseTransform, Compose
 from tqdm.auto import tqdm
 
+from graphpe.encodings.transform import PETransform, concat_to_x, fields, node_count, set_fields
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import INDEX_DTYPES, validate_graph
-from graphpe.transforms.base import PETransform, concat_to_x, fields, node_count, set_fields
 
 CACHE_FORMAT = 1
 _MAGIC = b"GRAPHPE1"

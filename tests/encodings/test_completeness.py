@@ -11,9 +11,9 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
-from graphpe.build import build_model, load_model
 from graphpe.encodings import GATE, PAIR, encodings, parse_pe, pe_spec, resolve_pe
 from graphpe.encodings.registry import FAMILIES, markdown_table
+from graphpe.nn.build import build_model, load_model
 from graphpe.synthetic import molecule_like_graphs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -260,7 +260,7 @@ def test_bad_settings_and_inputs_name_the_problem():
         CycleCounts(max_paths=1000)(Batch.from_data_list(graphs))
     assert repr(CycleCounts(5)) == ("CycleCounts(max_length=5, attr_name='cycle_counts', "
                                     "edge_attr_name=None, graph_attr_name=None)")
-    assert repr(pe_spec("cycles")) == "Cycles(max_length=8)"
+    assert repr(pe_spec("cycles")) == "CyclesSpec(max_length=8)"
 
 
 # ----------------------------------------------------------------------------- model

@@ -146,7 +146,7 @@ def test_bad_settings_and_inputs_name_the_problem():
                                          "of 5 nodes is above max_nodes=4$"):
         DirectedRWSE(3, max_nodes=4)(Data(edge_index=torch.tensor([[0], [1]]), num_nodes=5))
     assert repr(DirectedRWSE(3)) == "DirectedRWSE(walk_length=3, sink='stay', attr_name='drwse')"
-    assert repr(pe_spec("drwse")) == "DRWSE(walk_length=16, sink='stay')"
+    assert repr(pe_spec("drwse")) == "DRWSESpec(walk_length=16, sink='stay')"
 
 
 def test_a_model_reads_it_through_build_model():

@@ -13,7 +13,7 @@ from graphpe.encodings.gpse import GPSEPE, GPSEEncoder, load_gpse, save_gpse
 from graphpe.nn import GPSE
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import precompute
-from tests.nn.test_gpse import random_pyg_gpse
+from tests.layers.test_gpse import random_pyg_gpse
 
 
 def graphs():
@@ -233,7 +233,7 @@ def ring_molecules(num_graphs, seed):
 
 def test_targets_equal_gpses_functions():
     from graphpe.encodings.cycles import graph_cycle_counts
-    from graphpe.encodings.gpse import GPSETargets
+    from graphpe.pretrain import GPSETargets
 
     data_list = ring_molecules(6, seed=1)
     batch = GPSETargets()(Batch.from_data_list(data_list))
@@ -260,7 +260,7 @@ def test_targets_equal_gpses_functions():
 def test_standardize_per_graph_is_a_fresh_graph_norm():
     from torch_geometric.nn import GraphNorm
 
-    from graphpe.encodings.gpse import standardize_per_graph
+    from graphpe.pretrain import standardize_per_graph
 
     y = torch.randn(9, 3, generator=torch.Generator().manual_seed(0))
     y[4:8, 1] = 2.0  # a column constant in a graph
@@ -286,7 +286,7 @@ TINY = {"dim_inner": 16, "layers_mp": 2, "head_hidden": 8, "batch_size": 8,
 
 
 def test_pretraining_lowers_the_loss():
-    from graphpe.encodings.gpse import PretrainConfig, pretrain_gpse
+    from graphpe.pretrain import PretrainConfig, pretrain_gpse
 
     graphs = ring_molecules(24, seed=3)
     record = pretrain_gpse(graphs[:16], graphs[16:], PretrainConfig(**TINY, epochs=8))
@@ -323,7 +323,7 @@ def test_the_config_file_is_the_papers_setup_and_bad_configs_refuse(tmp_path):
     from pathlib import Path
 
     from graphpe.cli import _load_config, main
-    from graphpe.encodings.gpse import PretrainConfig
+    from graphpe.pretrain import PretrainConfig
 
     path = Path(__file__).resolve().parents[2] / "configs" / "pretrain" / "gpse.toml"
     config = PretrainConfig(**_load_config(str(path)))

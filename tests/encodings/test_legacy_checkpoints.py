@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
-from graphpe.build import load_model, normalize_model_config
 from graphpe.encodings import resolve_pe, transforms_of
+from graphpe.nn.build import load_model, normalize_model_config
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

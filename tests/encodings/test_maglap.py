@@ -13,7 +13,6 @@ from torch_geometric.utils import (
 )
 from torch_geometric.utils.num_nodes import maybe_num_nodes
 
-from graphpe.build import build_model
 from graphpe.encodings import pe_spec, resolve_pe
 from graphpe.encodings.maglap import (
     MagLapEncoder,
@@ -21,6 +20,7 @@ from graphpe.encodings.maglap import (
     canonical_phases,
     magnetic_eigenpairs,
 )
+from graphpe.nn.build import build_model
 from graphpe.ops.eigen import canonical_signs, laplacian_eigenpairs
 from graphpe.ops.eigen.compiled import SMALL_EIGH_MAX
 from graphpe.transforms import LaplacianPE, OnTheFlyPE, precompute
@@ -701,5 +701,5 @@ def test_bad_settings_and_inputs_name_the_problem():
         "MagneticLaplacianPE(k=3, q=(0.1, 0.2), relative_q=False, normalization='sym', "
         "attr_names=('maglap_pe', 'maglap_eigvals', 'maglap_mask'), dense_max_nodes=640)")
     assert repr(pe_spec("maglap", k=3)) == (
-        "MagLap(k=3, q=[0.1], relative_q=False, normalization='sym', m=8, rho_hidden=32, "
+        "MagLapSpec(k=3, q=[0.1], relative_q=False, normalization='sym', m=8, rho_hidden=32, "
         "rho_layers=2)")

@@ -132,4 +132,4 @@ def test_bad_settings_and_inputs_name_the_problem():
     with pytest.raises(ValueError, match="num_nodes must be non-negative, got -1"):
         svd_encoding(torch.zeros(2, 0, dtype=torch.long), -1, 2)
     assert repr(SVDPE(3)) == "SVDPE(k=3, sign='canonical', seed=None, attr_name='svd_pe')"
-    assert repr(pe_spec("svd", k=3)) == "SVD(k=3, sign='canonical')"
+    assert repr(pe_spec("svd", k=3)) == "SVDSpec(k=3, sign='canonical')"

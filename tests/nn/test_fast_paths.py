@@ -1,5 +1,5 @@
 """The GPS layer's fast paths against the reference: every configuration each path declares to
-cover (``graphpe.nn.fused.fused_covers``, ``StaticGPS.unsupported``) runs it and gives the
+cover (``graphpe.layers.fused.fused_covers``, ``StaticGPS.unsupported``) runs it and gives the
 reference's outputs, gradients and running statistics; every other configuration falls back
 to the reference (the fused CPU layer) or is refused with the declared reason (static shapes).
 
@@ -11,11 +11,11 @@ import itertools
 import pytest
 import torch
 
-import graphpe.nn.fused as fused_module
-from graphpe.build import build_model
+import graphpe.layers.fused as fused_module
 from graphpe.encodings import resolve_pe, transforms_of
+from graphpe.layers.fused import fused_covers
 from graphpe.nn import StaticGPS, static_batch
-from graphpe.nn.fused import fused_covers
+from graphpe.nn.build import build_model
 from graphpe.synthetic import molecule_like_graphs
 
 MPNNS = ["gine", "gin", "gatedgcn", None]

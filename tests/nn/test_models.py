@@ -366,7 +366,7 @@ def test_gps_layer_with_gatedgcn_is_graphgps_custom_gatedgcn_layer():
 
 
 def _layout_of(batch):
-    from graphpe.nn.attention import layout_from_batch
+    from graphpe.layers.attention import layout_from_batch
 
     return layout_from_batch(batch.batch, batch.num_nodes)
 

@@ -14,11 +14,13 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
-import graphpe.nn.attention
-import graphpe.nn.conv
-import graphpe.nn.fused
-import graphpe.nn.grit
+import graphpe.layers.attention
+import graphpe.layers.conv
+import graphpe.layers.fused
+import graphpe.layers.grit
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
+from graphpe.layers.fused import may_fuse
+from graphpe.layers.grit import signed_sqrt
 from graphpe.nn import (
     LearnedRFP,
     RFPEncoder,
@@ -27,8 +29,6 @@ from graphpe.nn import (
     static_batch,
     static_shapes,
 )
-from graphpe.nn.fused import may_fuse
-from graphpe.nn.grit import signed_sqrt
 from graphpe.synthetic import molecule_like_graphs
 
 # every node encoding at once (the spectral ones write their own attributes)
@@ -53,7 +53,8 @@ CASES = {  # id: (build_model settings, PEs)
 # largest |out - out_fp32| / max |out_fp32| measured over these cases: ~0.03 (bfloat16),
 # ~0.005 (float16); the bounds leave 2x
 TOLERANCE = {torch.bfloat16: 0.06, torch.float16: 0.01}
-HOST_KERNEL_USERS = (graphpe.nn.attention, graphpe.nn.conv, graphpe.nn.fused, graphpe.nn.grit)
+HOST_KERNEL_USERS = (graphpe.layers.attention, graphpe.layers.conv, graphpe.layers.fused,
+                     graphpe.layers.grit)
 
 
 def _batch(pe: str) -> tuple[Batch, list]:

@@ -155,8 +155,8 @@ def test_augmented_forman_on_cuda(batch):
 @pytest.mark.parametrize("max_buckets", [1, 3])
 def test_gps_attention_and_step_on_cuda(max_buckets):
     """The bucketed attention core and a GPS training step give the CPU's numbers on CUDA."""
+    from graphpe.layers.attention import _GraphAttentionCore
     from graphpe.nn import GPS, graph_layout
-    from graphpe.nn.attention import _GraphAttentionCore
 
     sizes = torch.tensor([7, 3, 12, 5, 9])
     ptr = torch.cat([torch.zeros(1, dtype=torch.long), sizes.cumsum(0)])

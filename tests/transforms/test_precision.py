@@ -16,9 +16,9 @@ import torch
 from torch_geometric.data import Batch
 
 import graphpe.ops
+from graphpe.encodings.transform import without_autocast
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import RFP, RWSE, HKdiagSE, LaplacianPE, OnTheFlyPE
-from graphpe.transforms.base import without_autocast
 
 
 @pytest.fixture

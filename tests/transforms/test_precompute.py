@@ -6,8 +6,8 @@ import torch
 from torch_geometric.data import Batch, Data, InMemoryDataset
 from torch_geometric.transforms import Constant
 
+from graphpe.encodings.transform import PETransform
 from graphpe.transforms import RWSE, LaplacianPE, precompute
-from graphpe.transforms.base import PETransform
 
 
 class TinyDataset(InMemoryDataset):

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import Batch, Data
 
+from graphpe.layers.grit import log_degree, signed_sqrt
 from graphpe.nn import GRIT, GPSLayer, GRITAttention, PairFeatureEncoder, build_model
-from graphpe.nn.grit import log_degree, signed_sqrt
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import RRWP, SPD
 
@@ -241,7 +241,7 @@ def test_compiled_kernels_equal_the_torch_formulation(dtype):
 
 
 def test_compiled_kernels_pass_gradcheck():
-    from graphpe.nn.grit import _PairScores, _PairWeightedSums
+    from graphpe.layers.grit import _PairScores, _PairWeightedSums
 
     torch.manual_seed(3)
     n, heads, dim = 4, 2, 3

@@ -1,4 +1,4 @@
-"""The one-node GPS layer (graphpe.nn.fused) against the module-by-module path."""
+"""The one-node GPS layer (graphpe.layers.fused) against the module-by-module path."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import graphpe.nn.fused as fused_module
+import graphpe.layers.fused as fused_module
+from graphpe.layers.attention import graph_layout
 from graphpe.nn import GPS
-from graphpe.nn.attention import graph_layout
 from graphpe.nn.models import GPSLayer
 
 

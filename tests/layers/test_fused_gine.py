@@ -1,4 +1,4 @@
-"""The one-node GINE model layer (graphpe.nn.fused_gine, and GIN without edge features) against
+"""The one-node GINE model layer (graphpe.layers.fused_gine, and GIN without edge features) against
 the module-by-module path."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import Batch
 
-import graphpe.nn.fused_gine as fused_gine
+import graphpe.layers.fused_gine as fused_gine
 from graphpe.nn import GINE, LapPEEncoder
 from graphpe.synthetic import molecule_like_graphs
 from graphpe.transforms import LaplacianPE

@@ -1,4 +1,4 @@
-"""Graphormer's graph token (graphpe.nn.graph_token) and GPS(graph_token=True)."""
+"""Graphormer's graph token (graphpe.layers.graph_token) and GPS(graph_token=True)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Batch, Data
 
+from graphpe.layers.graph_token import GraphToken
 from graphpe.nn import GPS, StaticGPS, build_model
-from graphpe.nn.graph_token import GraphToken
 from graphpe.transforms import RWSE, SPD
 
 

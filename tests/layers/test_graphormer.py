@@ -1,4 +1,4 @@
-"""Graphormer (graphpe.nn.models.Graphormer, graphpe.nn.graphormer.GraphormerLayer) against its
+"""Graphormer (graphpe.nn.models.Graphormer, graphpe.layers.graphormer.GraphormerLayer) against its
 formulation graph by graph, as microsoft/Graphormer computes it on a padded batch."""
 
 from __future__ import annotations

@@ -10,14 +10,14 @@ from torch import nn
 from torch_geometric.nn import GINEConv, GPSConv
 from torch_geometric.utils import to_dense_batch
 
-from graphpe.nn import GPSLayer, MultiheadGraphAttention, graph_layout
-from graphpe.nn.attention import (
+from graphpe.layers.attention import (
     _choose_buckets,
     _GraphAttentionCore,
     attention_dropout,
     dropout_scale_mask,
     weight_dropout,
 )
+from graphpe.nn import GPSLayer, MultiheadGraphAttention, graph_layout
 from graphpe.ops.dropout import dropout_host, dropout_keys
 
 
@@ -115,7 +115,7 @@ def test_cpu_float32_core_keys_first_takes_pair_biases(max_buckets, dropout, mon
     qkv and the biases against the float64 core, which adds them to the logits; with dropout
     (whose masks float64 does not draw alike), the bias gradient against a finite
     difference under the same masks."""
-    import graphpe.nn.attention as attention_module
+    import graphpe.layers.attention as attention_module
 
     calls = []
     compiled = attention_module.softmax_keys_first
@@ -466,7 +466,7 @@ def test_performer_attention_redraws_its_features_in_training_only():
     attn(x, batch, 1)  # the third training call draws again
     assert not torch.equal(attn.projection_matrix, first)
     # the directions: orthogonal within a block, Gaussian-sized rows
-    from graphpe.nn.attention import orthogonal_gaussian_features
+    from graphpe.layers.attention import orthogonal_gaussian_features
 
     w = orthogonal_gaussian_features(8, 8, torch.Generator().manual_seed(0)).double()
     gram = w @ w.t()

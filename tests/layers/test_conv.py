@@ -4,7 +4,7 @@ from torch import nn
 from torch_geometric.nn import GINConv, GINEConv, MessagePassing
 from torch_geometric.utils import scatter
 
-from graphpe.nn.conv import GatedGCNLayer, GINLayer, gin_aggregate
+from graphpe.layers.conv import GatedGCNLayer, GINLayer, gin_aggregate
 
 
 @pytest.mark.parametrize("edges", [True, False])
@@ -64,7 +64,7 @@ def test_compiled_gine_aggregation_equals_the_torch_path(dtype, tol):
 
 
 def test_compiled_gine_aggregation_passes_gradcheck():
-    from graphpe.nn.conv import _GINEAggregate
+    from graphpe.layers.conv import _GINEAggregate
 
     torch.manual_seed(2)
     x = torch.randn(7, 3, dtype=torch.float64, requires_grad=True)
@@ -129,7 +129,7 @@ def test_gin_aggregate_rejects_node_ids_out_of_range():
 def test_gin_layer_takes_the_compiled_aggregation_unless_told_not_to(monkeypatch):
     """GIN (no edge features, learned eps) runs gin_aggregate's compiled loop on the CPU;
     ``use_kernels = False`` and edge weights take the torch formulation, with equal outputs."""
-    import graphpe.nn.conv as conv
+    import graphpe.layers.conv as conv
 
     calls = []
     apply = conv._GINAggregate.apply

@@ -13,7 +13,7 @@ or, with ``pre_norm=True`` (Graphormer's ``--pre-layernorm``),
 :math:`h' = h + \mathrm{Dropout}(\mathrm{Attn}(\mathrm{LN}_1 h, b))` and
 :math:`\mathrm{out} = h' + \mathrm{Dropout}(\mathrm{FFN}(\mathrm{LN}_2 h'))`. ``LN`` is a layer
 norm of each node's features (``torch.nn.LayerNorm``, not PyG's per-graph one), the attention
-is :class:`~graphpe.nn.attention.MultiheadGraphAttention` (softmax over each graph's own nodes,
+is :class:`~graphpe.layers.attention.MultiheadGraphAttention` (softmax over each graph's own nodes,
 dropout on its weights, the pair biases added to the logits).
 """
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphpe.nn.attention import GraphLayout, MultiheadGraphAttention, check_heads
+from graphpe.layers.attention import GraphLayout, MultiheadGraphAttention, check_heads
 from graphpe.ops.checks import check_positive_int
 
 
@@ -65,7 +65,7 @@ class GraphormerLayer(nn.Module):
     def forward(self, x: Tensor, layout: GraphLayout, pair_bias: Tensor | None = None,
                 pair_index: Tensor | None = None) -> Tensor:
         """``x [N, channels]`` -> ``[N, channels]``; ``layout`` groups the rows by graph
-        (:func:`~graphpe.nn.attention.graph_layout`), ``pair_bias [P, heads]`` is added to the
+        (:func:`~graphpe.layers.attention.graph_layout`), ``pair_bias [P, heads]`` is added to the
         logits of the pairs ``pair_index [2, P]``."""
         h = self.attn_norm(x) if self.pre_norm else x
         h = F.dropout(self.attn(h, layout, pair_bias, pair_index), self.dropout,

@@ -10,8 +10,8 @@ from torch_geometric.nn import GPSE as PyGGPSE
 from torch_geometric.nn.models.gpse import IdentityHead, cosim_col_sep
 from torch_geometric.nn.models.gpse import gpse_loss as pyg_gpse_loss
 
+from graphpe.layers.gpse import GPSEConfig, gpse_loss
 from graphpe.nn import GPSE
-from graphpe.nn.gpse import GPSEConfig, gpse_loss
 from graphpe.synthetic import molecule_like_graphs
 
 SMALL = {"dim_in": 6, "dim_inner": 16, "layers_mp": 3, "num_node_targets": 5,

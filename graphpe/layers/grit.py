@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.utils import softmax
 
-from graphpe.nn.attention import check_heads, weight_dropout
+from graphpe.layers.attention import check_heads, weight_dropout
 from graphpe.ops import pair_attention as kernels
 from graphpe.ops.graph import index_range
 from graphpe.ops.host import host_empty, use_host_kernels

@@ -317,7 +317,7 @@ def attention_core_forward(qkv: Tensor, pair_bias: Tensor | None, layout: GraphL
                            qkv_bias: Tensor | None = None) -> tuple[Tensor, CoreState]:
     """The forward of :class:`_GraphAttentionCore` outside autograd: ``qkv [N, 3 * heads *
     d]`` -> ``([N, heads * d], state)``, ``state`` for :func:`attention_core_backward`. Also
-    the attention step of :mod:`graphpe.nn.fused`'s one-node GPS layer, which passes the
+    the attention step of :mod:`graphpe.layers.fused`'s one-node GPS layer, which passes the
     in-projection's product and its bias ``qkv_bias [3 * heads * d]`` apart: the bias is
     added as the rows are laid into the buckets (its gradient is the column sum of the
     ``qkv`` gradient)."""

@@ -11,7 +11,7 @@ Each layer of the ``GINE`` model is
 the model's norm, ReLU and residual; without edge features the model is GIN, whose messages are
 :math:`x_j`, :func:`graphpe.ops.message.gin_aggregate`). Module by module that is ~12 autograd
 nodes and ~25 tensor calls each way. Here forward and backward are written out over the compiled
-kernels of :mod:`graphpe.nn.fused` (GINE's aggregation, the batch norms with their running
+kernels of :mod:`graphpe.layers.fused` (GINE's aggregation, the batch norms with their running
 statistics, the ReLU epilogues), with the products as plain ``mm``: the biases are shifts the
 batch norms absorb, and :math:`\\epsilon`'s gradient is :math:`\\sum_{i,c} \\partial a_{ic}\\,
 x_{ic}`. The tests compare outputs, every gradient (``eps`` included) and the running
@@ -34,15 +34,15 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from graphpe.nn.conv import GINLayer, checked_edges
-from graphpe.nn.fused import (
+from graphpe.layers.conv import GINLayer, checked_edges
+from graphpe.layers.fused import (
     _batch_norm,
     _batch_norm_module,
     _has_hooks,
     _mm_t,
     _relu_backward,
 )
-from graphpe.nn.layer_maths import gine_layer
+from graphpe.layers.layer_maths import gine_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, residual_relu
 from graphpe.ops.host import use_host_kernels
@@ -144,7 +144,7 @@ def _parts(conv: nn.Module, norm: nn.Module,
     then the parameters in its order) and the two ``BatchNorm1d``, when ``conv`` is a
     ``GINLayer`` over ``Linear -> BatchNorm1d -> ReLU -> Linear`` (with biases), ``norm`` a
     ``BatchNorm1d``, both in the mode ``training`` as
-    :func:`~graphpe.nn.fused._batch_norm_module` requires, and nothing has hooks; else None."""
+    :func:`~graphpe.layers.fused._batch_norm_module` requires, and nothing has hooks; else None."""
     if type(conv) is not GINLayer or not conv.use_kernels:
         return None
     mlp = conv._modules["nn"]

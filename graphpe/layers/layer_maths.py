@@ -3,7 +3,7 @@ r"""The compositions of graphpe's layers, each written once for every form that 
 A layer has a readable module form (:class:`~graphpe.nn.models.GPSLayer`, the ``GINE``
 model's layers) and accelerated forms that compute the same maths from other kernels: one
 autograd node with a written-out backward and an inference function on the CPU
-(:mod:`graphpe.nn.fused`, :mod:`graphpe.nn.fused_gine`), and fixed shapes for CUDA graphs
+(:mod:`graphpe.layers.fused`, :mod:`graphpe.layers.fused_gine`), and fixed shapes for CUDA graphs
 (:class:`~graphpe.nn.static.StaticGPS`). Each form supplies its pieces (the branches, the
 norm, the activation) and calls the composition here, so the order of branches, residuals and
 norms is defined in one place; the parity tests check every form against the module form.

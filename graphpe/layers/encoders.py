@@ -1,6 +1,7 @@
-"""Positional-encoding encoders. One interface: ``forward(batch) -> Tensor[N, channels]``, where
-``batch`` is a PyG ``Data``/``Batch`` carrying the attributes written by
-:mod:`graphpe.transforms` (names configurable)."""
+"""Encoders every encoding builds on: linear encoders of node features, the input of a
+feature vector, pairwise biases and features, GIN layers on channel signals, and where
+each graph's nodes lie in a batch. One interface: ``forward(batch) -> Tensor[N, channels]``.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ from typing import NamedTuple
 import torch
 from torch import Tensor, nn
 
-from graphpe.nn.common import mlp, read_attribute
-from graphpe.nn.conv import gin_aggregate
+from graphpe.layers.common import mlp, read_attribute
+from graphpe.layers.conv import gin_aggregate
 from graphpe.ops.checks import check_non_negative_int, check_positive_int
-from graphpe.ops.walk import all_pairs, pair_row_edges
 
 POOLINGS = ("sum", "mean")
 
 
-def _graph_index(batch) -> Tensor:
+def graph_index(batch) -> Tensor:
     b = batch.get("batch") if hasattr(batch, "get") else None
     if b is None:
         return torch.zeros(batch.num_nodes, dtype=torch.long, device=batch.edge_index.device)
@@ -40,7 +40,7 @@ class NodeBlocks(NamedTuple):
 def node_blocks(batch, num_nodes: int) -> NodeBlocks:
     """The :class:`NodeBlocks` of ``batch`` (its ``batch`` vector; one graph without it), for
     encoders that lay each graph's nodes out densely."""
-    graph = _graph_index(batch)
+    graph = graph_index(batch)
     num_graphs = int(graph.max()) + 1 if num_nodes else 0
     counts = torch.bincount(graph, minlength=num_graphs)
     ptr = torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
@@ -50,96 +50,13 @@ def node_blocks(batch, num_nodes: int) -> NodeBlocks:
                       start.clamp(max=max(num_nodes - 1, 0)))
 
 
-def _spectral_inputs(batch, attr_names: tuple[str, str, str], k: int, dtype: torch.dtype):
-    """``(eigenvectors [N, k], eigenvalues [N, k], mask [N, k] or None)`` of a batch, the
-    first two in ``dtype`` (the encoder's parameters': float64 models take float64 PEs)."""
-    vec_name, val_name, mask_name = attr_names
-    producer = f"LaplacianPE(k={k}, attr_names={tuple(attr_names)!r})"
-    vecs = read_attribute(batch, vec_name, producer)
-    vals = read_attribute(batch, val_name, producer)
-    if vecs.dim() != 2 or vecs.size(1) != k:
-        raise ValueError(f"expected {vec_name} [N, {k}], got {list(vecs.shape)}")
-    mask = batch.get(mask_name) if hasattr(batch, "get") else None
-    return vecs.to(dtype), vals.to(dtype), mask
-
-
 def parameter_dtype(module: nn.Module) -> torch.dtype:
     """The dtype of ``module``'s (first) parameter: what its inputs read from a batch are cast
     to (float64 in a ``model.double()``, float32 under autocast)."""
     return next(module.parameters()).dtype
 
 
-class LapPEEncoder(nn.Module):
-    r"""Laplacian eigenvectors with their eigenvalues through DeepSets (GraphGPS's LapPE
-    encoder, Rampasek et al., 2022): for node :math:`i` and eigenpair :math:`j`,
-
-    .. math:: h_i = \rho\Big(\sum_{j : \mathrm{mask}_{ij}} \phi([v_{ij}, \lambda_j])\Big),
-
-    with :math:`\phi: \mathbb{R}^2 \to \mathbb{R}^h` and :math:`\rho` MLPs; padded columns are
-    masked out. In training, each graph's eigenvectors get random sign flips (per column).
-
-    Args:
-        k: eigenpairs per node (the ``k`` of :class:`~graphpe.transforms.LaplacianPE`).
-        channels: output channels.
-        hidden: width of ``phi`` and ``rho`` (default ``channels``).
-        pooling: ``sum`` or ``mean`` over the valid columns.
-        random_sign_flip: flip signs at random while training.
-        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
-    """
-
-    # runs under StaticGPS: its DeepSets reads per-node rows and a per-graph sum
-    static_shapes = True
-
-    def __init__(
-        self,
-        k: int,
-        channels: int,
-        hidden: int | None = None,
-        pooling: str = "sum",
-        random_sign_flip: bool = True,
-        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
-    ) -> None:
-        super().__init__()
-        check_positive_int("k", k)
-        check_positive_int("channels", channels)
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        hidden = hidden or channels
-        self.k, self.channels, self.pooling = k, channels, pooling
-        self.random_sign_flip, self.attr_names = random_sign_flip, tuple(attr_names)
-        self.phi = mlp([2, hidden, hidden])
-        self.rho = mlp([hidden, hidden, channels])
-
-    def forward(self, batch) -> Tensor:
-        """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
-        optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
-        ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
-        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
-                                            parameter_dtype(self))
-        graph = num_graphs = None
-        if self.training and self.random_sign_flip:
-            graph = _graph_index(batch)
-            num_graphs = int(graph.max()) + 1 if graph.numel() else 0
-        return self.encode(vecs, vals, mask, graph, num_graphs)
-
-    def encode(self, vecs: Tensor, vals: Tensor, mask: Tensor | None, graph: Tensor | None,
-               num_graphs: int | None) -> Tensor:
-        """The encoder on its tensors: eigenvectors and eigenvalues ``[N, k]``, the valid
-        columns ``mask [N, k]`` (None: all), and, for the random sign flips in training, each
-        node's graph ``graph [N]`` among ``num_graphs``."""
-        if mask is None:
-            mask = torch.ones_like(vecs, dtype=torch.bool)
-        if self.training and self.random_sign_flip:
-            signs = torch.randint(0, 2, (num_graphs, self.k), device=vecs.device) * 2 - 1
-            vecs = vecs * signs[graph].to(vecs.dtype)
-        h = self.phi(torch.stack([vecs, vals], dim=-1)) * mask.unsqueeze(-1)
-        h = h.sum(1)
-        if self.pooling == "mean":
-            h = h / mask.sum(1, keepdim=True).clamp(min=1)
-        return self.rho(h)
-
-
-class _ChannelGIN(nn.Module):
+class ChannelGIN(nn.Module):
     """GIN layers on node signals with extra axes, ``[N, ..., C]``: every index of the middle
     axes is an independent signal on the graph (weights shared across them; SignNet's
     eigenvector columns), or on rows ``[R, C]`` of any graph (SPE's pair rows). With
@@ -182,146 +99,6 @@ class _ChannelGIN(nn.Module):
         return out.view_as(h)
 
 
-class SignNetEncoder(nn.Module):
-    r"""SignNet (Lim et al., "Sign and Basis Invariant Networks for Spectral Graph
-    Representation Learning", ICLR 2023): every eigenvector column is a 1-channel signal on the
-    graph, processed by a GIN :math:`\phi` (weights shared across columns, columns batched along
-    a channel axis), made sign-invariant as :math:`\phi(v) + \phi(-v)`, then concatenated with
-    the eigenvalues' embedding over the ``k`` columns and mapped by an MLP :math:`\rho`.
-
-    Args:
-        k: eigenvectors per node.
-        channels: output channels.
-        hidden: width of ``phi`` (default 16) and ``rho`` (default ``channels``).
-        phi_layers: GIN layers of ``phi``.
-        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
-    """
-
-    def __init__(
-        self,
-        k: int,
-        channels: int,
-        hidden: int = 16,
-        phi_layers: int = 3,
-        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
-    ) -> None:
-        super().__init__()
-        for name, value in (("k", k), ("channels", channels), ("hidden", hidden),
-                            ("phi_layers", phi_layers)):
-            check_positive_int(name, value)
-        self.k, self.channels, self.attr_names = k, channels, tuple(attr_names)
-        self.phi = _ChannelGIN([2] + [hidden] * phi_layers)
-        self.rho = mlp([k * hidden, channels, channels])
-
-    def forward(self, batch) -> Tensor:
-        """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
-        optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
-        ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
-        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
-                                            parameter_dtype(self))
-        keep = (torch.ones_like(vecs) if mask is None else mask.to(vecs.dtype)).unsqueeze(-1)
-        # each column: the eigenvector entry and its eigenvalue, [N, k, 2]
-        pos = torch.stack([vecs, vals], dim=-1)
-        neg = torch.stack([-vecs, vals], dim=-1)
-        h = self.phi(pos, batch.edge_index, keep) + self.phi(neg, batch.edge_index, keep)
-        return self.rho(h.flatten(1))
-
-
-class SPEEncoder(nn.Module):
-    r"""Stable and Expressive Positional Encoding (Huang, Lu, Robinson, Yang, Zhang, Jegelka,
-    Li, "On the Stability of Expressive Positional Encodings for Graphs", ICLR 2024).
-
-    From eigenpairs :math:`(V, \lambda)` of each graph: ``m`` elementwise MLPs
-    :math:`\phi_\ell` on the eigenvalues give
-    :math:`W_\ell = V \operatorname{diag}(\phi_\ell(\lambda)) V^\top` (``n x n x m`` per graph);
-    :math:`\rho`, a GIN over the graph, takes the rows of ``W`` as node features (``m``
-    channels, the ``n`` columns acting as a batch axis) and sums over columns:
-
-    .. math:: \mathrm{SPE}(V, \lambda)_i = \sum_j \rho(W)_{ij} \in \mathbb{R}^{d}.
-
-    Invariant to eigenvector signs and to any basis of an eigenspace kept whole (``phi`` gives
-    equal eigenvalues equal weights), and stable under perturbations (Huang et al.). Batched
-    without padding: ``rho`` runs once over the rows ``(i, j)`` of every graph's real node
-    pairs, its messages along the graph's edges copied onto each column ``j``
-    (:func:`graphpe.ops.walk.pair_row_edges`), so its products, batch norms and sums see
-    no padding entries; on the CPU its aggregation is a compiled loop
-    (:func:`graphpe.nn.conv.gin_aggregate`). Memory ``O(sum of n^2 * rho_hidden)`` over a
-    batch's graphs, meant for molecule-scale graphs. Feed it eigenpairs with
-    ``keep_trivial=True`` as in the paper.
-
-    Paper's ZINC setting: ``k=37, m=16, phi_hidden=16, phi_layers=3, rho_layers=8,
-    rho_hidden=128``; the defaults here are smaller and scaled by the arguments.
-
-    Args:
-        k: eigenpairs per node.
-        channels: output channels.
-        m: number of ``phi`` outputs (channels of ``W``).
-        phi_hidden, phi_layers: the eigenvalue MLP.
-        rho_hidden, rho_layers: the GIN ``rho``.
-        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
-        batch_norm: BatchNorm between the layers of ``rho`` over the real entries, as the
-            paper's code (default True; ``False``: an unnormalized GIN).
-        output_norm: BatchNorm on the sum over columns, before the output map (default
-            True). Not in the paper's code, which feeds the sum on directly; the sum's scale
-            grows with the graph's size.
-    """
-
-    def __init__(
-        self,
-        k: int,
-        channels: int,
-        m: int = 16,
-        phi_hidden: int = 16,
-        phi_layers: int = 3,
-        rho_hidden: int = 64,
-        rho_layers: int = 4,
-        attr_names: tuple[str, str, str] = ("lap_pe", "lap_eigvals", "lap_mask"),
-        batch_norm: bool = True,
-        output_norm: bool = True,
-    ) -> None:
-        super().__init__()
-        for name, value in (("k", k), ("channels", channels), ("m", m),
-                            ("phi_hidden", phi_hidden), ("phi_layers", phi_layers),
-                            ("rho_hidden", rho_hidden), ("rho_layers", rho_layers)):
-            check_positive_int(name, value)
-        self.k, self.channels, self.m, self.attr_names = k, channels, m, tuple(attr_names)
-        self.phi = mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
-        self.rho = _ChannelGIN([m] + [rho_hidden] * rho_layers, batch_norm=batch_norm)
-        self.out_norm = nn.BatchNorm1d(rho_hidden) if output_norm else None
-        self.out = nn.Linear(rho_hidden, channels)
-
-    def forward(self, batch) -> Tensor:
-        """``batch`` with ``attr_names`` (eigenvectors ``[N, k]``, eigenvalues ``[N, k]``,
-        optional mask ``[N, k]``, as written by ``LaplacianPE``; also ``batch.batch`` and
-        ``edge_index`` where the encoder needs them) -> ``[N, channels]``."""
-        vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
-                                            parameter_dtype(self))
-        num_nodes = vecs.size(0)
-        graph, num_graphs, ptr, local, n_max, first = node_blocks(batch, num_nodes)
-
-        # per-graph eigenvalues (every node carries its graph's) -> phi: [G, k, m]
-        lam = vals[first]
-        weights = self.phi(lam.unsqueeze(-1))
-        if mask is not None:
-            weights = weights * mask[first].unsqueeze(-1).to(weights.dtype)
-        # W rows of every node, padded: W[g, i, j, :] = sum_k V[g,i,k] phi[g,k,:] V[g,j,k]
-        dense = vecs.new_zeros(num_graphs, n_max, self.k)
-        dense[graph, local] = vecs
-        rows = torch.bmm(dense[graph], vecs.unsqueeze(-1) * weights[graph])  # [N, n_max, m]
-        # then only the real pairs, one row per (i, j) of each graph (all_pairs' order): rho
-        # is a GIN over the graph's copies, one per column j (pair_row_edges), with nothing
-        # padded to mask out of its products, batch norms and sums
-        pairs, pair_ptr = all_pairs(ptr)
-        column = pairs[1] - ptr[graph[pairs[0]]]
-        w = rows.reshape(-1, self.m).index_select(0, pairs[0] * n_max + column)  # [P, m]
-        h = self.rho(w, pair_row_edges(batch.edge_index, ptr, pair_ptr, graph))
-        h = torch.zeros(num_nodes, h.size(1), dtype=h.dtype, device=h.device).index_add_(
-            0, pairs[0], h)  # sum over each node's columns
-        if self.out_norm is not None and not (self.training and h.size(0) < 2):
-            h = self.out_norm(h)
-        return self.out(h)
-
-
 class LinearSEEncoder(nn.Module):
     """A structural encoding (RWSE, LCP, ...) through BatchNorm and a linear map:
     ``[N, in_dim] -> [N, channels]``.
@@ -354,78 +131,6 @@ class LinearSEEncoder(nn.Module):
             raise ValueError(f"expected {self.attr_name} [N, {self.in_dim}], got {list(x.shape)}")
         # in the parameters' dtype: float64 models (reference checks) take float64 PEs
         return self.lin(self.norm(x.to(self.lin.weight.dtype)))
-
-
-class RWSEEncoder(LinearSEEncoder):
-    """RWSE ``[N, walk_length]`` -> ``[N, channels]`` (BatchNorm + Linear, as in GraphGPS)."""
-
-    producer = "RWSE({0.in_dim}, attr_name={0.attr_name!r})"
-
-    def __init__(self, walk_length: int, channels: int, attr_name: str = "rwse", **kwargs):
-        super().__init__(walk_length, channels, attr_name, **kwargs)
-
-
-class LCPEncoder(LinearSEEncoder):
-    """LCP ``[N, num_stats]`` -> ``[N, channels]`` (BatchNorm + Linear). Arguments in the order
-    of the other encoders: input width first, then ``channels``."""
-
-    producer = "LCP(attr_name={0.attr_name!r})"
-
-    def __init__(self, num_stats: int, channels: int, attr_name: str = "lcp", **kwargs):
-        super().__init__(num_stats, channels, attr_name, **kwargs)
-
-
-class HKdiagSEEncoder(LinearSEEncoder):
-    """Heat kernel diagonals ``[N, num_times]`` -> ``[N, channels]`` (BatchNorm + Linear, as
-    GraphGPS's kernel PE encoder with its default linear model)."""
-
-    producer = "HKdiagSE(<{0.in_dim} times>, attr_name={0.attr_name!r})"
-
-    def __init__(self, num_times: int, channels: int, attr_name: str = "hkdiag", **kwargs):
-        super().__init__(num_times, channels, attr_name, **kwargs)
-
-
-class ElstaticSEEncoder(LinearSEEncoder):
-    """GraphGPS's electrostatic encoding ``[N, 10]`` -> ``[N, channels]`` (BatchNorm +
-    Linear); the input width is fixed, so only ``channels`` is given."""
-
-    producer = "ElstaticSE(attr_name={0.attr_name!r})"
-
-    def __init__(self, channels: int, attr_name: str = "elstatic", **kwargs):
-        super().__init__(10, channels, attr_name, **kwargs)
-
-
-class DegreeEncoder(nn.Module):
-    """Graphormer's centrality encoding (Ying et al., NeurIPS 2021, eq. 5): one learned vector
-    per node degree, ``z[deg(i)]``, or with ``directed`` ``z_in[indeg(i)] + z_out[outdeg(i)]``;
-    degrees above ``max_degree`` share the last vector (GraphGPS raises there instead).
-
-    Degrees are counted on the batch's ``edge_index`` (a PyG undirected graph stores both
-    directions, so a node's out-degree is its degree; a self loop counts once each way, as in
-    Graphormer's networkx graph), in the model: no transform, nothing stored.
-
-    Args:
-        channels: output width.
-        max_degree: largest degree with a vector of its own.
-        directed: separate in- and out-degree vectors, summed.
-    """
-
-    def __init__(self, channels: int, max_degree: int = 64, directed: bool = False) -> None:
-        super().__init__()
-        check_positive_int("channels", channels)
-        check_positive_int("max_degree", max_degree)
-        self.channels, self.max_degree, self.directed = channels, max_degree, bool(directed)
-        self.out_degree = nn.Embedding(max_degree + 1, channels)
-        self.in_degree = nn.Embedding(max_degree + 1, channels) if directed else None
-
-    def forward(self, batch) -> Tensor:
-        """``batch`` with ``edge_index`` -> ``[N, channels]``."""
-        edge_index, n = batch.edge_index, batch.num_nodes
-        h = self.out_degree(torch.bincount(edge_index[0], minlength=n).clamp_(max=self.max_degree))
-        if self.in_degree is not None:
-            h = h + self.in_degree(torch.bincount(edge_index[1], minlength=n)
-                                   .clamp_(max=self.max_degree))
-        return h
 
 
 class FeatureInput(nn.Module):
@@ -613,7 +318,7 @@ def _pair_inputs(batch, attr_name: str, in_dim: int, num_categories: int | None,
 
 class PairFeatureEncoder(nn.Module):
     """Pairwise encoding -> pair features of width ``channels`` (the input of GRIT's attention,
-    :class:`~graphpe.nn.grit.GRITAttention`, which updates them layer by layer), and, for
+    :class:`~graphpe.layers.grit.GRITAttention`, which updates them layer by layer), and, for
     encodings whose diagonal describes the node itself (RRWP: the diagonal is RWSE with the
     0-step 1 in front), a node encoding from the pairs ``(i, i)``, as GRIT's RRWP node and edge
     encoders (Ma et al., ICML 2023).

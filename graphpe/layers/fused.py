@@ -16,14 +16,14 @@ backward is written out:
 
 the same maths as the module-by-module path, with the same kernels where one exists (GINE's
 aggregation from :mod:`graphpe.ops.message`, the bucketed attention core of
-:mod:`graphpe.nn.attention`) and the residual sum, batch norm and running-statistics update as
+:mod:`graphpe.layers.attention`) and the residual sum, batch norm and running-statistics update as
 one compiled pass each way (:mod:`graphpe.ops.norm`). The linear maps run as plain products;
 their biases are added by the pass that reads each product (a bias-ReLU epilogue from
 :mod:`graphpe.ops.epilogue`, the norms' residual sum, the attention's gather into its
 buckets), and backward the ReLU mask and the bias gradient are one pass, products accumulate
 in place into gradients not read again, and the aggregation's gradient adds into ``x``'s.
 The composition of branches, residuals and norms is the module's
-(:func:`graphpe.nn.layer_maths.gps_layer`), given this path's pieces; the backward is its
+(:func:`graphpe.layers.layer_maths.gps_layer`), given this path's pieces; the backward is its
 derivative, written out. The tests compare outputs, every gradient and the running statistics
 with the module path.
 
@@ -52,14 +52,14 @@ from torch.autograd.function import once_differentiable
 from torch.nn.modules import module as _module
 from torch_geometric.nn.norm import BatchNorm
 
-from graphpe.nn.attention import (
+from graphpe.layers.attention import (
     GraphLayout,
     MultiheadGraphAttention,
     attention_core_backward,
     attention_core_forward,
 )
-from graphpe.nn.conv import checked_edges
-from graphpe.nn.layer_maths import gps_layer
+from graphpe.layers.conv import checked_edges
+from graphpe.layers.layer_maths import gps_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, relu_backward_
 from graphpe.ops.host import use_host_kernels
