@@ -26,6 +26,7 @@ from graphpe.encodings.registry import (
     register,
     resolve_pe,
     setting,
+    setting_of,
     transforms_of,
 )
 
@@ -36,5 +37,5 @@ for _module in pkgutil.iter_modules(__path__):
 __all__ = [
     "GATE", "NODE", "PAIR", "Encoding", "PairEncoding", "cli_help", "encoding", "encodings",
     "from_model_config", "pair_model_config", "parse_pe", "pe_model_config", "pe_spec",
-    "register", "resolve_pe", "setting", "transforms_of",
+    "register", "resolve_pe", "setting", "setting_of", "transforms_of",
 ]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import (
     LinearSEEncoder,
@@ -131,11 +131,11 @@ class LCPSpec(Encoding):
     reference_test = ("tests/ops/curvature/test_curvature.py::"
                       "test_exact_orc_matches_graph_ricci_curvature")
 
-    curvature: str = setting("orc")
-    alpha: float = setting(0.0)
+    transform_class = LCP
+    encoder_class = LCPEncoder
 
-    def transform(self) -> LCP:
-        return LCP(curvature=self.curvature, alpha=self.alpha)
+    curvature: str = setting_of(LCP, "curvature")
+    alpha: float = setting_of(LCP, "alpha")
 
     def encoder(self, channels: int) -> nn.Module:
         return LCPEncoder(len(self.transform().stats), channels)

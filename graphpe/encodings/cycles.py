@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.aot import njit
@@ -277,10 +277,10 @@ class CyclesSpec(Encoding):
     family = "curvature"
     reference_test = "tests/encodings/test_cycles.py::test_node_counts_equal_networkx"
 
-    max_length: int = setting(8, check_max_length)
+    transform_class = CycleCounts
+    encoder_class = CycleCountEncoder
 
-    def transform(self) -> CycleCounts:
-        return CycleCounts(self.max_length)
+    max_length: int = setting_of(CycleCounts, "max_length")
 
     def encoder(self, channels: int) -> nn.Module:
         return CycleCountEncoder(self.max_length, channels)

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.aot import njit
@@ -212,11 +212,11 @@ class DRWSESpec(Encoding):
     reference_test = ("tests/encodings/test_directed_walk.py::"
                       "test_equals_dense_matrix_powers")
 
-    walk_length: int = setting(16, check_positive_int)
-    sink: str = setting("stay", lambda name, value: check_choice(name, value, SINKS))
+    transform_class = DirectedRWSE
+    encoder_class = DirectedRWSEEncoder
 
-    def transform(self) -> DirectedRWSE:
-        return DirectedRWSE(self.walk_length, sink=self.sink)
+    walk_length: int = setting_of(DirectedRWSE, "walk_length")
+    sink: str = setting_of(DirectedRWSE, "sink")
 
     def encoder(self, channels: int) -> nn.Module:
         return DirectedRWSEEncoder(self.walk_length, channels)

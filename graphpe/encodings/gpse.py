@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.common import read_attribute
 from graphpe.layers.gpse import GPSE as GPSEModel
@@ -243,9 +243,13 @@ class GPSESpec(Encoding):
     family = "propagate"
     reference_test = "tests/encodings/test_gpse.py::test_transform_equals_pygs_gpse"
 
-    checkpoint: str | None = setting(None)
+    transform_class = GPSEPE
+    encoder_class = GPSEEncoder
+
+    checkpoint: str | None = setting_of(GPSEPE, "checkpoint")
+    # the encoder's input width; the transform reads it from the checkpoint
     dim: int = setting(512, check_positive_int)
-    seed: int | None = setting(0)
+    seed: int | None = setting_of(GPSEPE, "seed")
     dropout: float = setting(0.5, _check_dropout)
 
     requires = ("checkpoint",)
@@ -255,9 +259,3 @@ class GPSESpec(Encoding):
 
     def encoder(self, channels: int) -> nn.Module:
         return GPSEEncoder(self.dim, channels, dropout=self.dropout)
-
-
-# ------------------------------------------------------------------------------ pretraining
-# GPSE's 7 electrostatic targets among ElstaticSE's 10 columns (GPSE's
-# get_electrostatic_function_encoding: column min, mean, std; row min, std; the two
-# neighbour averages)

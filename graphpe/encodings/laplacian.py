@@ -12,7 +12,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import GATE, Encoding, register, setting
+from graphpe.encodings.registry import GATE, Encoding, register, setting, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.common import mlp, read_attribute
 from graphpe.layers.encoders import (
@@ -370,8 +370,10 @@ class _Eigenpairs(Encoding):
     keep_trivial: ClassVar[bool] = False
     family = "eigen"
 
-    k: int = setting(8, check_positive_int)
-    normalization: str = setting("sym")
+    transform_class = LaplacianPE
+
+    k: int = setting_of(LaplacianPE, "k")
+    normalization: str = setting_of(LaplacianPE, "normalization")
 
     def transform(self) -> LaplacianPE:
         return LaplacianPE(self.k, normalization=self.normalization,
@@ -397,7 +399,9 @@ class LapSpec(_Eigenpairs):
     reference_test = ("tests/transforms/test_laplacian.py::"
                       "test_matches_pyg_eigenvalue_subspace_on_connected_graph")
 
-    sign: str = setting("canonical")
+    encoder_class = LapPEEncoder
+
+    sign: str = setting_of(LaplacianPE, "sign")
 
     def encoder(self, channels: int) -> nn.Module:
         return LapPEEncoder(self.k, channels, attr_names=self.attr_names)
@@ -409,6 +413,7 @@ class SignNetSpec(_Eigenpairs):
     summary = "Laplacian eigenvectors through SignNet (sign invariant GIN per eigenvector)"
     paper = "Lim et al., Sign and Basis Invariant Networks, ICLR 2023"
     attr_names = ("sn_pe", "sn_eigvals", "sn_mask")
+    encoder_class = SignNetEncoder
     warmup_models = ("gine",)
     reference_test = "tests/nn/test_encoders.py::test_signnet_and_spe_sign_invariance"
 
@@ -423,6 +428,7 @@ class SPESpec(_Eigenpairs):
     summary = "Stable and Expressive PE: eigenvalue MLPs and a GIN over V diag(phi) V^T"
     paper = "Huang et al., On the Stability of Expressive Positional Encodings, ICLR 2024"
     attr_names = ("spe_pe", "spe_eigvals", "spe_mask")
+    encoder_class = SPEEncoder
     keep_trivial = True
     demo = 5
     warmup_models = ("gine",)

@@ -332,14 +332,12 @@ def _local_ids(ptr: Tensor, num_nodes: int) -> Tensor:
 
 
 class _Learned(Encoding):
-    family = "models"
-
-    def transform(self) -> None:
-        return None
+    family = "models"  # no transform: computed inside the model from the graph alone
 
 
 @register
 class PEARLSpec(_Learned):
+    encoder_class = PEARLEncoder
     name = "pearl"
     summary = "PEARL: a message-passing network on random or basis inputs, pooled over samples"
     paper = "Kanatsoulis et al., Learning Efficient Positional Encodings with GNNs, ICLR 2025"
@@ -364,6 +362,7 @@ class PEARLSpec(_Learned):
 
 @register
 class DegreeSpec(_Learned):
+    encoder_class = DegreeEncoder
     name = "degree"
     summary = "Graphormer's centrality encoding: a learned vector per node degree"
     paper = ("Ying et al., Do Transformers Really Perform Bad for Graph Representation?, "

@@ -26,7 +26,7 @@ import torch
 from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting, setting_of
 from graphpe.encodings.svd import _directed_blocks
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.common import mlp, read_attribute
@@ -769,17 +769,16 @@ class MagLapSpec(Encoding):
     reference_test = ("tests/encodings/test_maglap.py::"
                       "test_equals_digraph_transformers_magnetic_laplacian")
 
-    k: int = setting(8, check_positive_int)
-    q: tuple[float, ...] = setting((0.1,), check_q)
-    relative_q: bool = setting(False, check_flag)
-    normalization: str = setting("sym", _check_normalization)
+    transform_class = MagneticLaplacianPE
+    encoder_class = MagLapEncoder
+
+    k: int = setting_of(MagneticLaplacianPE, "k")
+    q: tuple[float, ...] = setting_of(MagneticLaplacianPE, "q")
+    relative_q: bool = setting_of(MagneticLaplacianPE, "relative_q")
+    normalization: str = setting_of(MagneticLaplacianPE, "normalization")
     m: int = setting(8, check_positive_int)
     rho_hidden: int = setting(32, check_positive_int)
     rho_layers: int = setting(2, check_positive_int)
-
-    def transform(self) -> MagneticLaplacianPE:
-        return MagneticLaplacianPE(self.k, self.q, relative_q=self.relative_q,
-                                   normalization=self.normalization)
 
     def encoder(self, channels: int) -> nn.Module:
         return MagLapEncoder(self.k, len(self.q), channels, m=self.m,

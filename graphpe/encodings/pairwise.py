@@ -11,7 +11,7 @@ from typing import Any
 
 from torch import Tensor
 
-from graphpe.encodings.registry import PairEncoding, register, setting
+from graphpe.encodings.registry import PairEncoding, register, setting_of
 from graphpe.encodings.spectral import normalization_option, times_option
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import (
@@ -204,11 +204,11 @@ class RRWPSpec(PairEncoding):
     reference_test = ("tests/ops/walk/test_pairwise.py::"
                       "test_rrwp_equals_numpy_powers_and_its_diagonal_is_rwse")
 
-    num_steps: int = setting(21)
-    hops: int | None = setting(None)
+    transform_class = RRWP
+    encoder_class = PairBiasEncoder
 
-    def transform(self) -> RRWP:
-        return RRWP(self.num_steps, hops=self.hops)
+    num_steps: int = setting_of(RRWP, "num_steps")
+    hops: int | None = setting_of(RRWP, "hops")
 
     def pair_encoder(self, channels, heads, features, edge_vocab=None, edge_dim=None):
         if features:
@@ -228,12 +228,12 @@ class SPDSpec(PairEncoding):
     reference_test = ("tests/ops/walk/test_pairwise.py::"
                       "test_shortest_paths_equal_networkx_and_batch_equals_per_graph")
 
-    max_dist: int = setting(8)
-    local: bool = setting(False)
-    path_hops: int = setting(0)
+    transform_class = SPD
+    encoder_class = PairBiasEncoder
 
-    def transform(self) -> SPD:
-        return SPD(self.max_dist, local=self.local, path_hops=self.path_hops)
+    max_dist: int = setting_of(SPD, "max_dist")
+    local: bool = setting_of(SPD, "local")
+    path_hops: int = setting_of(SPD, "path_hops")
 
     def pair_encoder(self, channels, heads, features, edge_vocab=None, edge_dim=None):
         categories = self.max_dist + 2  # 0..max_dist, and "farther or unreachable"
@@ -258,8 +258,8 @@ class RDSpec(PairEncoding):
     family = "eigen"
     reference_test = "tests/ops/walk/test_pairwise.py::test_resistance_equals_networkx"
 
-    def transform(self) -> ResistanceDistance:
-        return ResistanceDistance()
+    transform_class = ResistanceDistance
+    encoder_class = PairBiasEncoder
 
     def pair_encoder(self, channels, heads, features, edge_vocab=None, edge_dim=None):
         if features:
@@ -275,13 +275,12 @@ class HeatSpec(PairEncoding):
     family = "eigen"
     reference_test = "tests/ops/test_spectral.py::test_heat_kernel_with_trivial_pairs_is_expm"
 
-    times: tuple[float, ...] = setting((1, 2, 4, 8, 16), times_option)
-    normalization: str = setting("none")
-    keep_trivial: bool = setting(False)
+    transform_class = HeatKernel
+    encoder_class = PairBiasEncoder
 
-    def transform(self) -> HeatKernel:
-        return HeatKernel(self.times, normalization=self.normalization,
-                          keep_trivial=self.keep_trivial)
+    times: tuple[float, ...] = setting_of(HeatKernel, "times")
+    normalization: str = setting_of(HeatKernel, "normalization")
+    keep_trivial: bool = setting_of(HeatKernel, "keep_trivial")
 
     def pair_encoder(self, channels, heads, features, edge_vocab=None, edge_dim=None):
         if features:

@@ -39,9 +39,22 @@ _REGISTRY: dict[str, type[Encoding]] = {}
 
 
 def setting(default: Any, check: Callable[[str, Any], Any] | None = None) -> Any:
-    """A settings field: its default and the check that validates (and normalizes) a value,
-    called as ``check(field_name, value)`` when a spec is made."""
+    """A settings field of the encoding's own (what its encoder reads): its default and the
+    check that validates (and normalizes) a value, called as ``check(field_name, value)`` when
+    a spec is made."""
     return option(default, check)
+
+
+def setting_of(transform_class: type[PETransform], name: str,
+               default: Any = dataclasses.MISSING) -> Any:
+    """A settings field that is the transform's option ``name``: the same check and, unless
+    ``default`` is given, the same default, written once, on the transform.
+    :meth:`Encoding.transform` passes it on."""
+    for f in dataclasses.fields(transform_class):
+        if f.name == name:
+            chosen = f.default if default is dataclasses.MISSING else default
+            return option(chosen, f.metadata.get("check"))
+    raise TypeError(f"{transform_class.__name__} has no option {name!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +77,11 @@ class Encoding:
       reference (the registry's completeness test runs through them);
     - ``requires``: settings without a usable default that its transform cannot do without
       (a pretrained model's checkpoint): the transform refuses to encode while one is None,
-      and ``graphpe warmup`` skips the encoding.
+      and ``graphpe warmup`` skips the encoding;
+    - ``transform_class``: the transform its settings make (None: learned inside the model);
+      the settings it shares with it are declared with :func:`setting_of`;
+    - ``encoder_class``: the module that reads the transform's output (for a pairwise
+      encoding, the one :meth:`PairEncoding.pair_encoder` builds by default).
     """
 
     name: ClassVar[str]
@@ -77,6 +94,8 @@ class Encoding:
     demo: ClassVar[int | None] = None
     reference_test: ClassVar[str]
     requires: ClassVar[tuple[str, ...]] = ()
+    transform_class: ClassVar[type[PETransform] | None] = None
+    encoder_class: ClassVar[type[nn.Module] | None] = None
 
     def __post_init__(self) -> None:
         for name, value in checked_fields(self).items():
@@ -100,9 +119,14 @@ class Encoding:
         return {"name": self.name, **self.settings}
 
     def transform(self) -> PETransform | None:
-        """The transform that computes this encoding's inputs; None for one learned inside
+        """The transform that computes this encoding's inputs: ``transform_class`` made from
+        the settings it shares (its options of the same name); None for one learned inside
         the model from the graph alone."""
-        raise NotImplementedError
+        if self.transform_class is None:
+            return None
+        options = {f.name for f in dataclasses.fields(self.transform_class)}
+        return self.transform_class(**{f.name: getattr(self, f.name)
+                                       for f in dataclasses.fields(self) if f.name in options})
 
     def encoder(self, channels: int) -> nn.Module:
         """The module that maps this encoding's inputs to ``channels`` (node encodings)."""

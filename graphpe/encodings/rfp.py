@@ -10,7 +10,7 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import add_remaining_self_loops, softmax
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting, setting_of
 from graphpe.encodings.transform import PETransform, option
 from graphpe.layers.common import mlp, read_attribute
 from graphpe.ops.checks import check_choice, check_seed
@@ -322,19 +322,19 @@ class RFPSpec(Encoding):
     demo = 3
     reference_test = "tests/ops/propagate/test_rfp.py::test_operators_match_dense_definitions"
 
-    dim: int = setting(16)
-    steps: int = setting(8)
-    num_draws: int = setting(4)
-    operator: str = setting("gcn")
-    normalization: str = setting("qr")
-    seed: int | None = setting(0)
+    transform_class = RFP
+    encoder_class = RFPEncoder
+
+    dim: int = setting_of(RFP, "dim")
+    steps: int = setting_of(RFP, "steps")
+    # records and caches that reproduce: 4 seeded draws (the transform's own default is one
+    # unseeded draw, as a pre_transform of its own)
+    num_draws: int = setting_of(RFP, "num_draws", default=4)
+    operator: str = setting_of(RFP, "operator")
+    normalization: str = setting_of(RFP, "normalization")
+    seed: int | None = setting_of(RFP, "seed", default=0)
     # what RFPEncoder's phi sees of each draw (gram: rotation-invariant inner products)
     readout: str = setting("gram", lambda name, value: check_choice(name, value, READOUTS))
-
-    def transform(self) -> RFP:
-        return RFP(dim=self.dim, steps=self.steps, num_draws=self.num_draws,
-                            operator=self.operator, normalization=self.normalization,
-                            seed=self.seed)
 
     def encoder(self, channels: int) -> nn.Module:
         return RFPEncoder(self.dim * (self.steps + 1), channels, readout=self.readout,

@@ -8,7 +8,7 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import (
     LinearSEEncoder,
@@ -129,13 +129,12 @@ class HKdiagSpec(Encoding):
     reference_test = ("tests/ops/test_spectral.py::"
                       "test_default_heat_kernels_are_graphgps_and_drop_one_over_component_size")
 
-    times: tuple[float, ...] = setting(tuple(range(1, 17)), times_option)
-    normalization: str = setting("none")
-    keep_trivial: bool = setting(False)
+    transform_class = HKdiagSE
+    encoder_class = HKdiagSEEncoder
 
-    def transform(self) -> HKdiagSE:
-        return HKdiagSE(self.times, normalization=self.normalization,
-                        keep_trivial=self.keep_trivial)
+    times: tuple[float, ...] = setting_of(HKdiagSE, "times")
+    normalization: str = setting_of(HKdiagSE, "normalization")
+    keep_trivial: bool = setting_of(HKdiagSE, "keep_trivial")
 
     def encoder(self, channels: int) -> nn.Module:
         return HKdiagSEEncoder(len(self.times), channels)
@@ -155,10 +154,10 @@ class ElstaticSpec(Encoding):
     family = "eigen"
     reference_test = "tests/ops/test_spectral.py::test_electrostatic_equals_graphgps"
 
-    per_component: bool = setting(False)
+    transform_class = ElstaticSE
+    encoder_class = ElstaticSEEncoder
 
-    def transform(self) -> ElstaticSE:
-        return ElstaticSE(per_component=self.per_component)
+    per_component: bool = setting_of(ElstaticSE, "per_component")
 
     def encoder(self, channels: int) -> nn.Module:
         return ElstaticSEEncoder(channels)

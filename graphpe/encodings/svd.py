@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.checks import check_choice, check_positive_int, check_seed, check_size_limit
@@ -171,11 +171,11 @@ class SVDSpec(Encoding):
     family = "eigen"
     reference_test = "tests/encodings/test_svd.py::test_equals_dgls_svd_pe"
 
-    k: int = setting(8, check_positive_int)
-    sign: str = setting("canonical")
+    transform_class = SVDPE
+    encoder_class = SVDEncoder
 
-    def transform(self) -> SVDPE:
-        return SVDPE(self.k, sign=self.sign)
+    k: int = setting_of(SVDPE, "k")
+    sign: str = setting_of(SVDPE, "sign")
 
     def encoder(self, channels: int) -> nn.Module:
         return SVDEncoder(self.k, channels)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from torch import Tensor, nn
 
-from graphpe.encodings.registry import Encoding, register, setting
+from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import (
     LinearSEEncoder,
@@ -94,10 +94,10 @@ class RWSESpec(Encoding):
     warmup_models = ("gps", "gine", "gatedgcn")
     reference_test = "tests/transforms/test_rwse.py::test_data_and_batch_equal_pyg"
 
-    walk_length: int = setting(16, check_positive_int)
+    transform_class = RWSE
+    encoder_class = RWSEEncoder
 
-    def transform(self) -> RWSE:
-        return RWSE(self.walk_length)
+    walk_length: int = setting_of(RWSE, "walk_length")
 
     def encoder(self, channels: int) -> nn.Module:
         return RWSEEncoder(self.walk_length, channels)

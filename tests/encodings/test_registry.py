@@ -1,10 +1,11 @@
+import dataclasses
 import re
 
 import pytest
 import torch
 from torch_geometric.data import Batch
 
-from graphpe.encodings import encodings, pe_model_config, pe_spec, resolve_pe
+from graphpe.encodings import GATE, NODE, PAIR, encodings, pe_model_config, pe_spec, resolve_pe
 from graphpe.nn import build_model
 from graphpe.synthetic import molecule_like_graphs
 
@@ -127,3 +128,59 @@ def test_spectral_specs_parse_lists_and_build_their_encoders():
         resolve_pe("hkdiag:times=1/x")
     with pytest.raises(ValueError, match="times must be finite and non-negative, got -1"):
         resolve_pe("heat:times=1/-1")
+
+
+def test_every_transform_and_encoder_of_the_registry_is_exported():
+    import graphpe.nn
+    import graphpe.transforms
+
+    for name, cls in encodings().items():
+        if cls.family != "models":
+            assert cls.transform_class is not None, name
+        if cls.kind != GATE:
+            assert cls.encoder_class is not None, name
+        for namespace, made in ((graphpe.transforms, cls.transform_class),
+                                (graphpe.nn, cls.encoder_class)):
+            if made is not None:
+                assert getattr(namespace, made.__name__, None) is made, (name, made)
+                assert made.__name__ in namespace.__all__, (name, made)
+
+
+# the registry's defaults that differ from the transform's: RFP's records take 4 seeded draws
+# where RFP() alone takes one unseeded draw (one set of defaults is an item of its own)
+OWN_DEFAULTS = {("rfp", "num_draws"), ("rfp", "seed")}
+
+
+def test_a_setting_the_transform_shares_is_its_option():
+    # the same default and the same check: declared once, on the transform (setting_of)
+    for name, cls in encodings().items():
+        if cls.transform_class is None:
+            continue
+        options = {f.name: f for f in dataclasses.fields(cls.transform_class)}
+        for f in dataclasses.fields(cls):
+            if f.name in options and name != "gpse":  # gpse's dim: the encoder's width
+                if (name, f.name) not in OWN_DEFAULTS:
+                    assert f.default == options[f.name].default, (name, f.name)
+                assert f.metadata["check"] is options[f.name].metadata["check"], (name, f.name)
+
+
+def test_a_spec_builds_its_declared_transform_and_encoder():
+    for name, cls in encodings().items():
+        if cls.requires:
+            continue
+        spec = cls()
+        transform = spec.transform()
+        assert type(transform) is cls.transform_class if transform is not None else (
+            cls.transform_class is None), name
+        if cls.kind == NODE:
+            assert type(spec.encoder(8)) is cls.encoder_class, name
+        elif cls.kind == PAIR:
+            assert type(spec.pair_encoder(8, 2, False)) is cls.encoder_class, name
+
+
+def test_setting_of_names_a_missing_option():
+    from graphpe.encodings import setting_of
+    from graphpe.transforms import RWSE
+
+    with pytest.raises(TypeError, match="^RWSE has no option 'steps'$"):
+        setting_of(RWSE, "steps")
