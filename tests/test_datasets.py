@@ -91,3 +91,46 @@ def test_planetoid_random_split(tmp_path):
     # the loaded dataset keeps its public masks (the random ones live in a copy)
     assert int(public.train[0].train_mask.sum()) == 140
     assert int(load_dataset("Cora", tmp_path).train[0].train_mask.sum()) == 140
+
+
+def test_csl_needs_no_files(tmp_path):
+    from graphpe.datasets import load_dataset
+
+    bundle = load_dataset("CSL", tmp_path)
+    assert bundle.name == "CSL (generated in code)"
+    assert (len(bundle.train), len(bundle.val), len(bundle.test)) == (90, 30, 30)
+    graph = bundle.train[0]
+    assert graph.num_nodes == 41 and graph.x.dtype == torch.long
+    assert sorted(torch.cat([g.y for g in bundle.test]).tolist()) == sorted(list(range(10)) * 3)
+    assert not any(tmp_path.iterdir())  # nothing written
+    again, other = load_dataset("CSL", tmp_path), load_dataset("CSL", tmp_path, fold=1)
+    edges = lambda graphs: [g.edge_index.tolist() for g in graphs]  # noqa: E731
+    assert edges(again.test) == edges(bundle.test) != edges(other.test)
+
+
+def test_exp_says_it_has_no_download(tmp_path):
+    from graphpe.datasets import load_dataset
+
+    with pytest.raises(FileNotFoundError) as error:
+        load_dataset("EXP", tmp_path, download=True)
+    message = str(error.value)
+    assert message.startswith("EXP has no download: place GRAPHSAT.txt under ")
+    assert "github.com/ralphabb/GNN-RNI" in message and "\n" not in message
+    with pytest.raises(FileNotFoundError, match="^EXP: .* not found. EXP has no download"):
+        load_dataset("EXP", tmp_path)
+
+
+def test_an_offline_download_fails_in_one_line(tmp_path, monkeypatch):
+    from urllib.error import URLError
+
+    import graphpe.datasets as datasets
+
+    def offline(*args, **kwargs):
+        raise URLError(OSError("[Errno -2] Name or service not known"))
+
+    monkeypatch.setitem(datasets.LOADERS, "ZINC", offline)
+    with pytest.raises(ConnectionError) as error:
+        datasets.load_dataset("ZINC", tmp_path, download=True)
+    assert str(error.value) == (
+        f"ZINC: the download failed ([Errno -2] Name or service not known); on a machine "
+        f"without network place the dataset's files under {tmp_path} instead")

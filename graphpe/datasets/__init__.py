@@ -1,0 +1,136 @@
+"""Benchmark datasets: the standard PyG/OGB loaders behind one call, plus EXP and CSL.
+
+:func:`load_dataset` returns the train/val/test splits and what a model needs to know about the
+data (task, metric, output width, feature vocabularies). It reads from ``root``: when the files
+are there nothing is downloaded; when they are missing, the error names the files and where
+they go, and ``download=True`` fetches them (one line saying so when the machine is offline).
+CSL needs no files: without PyG's copy under ``root`` it is generated in code.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from urllib.error import URLError
+
+import torch
+from torch_geometric.data import Data
+
+from graphpe.datasets.bundle import (
+    DatasetBundle,
+    check_split,
+    node_split_masks,
+    require_files,
+    stratified_split,
+)
+from graphpe.datasets.exp import EXP, load_exp, read_exp
+from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
+from graphpe.datasets.planetoid import load_planetoid
+from graphpe.datasets.tu import load_csl, load_tu
+
+__all__ = ["DATASETS", "EXP", "DatasetBundle", "check_split", "load_dataset",
+           "node_split_masks", "read_exp", "require_files", "stratified_split"]
+
+OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
+TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
+PLANETOID_NAMES = ("Cora", "CiteSeer")
+DATASETS = ("ZINC", "CSL", "EXP", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES)
+
+
+def load_dataset(
+    name: str,
+    root: str | Path,
+    pre_transform: Callable | None = None,
+    seed: int = 0,
+    fold: int = 0,
+    download: bool = False,
+    split: tuple[float, float, float] | None = None,
+) -> DatasetBundle:
+    """Load ``name`` from ``root`` with its standard splits (ZINC, OGB, the public Planetoid
+    masks for node classification) or a seeded stratified split (CSL, EXP, TU: 80/10/10,
+    ``fold`` choosing the test part). ``split=(train, val, test)`` fractions (each in (0, 1),
+    summing to 1) choose other sizes: for TU datasets the seeded stratified split with those
+    fractions (a k-fold with ``k = round(1 / test)``, so the test part is exact when ``1 / test``
+    is an integer, e.g. ``(0.5, 0.25, 0.25)``), for Cora/CiteSeer random stratified node masks
+    (seeded by ``seed``) in place of the public ones; other datasets keep their standard
+    splits and refuse it. TU and Planetoid bundles carry the whole dataset in
+    ``extra["dataset"]``, for callers that draw their own splits. ``name`` is one of
+    :data:`DATASETS`, any OGB molecule set ``ogbg-mol*`` (official split and Evaluator), any
+    other TU dataset by its name (node and edge features kept), or ``module:function`` for an
+    own dataset: ``function(root, pre_transform=..., seed=..., fold=..., download=...)``
+    returning a :class:`DatasetBundle` (see ``examples/own_dataset.py``). Graphs without node
+    features (CSL, IMDB-BINARY) get a constant categorical ``x`` through ``pre_transform``.
+    ``download`` lets the standard loaders fetch missing files."""
+    root = Path(root)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"dataset must be a name, got {name!r}")
+    if split is not None:
+        split = check_split(split)
+        if name in ("ZINC", "CSL", "EXP") or ":" in name or name.startswith("ogbg-"):
+            raise ValueError(f"{name}: split applies to TU datasets and Cora/CiteSeer; "
+                             f"{name} keeps its standard split")
+    if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
+        raise ValueError(f"{name}: graphpe loads the OGB molecule sets (ogbg-mol*); for other "
+                         "OGB data write a module:function entry point (examples/own_dataset.py)")
+    options = {"seed": seed, "fold": fold, "download": download}
+    if ":" in name:
+        return _own(name, root, pre_transform, **options)
+    if name.startswith("ogbg-mol"):
+        loader = functools.partial(load_ogb_molecules, name)
+    elif name in PLANETOID_NAMES:
+        loader = functools.partial(load_planetoid, name, split=split)
+    elif name in LOADERS:
+        loader = LOADERS[name]
+    else:  # any other name is a TU dataset
+        loader = functools.partial(load_tu, name, split=split)
+    # graphs without node features (CSL, IMDB-BINARY, ...): a constant categorical x
+    if name == "CSL" or getattr(loader, "func", None) is load_tu:
+        pre_transform = _with_constant_x(pre_transform)
+    try:
+        return loader(root, pre_transform, **options)
+    except (URLError, OSError) as error:
+        if not download or isinstance(error, FileNotFoundError):
+            raise
+        raise ConnectionError(f"{name}: the download failed ({_reason(error)}); on a machine "
+                              f"without network place the dataset's files under {root} "
+                              "instead") from None
+
+
+LOADERS: dict[str, Callable[..., DatasetBundle]] = {"ZINC": load_zinc, "CSL": load_csl,
+                                                      "EXP": load_exp}
+
+
+def _reason(error: BaseException) -> str:
+    reason = getattr(error, "reason", None) or error
+    return " ".join(str(reason).split())
+
+
+def _own(spec: str, root: Path, pre_transform, **kwargs) -> DatasetBundle:
+    """``module:function`` -> the bundle the function returns."""
+    import importlib
+
+    module_name, _, func_name = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"dataset {spec!r}: cannot import module {module_name!r} ({err}); "
+                         "is it on PYTHONPATH?") from None
+    build = getattr(module, func_name, None)
+    if not callable(build):
+        raise ValueError(f"dataset {spec!r}: module {module_name!r} has no function "
+                         f"{func_name!r}")
+    bundle = build(root, pre_transform=pre_transform, **kwargs)
+    if not isinstance(bundle, DatasetBundle):
+        raise ValueError(f"dataset {spec!r}: {func_name}() must return a "
+                         f"graphpe.datasets.DatasetBundle, got {type(bundle).__name__}")
+    return bundle
+
+
+def _with_constant_x(pre_transform: Callable | None) -> Callable:
+    def apply(data: Data) -> Data:
+        if data.get("x") is None:
+            data.x = torch.zeros(data.num_nodes, 1, dtype=torch.long)
+        return pre_transform(data) if pre_transform is not None else data
+
+    return apply
