@@ -110,3 +110,26 @@ def test_skipped_blocks_are_few_and_say_why():
 def test_the_readme_and_the_guide_have_code():
     assert len(PAGE_BLOCKS[ROOT / "README.md"]) >= 4
     assert sum(len(PAGE_BLOCKS[p]) for p in PAGES if "guide" in p.parts) >= 8
+
+
+README_BLOCKS = [(line, code) for line, code, skip in PAGE_BLOCKS[ROOT / "README.md"]
+                 if skip is None]
+
+
+@pytest.mark.parametrize("line,code", README_BLOCKS, ids=[f"line {n}" for n, _ in README_BLOCKS])
+def test_each_readme_block_runs_alone(line, code, tmp_path, request):
+    """A reader copies one block: it runs on its own, in a fresh interpreter (its data placed
+    offline, as the block's comment says where it would download)."""
+    import subprocess
+    import sys
+
+    for root in zinc_roots(code):
+        shutil.copytree(request.getfixturevalue("zinc_raw"), tmp_path / root / "raw",
+                        symlinks=True, copy_function=os.symlink)
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"README.md, block at line {line}:\n{result.stderr[-3000:]}"
