@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -123,7 +124,9 @@ def check_attr_names(names: dict[str, object], optional: tuple[str, ...] = ()) -
 
 def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | None]:
     """``(edge_index, num_nodes, ptr, edge_weight)`` of a ``Data`` or ``Batch``; ``ptr`` is
-    None for a single graph (the kernels then skip all batch bookkeeping)."""
+    None for a single graph (the kernels then skip all batch bookkeeping). Edge weights are
+    read from ``edge_weight`` only (as PyG's transforms read them); a one-dimensional float
+    ``edge_attr`` beside no ``edge_weight`` is not read, and a warning says so."""
     store = fields(data)
     num_nodes = node_count(data, store)
     if num_nodes is None:
@@ -146,7 +149,18 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | No
             ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     if ptr is not None and ptr.device != edge_index.device:
         ptr = ptr.to(edge_index.device)
-    return edge_index, int(num_nodes), ptr, store.get("edge_weight")
+    edge_weight = store.get("edge_weight")
+    edge_attr = store.get("edge_attr")
+    if (edge_weight is None and isinstance(edge_attr, Tensor) and edge_attr.dim() == 1
+            and edge_attr.is_floating_point()):
+        warnings.warn(EDGE_ATTR_NOT_READ, stacklevel=3)
+    return edge_index, int(num_nodes), ptr, edge_weight
+
+
+EDGE_ATTR_NOT_READ = (
+    "the graph has a one-dimensional float edge_attr and no edge_weight: graphpe's encodings "
+    "read edge weights from edge_weight only, so they treat this graph as unweighted; set "
+    "data.edge_weight = data.edge_attr to weight it")
 
 
 _FIXED = object()

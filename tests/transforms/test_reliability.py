@@ -3,6 +3,8 @@ CPU paths now handle: one reproduction each, with the exact error where the inpu
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch_geometric.data import Batch, Data
@@ -216,3 +218,24 @@ def test_temporary_files_of_killed_cache_writes_are_removed(tmp_path):
     assert not dead.exists() and not old_elsewhere.exists()
     assert alive.exists() and unrelated.exists()  # a live writer's file, and not ours
     assert len(list(tmp_path.glob("*.pt"))) == 1
+
+
+def test_a_float_edge_attr_is_not_read_as_weights_and_a_warning_says_so():
+    import warnings
+
+    from graphpe.encodings.transform import EDGE_ATTR_NOT_READ
+    from graphpe.transforms import RWSE
+
+    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    weighted = Data(edge_index=edge_index, num_nodes=3,
+                    edge_attr=torch.tensor([1.0, 1.0, float("nan"), float("nan")]))
+    with pytest.warns(UserWarning, match="^" + re.escape(EDGE_ATTR_NOT_READ) + "$"):
+        out = RWSE(walk_length=3)(weighted.clone()).rwse
+    assert torch.equal(out, RWSE(walk_length=3)(Data(edge_index=edge_index,
+                                                      num_nodes=3)).rwse)
+    with warnings.catch_warnings():  # categorical edge features, or weights given: no warning
+        warnings.simplefilter("error")
+        RWSE(walk_length=3)(Data(edge_index=edge_index, num_nodes=3,
+                                 edge_attr=torch.tensor([0, 0, 1, 1])))
+        RWSE(walk_length=3)(Data(edge_index=edge_index, num_nodes=3,
+                                 edge_attr=torch.ones(4), edge_weight=torch.ones(4)))
