@@ -47,7 +47,7 @@ ENCODINGS = {  # name -> (graphpe transform, PyG transform or None), as source
     "LapPE k=8": ("LaplacianPE(8)",
                   "AddLaplacianEigenvectorPE(8, attr_name='pe', is_undirected=True)"),
     "RWSE T=16": ("RWSE(16)", "AddRandomWalkPE(16, attr_name='pe')"),
-    "RFP(16, 8)": ("RFP(dim=16, steps=8, seed=0)", None),
+    "RFP(16, 8)": ("RFP(dim=16, steps=8, num_draws=1, seed=0)", None),
     "LCP orc": ("LCP()", None),
 }
 SPEEDUP_TARGET = 3.0  # fresh process, caches filled, LapPE and RWSE, against PyG

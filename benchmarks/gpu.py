@@ -90,7 +90,7 @@ def zinc_rows(graphs, device, repeats: int, pyg_graphs: int) -> list[dict]:
     encodings = {
         "LapPE k=16": LaplacianPE(16),
         "RWSE T=16": RWSE(16),
-        "RFP d=16 L=8": RFP(dim=16, steps=8, seed=0),
+        "RFP d=16 L=8": RFP(dim=16, steps=8, num_draws=1, seed=0),
         "LCP orc_bounds": LCP(curvature="orc_bounds"),
     }
     rows = []

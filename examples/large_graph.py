@@ -37,5 +37,5 @@ residual = (lap @ vecs - vecs * data.lap_eigvals[0].double()).norm(dim=0).max()
 print(f"largest residual ||L v - lambda v||: {float(residual):.1e}")
 
 start = time.perf_counter()
-data = graphpe.transforms.RFP(dim=16, steps=8, seed=0)(data)
+data = graphpe.transforms.RFP(dim=16, steps=8, num_draws=1, seed=0)(data)
 print(f"RFP(16, 8): {time.perf_counter() - start:.1f} s, shape {tuple(data.rfp.shape)}")

@@ -13,7 +13,12 @@ from torch_geometric.utils import add_remaining_self_loops, softmax
 from graphpe.encodings.registry import Encoding, register, setting, setting_of
 from graphpe.encodings.transform import PETransform, option
 from graphpe.layers.common import mlp, read_attribute
-from graphpe.ops.checks import check_choice, check_seed
+from graphpe.ops.checks import (
+    check_choice,
+    check_non_negative_int,
+    check_positive_int,
+    check_seed,
+)
 from graphpe.ops.graph import check_num_nodes, single_graph_ptr
 from graphpe.ops.propagate import (
     OPERATORS,
@@ -29,6 +34,11 @@ def _int_at_least(low: int) -> Callable[[str, object], int]:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
         return value
     return check
+
+
+# the trajectory's shape: the transform's defaults, which its encoder reads as well
+DEFAULT_DIM = 16
+DEFAULT_STEPS = 8
 
 
 @dataclass(eq=False, repr=False)
@@ -52,23 +62,23 @@ class RFP(PETransform):
     Args:
         dim: random features per draw, ``d``.
         steps: propagation steps, ``L``.
-        num_draws: independent initializations.
+        num_draws: independent initializations (the paper's DSS encoder pools over several).
         operator: ``gcn`` (``D~^-1/2 (A+I) D~^-1/2``), ``adj`` (``D^-1/2 A D^-1/2``), ``rw``
             (``D^-1 A``) or ``lap_shift`` (``2I - L_sym``).
         normalization: ``qr`` (per-graph orthonormalization) or ``l2`` (per-graph unit columns).
-        seed: seed of the draws; calls draw successive features from one generator, and
-            :func:`~graphpe.transforms.precompute` restarts it, so a dataset precompute is
-            reproducible.
+        seed: seed of the draws (None: a fresh random seed); calls draw successive features
+            from one generator, and :func:`~graphpe.transforms.precompute` restarts it, so a
+            dataset precompute is reproducible.
         attr_name: attribute written.
     """
 
-    dim: int = option(16, _int_at_least(1))
-    steps: int = option(8, _int_at_least(0))
-    num_draws: int = option(1, _int_at_least(1))
+    dim: int = option(DEFAULT_DIM, _int_at_least(1))
+    steps: int = option(DEFAULT_STEPS, _int_at_least(0))
+    num_draws: int = option(4, _int_at_least(1))
     operator: str = option("gcn", lambda name, value: check_choice(name, value, OPERATORS))
     normalization: str = option("qr", lambda name, value: check_choice(
         name, value, PROPAGATION_NORMS))
-    seed: int | None = option(None, lambda name, value: check_seed(value, name))
+    seed: int | None = option(0, lambda name, value: check_seed(value, name))
     attr_name: str = option("rfp")
 
     @property
@@ -120,16 +130,16 @@ class RFPEncoder(nn.Module):
       :math:`(S^{l+m})_{ii}`-like return quantities rather than noise.
 
     Args:
-        in_dim: ``F = dim * (steps + 1)``, the trajectory length per draw.
         channels: output channels.
+        dim: the RFP ``dim`` (features per step); the input is ``[N, draws, dim * (steps + 1)]``
+            (a :class:`LearnedRFP`'s ``out_dim`` is ``dim * (steps + 1)`` of its own).
+        steps: the RFP ``steps``.
+        readout: ``gram`` or ``trajectory``, see above.
         hidden: hidden width of ``phi`` and ``rho`` (default ``channels``).
         pooling: ``sum`` or ``mean`` over draws.
         sign_invariant: see above (``gram`` is sign invariant already).
         attr_name: attribute read when ``forward`` is given a ``Data``/``Batch``.
         dropout: dropout inside the MLPs.
-        readout: ``trajectory`` or ``gram``, see above.
-        steps: the RFP ``steps`` (needed by ``gram`` to split ``in_dim`` into ``steps + 1``
-            blocks of ``dim``).
     """
 
     @property
@@ -140,35 +150,34 @@ class RFPEncoder(nn.Module):
 
     def __init__(
         self,
-        in_dim: int,
         channels: int,
+        *,
+        dim: int = DEFAULT_DIM,
+        steps: int = DEFAULT_STEPS,
+        readout: str = "gram",
         hidden: int | None = None,
         pooling: str = "sum",
         sign_invariant: bool = False,
         attr_name: str = "rfp",
         dropout: float = 0.0,
-        readout: str = "trajectory",
-        steps: int | None = None,
     ) -> None:
         super().__init__()
-        if in_dim < 1 or channels < 1:
-            raise ValueError(f"in_dim and channels must be positive, got {in_dim}, {channels}")
+        for name, value in (("channels", channels), ("dim", dim)):
+            check_positive_int(name, value)
+        check_non_negative_int("steps", steps)
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+        in_dim = dim * (steps + 1)
         phi_in = in_dim
         if readout == "gram":
-            if (isinstance(steps, bool) or not isinstance(steps, int) or steps < 0
-                    or in_dim % (steps + 1)):
-                raise ValueError(f"readout='gram' needs steps, an int >= 0 with steps + 1 "
-                                 f"dividing in_dim={in_dim}, got steps={steps!r}")
             blocks = steps + 1
             upper = torch.triu_indices(blocks, blocks)
             self.register_buffer("upper", upper[0] * blocks + upper[1], persistent=False)
             phi_in = upper.size(1)
         hidden = hidden or channels
-        self.in_dim, self.channels = in_dim, channels
+        self.in_dim, self.dim, self.channels = in_dim, dim, channels
         self.pooling, self.sign_invariant, self.attr_name = pooling, sign_invariant, attr_name
         self.readout, self.steps = readout, steps
         self.phi = mlp([phi_in, hidden, hidden], dropout)
@@ -207,8 +216,7 @@ class RFPEncoder(nn.Module):
         matrix of steps, ``[N, draws, (steps + 1)(steps + 2) / 2]``. ``sizes`` holds each
         node's graph size (``None``: all ``N`` nodes are one graph)."""
         num_nodes, draws, _ = rfp.shape
-        blocks = self.steps + 1
-        dim = self.in_dim // blocks
+        blocks, dim = self.steps + 1, self.dim
         x = rfp.reshape(num_nodes, draws, blocks, dim)
         scale = (sizes.to(rfp.dtype) if sizes is not None
                  else rfp.new_full((num_nodes,), float(num_nodes))) / dim
@@ -216,8 +224,9 @@ class RFPEncoder(nn.Module):
         return gram * scale.view(num_nodes, 1, 1)
 
     def extra_repr(self) -> str:
-        return (f"in_dim={self.in_dim}, channels={self.channels}, pooling={self.pooling!r}, "
-                f"sign_invariant={self.sign_invariant}, readout={self.readout!r}")
+        return (f"channels={self.channels}, dim={self.dim}, steps={self.steps}, "
+                f"readout={self.readout!r}, pooling={self.pooling!r}, "
+                f"sign_invariant={self.sign_invariant}")
 
 
 class LearnedRFP(nn.Module):
@@ -327,15 +336,12 @@ class RFPSpec(Encoding):
 
     dim: int = setting_of(RFP, "dim")
     steps: int = setting_of(RFP, "steps")
-    # records and caches that reproduce: 4 seeded draws (the transform's own default is one
-    # unseeded draw, as a pre_transform of its own)
-    num_draws: int = setting_of(RFP, "num_draws", default=4)
+    num_draws: int = setting_of(RFP, "num_draws")
     operator: str = setting_of(RFP, "operator")
     normalization: str = setting_of(RFP, "normalization")
-    seed: int | None = setting_of(RFP, "seed", default=0)
+    seed: int | None = setting_of(RFP, "seed")
     # what RFPEncoder's phi sees of each draw (gram: rotation-invariant inner products)
     readout: str = setting("gram", lambda name, value: check_choice(name, value, READOUTS))
 
     def encoder(self, channels: int) -> nn.Module:
-        return RFPEncoder(self.dim * (self.steps + 1), channels, readout=self.readout,
-                          steps=self.steps)
+        return RFPEncoder(channels, dim=self.dim, steps=self.steps, readout=self.readout)

@@ -146,11 +146,6 @@ def test_every_transform_and_encoder_of_the_registry_is_exported():
                 assert made.__name__ in namespace.__all__, (name, made)
 
 
-# the registry's defaults that differ from the transform's: RFP's records take 4 seeded draws
-# where RFP() alone takes one unseeded draw (one set of defaults is an item of its own)
-OWN_DEFAULTS = {("rfp", "num_draws"), ("rfp", "seed")}
-
-
 def test_a_setting_the_transform_shares_is_its_option():
     # the same default and the same check: declared once, on the transform (setting_of)
     for name, cls in encodings().items():
@@ -159,8 +154,7 @@ def test_a_setting_the_transform_shares_is_its_option():
         options = {f.name: f for f in dataclasses.fields(cls.transform_class)}
         for f in dataclasses.fields(cls):
             if f.name in options and name != "gpse":  # gpse's dim: the encoder's width
-                if (name, f.name) not in OWN_DEFAULTS:
-                    assert f.default == options[f.name].default, (name, f.name)
+                assert f.default == options[f.name].default, (name, f.name)
                 assert f.metadata["check"] is options[f.name].metadata["check"], (name, f.name)
 
 

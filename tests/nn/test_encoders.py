@@ -117,7 +117,7 @@ def test_a_missing_encoding_says_which_transform_writes_it():
                               r"graphpe.transforms.RWSE\(16, attr_name='rwse'\)"),
                              (LapPEEncoder(4, 8), r"no attribute 'lap_pe': compute it first "
                               r"with graphpe.transforms.LaplacianPE\(k=4"),
-                             (RFPEncoder(12, 8), "no attribute 'rfp'")):
+                             (RFPEncoder(8, dim=4, steps=2), "no attribute 'rfp'")):
         with pytest.raises(ValueError, match=message):
             encoder(data)
 

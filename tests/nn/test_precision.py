@@ -162,7 +162,7 @@ def test_learned_rfp_under_autocast(dtype):
     batch = Batch.from_data_list(molecule_like_graphs(6, min_nodes=6, max_nodes=20, seed=0))
     h = torch.randn(batch.num_nodes, 6)
     model = LearnedRFP(6, dim=4, steps=3, num_draws=2, resample="fixed")
-    encoder = RFPEncoder(model.out_dim, 5)
+    encoder = RFPEncoder(5, dim=4, steps=3, readout="trajectory")
     ref = encoder(model(h, batch.edge_index, batch.ptr))
     with torch.autocast("cpu", dtype=dtype):
         out = encoder(model(h, batch.edge_index, batch.ptr)).float()

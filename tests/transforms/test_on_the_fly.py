@@ -103,5 +103,5 @@ def test_collate_in_dataloader_workers(families):
     ref = OnTheFlyPE([RWSE(6), LaplacianPE(3)])(Batch.from_data_list(graphs))
     for name in ("rwse", "lap_pe", "lap_eigvals", "lap_mask"):
         assert torch.equal(torch.cat([b[name] for b in batches]), ref[name])
-    assert all(b.rfp.shape == (b.num_nodes, 1, 12) and bool(b.rfp.isfinite().all())
+    assert all(b.rfp.shape == (b.num_nodes, 4, 12) and bool(b.rfp.isfinite().all())
                for b in batches)

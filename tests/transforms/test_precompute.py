@@ -138,9 +138,9 @@ def test_cache_hit_of_unseeded_random_draws_warns(families, tmp_path):
     from graphpe.transforms import RFP
 
     graphs = list(families.values())
-    first = precompute(graphs, RFP(4, 2), cache_dir=tmp_path, progress=False)
+    first = precompute(graphs, RFP(4, 2, seed=None), cache_dir=tmp_path, progress=False)
     with pytest.warns(UserWarning, match=r"RFP with seed=None reuse the random draws cached"):
-        again = precompute(graphs, RFP(4, 2), cache_dir=tmp_path, progress=False)
+        again = precompute(graphs, RFP(4, 2, seed=None), cache_dir=tmp_path, progress=False)
     assert all(torch.equal(x.rfp, y.rfp) for x, y in zip(first, again, strict=True))
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -19,7 +19,7 @@ def test_shape_and_determinism(families):
 def test_works_on_batch_and_small_graphs(families):
     batch = Batch.from_data_list(list(families.values()))
     out = RFP(dim=16, steps=4, seed=1)(batch)  # many graphs have fewer than 16 nodes
-    assert out.rfp.shape == (batch.num_nodes, 1, 80)
+    assert out.rfp.shape == (batch.num_nodes, 4, 80)
     assert torch.isfinite(out.rfp).all()
 
 
@@ -40,8 +40,8 @@ def test_bad_arguments_and_repr():
         RFP(operator="laplacian")
     with pytest.raises(ValueError, match="normalization must be one of"):
         RFP(normalization="row")
-    assert repr(RFP()) == ("RFP(dim=16, steps=8, num_draws=1, operator='gcn', "
-                           "normalization='qr', seed=None, attr_name='rfp')")
+    assert repr(RFP()) == ("RFP(dim=16, steps=8, num_draws=4, operator='gcn', "
+                           "normalization='qr', seed=0, attr_name='rfp')")
 
 
 def test_negative_num_nodes_is_a_value_error_naming_it():

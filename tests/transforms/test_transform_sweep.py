@@ -635,7 +635,7 @@ VARIANTS = {  # per transform: settings that change the output, each a different
                     lambda: LaplacianPE(3, dense_max_nodes=8)],
     "RWSE": [lambda: RWSE(4), lambda: RWSE(5), lambda: RWSE(4, self_loops=False),
              lambda: RWSE(4, attr_name="r"), lambda: RWSE(4, attr_name=None)],
-    "RFP": [lambda: RFP(4, 2), lambda: RFP(4, 2, seed=0), lambda: RFP(4, 2, seed=1),
+    "RFP": [lambda: RFP(4, 2, seed=None), lambda: RFP(4, 2, seed=0), lambda: RFP(4, 2, seed=1),
             lambda: RFP(5, 2, seed=0), lambda: RFP(4, 3, seed=0),
             lambda: RFP(4, 2, num_draws=2, seed=0), lambda: RFP(4, 2, operator="rw", seed=0),
             lambda: RFP(4, 2, normalization="l2", seed=0)],
