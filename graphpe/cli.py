@@ -474,7 +474,8 @@ def _dispatch(args: argparse.Namespace) -> None:
               f"cache in {args.cache_dir}")
     elif args.command == "train":
         from graphpe.datasets import load_dataset
-        from graphpe.train import TrainConfig, retain_freed_host_memory, run
+        from graphpe.runtime import retain_freed_host_memory
+        from graphpe.train import TrainConfig, run
 
         _check_device(args.device)
         if args.retain_memory and str(args.device) == "cpu":
@@ -535,9 +536,10 @@ def evaluate_checkpoint(args: argparse.Namespace) -> None:
     from torch_geometric.loader import DataLoader
 
     from graphpe.datasets import load_dataset
+    from graphpe.encode import encode_bundle
     from graphpe.encodings import resolve_pe, transforms_of
     from graphpe.nn.build import load_model
-    from graphpe.train import encode_bundle, evaluate
+    from graphpe.train import evaluate
 
     _check_device(args.device)
     model = load_model(args.checkpoint).to(args.device)

@@ -142,7 +142,7 @@ LAYERS = (
     ("graphpe.transforms", "graphpe.synthetic"),
     ("graphpe.nn",),
     ("graphpe.datasets",),
-    ("graphpe.train", "graphpe.warmup"),
+    ("graphpe.train", "graphpe.encode", "graphpe.records", "graphpe.runtime", "graphpe.warmup"),
     ("graphpe.pretrain",),
     ("graphpe.cli",),
 )
