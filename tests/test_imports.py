@@ -143,7 +143,7 @@ LAYERS = (
     ("graphpe.nn",),
     ("graphpe.datasets",),
     ("graphpe.train", "graphpe.encode", "graphpe.records", "graphpe.runtime", "graphpe.warmup"),
-    ("graphpe.pretrain",),
+    ("graphpe.pretrain", "graphpe.demo"),
     ("graphpe.cli",),
 )
 
