@@ -166,6 +166,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     _add_fit_args(p)
     _add_run_args(p)
 
+
 def _add_model_args(p_train: argparse.ArgumentParser) -> None:
     """``graphpe train``: the model, its attention and message passing, and its sizes."""
     p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn",
@@ -249,6 +250,7 @@ def _add_run_args(p_train: argparse.ArgumentParser) -> None:
                               "the state to resume from is kept beside it as <file>.state")
     p_train.add_argument("--resume", default=None,
                          help="continue a run from its <checkpoint>.state file")
+
 
 def run_train(args: argparse.Namespace) -> None:
     """``graphpe train``: :func:`graphpe.train.run` on the dataset; prints a summary of the
@@ -356,8 +358,8 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> None:
-    """The metric of a checkpoint's model on a split, its PEs recomputed from the specs the
-    checkpoint carries."""
+    """``graphpe evaluate``: the metric of a checkpoint's model on a split, its PEs recomputed
+    from the specs the checkpoint carries."""
     import torch
     from torch_geometric.loader import DataLoader
 
@@ -547,7 +549,8 @@ COMMANDS: dict[str, Command] = {
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``graphpe`` parser, one sub-command parser per entry of :data:`COMMANDS`
-    (``graphpe <command> --help`` lists each one's flags, and but for bench their defaults)."""
+    (``graphpe <command> --help`` lists each one's flags and, but for bench's, their
+    defaults)."""
     from graphpe import __version__
 
     parser = argparse.ArgumentParser(prog="graphpe", description="Positional and structural "
