@@ -396,6 +396,7 @@ def run_evaluate(args: argparse.Namespace) -> None:
 
 def _plain(value):
     """Lists and tuples compared alike (a checkpoint's config has been through storage)."""
+    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 def add_warmup_arguments(p: argparse.ArgumentParser) -> None:
