@@ -1,5 +1,9 @@
 """The ``graphpe`` command line: ``demo``, ``precompute``, ``train``, ``evaluate``, ``warmup``,
-``encodings``, ``pretrain-gpse``, ``bench``."""
+``encodings``, ``pretrain-gpse``, ``bench``.
+
+Each command is one entry of :data:`COMMANDS`: its help line, the function that adds its
+arguments to its parser (``add_<command>_arguments``) and the function that runs it on the
+parsed arguments (``run_<command>``); :func:`build_parser` and :func:`main` read the table."""
 
 from __future__ import annotations
 
@@ -9,61 +13,15 @@ import os
 import runpy
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (the commands import what they run when they run)
+    from graphpe.train import TrainConfig
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-
-def demo(epochs: int = 100, seed: int = 0, progress: bool = False) -> list[dict]:
-    """GINE with no PE and with each PE on CSL generated in code (no download): 150 graphs of
-    41 nodes, 10 classes that 1-WL cannot separate. Prints accuracy, PE time and train time."""
-    import torch
-
-    from graphpe.datasets import DatasetBundle, stratified_split
-    from graphpe.encodings import encodings
-    from graphpe.synthetic import csl_graphs
-    from graphpe.train import TrainConfig, run
-
-    graphs = csl_graphs(seed=seed)
-    labels = torch.cat([g.y for g in graphs])
-    train, val, test = stratified_split(labels, fractions=(0.6, 0.2, 0.2), seed=seed)
-    pick = lambda idx: [graphs[i] for i in idx.tolist()]  # noqa: E731
-    bundle = DatasetBundle("CSL (generated)", pick(train), pick(val), pick(test),
-                           task="graph_classification", metric="accuracy", out_dim=10,
-                           node_vocab=1)
-    rows = []
-    print(f"graphpe demo: GINE (4 layers, 32 channels) on CSL generated in code, "
-          f"{len(train)}/{len(val)}/{len(test)} train/val/test graphs, {epochs} epochs")
-    shown = sorted((cls.demo, name) for name, cls in encodings().items() if cls.demo)
-    for pe in ["none", *(name for _, name in shown)]:
-        config = TrainConfig(epochs=epochs, batch_size=16, lr=2e-3, warmup_epochs=5,
-                             patience=epochs, seed=seed, progress=progress)
-        record = run(bundle, pe, model="gine", channels=32, layers=4, config=config)
-        rows.append({"pe": pe, "test_accuracy": record["test"], "val_accuracy": record["val"],
-                     "pe_seconds": record["pe_seconds"], "train_seconds": record["train_seconds"],
-                     "params": record["params"]})
-        print(f"  {pe:<5} test accuracy {record['test']:.3f}  (PE {record['pe_seconds']:.2f} s, "
-              f"train {record['train_seconds']:.1f} s)", flush=True)
-    print(f"\n{'PE':<6} {'test acc':>9} {'val acc':>8} {'PE time':>9} {'train time':>11} "
-          f"{'params':>8}")
-    for r in rows:
-        print(f"{r['pe']:<6} {r['test_accuracy']:>9.3f} {r['val_accuracy']:>8.3f} "
-              f"{r['pe_seconds']:>8.2f}s {r['train_seconds']:>10.1f}s {r['params']:>8,}")
-    print("\nA plain GINE cannot tell CSL's classes apart (about 10%: chance); PEs can.")
-    return rows
-
-
-def _run_benchmark(name: str, extra: list[str]) -> None:
-    if not BENCHMARKS.is_dir():
-        raise SystemExit(f"{BENCHMARKS} not found: `graphpe bench` runs the scripts of a source "
-                         "checkout (pip install -e .)")
-    script = BENCHMARKS / f"{name}.py"
-    if not script.exists():
-        available = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem != "common")
-        raise SystemExit(f"no benchmark {name!r}; available: {', '.join(available)}")
-    sys.argv = [str(script), *extra]
-    runpy.run_path(str(script), run_name="__main__")
-
 
 DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
                 "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
@@ -71,6 +29,31 @@ DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molh
 PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
            "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
            "no PE; `graphpe encodings` lists the encodings with their settings")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One sub-command of ``graphpe``: its line in ``graphpe --help``, the function adding its
+    arguments to its parser, the function running it, and how it reports."""
+
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], object]
+    list_defaults: bool = True  # its --help lists each flag's default
+    logs: bool = False  # graphpe's info messages (cache hits and writes) go to stderr
+
+
+def add_data_arguments(p: argparse.ArgumentParser) -> None:
+    """The dataset, its folder, the PEs and precompute's cache (``precompute``, ``train``)."""
+    p.add_argument("--dataset", required=True, help=DATASET_HELP)
+    p.add_argument("--root", required=True, help="folder holding (or receiving) the "
+                                                 "dataset's files")
+    p.add_argument("--pe", default="none", help=PE_HELP)
+    p.add_argument("--download", action=argparse.BooleanOptionalAction, default=False,
+                   help="let the dataset's loader download missing files")
+    p.add_argument("--cache-dir", default=None,
+                   help="precompute's cache of the encoded splits: written once, reused "
+                        "by precompute and train while data and settings are unchanged")
 
 
 def _load_config(path: str) -> dict:
@@ -113,67 +96,75 @@ def _typed_config(values: dict, actions: dict[str, argparse.Action]) -> dict:
     return typed
 
 
-# every sub-command but bench lists its defaults in --help
-_HELP_FORMAT = argparse.ArgumentDefaultsHelpFormatter
+def _check_device(device: str) -> None:
+    import torch
+
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {device}, but this PyTorch sees no CUDA device "
+                         f"(torch {torch.__version__})")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``graphpe`` parser, one sub-command parser per command (``graphpe <command>
-    --help`` lists each one's flags and defaults)."""
-    from graphpe import __version__
+def _log_to_stderr() -> None:
+    """graphpe's info messages (cache hits and writes) as ``graphpe: ...`` lines on stderr."""
+    import logging
 
-    parser = argparse.ArgumentParser(prog="graphpe", description="Positional and structural "
-                                     "encodings for graph neural networks.")
-    parser.add_argument("--version", action="version", version=f"graphpe {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    _add_demo_parser(sub)
-
-    def data_args(p):
-        p.add_argument("--dataset", required=True, help=DATASET_HELP)
-        p.add_argument("--root", required=True, help="folder holding (or receiving) the "
-                                                     "dataset's files")
-        p.add_argument("--pe", default="none", help=PE_HELP)
-        p.add_argument("--download", action=argparse.BooleanOptionalAction, default=False,
-                       help="let the dataset's loader download missing files")
-        p.add_argument("--cache-dir", default=None,
-                       help="precompute's cache of the encoded splits: written once, reused "
-                            "by precompute and train while data and settings are unchanged")
-
-    p_pre = sub.add_parser("precompute", formatter_class=_HELP_FORMAT,
-                           help="encode a dataset's splits into --cache-dir")
-    data_args(p_pre)
-
-    p_train = sub.add_parser("train", formatter_class=_HELP_FORMAT,
-                             help="train a model with the given PEs")
-    data_args(p_train)
-    _add_train_args(p_train)
-    _add_evaluate_parser(sub)
-    _add_warmup_parser(sub)
-    _add_encodings_parser(sub)
-    _add_pretrain_gpse_parser(sub)
-    _add_bench_parser(sub)
-    parser._train_parser = p_train  # for --config defaults
-    return parser
+    log = logging.getLogger("graphpe")
+    log.setLevel(logging.INFO)
+    for handler in [h for h in log.handlers if getattr(h, "_graphpe_cli", False)]:
+        log.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("graphpe: %(message)s"))
+    handler._graphpe_cli = True
+    log.addHandler(handler)
+    log.propagate = False
 
 
-def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
+def add_demo_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe demo``: epochs, seed and progress bars of the demo runs."""
-    p_demo = sub.add_parser("demo", formatter_class=_HELP_FORMAT,
-                            help="GINE with and without each PE on CSL generated in code (no "
-                                 "download); prints a table")
-    p_demo.add_argument("--epochs", type=int, default=100, help="training epochs per PE")
-    p_demo.add_argument("--seed", type=int, default=0, help="seed of data, split and model")
-    p_demo.add_argument("--progress", action="store_true", help="show progress bars")
+    p.add_argument("--epochs", type=int, default=100, help="training epochs per PE")
+    p.add_argument("--seed", type=int, default=0, help="seed of data, split and model")
+    p.add_argument("--progress", action="store_true", help="show progress bars")
 
 
-def _add_train_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``'s flags after the data flags, in the order its ``--help`` lists
-    them."""
-    p_train.add_argument("--config", default=None,
-                         help="TOML/JSON file of these options (flags given here override it)")
-    _add_model_args(p_train)
-    _add_fit_args(p_train)
-    _add_run_args(p_train)
+def run_demo(args: argparse.Namespace) -> list[dict]:
+    """``graphpe demo``: :func:`graphpe.demo.demo`."""
+    from graphpe.demo import demo
+
+    return demo(args.epochs, args.seed, args.progress)
+
+
+def run_precompute(args: argparse.Namespace) -> None:
+    """``graphpe precompute``: the dataset's three splits encoded into ``--cache-dir``."""
+    from graphpe.datasets import load_dataset
+    from graphpe.encodings import resolve_pe, transforms_of
+    from graphpe.transforms import precompute
+
+    if args.cache_dir is None:
+        raise ValueError("precompute writes a cache: give --cache-dir")
+    specs = resolve_pe(args.pe)
+    if not specs:
+        raise ValueError("nothing to precompute: give --pe")
+    transforms = transforms_of(specs)
+    if not transforms:
+        raise ValueError(f"nothing to precompute: {args.pe} is learned inside the model")
+    bundle = load_dataset(args.dataset, args.root, download=args.download)
+    start = time.perf_counter()
+    for split in ("train", "val", "test"):
+        precompute(getattr(bundle, split), transforms,
+                   cache_dir=args.cache_dir)
+    print(f"encoded {args.dataset} with {args.pe} in {time.perf_counter() - start:.2f} s; "
+          f"cache in {args.cache_dir}")
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    """``graphpe train``'s flags, in the order its ``--help`` lists them: the data, a config
+    file, the model, the fit, the run."""
+    add_data_arguments(p)
+    p.add_argument("--config", default=None,
+                   help="TOML/JSON file of these options (flags given here override it)")
+    _add_model_args(p)
+    _add_fit_args(p)
+    _add_run_args(p)
 
 
 def _add_model_args(p_train: argparse.ArgumentParser) -> None:
@@ -261,44 +252,207 @@ def _add_run_args(p_train: argparse.ArgumentParser) -> None:
                          help="continue a run from its <checkpoint>.state file")
 
 
-def _add_evaluate_parser(sub: argparse._SubParsersAction) -> None:
+def run_train(args: argparse.Namespace) -> None:
+    """``graphpe train``: :func:`graphpe.train.run` on the dataset; prints a summary of the
+    record (once under torchrun)."""
+    from graphpe.datasets import load_dataset
+    from graphpe.runtime import retain_freed_host_memory
+    from graphpe.train import run
+
+    _check_device(args.device)
+    if args.retain_memory and str(args.device) == "cpu":
+        retain_freed_host_memory()
+    bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
+    config = _train_config(args)
+    record = run(bundle, args.pe, model=args.model, channels=args.channels,
+                 layers=args.layers, config=config, **_model_options(args))
+    summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
+                                      "best_epoch", "params", "pe_seconds",
+                                      "seconds_per_epoch", "world_size")}
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: one report
+        print(json.dumps(summary, indent=2))
+
+
+def _train_config(args: argparse.Namespace) -> TrainConfig:
+    """The :class:`graphpe.train.TrainConfig` of ``graphpe train``'s flags."""
+    from graphpe.train import TrainConfig
+
+    return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                       weight_decay=args.weight_decay, warmup_epochs=args.warmup,
+                       patience=args.patience, seed=args.seed,
+                       device=args.device, checkpoint=args.checkpoint,
+                       results=args.results, compile=args.compile,
+                       static_shapes=args.static_shapes, num_workers=args.num_workers,
+                       cache_dir=args.cache_dir, resume=args.resume,
+                       precision=args.precision)
+
+
+def _model_options(args: argparse.Namespace) -> dict:
+    """The model's keyword arguments beyond model, channels and layers, from the flags; a flag
+    the chosen model does not take is an error."""
+    extra = {"dropout": args.dropout}
+    if args.pool is not None:
+        extra["pool"] = args.pool
+    attention_options = {"heads": args.heads, "attn_dropout": args.attn_dropout}
+    if args.model in ("gps", "grit", "graphormer"):
+        extra.update({k: v for k, v in attention_options.items() if v is not None})
+    else:
+        for name, value in attention_options.items():
+            if value is not None:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} sets the attention of --model gps, grit or "
+                                 f"graphormer, not {args.model}")
+    if args.model in ("gps", "grit"):
+        if args.mpnn != "auto":
+            extra["mpnn"] = None if args.mpnn == "none" else args.mpnn
+    elif args.mpnn != "auto":
+        raise ValueError(f"--mpnn sets the local MPNN of --model gps or grit, not "
+                         f"{args.model}")
+    if args.attention != "auto":
+        if args.model != "gps":
+            raise ValueError(f"--attention sets the global attention of --model gps, not "
+                             f"{args.model}")
+        extra["attention"] = None if args.attention == "none" else args.attention
+    if args.graph_token:  # (graphormer has it by default)
+        if args.model not in ("gps", "graphormer"):
+            raise ValueError(f"--graph-token adds a token to --model gps, not {args.model}")
+        extra["graph_token"] = True
+    return extra
+
+
+def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | None,
+                            path: str) -> argparse.Namespace:
+    """``graphpe train --config path``: the file's values become the defaults of train's
+    flags (checked as the flags are), then the command line is parsed again, so that flags
+    given there override the file. A bad file exits with code 2."""
+    train_parser = command_parser(parser, "train")
+    try:
+        values = _load_config(path)
+    except (OSError, ValueError) as err:
+        parser.exit(2, f"graphpe: error: --config {path}: {err}\n")
+    actions = {a.dest: a for a in train_parser._actions}
+    unknown = sorted(set(values) - set(actions))
+    if unknown:
+        parser.exit(2, f"graphpe: error: --config {path}: unknown option(s) "
+                       f"{unknown}\n")
+    try:
+        values = _typed_config(values, actions)
+    except ValueError as err:
+        parser.exit(2, f"graphpe: error: --config {path}: {err}\n")
+    train_parser.set_defaults(**values)
+    return parser.parse_args(argv)
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe evaluate``: a checkpoint scored on a split of a dataset."""
-    p_eval = sub.add_parser("evaluate", formatter_class=_HELP_FORMAT,
-                            help="evaluate a checkpoint written by train --checkpoint")
-    p_eval.add_argument("--checkpoint", required=True, help="file written by train")
-    p_eval.add_argument("--dataset", required=True, help=DATASET_HELP)
-    p_eval.add_argument("--root", required=True, help="folder holding the dataset's files")
-    p_eval.add_argument("--split", choices=["train", "val", "test"], default="test")
-    p_eval.add_argument("--seed", type=int, default=None,
-                        help="seed of the split (TU, CSL, EXP); default: the training run's")
-    p_eval.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default=None,
-                        help="precision of the forward; default: the training run's")
-    p_eval.add_argument("--device", default="cpu")
-    p_eval.add_argument("--download", action="store_true")
+    p.add_argument("--checkpoint", required=True, help="file written by train")
+    p.add_argument("--dataset", required=True, help=DATASET_HELP)
+    p.add_argument("--root", required=True, help="folder holding the dataset's files")
+    p.add_argument("--split", choices=["train", "val", "test"], default="test")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed of the split (TU, CSL, EXP); default: the training run's")
+    p.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default=None,
+                   help="precision of the forward; default: the training run's")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--download", action="store_true")
 
 
-def _add_warmup_parser(sub: argparse._SubParsersAction) -> None:
+def run_evaluate(args: argparse.Namespace) -> None:
+    """``graphpe evaluate``: the metric of a checkpoint's model on a split, its PEs recomputed
+    from the specs the checkpoint carries."""
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from graphpe.datasets import load_dataset
+    from graphpe.encode import encode_bundle
+    from graphpe.encodings import resolve_pe, transforms_of
+    from graphpe.nn.build import load_model
+    from graphpe.train import evaluate
+
+    _check_device(args.device)
+    model = load_model(args.checkpoint).to(args.device)
+    ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
+    record = ckpt.get("record", {})
+    trained = record.get("config", {})  # the run's TrainConfig: its split seed and precision
+    seed = trained.get("seed", 0) if args.seed is None else args.seed
+    precision = trained.get("precision", "fp32") if args.precision is None else args.precision
+    bundle = load_dataset(args.dataset, args.root, seed=seed, download=args.download)
+    # the dataset must be one the model was built for (task, outputs, input features)
+    model_config = ckpt.get("model_config") or {}
+    differ = {k: (model_config[k], v) for k, v in bundle.model_kwargs().items()
+              if k in model_config and _plain(model_config[k]) != _plain(v)}
+    if differ:
+        detail = ", ".join(f"{k} {a!r} (model) vs {b!r} ({args.dataset})"
+                           for k, (a, b) in differ.items())
+        raise ValueError(f"{args.checkpoint} was not trained for {args.dataset}: {detail}")
+    specs = resolve_pe(record.get("pe", []))
+    encoded, _ = encode_bundle(bundle, transforms_of(specs))
+    loader = DataLoader(getattr(encoded, args.split), batch_size=256)
+    value = evaluate(model, loader, encoded, args.device, args.split, precision=precision)
+    print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": bundle.metric,
+                      "value": value, "checkpoint": args.checkpoint,
+                      "trained_test": record.get("test")}, indent=2))
+
+
+def _plain(value):
+    """Lists and tuples compared alike (a checkpoint's config has been through storage)."""
+    return list(value) if isinstance(value, (list, tuple)) else value
+
+
+def add_warmup_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe warmup``: the kernels to compile ahead of use."""
-    p_warm = sub.add_parser("warmup", formatter_class=_HELP_FORMAT,
-                            help="compile the CPU kernels into numba's on-disk cache ahead of "
-                                 "use (e.g. while building a container image)")
-    p_warm.add_argument("--pe", default=None,
-                        help="the PEs whose kernels to compile, as train's --pe (e.g. "
-                             "'lap,rwse:walk_length=20'; settings do not change the kernels); "
-                             "default: all")
-    p_warm.add_argument("--no-models", action="store_true",
-                        help="skip the models' kernels (fused GPS layer, GINE, attention)")
-    p_warm.add_argument("--processes", type=int, default=None,
-                        help="processes compiling side by side (default: one per kernel "
-                             "family, up to the CPU count)")
+    p.add_argument("--pe", default=None,
+                   help="the PEs whose kernels to compile, as train's --pe (e.g. "
+                        "'lap,rwse:walk_length=20'; settings do not change the kernels); "
+                        "default: all")
+    p.add_argument("--no-models", action="store_true",
+                   help="skip the models' kernels (fused GPS layer, GINE, attention)")
+    p.add_argument("--processes", type=int, default=None,
+                   help="processes compiling side by side (default: one per kernel "
+                        "family, up to the CPU count)")
 
 
-def _add_pretrain_gpse_parser(sub: argparse._SubParsersAction) -> None:
+def run_warmup(args: argparse.Namespace) -> None:
+    """``graphpe warmup``: compiles the kernels; prints the seconds per kernel family."""
+    from graphpe.encodings import parse_pe
+    from graphpe.warmup import cache_location, warm_up
+
+    # the --pe of `graphpe train` works here too: the kernels depend on the names only
+    pes = None if args.pe is None else [item["name"] for item in parse_pe(args.pe)]
+    start = time.perf_counter()
+    seconds = warm_up(pes, models=not args.no_models, processes=args.processes)
+    for family, s in seconds.items():
+        print(f"  {family:<10} {s:6.1f} s")
+    print(f"compiled in {time.perf_counter() - start:.1f} s; numba's cache: "
+          f"{cache_location()}")
+
+
+def add_encodings_arguments(p: argparse.ArgumentParser) -> None:
+    """``graphpe encodings``: the registered encodings, or the docs table written."""
+    p.add_argument("--write-docs", metavar="PATH", default=None,
+                   help="rewrite the generated table of encodings in this markdown file "
+                        "(docs/encodings.md) instead of printing the list")
+
+
+def run_encodings(args: argparse.Namespace) -> None:
+    """``graphpe encodings``: lists the encodings with their settings, or with
+    ``--write-docs`` rewrites the table of the docs."""
+    from graphpe.encodings import encodings
+    from graphpe.encodings.registry import settings_text, write_docs_table
+
+    if args.write_docs is not None:
+        write_docs_table(args.write_docs)
+        print(f"wrote the table of {len(encodings())} encodings into {args.write_docs}")
+        return
+    for name, cls in encodings().items():
+        learned = ", learned in the model" if cls.family == "models" else ""
+        print(f"{name} ({cls.kind}{learned}): {cls.summary}\n    "
+              f"{settings_text(cls) or 'no settings'}\n    {cls.paper}")
+
+
+def add_pretrain_gpse_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe pretrain-gpse``: GPSE pretrained on a dataset's graphs (the paper's setup,
     overridden by a config file and the flags)."""
-    p = sub.add_parser("pretrain-gpse", formatter_class=_HELP_FORMAT,
-                       help="pretrain GPSE on a dataset's graphs, with graphpe's encodings as "
-                            "targets; the checkpoint is what --pe gpse:checkpoint=PATH reads")
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding the dataset's files")
     p.add_argument("--out", required=True, help="checkpoint written (the best epoch's model)")
@@ -318,7 +472,7 @@ def _add_pretrain_gpse_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--progress", action="store_true", help="print the loss of every epoch")
 
 
-def pretrain_gpse_command(args: argparse.Namespace) -> dict:
+def run_pretrain_gpse(args: argparse.Namespace) -> dict:
     """``graphpe pretrain-gpse``: the config (file, then flags), the dataset's train and val
     splits, :func:`graphpe.pretrain.pretrain_gpse`; prints a summary."""
     import dataclasses
@@ -352,221 +506,84 @@ def pretrain_gpse_command(args: argparse.Namespace) -> dict:
     return record
 
 
-def _add_encodings_parser(sub: argparse._SubParsersAction) -> None:
-    """``graphpe encodings``: the registered encodings, or the docs table written."""
-    p = sub.add_parser("encodings", formatter_class=_HELP_FORMAT,
-                       help="list the encodings --pe takes, with their settings and defaults")
-    p.add_argument("--write-docs", metavar="PATH", default=None,
-                   help="rewrite the generated table of encodings in this markdown file "
-                        "(docs/encodings.md) instead of printing the list")
-
-
-def _print_encodings(write_docs: str | None) -> None:
-    from graphpe.encodings import encodings
-    from graphpe.encodings.registry import settings_text, write_docs_table
-
-    if write_docs is not None:
-        write_docs_table(write_docs)
-        print(f"wrote the table of {len(encodings())} encodings into {write_docs}")
-        return
-    for name, cls in encodings().items():
-        learned = ", learned in the model" if cls.family == "models" else ""
-        print(f"{name} ({cls.kind}{learned}): {cls.summary}\n    "
-              f"{settings_text(cls) or 'no settings'}\n    {cls.paper}")
-
-
-def _add_bench_parser(sub: argparse._SubParsersAction) -> None:
+def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe bench``: a script of benchmarks/ and its own arguments."""
-    bench = sub.add_parser("bench", help="run a benchmark script from benchmarks/")
-    bench.add_argument("name", help="benchmark name, e.g. precompute, curvature, rfp")
-    bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    p.add_argument("name", help="benchmark name, e.g. precompute, curvature, rfp")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
 
 
-def _log_to_stderr() -> None:
-    """graphpe's info messages (cache hits and writes) as ``graphpe: ...`` lines on stderr."""
-    import logging
+def run_bench(args: argparse.Namespace) -> None:
+    """``graphpe bench NAME ARGS``: runs ``benchmarks/NAME.py`` with ``ARGS`` in this
+    process."""
+    if not BENCHMARKS.is_dir():
+        raise SystemExit(f"{BENCHMARKS} not found: `graphpe bench` runs the scripts of a source "
+                         "checkout (pip install -e .)")
+    script = BENCHMARKS / f"{args.name}.py"
+    if not script.exists():
+        available = sorted(p.stem for p in BENCHMARKS.glob("*.py") if p.stem != "common")
+        raise SystemExit(f"no benchmark {args.name!r}; available: {', '.join(available)}")
+    sys.argv = [str(script), *args.args]
+    runpy.run_path(str(script), run_name="__main__")
 
-    log = logging.getLogger("graphpe")
-    log.setLevel(logging.INFO)
-    for handler in [h for h in log.handlers if getattr(h, "_graphpe_cli", False)]:
-        log.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("graphpe: %(message)s"))
-    handler._graphpe_cli = True
-    log.addHandler(handler)
-    log.propagate = False
+
+# graphpe's commands, in the order of graphpe --help
+COMMANDS: dict[str, Command] = {
+    "demo": Command("GINE with and without each PE on CSL generated in code (no download); "
+                    "prints a table", add_demo_arguments, run_demo),
+    "precompute": Command("encode a dataset's splits into --cache-dir", add_data_arguments,
+                          run_precompute, logs=True),
+    "train": Command("train a model with the given PEs", add_train_arguments, run_train,
+                     logs=True),
+    "evaluate": Command("evaluate a checkpoint written by train --checkpoint",
+                        add_evaluate_arguments, run_evaluate, logs=True),
+    "warmup": Command("compile the CPU kernels into numba's on-disk cache ahead of use (e.g. "
+                      "while building a container image)", add_warmup_arguments, run_warmup),
+    "encodings": Command("list the encodings --pe takes, with their settings and defaults",
+                         add_encodings_arguments, run_encodings),
+    "pretrain-gpse": Command("pretrain GPSE on a dataset's graphs, with graphpe's encodings as "
+                             "targets; the checkpoint is what --pe gpse:checkpoint=PATH reads",
+                             add_pretrain_gpse_arguments, run_pretrain_gpse, logs=True),
+    "bench": Command("run a benchmark script from benchmarks/", add_bench_arguments, run_bench,
+                     list_defaults=False),
+}
 
 
-def _check_device(device: str) -> None:
-    import torch
+def build_parser() -> argparse.ArgumentParser:
+    """The ``graphpe`` parser, one sub-command parser per entry of :data:`COMMANDS`
+    (``graphpe <command> --help`` lists each one's flags and, but for bench's, their
+    defaults)."""
+    from graphpe import __version__
 
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"--device {device}, but this PyTorch sees no CUDA device "
-                         f"(torch {torch.__version__})")
+    parser = argparse.ArgumentParser(prog="graphpe", description="Positional and structural "
+                                     "encodings for graph neural networks.")
+    parser.add_argument("--version", action="version", version=f"graphpe {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, command in COMMANDS.items():
+        options = {"formatter_class": argparse.ArgumentDefaultsHelpFormatter} \
+            if command.list_defaults else {}
+        command.add_arguments(sub.add_parser(name, help=command.help, **options))
+    return parser
+
+
+def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The parser of the sub-command ``name`` in ``parser`` (one :func:`build_parser` made)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "train" and args.config:
-        try:
-            values = _load_config(args.config)
-        except (OSError, ValueError) as err:
-            parser.exit(2, f"graphpe: error: --config {args.config}: {err}\n")
-        actions = {a.dest: a for a in parser._train_parser._actions}
-        unknown = sorted(set(values) - set(actions))
-        if unknown:
-            parser.exit(2, f"graphpe: error: --config {args.config}: unknown option(s) "
-                           f"{unknown}\n")
-        try:
-            values = _typed_config(values, actions)
-        except ValueError as err:
-            parser.exit(2, f"graphpe: error: --config {args.config}: {err}\n")
-        parser._train_parser.set_defaults(**values)
-        args = parser.parse_args(argv)  # flags on the command line override the file
-    if args.command in ("precompute", "train", "evaluate", "pretrain-gpse"):
+        args = _parse_with_config_file(parser, argv, args.config)
+    command = COMMANDS[args.command]
+    if command.logs:
         _log_to_stderr()
     try:
-        _dispatch(args)
+        command.run(args)
     except (ValueError, FileNotFoundError, ImportError) as err:
         # a wrong input is one clear line and exit code 2, not a traceback
         parser.exit(2, f"graphpe: error: {err}\n")
-
-
-def _dispatch(args: argparse.Namespace) -> None:
-    if args.command == "demo":
-        demo(args.epochs, args.seed, args.progress)
-    elif args.command == "bench":
-        _run_benchmark(args.name, args.args)
-    elif args.command == "encodings":
-        _print_encodings(args.write_docs)
-    elif args.command == "warmup":
-        from graphpe.encodings import parse_pe
-        from graphpe.warmup import cache_location, warm_up
-
-        # the --pe of `graphpe train` works here too: the kernels depend on the names only
-        pes = None if args.pe is None else [item["name"] for item in parse_pe(args.pe)]
-        start = time.perf_counter()
-        seconds = warm_up(pes, models=not args.no_models, processes=args.processes)
-        for family, s in seconds.items():
-            print(f"  {family:<10} {s:6.1f} s")
-        print(f"compiled in {time.perf_counter() - start:.1f} s; numba's cache: "
-              f"{cache_location()}")
-    elif args.command == "precompute":
-        from graphpe.datasets import load_dataset
-        from graphpe.encodings import resolve_pe, transforms_of
-        from graphpe.transforms import precompute
-
-        if args.cache_dir is None:
-            raise ValueError("precompute writes a cache: give --cache-dir")
-        specs = resolve_pe(args.pe)
-        if not specs:
-            raise ValueError("nothing to precompute: give --pe")
-        transforms = transforms_of(specs)
-        if not transforms:
-            raise ValueError(f"nothing to precompute: {args.pe} is learned inside the model")
-        bundle = load_dataset(args.dataset, args.root, download=args.download)
-        start = time.perf_counter()
-        for split in ("train", "val", "test"):
-            precompute(getattr(bundle, split), transforms,
-                       cache_dir=args.cache_dir)
-        print(f"encoded {args.dataset} with {args.pe} in {time.perf_counter() - start:.2f} s; "
-              f"cache in {args.cache_dir}")
-    elif args.command == "train":
-        from graphpe.datasets import load_dataset
-        from graphpe.train import TrainConfig, retain_freed_host_memory, run
-
-        _check_device(args.device)
-        if args.retain_memory and str(args.device) == "cpu":
-            retain_freed_host_memory()
-        bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
-        config = TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                             weight_decay=args.weight_decay, warmup_epochs=args.warmup,
-                             patience=args.patience, seed=args.seed,
-                             device=args.device, checkpoint=args.checkpoint,
-                             results=args.results, compile=args.compile,
-                             static_shapes=args.static_shapes, num_workers=args.num_workers,
-                             cache_dir=args.cache_dir, resume=args.resume,
-                             precision=args.precision)
-        extra = {"dropout": args.dropout}
-        if args.pool is not None:
-            extra["pool"] = args.pool
-        attention_options = {"heads": args.heads, "attn_dropout": args.attn_dropout}
-        if args.model in ("gps", "grit", "graphormer"):
-            extra.update({k: v for k, v in attention_options.items() if v is not None})
-        else:
-            for name, value in attention_options.items():
-                if value is not None:
-                    flag = "--" + name.replace("_", "-")
-                    raise ValueError(f"{flag} sets the attention of --model gps, grit or "
-                                     f"graphormer, not {args.model}")
-        if args.model in ("gps", "grit"):
-            if args.mpnn != "auto":
-                extra["mpnn"] = None if args.mpnn == "none" else args.mpnn
-        elif args.mpnn != "auto":
-            raise ValueError(f"--mpnn sets the local MPNN of --model gps or grit, not "
-                             f"{args.model}")
-        if args.attention != "auto":
-            if args.model != "gps":
-                raise ValueError(f"--attention sets the global attention of --model gps, not "
-                                 f"{args.model}")
-            extra["attention"] = None if args.attention == "none" else args.attention
-        if args.graph_token:  # (graphormer has it by default)
-            if args.model not in ("gps", "graphormer"):
-                raise ValueError(f"--graph-token adds a token to --model gps, not {args.model}")
-            extra["graph_token"] = True
-        record = run(bundle, args.pe, model=args.model, channels=args.channels,
-                     layers=args.layers, config=config, **extra)
-        summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
-                                          "best_epoch", "params", "pe_seconds",
-                                          "seconds_per_epoch", "world_size")}
-        if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: one report
-            print(json.dumps(summary, indent=2))
-    elif args.command == "evaluate":
-        evaluate_checkpoint(args)
-    elif args.command == "pretrain-gpse":
-        pretrain_gpse_command(args)
-
-
-def evaluate_checkpoint(args: argparse.Namespace) -> None:
-    """The metric of a checkpoint's model on a split, its PEs recomputed from the specs the
-    checkpoint carries."""
-    import torch
-    from torch_geometric.loader import DataLoader
-
-    from graphpe.datasets import load_dataset
-    from graphpe.encodings import resolve_pe, transforms_of
-    from graphpe.nn.build import load_model
-    from graphpe.train import encode_bundle, evaluate
-
-    _check_device(args.device)
-    model = load_model(args.checkpoint).to(args.device)
-    ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
-    record = ckpt.get("record", {})
-    trained = record.get("config", {})  # the run's TrainConfig: its split seed and precision
-    seed = trained.get("seed", 0) if args.seed is None else args.seed
-    precision = trained.get("precision", "fp32") if args.precision is None else args.precision
-    bundle = load_dataset(args.dataset, args.root, seed=seed, download=args.download)
-    # the dataset must be one the model was built for (task, outputs, input features)
-    model_config = ckpt.get("model_config") or {}
-    differ = {k: (model_config[k], v) for k, v in bundle.model_kwargs().items()
-              if k in model_config and _plain(model_config[k]) != _plain(v)}
-    if differ:
-        detail = ", ".join(f"{k} {a!r} (model) vs {b!r} ({args.dataset})"
-                           for k, (a, b) in differ.items())
-        raise ValueError(f"{args.checkpoint} was not trained for {args.dataset}: {detail}")
-    specs = resolve_pe(record.get("pe", []))
-    encoded, _ = encode_bundle(bundle, transforms_of(specs))
-    loader = DataLoader(getattr(encoded, args.split), batch_size=256)
-    value = evaluate(model, loader, encoded, args.device, args.split, precision=precision)
-    print(json.dumps({"dataset": args.dataset, "split": args.split, "metric": bundle.metric,
-                      "value": value, "checkpoint": args.checkpoint,
-                      "trained_test": record.get("test")}, indent=2))
-
-
-def _plain(value):
-    """Lists and tuples compared alike (a checkpoint's config has been through storage)."""
-    return list(value) if isinstance(value, (list, tuple)) else value
 
 
 if __name__ == "__main__":

@@ -5,20 +5,20 @@ classification (one graph, split by node masks): seeds,
 AdamW with linear warm-up and cosine decay, early stopping on the validation metric, the
 official metrics (OGB's ``Evaluator`` for ogbg-*, MAE for ZINC, accuracy for CSL/EXP/TU),
 progress bars, a JSON record and the best checkpoint.
+
+The pieces around the loop: :mod:`graphpe.encode` (the run's encodings),
+:mod:`graphpe.records` (the record, checkpoints and the training state to resume from) and
+:mod:`graphpe.runtime` (processes under torchrun, precision, ``torch.compile``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import json
 import math
-import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,21 +26,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.loader import DataLoader
-from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
+from graphpe.encode import encode_bundle, redraw_random_pes
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
-from graphpe.nn.build import build_model, normalize_model_config
+from graphpe.nn.build import build_model
 from graphpe.ops.checks import check_non_negative_int
-from graphpe.transforms import PETransform
-
-
-def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
-    """The transforms and the ``pe`` config of :func:`graphpe.nn.build.build_model` for PEs given in
-    any form :func:`graphpe.encodings.resolve_pe` takes (names, or names with settings)."""
-    specs = resolve_pe(pe)
-    return transforms_of(specs), pe_model_config(specs)
+from graphpe.records import (
+    Progress,
+    restore_training_state,
+    run_record,
+    save_training_state,
+    training_state,
+    training_state_path,
+    write_run_files,
+)
+from graphpe.records import versions as versions  # (graphpe.pretrain's import)
+from graphpe.runtime import (
+    PRECISIONS,
+    autocast,
+    distribute,
+    distributed_setup,
+    maybe_compile,
+    shard,
+    sum_over_processes,
+)
 
 
 @dataclass
@@ -91,49 +102,6 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
-# TrainConfig.precision -> the dtype torch.autocast runs the products in (None: no autocast).
-# fp16 also scales the loss (torch.amp.GradScaler): float16 gradients underflow otherwise.
-PRECISIONS: dict[str, torch.dtype | None] = {
-    "fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def autocast(device: str | torch.device, precision: str) -> contextlib.AbstractContextManager:
-    """``torch.autocast`` for ``precision`` on ``device``'s type (a no-op for fp32)."""
-    dtype = PRECISIONS[precision]
-    if dtype is None:
-        return contextlib.nullcontext()
-    return torch.autocast(torch.device(device).type, dtype=dtype)
-
-
-CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
-
-
-def distributed_setup(device: str) -> tuple[int, int, str]:
-    """``(rank, world size, device)``: under ``torchrun`` (``WORLD_SIZE`` > 1) the process group
-    is initialized (NCCL on CUDA, gloo on the CPU) and a CUDA device becomes this process's
-    ``cuda:LOCAL_RANK``; otherwise ``(0, 1, device)``."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
-        return 0, 1, device
-    import torch.distributed as dist
-
-    cuda = str(device).startswith("cuda")
-    if cuda:
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-        torch.cuda.set_device(device)
-    if not dist.is_initialized():
-        dist.init_process_group("nccl" if cuda else "gloo")
-    return dist.get_rank(), dist.get_world_size(), device
-
-
-def _shard(split: Any, rank: int, world: int) -> Any:
-    """Rank ``rank``'s contiguous share of an evaluation split (no padding, unlike
-    ``DistributedSampler``, so gathered metrics are exact)."""
-    n = len(split)
-    lo, hi = n * rank // world, n * (rank + 1) // world
-    return split[lo:hi]
-
-
 def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
                   shapes: dict[str, int] | None = None) -> Any:
     """The training batches: PyG ``Batch`` objects, or with ``shapes`` (static shapes)
@@ -157,91 +125,6 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     return torch.utils.data.DataLoader(graphs, collate_fn=StaticCollate(**shapes), **options)
 
 
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def retain_freed_host_memory() -> bool:
-    """Keep freed host memory in this process for reuse instead of handing it back to the
-    operating system (glibc's ``mallopt``: no ``mmap`` for large blocks, no trimming).
-
-    By default glibc maps every block above its threshold (128 KB, raised up to 32 MB as
-    blocks are freed) freshly and unmaps it when freed, so every large tensor of a training
-    step (GRIT's ``[pairs, channels]`` features: tens of MB) is new memory whose pages fault in
-    on first touch. With the blocks kept, later steps reuse them. Process-wide and permanent:
-    the resident memory stays at its peak. ``graphpe train`` calls it on the CPU
-    (``--no-retain-memory`` not to).
-    Returns whether it took effect (False where the C library is not glibc)."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1))
-
-
-def versions() -> dict[str, str | None]:
-    """Versions of graphpe and its stack, and the git commit of a source checkout (None when
-    graphpe is not run from one)."""
-    import platform
-    import subprocess
-
-    import torch_geometric
-
-    import graphpe
-
-    commit = None
-    try:
-        root = Path(graphpe.__file__).resolve().parents[1]
-        if (root / ".git").exists():
-            commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"],
-                                    capture_output=True, text=True, timeout=10,
-                                    check=True).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {"graphpe": graphpe.__version__, "torch": str(torch.__version__),
-            "torch_geometric": str(torch_geometric.__version__), "numpy": str(np.__version__),
-            "python": platform.python_version(), "git_commit": commit}
-
-
-def compile_support(device: str | torch.device) -> str | None:
-    """Why ``torch.compile`` cannot run here, or None when it can (a C++ compiler is needed for
-    CPU code)."""
-    import shutil
-
-    if not torch._dynamo.is_dynamo_supported():
-        return "torch.compile is not supported on this Python/PyTorch"
-    if torch.device(device).type == "cpu" and not any(
-            shutil.which(c) for c in ("g++", "c++", "clang++")):
-        return "torch.compile on the CPU needs a C++ compiler (g++, c++ or clang++)"
-    return None
-
-
-def maybe_compile(model: nn.Module, enabled: bool, device: str | torch.device,
-                  static: bool = False) -> nn.Module:
-    """``torch.compile(model, dynamic=True)`` if ``enabled`` and supported, else ``model``
-    (with a warning saying why). Node and edge counts vary from batch to batch, so shapes are
-    dynamic; the host-side parts (the attention layout, the bucket loop) stay eager. With
-    ``static`` (a :class:`~graphpe.nn.static.StaticGPS` on fixed-shape batches): one whole
-    graph, ``fullgraph=True, dynamic=False``, and on CUDA ``mode='reduce-overhead'`` (CUDA
-    graphs: the step replays instead of launching its kernels one by one)."""
-    if not enabled:
-        return model
-    reason = compile_support(device)
-    if reason is not None:
-        import warnings
-
-        warnings.warn(f"compile=True ignored: {reason}", stacklevel=2)
-        return model
-    if static:
-        mode = "reduce-overhead" if torch.device(device).type == "cuda" else None
-        return torch.compile(model, fullgraph=True, dynamic=False, mode=mode)
-    return torch.compile(model, dynamic=True)
-
-
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
     """AdamW, fused into one kernel per step where PyTorch has it for the parameters' device
     (the same update as the per-parameter loop, in a fraction of the calls)."""
@@ -250,36 +133,6 @@ def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.op
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
     except (RuntimeError, ValueError):
         return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-
-
-TRAINING_STATE_FORMAT = "graphpe-training-state-1"
-
-
-def _rng_states() -> dict[str, Any]:
-    np_state = np.random.get_state()
-    return {"torch": torch.get_rng_state(), "python": random.getstate(),
-            "numpy": [np_state[0], torch.from_numpy(np_state[1].astype(np.int64)),
-                      int(np_state[2]), int(np_state[3]), float(np_state[4])]}
-
-
-def _set_rng_states(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["torch"])
-    random.setstate(states["python"])
-    name, keys, pos, has_gauss, gauss = states["numpy"]
-    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, gauss))
-
-
-def _save_state(path: Path, state: dict[str, Any]) -> None:
-    """Written to a temporary file and renamed: a run killed mid-write keeps the last state."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
-
-
-def training_state_path(checkpoint: str) -> Path:
-    """Where :func:`fit` keeps the state to resume from: beside the checkpoint."""
-    return Path(f"{checkpoint}.state")
 
 
 def seed_everything(seed: int) -> None:
@@ -382,18 +235,6 @@ class _Setup:
     shard_eval: bool  # each process scores a shard of val/test and the metrics are gathered
 
 
-@dataclass
-class _Progress:
-    """Where the epochs stand: what the training state saves and a resumed run restores."""
-
-    best: dict[str, Any]  # {"epoch", "val"}: the best validation metric so far
-    best_state: dict[str, Any] | None  # the model's weights after that epoch
-    history: list[dict[str, Any]]  # {"epoch", "train_loss", "val"} per epoch run
-    waited: int = 0  # epochs since the best one (early stopping)
-    first: int = 0  # the first epoch still to run
-    earlier_seconds: float = 0.0  # training time before an interruption
-
-
 def fit(
     model: nn.Module,
     bundle: DatasetBundle,
@@ -407,11 +248,12 @@ def fit(
 
     Every epoch is one pass over the training batches (AdamW, gradients clipped to norm 5, the
     learning rate of :func:`lr_lambda`), then the validation metric, then, with
-    ``config.checkpoint``, the state to resume from (:func:`training_state_path`). Training
-    stops after ``config.epochs`` epochs or ``config.patience`` epochs without improvement; the
-    best epoch's weights are then loaded back into the model, scored on the test split and saved
-    to ``config.checkpoint``. Under torchrun (``WORLD_SIZE`` > 1) the model trains with
-    ``DistributedDataParallel`` and every process gets the metrics of the whole splits.
+    ``config.checkpoint``, the state to resume from
+    (:func:`~graphpe.records.training_state_path`). Training stops after ``config.epochs``
+    epochs or ``config.patience`` epochs without improvement; the best epoch's weights are then
+    loaded back into the model, scored on the test split and saved to ``config.checkpoint``.
+    Under torchrun (``WORLD_SIZE`` > 1) the model trains with ``DistributedDataParallel`` and
+    every process gets the metrics of the whole splits.
 
     ``train_split(epoch)``, if given, supplies the training graphs of each epoch (e.g. to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
@@ -420,10 +262,11 @@ def fit(
     seed_everything(config.seed)
     setup = _set_up(model, bundle, config)
     if config.resume:  # continue where the state left off, as if never stopped
-        progress = _resume(config.resume, setup, model_config)
+        progress = restore_training_state(config.resume, setup.model, setup.opt, setup.sched,
+                                          setup.scaler, model_config)
     else:
         worst = -math.inf if bundle.higher_is_better else math.inf
-        progress = _Progress(best={"epoch": -1, "val": worst}, best_state=None, history=[])
+        progress = Progress(best={"epoch": -1, "val": worst}, best_state=None, history=[])
     start = time.perf_counter()
     bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}",
                disable=not config.progress or setup.rank != 0)
@@ -439,8 +282,9 @@ def fit(
                         best=f"{progress.best['val']:.4f}")
         if config.checkpoint and setup.rank == 0:  # everything needed to resume after this epoch
             seconds = progress.earlier_seconds + time.perf_counter() - start
-            _save_state(training_state_path(config.checkpoint),
-                        _training_state(setup, progress, epoch, model_config, seconds))
+            save_training_state(training_state_path(config.checkpoint), training_state(
+                progress, epoch, setup.model, setup.opt, setup.sched, setup.scaler,
+                model_config, seconds))
         if progress.waited >= config.patience:
             break
     train_seconds = progress.earlier_seconds + time.perf_counter() - start
@@ -448,9 +292,11 @@ def fit(
         setup.model.load_state_dict(progress.best_state)
     test = evaluate(setup.model, setup.test_loader, bundle, setup.device, "test",
                     gather=setup.shard_eval, precision=config.precision)
-    record = _record(setup, bundle, config, progress, test, train_seconds, model_config, metadata)
+    record = run_record(bundle, config, progress, test, train_seconds,
+                        params=sum(p.numel() for p in setup.model.parameters()),
+                        world=setup.world, model_config=model_config, metadata=metadata)
     if setup.rank == 0:  # one writer
-        _write_outputs(record, setup.model, config, model_config)
+        write_run_files(record, setup.model, config.checkpoint, config.results, model_config)
     return record
 
 
@@ -459,10 +305,10 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
     training forward and the loaders of the three splits."""
     rank, world, device = distributed_setup(config.device)
     model = model.to(device)
-    model, train_model = _distribute(model, config, device, world)
+    model, train_model = distribute(model, device, world, config.sync_batchnorm)
     # node classification: one graph shared by the splits, evaluated whole by every process
     shard_eval = world > 1 and bundle.task != "node_classification"
-    eval_split = (lambda split: _shard(split, rank, world)) if shard_eval else (lambda s: s)
+    eval_split = (lambda split: shard(split, rank, world)) if shard_eval else (lambda s: s)
     val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
     test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
@@ -481,21 +327,6 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
                   scaler=scaler, train_loader=train_loader, val_loader=val_loader,
                   test_loader=test_loader, shapes=shapes, rank=rank, world=world,
                   device=device, shard_eval=shard_eval)
-
-
-def _distribute(model: nn.Module, config: TrainConfig, device: str,
-                world: int) -> tuple[nn.Module, nn.Module]:
-    """``(model, the module the training step calls)``: under torchrun (``world`` > 1) the
-    model in ``DistributedDataParallel``, its BatchNorms made ``SyncBatchNorm`` first with
-    ``config.sync_batchnorm``; otherwise the model twice."""
-    if world <= 1:
-        return model, model
-    from torch.nn.parallel import DistributedDataParallel
-
-    if config.sync_batchnorm:
-        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    return model, DistributedDataParallel(
-        model, device_ids=[torch.device(device).index] if "cuda" in str(device) else None)
 
 
 def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetBundle,
@@ -518,39 +349,6 @@ def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetB
                       "(CUDA graphs with compile=True)", stacklevel=4)  # (fit's caller)
     shapes = static_shapes(bundle.train, config.batch_size)
     return maybe_compile(StaticGPS(model), config.compile, device, static=True), shapes
-
-
-def _resume(path: str, setup: _Setup, model_config: dict[str, Any] | None) -> _Progress:
-    """Loads the training state at ``path`` into ``setup`` (weights, optimizer, schedule, loss
-    scale) and the RNGs; returns its progress. Refuses a state of another model."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    if not isinstance(state, dict) or state.get("format") != TRAINING_STATE_FORMAT:
-        raise ValueError(f"{path} is not a graphpe training state (written "
-                         "beside --checkpoint as <checkpoint>.state)")
-    saved = state.get("model_config")
-    if saved is not None and model_config is not None:  # (a saved config in any accepted form)
-        saved, current = map(normalize_model_config, (saved, model_config))
-    if saved is not None and model_config is not None and saved != current:
-        changed = sorted(k for k in set(saved) | set(current)
-                         if saved.get(k) != current.get(k))
-        raise ValueError(f"{path} was written by another model: its settings "
-                         f"differ in {changed}; resume with the run's own settings")
-    setup.model.load_state_dict(state["model"])
-    setup.opt.load_state_dict(state["optimizer"])
-    setup.sched.load_state_dict(state["scheduler"])
-    # the learning rate from this run's schedule (a resumed run may be given more epochs)
-    for group, base, factor in zip(setup.opt.param_groups, setup.sched.base_lrs,
-                                   setup.sched.lr_lambdas, strict=True):
-        group["lr"] = base * factor(setup.sched.last_epoch)
-    if state.get("scaler") and setup.scaler.is_enabled():  # an fp16 run's loss scale
-        setup.scaler.load_state_dict(state["scaler"])
-    progress = _Progress(best=state["best"], best_state=state["best_state"],
-                         history=state["history"], waited=state["waited"],
-                         first=state["epoch"] + 1)
-    _set_rng_states(state["rng"])
-    # the epochs before the interruption, in the run's timings
-    progress.earlier_seconds = float(state.get("train_seconds", 0.0))
-    return progress
 
 
 def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoch: int) -> float:
@@ -577,7 +375,7 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
     total = float(total)
     setup.sched.step()
     if setup.world > 1:
-        total, count = _sum_over_processes(total, count, setup.device)
+        total, count = sum_over_processes(total, count, setup.device)
     return total / max(count, 1)
 
 
@@ -598,18 +396,7 @@ def _forward_batch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig,
     return out, y
 
 
-def _sum_over_processes(total: float, count: int, device: str) -> tuple[float, int]:
-    """The training loss and graph count summed over all processes (sums, not averages, so
-    the mean is over all graphs)."""
-    import torch.distributed as dist
-
-    sums = torch.tensor([total, float(count)], dtype=torch.float64,
-                        device=device if "cuda" in str(device) else "cpu")
-    dist.all_reduce(sums)
-    return float(sums[0]), int(sums[1])
-
-
-def _update_progress(progress: _Progress, model: nn.Module, epoch: int, train_loss: float,
+def _update_progress(progress: Progress, model: nn.Module, epoch: int, train_loss: float,
                      val: float, higher_is_better: bool) -> None:
     """Adds the epoch to the history; keeps the weights of a better validation metric, or
     counts one more epoch without improvement."""
@@ -621,68 +408,6 @@ def _update_progress(progress: _Progress, model: nn.Module, epoch: int, train_lo
         progress.waited = 0
     else:
         progress.waited += 1
-
-
-def _training_state(setup: _Setup, progress: _Progress, epoch: int,
-                    model_config: dict[str, Any] | None, seconds: float) -> dict[str, Any]:
-    """Everything :func:`_resume` needs to continue after ``epoch``."""
-    return {"format": TRAINING_STATE_FORMAT, "epoch": epoch, "model": setup.model.state_dict(),
-            "optimizer": setup.opt.state_dict(), "scheduler": setup.sched.state_dict(),
-            "scaler": setup.scaler.state_dict(), "best": progress.best,
-            "best_state": progress.best_state, "history": progress.history,
-            "waited": progress.waited, "rng": _rng_states(), "model_config": model_config,
-            "train_seconds": seconds}
-
-
-def _record(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, progress: _Progress,
-            test: float, train_seconds: float, model_config: dict[str, Any] | None,
-            metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """The run's record: metrics, timings, configs, ``metadata``, versions and the curve."""
-    epochs_run = len(progress.history)
-    return {
-        "dataset": bundle.name, "metric": bundle.metric, "best_epoch": progress.best["epoch"],
-        "val": progress.best["val"], "test": test, "epochs_run": epochs_run,
-        "train_seconds": train_seconds, "seconds_per_epoch": train_seconds / max(epochs_run, 1),
-        "params": sum(p.numel() for p in setup.model.parameters()),
-        "config": asdict(config), "model_config": model_config, **(metadata or {}),
-        "versions": versions(), "history": progress.history, "world_size": setup.world,
-    }
-
-
-def _write_outputs(record: dict[str, Any], model: nn.Module, config: TrainConfig,
-                   model_config: dict[str, Any] | None) -> None:
-    """The checkpoint (weights, build config and the record without its curve) and the
-    results JSON, where ``config`` asks for them."""
-    if config.checkpoint:
-        Path(config.checkpoint).parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"format": CHECKPOINT_FORMAT, "model_config": model_config,
-                    "state_dict": model.state_dict(),
-                    # plain JSON types only, so the file loads with weights_only=True
-                    "record": json.loads(json.dumps(
-                        {k: v for k, v in record.items() if k != "history"}, default=str))},
-                   config.checkpoint)
-    if config.results:
-        Path(config.results).parent.mkdir(parents=True, exist_ok=True)
-        Path(config.results).write_text(json.dumps(record, indent=2))
-
-
-def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
-                  progress: bool = False,
-                  cache_dir: str | None = None) -> tuple[DatasetBundle, float]:
-    """Precompute PEs on every split (batched, through ``precompute``'s cache when
-    ``cache_dir`` is given); returns the new bundle and the seconds spent."""
-    from graphpe.transforms import precompute
-
-    if not transforms:
-        return bundle, 0.0
-    start = time.perf_counter()
-    pipeline = Compose(transforms)
-    splits = [precompute(split, pipeline, progress=progress, cache_dir=cache_dir)
-              for split in (bundle.train, bundle.val, bundle.test)]
-    seconds = time.perf_counter() - start
-    out = copy.copy(bundle)
-    out.train, out.val, out.test = splits
-    return out, seconds
 
 
 def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int = 64,
@@ -706,21 +431,8 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
                              "GRIT's pair features: use model='gps', 'grit' or 'graphormer'")
         model_config["pair"] = pair
     net = build_model(model_config)
-    random_pe = [t for t in transforms if _is_random(t)]
-    train_split = None
-    if config.resample_pe and random_pe:
-        def train_split(epoch: int):
-            # the random PEs of the training graphs drawn anew (seeded by epoch); the others
-            # (and val/test) keep their precomputed values
-            from graphpe.transforms import precompute
-
-            fresh = [copy.copy(t) for t in random_pe]
-            for t in fresh:
-                t.seed = config.seed * 100_003 + epoch
-            return precompute(encoded.train, fresh, progress=False)
+    train_split = (redraw_random_pes(encoded.train, transforms, config.seed)
+                   if config.resample_pe else None)
     metadata = {"model": model, "pe": [s.to_dict() for s in specs], "pe_seconds": pe_seconds}
     return fit(net, encoded, config, train_split, model_config=model_config, metadata=metadata)
 
-
-def _is_random(t: PETransform) -> bool:
-    return t.draws_random

@@ -2,7 +2,8 @@ import json
 
 import pytest
 
-from graphpe.cli import demo, main
+from graphpe.cli import main
+from graphpe.demo import demo
 from graphpe.encodings import parse_pe
 from tests.conftest import copy_shared
 
@@ -138,11 +139,10 @@ def test_config_gallery_files_are_valid():
     """Every file in configs/ sets only options train knows and parses its PE specs."""
     from pathlib import Path
 
-    from graphpe.cli import _load_config, build_parser
+    from graphpe.cli import _load_config, build_parser, command_parser
     from graphpe.encodings import resolve_pe
 
-    parser = build_parser()
-    known = {a.dest for a in parser._train_parser._actions}
+    known = {a.dest for a in command_parser(build_parser(), "train")._actions}
     files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
     assert len(files) >= 3
     for path in files:

@@ -141,8 +141,8 @@ LAYERS = (
     ("graphpe.transforms", "graphpe.synthetic"),
     ("graphpe.nn",),
     ("graphpe.datasets",),
-    ("graphpe.train", "graphpe.warmup"),
-    ("graphpe.pretrain",),
+    ("graphpe.train", "graphpe.encode", "graphpe.records", "graphpe.runtime", "graphpe.warmup"),
+    ("graphpe.pretrain", "graphpe.demo"),
     ("graphpe.cli",),
 )
 

@@ -5,8 +5,9 @@ import pytest
 import torch
 
 from graphpe.datasets import DatasetBundle, load_dataset, stratified_split
+from graphpe.encode import pe_transforms
 from graphpe.synthetic import csl_graphs
-from graphpe.train import TrainConfig, fit, lr_lambda, pe_transforms, run
+from graphpe.train import TrainConfig, fit, lr_lambda, run
 from tests.conftest import SHARED_DATA, copy_shared
 
 
@@ -120,19 +121,19 @@ def test_optimizer_is_fused_where_supported():
 
 
 def test_compile_falls_back_with_a_warning_where_unsupported(monkeypatch):
-    import graphpe.train as train
+    import graphpe.runtime as runtime
 
     model = torch.nn.Linear(3, 2)
-    assert train.maybe_compile(model, False, "cpu") is model
-    monkeypatch.setattr(train, "compile_support", lambda device: "no compiler here")
+    assert runtime.maybe_compile(model, False, "cpu") is model
+    monkeypatch.setattr(runtime, "compile_support", lambda device: "no compiler here")
     with pytest.warns(UserWarning, match="compile=True ignored: no compiler here"):
-        assert train.maybe_compile(model, True, "cpu") is model
+        assert runtime.maybe_compile(model, True, "cpu") is model
 
 
 def _eager_and_compiled_histories(**settings) -> tuple[list[dict], list[dict]]:
     """The per-epoch histories of a small GPS run on CSL without and with ``compile=True``
     (other TrainConfig ``settings`` alike); skips where torch.compile is unsupported."""
-    from graphpe.train import compile_support
+    from graphpe.runtime import compile_support
 
     if compile_support("cpu") is not None:
         pytest.skip(compile_support("cpu"))
@@ -194,7 +195,7 @@ def test_resuming_continues_the_run_exactly(tmp_path):
     """Stopped after 2 epochs and resumed to 4: the same curve and weights as 4 epochs at once
     (optimizer, schedule, best model, early-stopping count and every RNG restored)."""
     from graphpe.nn import build_model
-    from graphpe.train import training_state_path
+    from graphpe.records import training_state_path
 
     def model():
         torch.manual_seed(0)
@@ -224,7 +225,7 @@ def test_resuming_continues_the_run_exactly(tmp_path):
 def test_retain_freed_host_memory_takes_effect_on_glibc():
     import platform
 
-    from graphpe.train import retain_freed_host_memory
+    from graphpe.runtime import retain_freed_host_memory
 
     took = retain_freed_host_memory()
     if platform.system() == "Linux" and platform.libc_ver()[0] == "glibc":
@@ -293,7 +294,7 @@ def test_mixed_precision_training_follows_float32(precision, tmp_path):
     assert all(math.isfinite(v) for v in losses) and math.isfinite(mixed["test"])
     assert losses[0] == pytest.approx(ref["history"][0]["train_loss"], rel=0.05)
     # the loss scale of fp16 is part of the state: resuming continues the run exactly
-    from graphpe.train import training_state_path
+    from graphpe.records import training_state_path
 
     state = torch.load(training_state_path(str(tmp_path / "a.pt")), weights_only=True)
     assert ("scale" in state["scaler"]) == (precision == "fp16")
@@ -307,7 +308,7 @@ def test_mixed_precision_training_follows_float32(precision, tmp_path):
 
 
 def pe_bundle(bundle):
-    from graphpe.train import encode_bundle
+    from graphpe.encode import encode_bundle
 
     transforms, _ = pe_transforms({"rwse": {"walk_length": 4}})
     return encode_bundle(bundle, transforms)

@@ -31,19 +31,13 @@ from torch_geometric.loader import DataLoader
 
 import graphpe.train as train_module
 from graphpe.datasets import DatasetBundle, node_split_masks
+from graphpe.encode import encode_bundle
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
 from graphpe.nn import load_model
+from graphpe.records import CHECKPOINT_FORMAT, training_state_path
+from graphpe.runtime import compile_support
 from graphpe.synthetic import molecule_like_graphs
-from graphpe.train import (
-    CHECKPOINT_FORMAT,
-    TrainConfig,
-    compile_support,
-    encode_bundle,
-    evaluate,
-    fit,
-    run,
-    training_state_path,
-)
+from graphpe.train import TrainConfig, evaluate, fit, run
 from tests.test_cli import run_cli
 from tests.test_train import csl_bundle
 
@@ -166,13 +160,13 @@ def check_record_and_checkpoint(record: dict, config: TrainConfig, bundle: Datas
 def keep_every_state(monkeypatch) -> None:
     """Keep a copy of the training state after every epoch, ``<state>.epoch<N>``: what a run
     killed right after epoch N would have left beside its checkpoint."""
-    real = train_module._save_state
+    real = train_module.save_training_state
 
     def save(path, state):
         real(path, state)
         shutil.copy(path, f"{path}.epoch{state['epoch']}")
 
-    monkeypatch.setattr(train_module, "_save_state", save)
+    monkeypatch.setattr(train_module, "save_training_state", save)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -62,7 +62,8 @@ from common import (  # noqa: E402
 )
 
 from graphpe.datasets import load_dataset, node_split_masks, stratified_split  # noqa: E402
-from graphpe.train import TrainConfig, run, versions  # noqa: E402
+from graphpe.records import versions  # noqa: E402
+from graphpe.train import TrainConfig, run  # noqa: E402
 from graphpe.transforms import LCP, RWSE, LaplacianPE, precompute  # noqa: E402
 
 # the offline Planetoid copies (benchmarks/common.py knows the TU and OGB ones)

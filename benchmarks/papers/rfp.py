@@ -45,7 +45,8 @@ from common import (  # noqa: E402
 )
 
 from graphpe.datasets import load_dataset  # noqa: E402
-from graphpe.train import TrainConfig, run, versions  # noqa: E402
+from graphpe.records import versions  # noqa: E402
+from graphpe.train import TrainConfig, run  # noqa: E402
 
 # name -> (PE specs, resample the random draws of the training graphs every epoch)
 VARIANTS: dict[str, tuple[list, bool]] = {

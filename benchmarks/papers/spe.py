@@ -36,7 +36,8 @@ from common import (  # noqa: E402
 )
 
 from graphpe.datasets import load_dataset  # noqa: E402
-from graphpe.train import TrainConfig, run, versions  # noqa: E402
+from graphpe.records import versions  # noqa: E402
+from graphpe.train import TrainConfig, run  # noqa: E402
 
 PES = {
     "none": [],

@@ -237,7 +237,7 @@ def test_fused_layer_rejects_node_ids_out_of_range():
 def test_compiled_gps_runs_the_fused_layers_eagerly(monkeypatch):
     """Under ``torch.compile`` the fused layers run eagerly (a graph break each) and the step
     is the eager one: the same loss and gradients."""
-    from graphpe.train import compile_support
+    from graphpe.runtime import compile_support
 
     if compile_support("cpu") is not None:
         pytest.skip(compile_support("cpu"))

@@ -94,7 +94,7 @@ def test_dataset_views_take_the_storage_path(families, view, monkeypatch):
         picks = [perm[p] for p in picks]
     else:
         sub = Subset(ds, picks)
-    monkeypatch.setattr(module, "_structure_of_list", None)  # the per-graph path would fail
+    monkeypatch.setattr(module, "structure_of_list", None)  # the per-graph path would fail
     out = precompute(sub, [RWSE(5), LaplacianPE(3)], batch_size=3, progress=False)
     assert isinstance(out, TinyDataset) and len(out) == len(picks)
     assert "rwse" not in ds[0]

@@ -200,11 +200,11 @@ def test_temporary_files_of_killed_cache_writes_are_removed(tmp_path):
     import sys
     import time
 
-    from graphpe.transforms.precompute import STALE_TEMP_SECONDS, _host_tag
+    from graphpe.transforms.cache import STALE_TEMP_SECONDS, host_tag
 
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     child.wait()  # its pid is now free: a writer that died
-    host = _host_tag()
+    host = host_tag()
     dead = tmp_path / f"k.pt.{host}-{child.pid}-abc.tmp"
     alive = tmp_path / f"k.pt.{host}-{os.getpid()}-abc.tmp"
     old_elsewhere = tmp_path / "k.pt.00000000-1-abc.tmp"

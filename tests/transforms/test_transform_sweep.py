@@ -58,7 +58,7 @@ from graphpe.transforms import (
     ResistanceDistance,
     precompute,
 )
-from graphpe.transforms.precompute import cache_key
+from graphpe.transforms.cache import cache_key
 
 # ----------------------------------------------------------------------------- graphs
 
