@@ -11,11 +11,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "graphpe"
 
 # private names imported across modules today; each goes with the one-style migration
 KNOWN_PRIVATE_IMPORTS = {
-    ("graphpe.ops.softmax", "graphpe.ops.dropout", "_keyed_hash"),
-    ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_degrees"),
-    ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_simple_csr"),
-    ("graphpe.ops.eigen.compiled", "graphpe.ops.host", "_degrees"),
-    ("graphpe.ops.propagate.compiled", "graphpe.ops.host", "_degrees"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm_module"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_has_hooks"),

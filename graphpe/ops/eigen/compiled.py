@@ -14,7 +14,7 @@ from graphpe.ops import aot
 from graphpe.ops.host import (
     FASTMATH,
     HostCSR,
-    _degrees,
+    csr_degrees,
     graph_chunks,
     run_over_graphs,
 )
@@ -500,7 +500,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
     (:func:`_smallest_by_bisection`; QL for all of them where the wanted are more than a
     quarter), inverse iteration for their vectors, LAPACK's blocked ``dormtr``
     back-transformation."""
-    deg, dis = _degrees(indptr, weight)
+    deg, dis = csr_degrees(indptr, weight)
     nmax = 1
     for g in graphs:  # compiled: the largest graph sizes the scratch
         nmax = max(nmax, ptr[g + 1] - ptr[g])
@@ -705,7 +705,7 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
     """Graphs up to ``max_nodes`` nodes (larger ones are left alone), solved two at a time:
     their QL iterations interleaved (:func:`_ql_pair`)."""
     num_graphs = ptr.shape[0] - 1
-    deg, dis = _degrees(indptr, weight)
+    deg, dis = csr_degrees(indptr, weight)
     parent = np.empty(max(max_nodes, 1), dtype=np.int64)
     vec = np.empty(max(max_nodes, 1))
     # two solver slots: graph, first node, size, pairs skipped, pairs kept, scale, ||T||
