@@ -16,7 +16,6 @@ KNOWN_PRIVATE_IMPORTS = {
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_has_hooks"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_mm_t"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_relu_backward"),
-    ("graphpe.encodings.maglap", "graphpe.encodings.svd", "_directed_blocks"),
     ("graphpe.encodings.maglap", "graphpe.nn.encoders", "ChannelGIN"),
     ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_eigh"),
     ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_finish"),

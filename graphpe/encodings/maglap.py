@@ -27,7 +27,6 @@ from scipy.sparse.csgraph import connected_components as scipy_components
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting
-from graphpe.encodings.svd import _directed_blocks
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.common import mlp, read_attribute
 from graphpe.layers.encoders import ChannelGIN, node_blocks, parameter_dtype
@@ -48,6 +47,7 @@ from graphpe.ops.graph import (
     bucket_groups,
     bucket_growth_for,
     bucket_node_index,
+    directed_dense_adjacency,
     inv_sqrt_degree,
     node_range_subgraph,
     per_node,
@@ -166,7 +166,7 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     mask = torch.arange(k, device=device).unsqueeze(0) < sizes.unsqueeze(1)
     buckets = size_buckets(sizes, 1, dense_max_nodes, growth=bucket_growth_for(sizes))
     for group in bucket_groups(buckets, 16 * len(qs), max_dense_bytes):
-        blocks = _directed_blocks(edge_index, edge_weight, ptr, group)
+        blocks = directed_dense_adjacency(edge_index, ptr, group, edge_weight)
         laplacians = []
         for bucket, directed in zip(group, blocks, strict=True):
             inside = bucket_node_index(ptr, bucket)[1]
