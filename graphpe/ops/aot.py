@@ -43,6 +43,7 @@ AOT_MODULES = (
     "graphpe.ops.eigen.compiled",
     "graphpe.ops.eigen.ordering",
     "graphpe.ops.walk.compiled",
+    "graphpe.ops.walk.directed",
     "graphpe.ops.propagate.compiled",
     "graphpe.ops.curvature.compiled",
 )
