@@ -46,6 +46,7 @@ AOT_MODULES = (
     "graphpe.ops.walk.directed",
     "graphpe.ops.propagate.compiled",
     "graphpe.ops.curvature.compiled",
+    "graphpe.ops.cycles",
 )
 EXTENSION = "graphpe._kernels"
 INDEX_FORMAT = 3  # the layout of _kernels.json that this module reads
