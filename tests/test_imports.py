@@ -16,12 +16,6 @@ KNOWN_PRIVATE_IMPORTS = {
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_has_hooks"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_mm_t"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_relu_backward"),
-    ("graphpe.encodings.maglap", "graphpe.nn.encoders", "ChannelGIN"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_eigh"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_finish"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_prepare"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_ql_pair"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_ql_setup"),
 }
 
 

@@ -41,6 +41,7 @@ AOT_MODULES = (
     "graphpe.ops.host",
     "graphpe.ops.graph",
     "graphpe.ops.eigen.compiled",
+    "graphpe.ops.eigen.hermitian",
     "graphpe.ops.eigen.ordering",
     "graphpe.ops.walk.compiled",
     "graphpe.ops.walk.directed",
