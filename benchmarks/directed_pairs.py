@@ -71,9 +71,9 @@ from expressivity_pairs import TOLERANCE, permuted, quantize, refine  # noqa: E4
 
 from graphpe.encodings.cycles import CycleCounts  # noqa: E402
 from graphpe.encodings.directed_walk import DirectedRWSE  # noqa: E402
-from graphpe.encodings.maglap import magnetic_eigenpairs  # noqa: E402
-from graphpe.encodings.svd import svd_encoding  # noqa: E402
 from graphpe.ops.eigen import laplacian_eigenpairs  # noqa: E402
+from graphpe.ops.eigen.magnetic import magnetic_eigenpairs  # noqa: E402
+from graphpe.ops.eigen.svd import svd_encoding  # noqa: E402
 
 MODES = ("undirected", "directed")
 MULTI_Q = (0.05, 0.1, 0.15, 0.2, 0.25)

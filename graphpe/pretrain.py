@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from graphpe.encodings.cycles import CycleCounts, check_max_length
+from graphpe.encodings.cycles import CycleCounts
 from graphpe.encodings.gpse import save_gpse
 from graphpe.encodings.laplacian import LaplacianPE
 from graphpe.encodings.spectral import ElstaticSE, HKdiagSE, times_option
@@ -25,6 +25,7 @@ from graphpe.layers.gpse import GPSEConfig, add_virtual_nodes, gpse_loss
 from graphpe.ops.checks import (
     check_positive_int,
 )
+from graphpe.ops.cycles import check_max_length
 from graphpe.ops.graph import batch_from_ptr, single_graph_ptr
 from graphpe.train import lr_lambda, make_optimizer, seed_everything, versions
 from graphpe.transforms import precompute
@@ -55,7 +56,7 @@ class GPSETargets(PETransform):
     to ``node_attr`` ``[N, 7 + k + walk_length - 1 + len(times)]`` (51 by default). Per graph,
     written on each of its nodes (``batch[graph_attr][batch.ptr[:-1]]`` is ``[G, ...]``): the
     ``k`` eigenvalues (0 past the graph's size) and the counts of cycles of length
-    ``2..max_length`` (:func:`~graphpe.encodings.cycles.graph_cycle_counts`, GPSE's
+    ``2..max_length`` (:func:`~graphpe.ops.cycles.graph_cycle_counts`, GPSE's
     ``CycleGE``), not standardized: ``[N, k + max_length - 1]`` (11).
 
     Args:

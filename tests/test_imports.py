@@ -11,22 +11,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "graphpe"
 
 # private names imported across modules today; each goes with the one-style migration
 KNOWN_PRIVATE_IMPORTS = {
-    ("graphpe.ops.softmax", "graphpe.ops.dropout", "_keyed_hash"),
-    ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_degrees"),
-    ("graphpe.ops.walk.compiled", "graphpe.ops.host", "_simple_csr"),
-    ("graphpe.ops.eigen.compiled", "graphpe.ops.host", "_degrees"),
-    ("graphpe.ops.propagate.compiled", "graphpe.ops.host", "_degrees"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm_module"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_has_hooks"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_mm_t"),
     ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_relu_backward"),
-    ("graphpe.encodings.maglap", "graphpe.encodings.svd", "_directed_blocks"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_eigh"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_finish"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_hermitian_prepare"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_ql_pair"),
-    ("graphpe.encodings.maglap", "graphpe.ops.eigen.compiled", "_ql_setup"),
 }
 
 
@@ -177,3 +166,38 @@ def test_the_layer_check_sees_an_upward_import():
     assert layer_of("graphpe.ops.eigen.krylov") < layer_of("graphpe.train")
     assert layer_of("graphpe.layers.conv") < layer_of("graphpe.encodings.rfp") < layer_of(
         "graphpe.nn.models")
+
+
+def numba_uses(source: str) -> list[str]:
+    """What in ``source`` defines compiled kernels: an import of numba (or of a module under
+    it), a name ``njit`` imported from anywhere, an attribute ``.njit`` (``aot.njit``,
+    ``numba.njit``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.split(".")[0] == "numba"]
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] == "numba":
+                found.append(f"from {node.module} import ...")
+            found += [f"from {node.module} import njit" for a in node.names if a.name == "njit"]
+        elif isinstance(node, ast.Attribute) and node.attr == "njit":
+            found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+def test_no_compiled_kernel_outside_ops():
+    """numba kernels live in graphpe.ops (the layers above call them): no other module imports
+    numba or ``njit``."""
+    outside = {name: numba_uses(path.read_text()) for name, path in modules().items()
+               if layer_of(name) != layer_of("graphpe.ops")}
+    assert {name: uses for name, uses in outside.items() if uses} == {}
+
+
+def test_the_kernel_check_sees_numba():
+    assert numba_uses("from graphpe.ops.aot import njit\n") == [
+        "from graphpe.ops.aot import njit"]
+    assert numba_uses("import numba.core.types\nfrom numba import prange\n") == [
+        "import numba.core.types", "from numba import ..."]
+    assert numba_uses("from graphpe.ops import aot\n@aot.njit(cache=True)\ndef f(): pass\n") == [
+        "aot.njit (line 2)"]
+    assert numba_uses("from graphpe.ops.aot import FIRST_COMPILE_NOTICE\n") == []

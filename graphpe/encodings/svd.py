@@ -1,112 +1,20 @@
 r"""SVD positional encoding of a directed graph: singular vectors of its adjacency matrix.
 
-This module is a whole encoding in one file (declaration, transform, kernel, encoder), as
-"Adding an encoding" in the docs describes.
+This module holds the encoding's transform, encoder and declaration, as "Adding an encoding" in
+the docs describes; its kernel is :func:`graphpe.ops.eigen.svd.svd_encoding`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.encoders import LinearSEEncoder
 from graphpe.ops.checks import check_choice, check_positive_int, check_seed, check_size_limit
-from graphpe.ops.eigen import canonical_signs, random_signs
-from graphpe.ops.graph import (
-    batch_from_ptr,
-    bucket_node_index,
-    single_graph_ptr,
-    size_buckets,
-    validate_graph,
-)
-
-SIGNS = ("canonical", "random", "none")
-# singular values below this fraction of a graph's largest are rank deficiency, not signal:
-# their vectors are an arbitrary basis of a null space, and their columns are written as 0
-RANK_TOL = 1e-6
-SVD_MAX_NODES = 2048
-
-
-def svd_encoding(edge_index: Tensor, num_nodes: int, k: int, ptr: Tensor | None = None,
-                 edge_weight: Tensor | None = None, sign: str = "canonical",
-                 generator: torch.Generator | None = None,
-                 max_nodes: int = SVD_MAX_NODES) -> Tensor:
-    r"""``[num_nodes, 2k]``: for each graph, with :math:`A_{ij}` the weight of the edge
-    :math:`i \to j` (1 without weights; duplicates keep their largest weight; self loops stay
-    on the diagonal) and :math:`A = U \Sigma V^\top` its singular value decomposition, the
-    rows of :math:`[U_k \Sigma_k^{1/2},\ V_k \Sigma_k^{1/2}]` over the ``k`` largest singular
-    values. Columns past the graph's rank (or its size) are 0.
-
-    A singular pair's sign is arbitrary (``u`` and ``v`` flip together): ``canonical`` fixes
-    it by ``u`` (:func:`~graphpe.ops.eigen.canonical_signs`), ``random`` flips each graph's
-    columns at random on top of that, ``none`` keeps LAPACK's. Vectors of repeated singular
-    values are an arbitrary basis of their space. Graphs are solved densely, in float64, one
-    batched SVD per size bucket; graphs above ``max_nodes`` are refused.
-    """
-    validate_graph(edge_index, num_nodes, edge_weight, ptr)
-    check_positive_int("k", k)
-    check_choice("sign", sign, SIGNS)
-    device = edge_index.device
-    if ptr is None:
-        ptr = single_graph_ptr(num_nodes, device)
-    out = torch.zeros(num_nodes, 2 * k, dtype=torch.float32, device=device)
-    sizes = ptr.diff()
-    if num_nodes and int(sizes.max()) > max_nodes:
-        raise ValueError(f"svd_encoding densifies each graph: a graph of {int(sizes.max())} "
-                         f"nodes is above max_nodes={max_nodes}")
-    buckets = size_buckets(sizes)
-    flips = (random_signs(sizes.numel(), k, generator, torch.float64, device)
-             if sign == "random" else None)
-    for bucket, adjacency in zip(buckets, _directed_blocks(edge_index, edge_weight, ptr,
-                                                           buckets), strict=True):
-        u, s, vh = torch.linalg.svd(adjacency, full_matrices=False)
-        m = min(k, bucket.size)
-        u, s, v = u[..., :m], s[..., :m], vh.transpose(-1, -2)[..., :m]
-        kept = s > RANK_TOL * s[..., :1].clamp(min=torch.finfo(s.dtype).tiny)
-        scale = torch.where(kept, s, torch.zeros_like(s)).sqrt().unsqueeze(-2)
-        if sign != "none":
-            signs = canonical_signs(u, kept)
-            if flips is not None:
-                signs = signs * flips[bucket.graphs.to(device), :m].unsqueeze(-2)
-            u, v = u * signs, v * signs
-        node, inside = bucket_node_index(ptr, bucket)
-        rows = node[inside]
-        out[rows, :m] = (u * scale)[inside].float()
-        out[rows, k:k + m] = (v * scale)[inside].float()
-    return out
-
-
-def _directed_blocks(edge_index: Tensor, edge_weight: Tensor | None, ptr: Tensor,
-                     buckets: list) -> list[Tensor]:
-    """Padded float64 adjacency blocks ``[B, n, n]`` per size bucket, ``A[i, j]`` for the edge
-    ``i -> j`` (duplicates: the largest weight)."""
-    device = edge_index.device
-    num_nodes = int(ptr[-1])
-    graph = batch_from_ptr(ptr, num_nodes)
-    local = torch.arange(num_nodes, device=device) - ptr[graph]
-    # each graph's bucket and its slot in that bucket's block (-1: a graph with no nodes)
-    bucket_of = torch.full((ptr.numel() - 1,), -1, dtype=torch.long, device=device)
-    slot = torch.full_like(bucket_of, -1)
-    blocks = []
-    for b, bucket in enumerate(buckets):
-        graphs = bucket.graphs.to(device)
-        bucket_of[graphs], slot[graphs] = b, torch.arange(graphs.numel(), device=device)
-        blocks.append(torch.zeros(graphs.numel(), bucket.size, bucket.size,
-                                  dtype=torch.float64, device=device))
-    src, dst = edge_index
-    weight = (torch.ones(src.numel(), dtype=torch.float64, device=device) if edge_weight is None
-              else edge_weight.to(torch.float64))
-    edge_bucket = bucket_of[graph[src]]
-    for b, block in enumerate(blocks):
-        here = edge_bucket == b
-        s, d = src[here], dst[here]
-        flat = (slot[graph[s]] * block.size(1) + local[s]) * block.size(1) + local[d]
-        block.view(-1).scatter_reduce_(0, flat, weight[here], reduce="amax", include_self=True)
-    return blocks
+from graphpe.ops.eigen.svd import SIGNS, SVD_MAX_NODES, svd_encoding
 
 
 @dataclass(eq=False, repr=False)
@@ -114,10 +22,10 @@ class SVDPE(PETransform):
     r"""SVD positional encoding (Hussain, Zaki, Subramanian, "Global Self-Attention as a
     Replacement for Graph Convolution", KDD 2022; DGL's ``SVDPE``): the rows of
     :math:`[U_k \Sigma_k^{1/2}, V_k \Sigma_k^{1/2}]` of each graph's adjacency matrix,
-    :math:`A = U \Sigma V^\top` (:func:`svd_encoding`). It reads the direction of
-    ``edge_index`` (``A[i, j]`` for ``i -> j``), as ``maglap`` and ``drwse`` do: on a
-    directed graph ``U`` holds the nodes as sources and ``V`` as targets; on an undirected
-    one they agree up to sign. Writes ``svd_pe`` ``[N, 2k]``.
+    :math:`A = U \Sigma V^\top` (:func:`~graphpe.ops.eigen.svd.svd_encoding`). It reads the
+    direction of ``edge_index`` (``A[i, j]`` for ``i -> j``), as ``maglap`` and ``drwse`` do:
+    on a directed graph ``U`` holds the nodes as sources and ``V`` as targets; on an
+    undirected one they agree up to sign. Writes ``svd_pe`` ``[N, 2k]``.
 
     DGL writes the same ``2k`` columns for a graph of at least ``k`` nodes; for a smaller
     graph DGL shifts ``V``'s columns left, where this keeps ``U`` in columns ``0..k-1`` and
@@ -127,7 +35,8 @@ class SVDPE(PETransform):
 
     Args:
         k: singular values kept (default 8).
-        sign: ``canonical`` (default), ``random`` or ``none`` (see :func:`svd_encoding`).
+        sign: ``canonical`` (default), ``random`` or ``none`` (see
+            :func:`~graphpe.ops.eigen.svd.svd_encoding`).
         seed: seed of the random signs.
         attr_name: attribute written (``"svd_pe"``; None appends to ``x``).
         max_nodes: largest graph (each is solved densely).
@@ -169,7 +78,7 @@ class SVDSpec(Encoding):
     paper = ("Hussain et al., Global Self-Attention as a Replacement for Graph Convolution, "
              "KDD 2022")
     family = "eigen"
-    reference_test = "tests/encodings/test_svd.py::test_equals_dgls_svd_pe"
+    reference_test = "tests/ops/eigen/test_svd.py::test_equals_dgls_svd_pe"
 
     transform_class = SVDPE
     encoder_class = SVDEncoder

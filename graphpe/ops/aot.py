@@ -41,10 +41,13 @@ AOT_MODULES = (
     "graphpe.ops.host",
     "graphpe.ops.graph",
     "graphpe.ops.eigen.compiled",
+    "graphpe.ops.eigen.hermitian",
     "graphpe.ops.eigen.ordering",
     "graphpe.ops.walk.compiled",
+    "graphpe.ops.walk.directed",
     "graphpe.ops.propagate.compiled",
     "graphpe.ops.curvature.compiled",
+    "graphpe.ops.cycles",
 )
 EXTENSION = "graphpe._kernels"
 INDEX_FORMAT = 3  # the layout of _kernels.json that this module reads

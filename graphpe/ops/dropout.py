@@ -40,7 +40,7 @@ def _lowbias32(builder: ir.IRBuilder, x: ir.Value) -> ir.Value:
 
 
 @intrinsic
-def _keyed_hash(typingctx, index, key0, key1):  # pragma: no cover - compiled
+def keyed_hash(typingctx, index, key0, key1):  # pragma: no cover - compiled
     """``lowbias32(lowbias32(index ^ key0) ^ key1)`` on uint32 values. Written as LLVM IR on
     32-bit integers, so that vector loops multiply in 32-bit lanes (numba types a product of
     two uint32 as uint64)."""
@@ -60,7 +60,7 @@ def _dropout(values, out, key0, key1, threshold, scale):  # pragma: no cover - c
     t = np.uint32(threshold)
     shift = np.uint32(32 - DROPOUT_BITS)
     for i in range(values.shape[0]):
-        h = _keyed_hash(np.uint32(i), k0, k1)
+        h = keyed_hash(np.uint32(i), k0, k1)
         # branch-free (the loop vectorizes): the kept flag as a 0/1 factor
         out[i] = values[i] * (scale * ((h >> shift) >= t))
 

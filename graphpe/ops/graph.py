@@ -511,6 +511,36 @@ def dense_adjacency(
     return blocks
 
 
+def directed_dense_adjacency(edge_index: Tensor, ptr: Tensor, buckets: list[SizeBucket],
+                             edge_weight: Tensor | None = None) -> list[Tensor]:
+    """Padded float64 adjacency blocks ``[B, n, n]`` per size bucket, ``A[i, j]`` for the edge
+    ``i -> j`` (duplicates: the largest weight): the directed counterpart of
+    :func:`dense_adjacency`, self loops kept on the diagonal."""
+    device = edge_index.device
+    num_nodes = int(ptr[-1])
+    graph = batch_from_ptr(ptr, num_nodes)
+    local = torch.arange(num_nodes, device=device) - ptr[graph]
+    # each graph's bucket and its slot in that bucket's block (-1: a graph with no nodes)
+    bucket_of = torch.full((ptr.numel() - 1,), -1, dtype=torch.long, device=device)
+    slot = torch.full_like(bucket_of, -1)
+    blocks = []
+    for b, bucket in enumerate(buckets):
+        graphs = bucket.graphs.to(device)
+        bucket_of[graphs], slot[graphs] = b, torch.arange(graphs.numel(), device=device)
+        blocks.append(torch.zeros(graphs.numel(), bucket.size, bucket.size,
+                                  dtype=torch.float64, device=device))
+    src, dst = edge_index
+    weight = (torch.ones(src.numel(), dtype=torch.float64, device=device) if edge_weight is None
+              else edge_weight.to(torch.float64))
+    edge_bucket = bucket_of[graph[src]]
+    for b, block in enumerate(blocks):
+        here = edge_bucket == b
+        s, d = src[here], dst[here]
+        flat = (slot[graph[s]] * block.size(1) + local[s]) * block.size(1) + local[d]
+        block.view(-1).scatter_reduce_(0, flat, weight[here], reduce="amax", include_self=True)
+    return blocks
+
+
 def node_range_subgraph(
     edge_index: Tensor, edge_weight: Tensor | None, start: int, end: int
 ) -> tuple[Tensor, Tensor | None]:

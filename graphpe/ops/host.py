@@ -299,12 +299,17 @@ def simple_csr(edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = 
     ei = host_array(edge_index, np.int64)
     has_weight = edge_weight is not None
     w = host_array(edge_weight, np.float64) if has_weight else np.empty(0)
-    indptr, indices, weight, loops = _simple_csr(ei[0], ei[1], w, has_weight, num_nodes)
+    indptr, indices, weight, loops = simple_csr_arrays(ei[0], ei[1], w, has_weight, num_nodes)
     return HostCSR(indptr, indices, weight, loops)
 
 
 @aot.njit(cache=True, nogil=True)
-def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compiled
+def simple_csr_arrays(row, col, w, has_weight, num_nodes):  # pragma: no cover - compiled
+    """:func:`simple_csr` on arrays: the undirected simple graph of the edges
+    ``row[e] -> col[e]`` (weights ``w`` where ``has_weight``, else 1) as ``(indptr, indices,
+    weight, loops)``: both directions, each row sorted by column, duplicates merged with the
+    largest weight, edges of weight 0 dropped, self loops apart in ``loops`` (their largest
+    weight per node)."""
     # counting sort by row, then a short insertion sort of each row by column (rows are
     # neighbourhoods: a few entries), merging duplicates with the largest weight
     num_edges = row.shape[0]
@@ -366,7 +371,7 @@ def _simple_csr(row, col, w, has_weight, num_nodes):  # pragma: no cover - compi
 
 
 @aot.njit(cache=True, nogil=True)
-def _degrees(indptr, weight):  # pragma: no cover - compiled
+def csr_degrees(indptr, weight):  # pragma: no cover - compiled
     """Weighted degrees and ``D^-1/2`` (0 on isolated nodes) of a CSR graph."""
     n = indptr.shape[0] - 1
     deg = np.zeros(n)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from graphpe.ops.dropout import DROPOUT_BITS, _keyed_hash
+from graphpe.ops.dropout import DROPOUT_BITS, keyed_hash
 from graphpe.ops.fastmath import LOG2E, exp2_poly
 from graphpe.ops.host import host_empty
 
@@ -81,7 +81,7 @@ def _softmax_keys_first(scores, key_counts, graphs, scale, key0, key1, threshold
         if drop:
             out = flat_dropped[start: start + size]
             for e in range(size):
-                h = _keyed_hash(np.uint32(start + e), k0, k1)
+                h = keyed_hash(np.uint32(start + e), k0, k1)
                 out[e] = x[e] * (keep_scale * ((h >> shift) >= t))
         for e in range(start + size, start + n * n):  # padding keys weigh nothing
             flat_scores[e] = zero

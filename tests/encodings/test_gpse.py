@@ -232,7 +232,7 @@ def ring_molecules(num_graphs, seed):
 
 
 def test_targets_equal_gpses_functions():
-    from graphpe.encodings.cycles import graph_cycle_counts
+    from graphpe.ops.cycles import graph_cycle_counts
     from graphpe.pretrain import GPSETargets
 
     data_list = ring_molecules(6, seed=1)

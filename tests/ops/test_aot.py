@@ -15,7 +15,15 @@ from hypothesis import strategies as st
 from torch_geometric.data import Data, InMemoryDataset
 
 from graphpe.ops import aot, aot_build
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE
+from graphpe.transforms import (
+    LCP,
+    RFP,
+    RWSE,
+    CycleCounts,
+    DirectedRWSE,
+    LaplacianPE,
+    MagneticLaplacianPE,
+)
 
 DTYPES = (np.float64, np.float32, np.int64, np.int32, np.bool_, np.uint8, np.complex128)
 
@@ -118,7 +126,8 @@ def _graphs() -> list[Data]:
 def test_compiled_ahead_equals_numba(monkeypatch):
     """The encodings through the extension and through numba's JIT, bit for bit."""
     def transforms():  # new ones for each pass: RFP's draws go on from call to call
-        return [LaplacianPE(8), RWSE(16), RFP(dim=8, steps=4, seed=0), LCP()]
+        return [LaplacianPE(8), RWSE(16), RFP(dim=8, steps=4, seed=0), LCP(),
+                DirectedRWSE(8), CycleCounts(6)]
 
     graphs = _graphs()
     ahead = [[t(g.clone()) for g in graphs] for t in transforms()]
@@ -132,3 +141,29 @@ def test_compiled_ahead_equals_numba(monkeypatch):
             for key in out.keys():
                 if isinstance(out[key], torch.Tensor) and out[key].is_floating_point():
                     assert torch.equal(out[key], jit[key]), (transform, key)
+
+
+@pytest.mark.skipif(not aot.compiled_table(), reason="graphpe._kernels is not built from "
+                    "these sources (python -m graphpe.ops.aot_build builds it)")
+def test_the_magnetic_laplacian_compiled_ahead_agrees_with_numba(monkeypatch):
+    """The magnetic Laplacian through the extension and through numba's JIT, equal to
+    rounding rather than bit for bit: its small Hermitian solver rounds differently as
+    compiled fresh by the JIT, loaded from numba's cache or compiled ahead (each of them
+    deterministic), as it did before it was compiled ahead."""
+    from tests.ops.eigen.test_magnetic import assert_same_eigenpairs
+
+    transform = MagneticLaplacianPE(8, (0.1, 0.25))
+    graphs = _graphs()
+    ahead = [transform(g.clone()) for g in graphs]
+    kernels = _kernels()
+    assert any(k.compiled for k in kernels if k.py_func.__name__ == "_magnetic_kernel")
+    for kernel in kernels:
+        monkeypatch.setattr(kernel, "compiled", {})
+    for g, out in zip(graphs, ahead, strict=True):
+        jit = transform(g.clone())
+        assert torch.equal(out.maglap_mask, jit.maglap_mask)
+        torch.testing.assert_close(out.maglap_eigvals, jit.maglap_eigvals, atol=1e-6, rtol=0)
+        for slot in range(2):
+            assert_same_eigenpairs(out.maglap_eigvals[0, slot].double().numpy(),
+                                   torch.view_as_complex(out.maglap_pe[:, slot]).numpy(),
+                                   torch.view_as_complex(jit.maglap_pe[:, slot]).numpy())

@@ -2,9 +2,9 @@
 dense solve per graph, of exactly its size. The batched torch kernels they match are in
 :mod:`graphpe.ops.eigen.tensor`; the shared host plumbing is :mod:`graphpe.ops.host`.
 
-Also the small dense Hermitian solver (:func:`_hermitian_eigh`: complex Householder reduction
-to a real symmetric tridiagonal matrix, then the real solver's tridiagonal stages), which the
-magnetic Laplacian (:mod:`graphpe.encodings.maglap`) calls once per graph and potential."""
+The tridiagonal stages (:func:`ql_setup`, :func:`ql_pair`, :func:`split_tridiagonal`,
+:func:`tridiagonal_vectors`) also serve the Hermitian solver of
+:mod:`graphpe.ops.eigen.hermitian`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from graphpe.ops import aot
 from graphpe.ops.host import (
     FASTMATH,
     HostCSR,
-    _degrees,
+    csr_degrees,
     graph_chunks,
     run_over_graphs,
 )
@@ -33,8 +33,6 @@ _dormtr = aot.LapackRoutine("dormtr", 13)
 # (molecule-like graphs on this project's CPU, per graph, 16 pairs: 64 nodes 147 us compiled vs
 # 170, 72 nodes 184 vs 177, 96 nodes 365 vs 284; 8 pairs cross over near 48 nodes).
 SMALL_EIGH_MAX = 72
-# The smallest positive normal float64; below it a reciprocal overflows.
-SMALLEST_NORMAL = float(np.finfo(np.float64).tiny)
 
 
 @aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -90,7 +88,7 @@ def _ql_advance(w, off, n, l, m, i, phase, s, c, p, g, it):  # pragma: no cover 
     matrix (diagonal ``w``, off-diagonal ``off[i]`` between ``i`` and ``i + 1``; both
     overwritten; Numerical Recipes' ``tqli`` without vectors) as a state machine (``phase``
     0: look for the next unreduced block at ``l``, 1: one rotation of a sweep, 2: done), so
-    that two independent matrices can be advanced in turns (see :func:`_ql_pair`)."""
+    that two independent matrices can be advanced in turns (see :func:`ql_pair`)."""
     if phase == 0:
         if l >= n:
             return l, m, i, 2, s, c, p, g, it
@@ -133,7 +131,10 @@ def _ql_advance(w, off, n, l, m, i, phase, s, c, p, g, it):  # pragma: no cover 
 
 
 @aot.njit(cache=True, nogil=True)
-def _ql_setup(d, e, n, w, off):  # pragma: no cover - compiled
+def ql_setup(d, e, n, w, off):  # pragma: no cover - compiled
+    """The input of :func:`ql_pair`: the diagonal ``d`` into ``w`` and the off-diagonal
+    ``e[1:n]`` (``e[i]`` between ``i - 1`` and ``i``) into ``off[:n - 1]`` (``off[i]`` between
+    ``i`` and ``i + 1``), ``off[n - 1] = 0``."""
     for i in range(n):
         w[i] = d[i]
     for i in range(1, n):
@@ -143,7 +144,7 @@ def _ql_setup(d, e, n, w, off):  # pragma: no cover - compiled
 
 
 @aot.njit(cache=True, nogil=True)
-def _ql_pair(w1, off1, n1, w2, off2, n2):  # pragma: no cover - compiled
+def ql_pair(w1, off1, n1, w2, off2, n2):  # pragma: no cover - compiled
     """Eigenvalues (in place, unsorted) of two independent tridiagonal matrices, their QL
     steps taken in turns: a QL sweep is one long chain of dependent square roots and
     divisions, so a single matrix leaves the core idle for most of each step's latency, and
@@ -226,8 +227,8 @@ def _small_eigh(a, n, first, count, w, v, work):  # pragma: no cover - compiled
     reflectors are applied to those vectors only. For a 23-node molecule that is ~n^3 +
     2 n^2 k flops against LAPACK's full ``syevd``, and no library call overhead."""
     scale, tnorm = _eigh_prepare(a, n, work)
-    _ql_setup(work[0], work[1], n, w, work[3])
-    _ql_pair(w, work[3], n, w, work[3], 0)
+    ql_setup(work[0], work[1], n, w, work[3])
+    ql_pair(w, work[3], n, w, work[3], 0)
     _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm)
 
 
@@ -241,7 +242,7 @@ def _eigh_prepare(a, n, work):  # pragma: no cover - compiled
     block_of = work[10]
     scale = _unit_scale(a, n)
     _tridiagonalize(a, n, d, e, hs)
-    return scale, _split_blocks(n, d, e, block_of)
+    return scale, split_tridiagonal(n, d, e, block_of)
 
 
 @aot.njit(cache=True, nogil=True)
@@ -262,7 +263,7 @@ def _unit_scale(a, n):  # pragma: no cover - compiled
 
 
 @aot.njit(cache=True, nogil=True)
-def _split_blocks(n, d, e, block_of):  # pragma: no cover - compiled
+def split_tridiagonal(n, d, e, block_of):  # pragma: no cover - compiled
     """Zero the off-diagonal entries ``e[i]`` (between ``i - 1`` and ``i``) below
     ``eps ||T||`` and record each position's block start; returns ``||T||`` (at least 1: the
     matrix was scaled to unit largest entry)."""
@@ -283,7 +284,7 @@ def _split_blocks(n, d, e, block_of):  # pragma: no cover - compiled
 def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
     """Last stage of :func:`_small_eigh`: sort the eigenvalues ``w[:n]`` (with their blocks),
     inverse iteration for the wanted ones, back-transformation, eigenvalues rescaled."""
-    _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm)
+    tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm)
     hs, x = work[2], work[8]
     # back-transform the tridiagonal eigenvectors: v <- P_{n-1} ... P_1 v, all columns at once
     # (rows of v are contiguous: the inner loops run over the wanted columns)
@@ -308,7 +309,7 @@ def _eigh_vectors(a, n, first, count, w, v, work, scale, tnorm):  # pragma: no c
 
 
 @aot.njit(cache=True, nogil=True)
-def _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
+def tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: no cover
     """Sort the eigenvalues ``w[:n]`` of the tridiagonal matrix in ``work`` (with their
     blocks), compute the wanted eigenvectors ``first..first+count-1`` of the tridiagonal
     matrix into ``v[:n, :count]`` (:func:`_inverse_iteration`), and rescale ``w``."""
@@ -324,7 +325,7 @@ def _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm):  # pragma: 
 @aot.njit(cache=True, nogil=True, inline="always")
 def _block_end(block_of, b0, n):  # pragma: no cover - compiled
     """One past the last position of the unreduced block starting at ``b0`` (``block_of``
-    as written by :func:`_split_blocks`)."""
+    as written by :func:`split_tridiagonal`)."""
     b1 = b0 + 1
     while b1 < n and block_of[b1] == b0:
         b1 += 1
@@ -391,7 +392,7 @@ BISECTION_TOL = 1e-10
 def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
                            counts):  # pragma: no cover - compiled
     """The ``want`` smallest eigenvalues of the split tridiagonal matrix ``(d, e)`` (layout of
-    :func:`_split_blocks`), ascending, into ``lams[:want]`` with their block starts in
+    :func:`split_tridiagonal`), ascending, into ``lams[:want]`` with their block starts in
     ``blocks``: per unreduced block its ``min(want, size)`` smallest by bisection on Sturm
     counts (LAPACK's ``dstebz`` rule: the count of negative pivots of ``T - x I`` is the number
     of eigenvalues below ``x``), to within ``tol``, then the smallest ``want`` of all blocks.
@@ -465,11 +466,11 @@ def _smallest_by_bisection(n, d, e, block_of, want, tol, lams, blocks, scratch,
 def _tridiagonal_pairs(n, first, count, d, e, w, v, work, scratch, counts, scale,
                        tnorm):  # pragma: no cover - compiled
     """Eigenpairs ``first..first+count-1`` (ascending) of the split real symmetric tridiagonal
-    matrix ``(d, e)`` (layout of :func:`_split_blocks`, ``work`` as :func:`_small_eigh`'s):
+    matrix ``(d, e)`` (layout of :func:`split_tridiagonal`, ``work`` as :func:`_small_eigh`'s):
     eigenvalues times ``scale`` into ``w[:count]``, vectors into ``v[:n, :count]``. Where the
     wanted are at most a quarter, by bisection (:func:`_smallest_by_bisection`), inverse
     iteration and the Rayleigh quotient (accurate to rounding); otherwise all eigenvalues by
-    QL (:func:`_tridiagonal_vectors`). ``scratch``: ``[6, >= n + 1]`` floats; ``counts``:
+    QL (:func:`tridiagonal_vectors`). ``scratch``: ``[6, >= n + 1]`` floats; ``counts``:
     ``>= n + 1`` ints."""
     if 4 * (first + count) <= n:
         lams, blocks = scratch[4], scratch[5]
@@ -485,9 +486,9 @@ def _tridiagonal_pairs(n, first, count, d, e, w, v, work, scratch, counts, scale
                 rq += v[i, c] * (d[i] * v[i, c] + 2.0 * e[i] * v[i - 1, c])
             w[c] = rq * scale
     else:
-        _ql_setup(d, e, n, w, work[3])
-        _ql_pair(w, work[3], n, w, work[3], 0)
-        _tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm)
+        ql_setup(d, e, n, w, work[3])
+        ql_pair(w, work[3], n, w, work[3], 0)
+        tridiagonal_vectors(n, first, count, w, v, work, scale, tnorm)
         for c in range(count):
             w[c] = w[first + c]
 
@@ -500,7 +501,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
     (:func:`_smallest_by_bisection`; QL for all of them where the wanted are more than a
     quarter), inverse iteration for their vectors, LAPACK's blocked ``dormtr``
     back-transformation."""
-    deg, dis = _degrees(indptr, weight)
+    deg, dis = csr_degrees(indptr, weight)
     nmax = 1
     for g in graphs:  # compiled: the largest graph sizes the scratch
         nmax = max(nmax, ptr[g + 1] - ptr[g])
@@ -541,7 +542,7 @@ def _reduced_eigenpairs(indptr, indices, weight, ptr, graphs, k, norm, keep_triv
         for i in range(n):
             d[i] = diag[i]
             e[i] = sub[i - 1] if i > 0 else 0.0
-        tnorm = _split_blocks(n, d, e, work[10])
+        tnorm = split_tridiagonal(n, d, e, work[10])
         v = vt[:m, :n].T  # v[i, c] is vt[c, i]
         _tridiagonal_pairs(n, skip, m, d, e, w, v, work, scratch, counts, scale, tnorm)
         ints[4], ints[5], ints[6], ints[7], ints[8] = n, m, n, nmax, lapack_work.shape[0]
@@ -703,9 +704,9 @@ def _store_pairs(g, s, n, vals, vecs, m, dis, norm, sign, flips, sign_tol, eigva
 def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, sign, flips,
                           max_nodes, sign_tol, eigvals, eigvecs, mask):  # pragma: no cover
     """Graphs up to ``max_nodes`` nodes (larger ones are left alone), solved two at a time:
-    their QL iterations interleaved (:func:`_ql_pair`)."""
+    their QL iterations interleaved (:func:`ql_pair`)."""
     num_graphs = ptr.shape[0] - 1
-    deg, dis = _degrees(indptr, weight)
+    deg, dis = csr_degrees(indptr, weight)
     parent = np.empty(max(max_nodes, 1), dtype=np.int64)
     vec = np.empty(max(max_nodes, 1))
     # two solver slots: graph, first node, size, pairs skipped, pairs kept, scale, ||T||
@@ -730,7 +731,7 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
             lap = _fill_laplacian(indptr, indices, weight, deg, dis, s, n, norm,
                                   lap_store[filled, : n * n].reshape((n, n)))
             scale, tnorm = _eigh_prepare(lap, n, work[filled])
-            _ql_setup(work[filled, 0], work[filled, 1], n, w[filled], work[filled, 3])
+            ql_setup(work[filled, 0], work[filled, 1], n, w[filled], work[filled, 3])
             slot_graph[filled] = g
             slot_info[filled, 0], slot_info[filled, 1] = s, n
             slot_info[filled, 2], slot_info[filled, 3] = skip, m
@@ -741,7 +742,7 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
         elif filled == 0:
             break
         n2 = slot_info[1, 1] if filled == 2 else 0
-        _ql_pair(w[0], work[0, 3], slot_info[0, 1], w[1], work[1, 3], n2)
+        ql_pair(w[0], work[0, 3], slot_info[0, 1], w[1], work[1, 3], n2)
         for q in range(filled):
             s, n, skip, m = slot_info[q, 0], slot_info[q, 1], slot_info[q, 2], slot_info[q, 3]
             lap = lap_store[q, : n * n].reshape((n, n))
@@ -750,245 +751,6 @@ def _laplacian_eigenpairs(indptr, indices, weight, ptr, k, norm, keep_trivial, s
             _store_pairs(slot_graph[q], s, n, w[q, skip : skip + m], u[q], m, dis, norm,
                          sign, flips, sign_tol, eigvals, eigvecs, mask, vec)
         filled = 0
-
-
-# ----------------------------------------------------------------------------- Hermitian
-
-# JOBZ, RANGE, UPLO, N, A, LDA, VL, VU, IL, IU, ABSTOL, M, W, Z, LDZ, ISUPPZ, WORK, LWORK,
-# RWORK, LRWORK, IWORK, LIWORK, INFO
-_zheevr = aot.LapackRoutine("zheevr", 23)
-
-
-@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _tridiagonalize_hermitian(ar, ai, n, d, e, hs, phase, pr, pi):  # pragma: no cover
-    r"""Householder reduction of the Hermitian matrix ``ar + i ai`` (both triangles stored,
-    real and imaginary parts apart so that every inner loop is a contiguous real loop) to a
-    real symmetric tridiagonal matrix.
-
-    Row ``i`` (from the last up) is reduced by :math:`H_i = I - u u^{\mathsf H} / h_i`
-    (Hermitian and unitary, acting on ``0..i-1``): with :math:`c = a[0{:}i, i]` (the
-    conjugate of row ``i``) and :math:`\beta = -e^{i \arg c_{i-1}} \|c\|`,
-    :math:`u = c - \beta e_{i-1}`, :math:`h_i = \|c\|^2 + |c_{i-1}| \|c\|`, so that
-    :math:`H_i c = \beta e_{i-1}`; the leading block becomes
-    :math:`H_i B H_i = B - w u^{\mathsf H} - u w^{\mathsf H}` with :math:`p = B u / h_i`,
-    :math:`w = p - \frac{u^{\mathsf H} p}{2 h_i} u`. ``u`` is stored in row ``i`` (columns
-    ``:i``), ``hs[i] = h_i`` (0 where no reflector is needed: ``c`` already zero above its
-    last entry, as on a graph's disconnected parts). With :math:`P = H_1 \cdots H_{n-1}`,
-    :math:`T_c = P a P^{\mathsf H}` is Hermitian tridiagonal with complex off-diagonal
-    :math:`t_i = T_c[i-1, i]`; the diagonal unitary :math:`\Delta = \operatorname{diag}(\delta)`,
-    :math:`\delta_0 = 1`, :math:`\delta_i = \delta_{i-1} \bar t_i / |t_i|`, makes
-    :math:`T = \Delta^{\mathsf H} T_c \Delta` real: diagonal ``d``, off-diagonal
-    ``e[i] = |t_i|`` (``e[0] = 0``), ``phase = delta`` (complex). An eigenvector ``y`` of ``T``
-    gives the eigenvector :math:`P^{\mathsf H} \Delta y` of ``a``
-    (:func:`_hermitian_back_transform`). ``pr``, ``pi``: scratch of ``>= n`` floats."""
-    for i in range(n - 1, 0, -1):
-        l = i - 1
-        sigma = 0.0  # |c_m|^2 over m < l
-        for m in range(l):
-            sigma += ar[i, m] * ar[i, m] + ai[i, m] * ai[i, m]
-        clr, cli = ar[i, l], -ai[i, l]  # c_l
-        # Nothing to annihilate: T_c[l, i] = c_l. Below the smallest normal number (entries
-        # under 1e-154 on a matrix scaled to 1: far below eps) the entries are dropped, so
-        # that h >= sigma stays normal and 1 / h finite.
-        if sigma < SMALLEST_NORMAL:
-            hs[i] = 0.0
-            phase[i] = complex(clr, cli)
-            continue
-        absl = np.sqrt(clr * clr + cli * cli)
-        norm = np.sqrt(sigma + absl * absl)
-        unr, uni = (clr / absl, cli / absl) if absl > 0.0 else (1.0, 0.0)
-        for m in range(l):
-            ai[i, m] = -ai[i, m]  # u_m = c_m = conj(a[i, m])
-        ar[i, l] = unr * (absl + norm)
-        ai[i, l] = uni * (absl + norm)
-        h = norm * (norm + absl)
-        inv_h = 1.0 / h
-        phase[i] = complex(-unr * norm, -uni * norm)  # beta = T_c[l, i]
-        ur, ui = ar[i], ai[i]
-        ktot = 0.0
-        for j in range(i):  # p = B u / h over full rows
-            br, bi = ar[j], ai[j]
-            gr = 0.0
-            gi = 0.0
-            for k in range(i):
-                gr += br[k] * ur[k] - bi[k] * ui[k]
-                gi += br[k] * ui[k] + bi[k] * ur[k]
-            pr[j] = gr * inv_h
-            pi[j] = gi * inv_h
-            ktot += ur[j] * pr[j] + ui[j] * pi[j]  # Re(conj(u_j) p_j)
-        kk = ktot * 0.5 * inv_h
-        for j in range(i):  # w = p - K u
-            pr[j] -= kk * ur[j]
-            pi[j] -= kk * ui[j]
-        for j in range(i):  # B -= w u^H + u w^H
-            br, bi = ar[j], ai[j]
-            wr, wi, uj_r, uj_i = pr[j], pi[j], ur[j], ui[j]
-            for k in range(i):
-                br[k] -= wr * ur[k] + wi * ui[k] + uj_r * pr[k] + uj_i * pi[k]
-                bi[k] -= wi * ur[k] - wr * ui[k] + uj_i * pr[k] - uj_r * pi[k]
-        hs[i] = h
-    if n > 0:
-        hs[0] = 0.0
-        e[0] = 0.0
-        d[0] = ar[0, 0]
-        phase[0] = 1.0
-    delta = 1.0 + 0.0j
-    for i in range(1, n):
-        d[i] = ar[i, i]
-        t = phase[i]
-        size = abs(t)
-        # A subnormal |t_i| is taken as 0 (the QL split drops it anyway, being far below
-        # eps ||T||): its reciprocal overflows (``arcp`` turns t / |t| into t * (1 / |t|)).
-        if size < SMALLEST_NORMAL:
-            size = 0.0
-        e[i] = size
-        if size > 0.0:  # real divisions: a complex one squares |t| and underflows at 1e-160
-            delta = delta * complex(t.real / size, -t.imag / size)
-        phase[i] = delta
-
-
-@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _hermitian_back_transform(ar, ai, n, count, hs, phase, y, vr, vi, g):  # pragma: no cover
-    """``vr + i vi = P^H Delta y`` (``[:n, :count]``): the eigenvectors of the Hermitian matrix
-    reduced by :func:`_tridiagonalize_hermitian` (reflectors in the rows of ``ar``, ``ai``
-    with ``hs``; ``phase``) from those of its real tridiagonal form (``y``); ``g``:
-    ``[2, >= count]`` float scratch."""
-    for k in range(n):
-        dr, di = phase[k].real, phase[k].imag
-        for c in range(count):
-            vr[k, c] = dr * y[k, c]
-            vi[k, c] = di * y[k, c]
-    gr, gi = g[0], g[1]
-    for i in range(1, n):  # H_{n-1} ... H_1 v: H_1 first
-        h = hs[i]
-        if h == 0.0:
-            continue
-        for c in range(count):
-            gr[c] = 0.0
-            gi[c] = 0.0
-        for k in range(i):  # g = u^H v / h
-            ur, ui = ar[i, k], ai[i, k]
-            for c in range(count):
-                gr[c] += ur * vr[k, c] + ui * vi[k, c]
-                gi[c] += ur * vi[k, c] - ui * vr[k, c]
-        inv_h = 1.0 / h
-        for c in range(count):
-            gr[c] *= inv_h
-            gi[c] *= inv_h
-        for k in range(i):  # v -= u g
-            ur, ui = ar[i, k], ai[i, k]
-            for c in range(count):
-                vr[k, c] -= gr[c] * ur - gi[c] * ui
-                vi[k, c] -= gr[c] * ui + gi[c] * ur
-
-
-@aot.njit(cache=True, nogil=True)
-def hermitian_scratch(nmax, k):  # pragma: no cover - compiled
-    """Scratch (a tuple of arrays) for :func:`_hermitian_eigh` on matrices of up to ``nmax``
-    nodes and ``k`` vectors."""
-    nmax = max(nmax, 1)
-    kk = max(k, 1)
-    return (np.empty(nmax + 1), np.empty((12, nmax + 2)),
-            np.empty(nmax + 1, dtype=np.complex128), np.empty((2, nmax + 1)),
-            np.empty((nmax + 1, kk)))
-
-
-@aot.njit(cache=True, nogil=True)
-def _unit_scale_hermitian(ar, ai, n):  # pragma: no cover - compiled
-    """Scale ``ar + i ai`` (both triangles) so that its largest real or imaginary part is 1
-    (the modulus is then at most sqrt 2); returns the factor. A matrix already at 1 (a
-    normalized Laplacian's diagonal) is left exactly as it is."""
-    scale = 0.0
-    for i in range(n):
-        for j in range(i + 1):
-            scale = max(scale, abs(ar[i, j]), abs(ai[i, j]))
-    if scale == 0.0:
-        scale = 1.0
-    if scale != 1.0:
-        inv_scale = 1.0 / scale
-        for i in range(n):
-            for j in range(n):
-                ar[i, j] *= inv_scale
-                ai[i, j] *= inv_scale
-    return scale
-
-
-@aot.njit(cache=True, nogil=True)
-def _hermitian_eigh(ar, ai, n, count, vr, vi, scratch):  # pragma: no cover - compiled
-    """The ``count`` smallest eigenvalues (ascending; returned as a view of the scratch) and
-    eigenvectors (``vr + i vi``, ``[:n, :count]``, unit columns, their phase as the solver
-    leaves it) of the Hermitian ``ar + i ai`` (``[:n, :n]``, both triangles, destroyed).
-
-    Up to :data:`SMALL_EIGH_MAX` nodes, the stages of :func:`_small_eigh` carried to
-    Hermitian matrices: the matrix scaled (:func:`_unit_scale_hermitian`), reduced to a real
-    symmetric tridiagonal matrix (:func:`_tridiagonalize_hermitian`: complex reflectors, then
-    a diagonal unitary phase scaling), split where an off-diagonal entry is below
-    ``eps ||T||``; all eigenvalues of the real tridiagonal matrix by implicit QL and the wanted
-    vectors by inverse iteration, as for a real one (:func:`_tridiagonal_vectors`), turned back
-    by the phases and reflectors (:func:`_hermitian_back_transform`). Above, LAPACK's
-    ``zheevr`` (relatively robust representations) for the wanted pairs alone. ``scratch``:
-    :func:`hermitian_scratch`."""
-    w, work, phase, reals, y = scratch
-    if n > SMALL_EIGH_MAX:
-        return _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w)
-    scale, tnorm = _hermitian_prepare(ar, ai, n, scratch)
-    _ql_setup(work[0], work[1], n, w, work[3])
-    _ql_pair(w, work[3], n, w, work[3], 0)
-    return _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm)
-
-
-@aot.njit(cache=True, nogil=True)
-def _hermitian_prepare(ar, ai, n, scratch):  # pragma: no cover - compiled
-    """First stage of :func:`_hermitian_eigh` (up to :data:`SMALL_EIGH_MAX` nodes): scale,
-    reduce to a real tridiagonal matrix, split; returns ``(scale, ||T||)``. With
-    :func:`_ql_setup` on ``work[0], work[1]`` into ``w, work[3]``, :func:`_ql_pair` and
-    :func:`_hermitian_finish`, two matrices' QL iterations can run interleaved."""
-    w, work, phase, reals, y = scratch
-    scale = _unit_scale_hermitian(ar, ai, n)
-    _tridiagonalize_hermitian(ar, ai, n, work[0], work[1], work[2], phase, reals[0], reals[1])
-    return scale, _split_blocks(n, work[0], work[1], work[10])
-
-
-@aot.njit(cache=True, nogil=True)
-def _hermitian_finish(ar, ai, n, count, vr, vi, scratch, scale, tnorm):  # pragma: no cover
-    """Last stage of :func:`_hermitian_eigh` after :func:`_hermitian_prepare` and the QL
-    iteration on ``w`` (all eigenvalues): the ``count`` smallest pairs, as it returns them."""
-    w, work, phase, reals, y = scratch
-    _tridiagonal_vectors(n, 0, count, w, y, work, scale, tnorm)
-    _hermitian_back_transform(ar, ai, n, count, work[2], phase, y, vr, vi, reals[:2])
-    return w[:count]
-
-
-@aot.njit(cache=True, nogil=True)
-def _hermitian_eigh_lapack(ar, ai, n, count, vr, vi, w):  # pragma: no cover - compiled
-    """:func:`_hermitian_eigh` above :data:`SMALL_EIGH_MAX` nodes: LAPACK's ``zheevr`` for
-    the ``count`` smallest pairs."""
-    a = np.empty((n, n), dtype=np.complex128)
-    for i in range(n):
-        for j in range(i + 1):  # C-order lower = column-major upper ('U') of a^T = conj(a)
-            a[i, j] = complex(ar[i, j], ai[i, j])
-    z = np.empty(n * max(count, 1), dtype=np.complex128)
-    work = np.empty(66 * n, dtype=np.complex128)
-    rwork = np.empty(24 * n)
-    iwork = np.empty(10 * n, dtype=np.int32)
-    isuppz = np.empty(2 * max(count, 1), dtype=np.int32)
-    chars = np.array([ord("V"), ord("I"), ord("U")], dtype=np.uint8)
-    ints = np.zeros(10, dtype=np.int32)
-    ints[0], ints[1], ints[2], ints[3] = n, n, 1, count  # n, lda, il, iu
-    ints[5], ints[6], ints[7], ints[8] = n, work.shape[0], rwork.shape[0], iwork.shape[0]
-    reals = np.zeros(3)  # vl, vu (unused), abstol (0: LAPACK's default)
-    _zheevr(chars[0:].ctypes, chars[1:].ctypes, chars[2:].ctypes, ints[0:].ctypes, a.ctypes,
-            ints[1:].ctypes, reals[0:].ctypes, reals[1:].ctypes, ints[2:].ctypes,
-            ints[3:].ctypes, reals[2:].ctypes, ints[4:].ctypes, w.ctypes, z.ctypes,
-            ints[5:].ctypes, isuppz.ctypes, work.ctypes, ints[6:].ctypes, rwork.ctypes,
-            ints[7:].ctypes, iwork.ctypes, ints[8:].ctypes, ints[9:].ctypes)
-    if ints[9] != 0 or ints[4] != count:
-        raise np.linalg.LinAlgError("LAPACK zheevr failed")
-    for c in range(count):  # the vectors of conj(a): conjugated back
-        for i in range(n):
-            vr[i, c] = z[c * n + i].real
-            vi[i, c] = -z[c * n + i].imag
-    return w[:count]
 
 
 aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphpe.ops import aot
-from graphpe.ops.host import HostCSR, _degrees, graph_chunks, run_over_graphs
+from graphpe.ops.host import HostCSR, csr_degrees, graph_chunks, run_over_graphs
 
 # ----------------------------------------------------------------------------- RFP
 
@@ -43,7 +43,7 @@ def propagate_host(csr: HostCSR, ptr: np.ndarray, operator: str, x0: np.ndarray,
 def _operator_values(indptr, indices, weight, op):  # pragma: no cover - compiled
     """Off-diagonal values and diagonal of the propagation operator, on the CSR pattern."""
     n = indptr.shape[0] - 1
-    deg, _ = _degrees(indptr, weight)
+    deg, _ = csr_degrees(indptr, weight)
     scale = np.zeros(n)
     diag = np.zeros(n)
     for i in range(n):

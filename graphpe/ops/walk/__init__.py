@@ -1,6 +1,7 @@
 """Random-walk and pairwise encodings: RWSE, RRWP, shortest-path distances and edges (all pairs
 or local pairs), resistance distances and heat kernels. Batched torch kernels in
-:mod:`.tensor`, compiled CPU kernels in :mod:`.compiled`."""
+:mod:`.tensor`, compiled CPU kernels in :mod:`.compiled`; the walk that keeps the edges'
+direction (directed RWSE) in :mod:`.directed`."""
 
 from graphpe.ops.walk.tensor import (
     PAIRWISE_MAX_NODES,

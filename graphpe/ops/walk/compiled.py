@@ -13,13 +13,13 @@ from graphpe.ops.host import (
     CACHE_LINE_BYTES,
     FASTMATH,
     HostCSR,
-    _degrees,
-    _simple_csr,
     aligned_empty,
+    csr_degrees,
     csr_position,
     graph_chunks,
     prefetch,
     run_over_graphs,
+    simple_csr_arrays,
 )
 
 # ----------------------------------------------------------------------------- RWSE
@@ -51,7 +51,7 @@ def _graph_landing_probs(ei, num_nodes, walk_length, out, self_loops):  # pragma
         for e in range(ei.shape[1]):
             if ei[r, e] < 0 or ei[r, e] >= num_nodes:
                 return False
-    indptr, indices, weight, loops = _simple_csr(ei[0], ei[1], np.empty(0), False, num_nodes)
+    indptr, indices, weight, loops = simple_csr_arrays(ei[0], ei[1], np.empty(0), False, num_nodes)
     if not self_loops:
         loops[:] = 0.0
     ptr = np.array([0, num_nodes], dtype=np.int64)
@@ -65,7 +65,7 @@ def _symmetric_walk(indptr, indices, weight, loops):  # pragma: no cover - compi
     counted once in the degree ``D``) as the CSR's ``values`` and a ``diag``; a node without
     edges or loop has a zero row. ``S`` is similar to ``P = D^-1 (A + L)``
     (``P^t = D^-1/2 S^t D^1/2``), so ``diag(P^t) = diag(S^t)``."""
-    deg, _ = _degrees(indptr, weight)
+    deg, _ = csr_degrees(indptr, weight)
     n_all = indptr.shape[0] - 1
     dis = np.zeros(n_all)
     diag = np.zeros(n_all)  # S_ii from the self loops

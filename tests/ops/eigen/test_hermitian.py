@@ -1,19 +1,19 @@
-"""The compiled Hermitian eigensolver (``ops.eigen.compiled._hermitian_eigh``, behind the
+"""The compiled Hermitian eigensolver (``ops.eigen.hermitian.hermitian_eigh``, behind the
 magnetic Laplacian) against numpy's ``eigh``, including matrices whose entries lie near the
 bottom of float64's range."""
 
 import numpy as np
 import pytest
 
-from graphpe.ops.eigen import compiled
+from graphpe.ops.eigen import hermitian
 
 
 def solve(a: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     n = a.shape[0]
     ar, ai = a.real.copy(), a.imag.copy()  # the solver works in place
     vr, vi = np.zeros((n, count)), np.zeros((n, count))
-    vals = compiled._hermitian_eigh(ar, ai, n, count, vr, vi,
-                                    compiled.hermitian_scratch(n, count)).copy()
+    vals = hermitian.hermitian_eigh(ar, ai, n, count, vr, vi,
+                                    hermitian.hermitian_scratch(n, count)).copy()
     return vals, vr + 1j * vi
 
 

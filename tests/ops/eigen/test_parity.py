@@ -270,7 +270,7 @@ def test_smallest_by_bisection_on_split_tridiagonals():
     """The wanted smallest eigenvalues of a tridiagonal matrix split into blocks (equal blocks
     give equal eigenvalues in different blocks; a 1x1 block; a zero block), each with the
     block it belongs to, against numpy to the bisection tolerance."""
-    from graphpe.ops.eigen.compiled import _smallest_by_bisection, _split_blocks
+    from graphpe.ops.eigen.compiled import _smallest_by_bisection, split_tridiagonal
 
     rng = np.random.default_rng(0)
     pieces = [(rng.uniform(0, 2, 9), rng.uniform(-1, 1, 8))]
@@ -286,7 +286,7 @@ def test_smallest_by_bisection_on_split_tridiagonals():
     n = d.size
     dense = np.diag(d) + np.diag(e[1:], 1) + np.diag(e[1:], -1)
     block_of = np.empty(n)
-    tnorm = _split_blocks(n, d, e.copy(), block_of)
+    tnorm = split_tridiagonal(n, d, e.copy(), block_of)
     starts = [i for i in range(n) if i == 0 or e[i] == 0]  # (the zero piece: four 1x1 blocks)
     assert sorted(set(block_of.astype(int))) == starts
     for want in (1, 5, 12, n):
