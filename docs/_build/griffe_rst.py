@@ -3,7 +3,8 @@ markup inside Google-style sections: it rewrites the markup Markdown does not re
 
 - ``:func:`name``` (and ``:class:``, ``:meth:``, ``:data:``, ``:attr:``, ``:mod:``) becomes
   the code span ``name`` (a leading ``~`` dropped);
-- a ``.. math::`` directive becomes a fenced block of its formula;
+- ``:math:`x``` becomes ``$x$`` and a ``.. math::`` directive a ``$$`` block of its formula,
+  which ``pymdownx.arithmatex`` marks and the build's hook turns into MathML (``mathml.py``);
 - ``::`` ending a paragraph (a literal block follows) becomes ``:``, and the indented literal
   block a fenced one;
 - an ``Args:`` entry naming several parameters (``channels, layers: ...`` or
@@ -50,10 +51,14 @@ def _blocks(text: str) -> str:
             if body:
                 depth = min(len(b) - len(b.lstrip()) for b in body if b.strip())
                 pad = " " * indent
-                lang = "text"
-                out += ["", pad + "```" + lang]
-                out += [pad + b[depth:] if b.strip() else "" for b in body]
-                out += [pad + "```", ""]
+                if math:  # a $$ block: one paragraph, no blank line inside
+                    out += ["", pad + "$$"]
+                    out += [pad + b[depth:] for b in body if b.strip()]
+                    out += [pad + "$$", ""]
+                else:
+                    out += ["", pad + "```text"]
+                    out += [pad + b[depth:] if b.strip() else "" for b in body]
+                    out += [pad + "```", ""]
                 i = j
                 continue
             i += 1
@@ -98,7 +103,7 @@ def convert(text: str) -> str:
     """The docstring ``text`` with its reStructuredText markup rewritten as Markdown."""
     text = _split_grouped(_blocks(text))
     text = _ROLE.sub(r"`\1`", text)
-    return _MATH_INLINE.sub(r"`\1`", text)
+    return _MATH_INLINE.sub(lambda m: f"${m.group(1).strip()}$", text)
 
 
 class RstMarkup(griffe.Extension):
