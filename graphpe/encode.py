@@ -43,7 +43,7 @@ def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
 def redraw_random_pes(train: Any, transforms: list[PETransform],
                       seed: int) -> Callable[[int], Any] | None:
     """``train_split`` of :func:`~graphpe.train.fit`: the encoded training graphs ``train``
-    with the random PEs among ``transforms`` (RFP, random signs) drawn anew every epoch,
+    with the random PEs among ``transforms`` (random features, random signs) drawn anew every epoch,
     seeded by ``seed`` and the epoch; None where none of ``transforms`` is random."""
     random_pe = [t for t in transforms if t.draws_random]
     if not random_pe:

@@ -70,7 +70,7 @@ class TrainConfig:
     progress: bool = True
     checkpoint: str | None = None  # path of the best model's state_dict
     results: str | None = None  # path of the JSON record
-    resample_pe: bool = True  # fresh random PE draws (RFP, random signs) for train every epoch
+    resample_pe: bool = True  # fresh random PE draws (random features, signs) each epoch
     compile: bool = False  # run the model through torch.compile (where supported)
     # GPS only: train on fixed-shape batches (graphpe.nn.static): one shape for the whole run,
     # so with compile the step is one graph (on CUDA, CUDA graphs: mode='reduce-overhead')

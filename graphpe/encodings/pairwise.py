@@ -166,11 +166,11 @@ class HeatKernel(PairwiseTransform):
     .. math:: \mathrm{heat}_{ij,t} = \sum_{k:\ \lambda_k > 0} e^{-t \lambda_k}
               (v_k)_i (v_k)_j
 
-    over the eigenpairs of ``L = D - A`` (weights as conductances), 0 between components. As
-    in GraphGPS the eigenvalue-0 pairs are left out by default (``exp(-t L)_ij - 1/n_c`` in a
-    component of ``n_c`` nodes); ``keep_trivial=True`` gives ``exp(-t L)`` itself. Its diagonal
-    is :class:`~graphpe.transforms.HKdiagSE` with the same settings. Writes ``heat_index``
-    ``[2, P]`` and ``heat`` ``[P, len(times)]``.
+    over the eigenpairs of ``L = D - A`` (weights as conductances), 0 between components. As in
+    GraphGPS the eigenvalue-0 pairs are left out by default (``exp(-t L)_ij - 1/n_c`` in a component
+    of ``n_c`` nodes); ``keep_trivial=True`` gives ``exp(-t L)`` itself. Its diagonal is the heat
+    kernel diagonal encoding's (``hkdiag``) with the same settings. Writes ``heat_index`` ``[2, P]``
+    and ``heat`` ``[P, len(times)]``.
 
     Args:
         times: diffusion times (a non-empty sequence, or one number; non-negative).

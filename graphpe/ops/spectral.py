@@ -2,16 +2,15 @@
 symmetric eigendecomposition per graph, batched over groups of equal-sized graphs.
 
 - Heat kernel ``H_t = exp(-t L) = V exp(-t lambda) V^T`` for several times ``t``: all pairs in
-  :func:`graphpe.ops.walk.heat_kernels`, the diagonal (HKdiagSE) in
-  :func:`heat_kernel_diagonals`.
+  :func:`graphpe.ops.walk.heat_kernels`, the diagonal in :func:`heat_kernel_diagonals`.
 - Pseudo-inverse ``L+ = sum_{lambda > 0} v v^T / lambda``: the resistance distance
   (:func:`graphpe.ops.walk.resistance_distances`) and GraphGPS's electrostatic encoding
   (:func:`electrostatic_encoding`).
 
-HKdiagSE and ElstaticSE are GraphGPS's (Rampasek et al., "Recipe for a General, Powerful,
-Scalable Graph Transformer", NeurIPS 2022, ``graphgps/transform/posenc_stats.py``); the heat
-kernel diagonal as a structural encoding is from Kreuzer et al. ("Rethinking Graph
-Transformers with Spectral Attention", NeurIPS 2021) via GraphGPS.
+The heat kernel diagonal and the electrostatic encoding are GraphGPS's (Rampasek et al., "Recipe for
+a General, Powerful, Scalable Graph Transformer", NeurIPS 2022,
+``graphgps/transform/posenc_stats.py``); the heat kernel diagonal as a structural encoding is from
+Kreuzer et al. ("Rethinking Graph Transformers with Spectral Attention", NeurIPS 2021) via GraphGPS.
 
 Every kernel here computes in float64 (on the data's device) through
 :func:`laplacian_spectrum`, the one eigendecomposition they share, which solves with
@@ -157,7 +156,7 @@ def heat_kernel_diagonals(
     dtype: torch.dtype = torch.float32,
     max_nodes: int = SPECTRAL_MAX_NODES,
 ) -> Tensor:
-    r"""HKdiagSE: the diagonal of the heat kernel for every time, ``[num_nodes, len(times)]``:
+    r"""The diagonal of the heat kernel for every time, ``[num_nodes, len(times)]``:
 
     .. math:: \mathrm{hk}_{i,t} = \sum_{k} e^{-t \lambda_k} (v_k)_i^2
 

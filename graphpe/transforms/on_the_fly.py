@@ -19,24 +19,24 @@ from graphpe.ops.checks import check_non_negative_int
 
 COMPUTE_ON = ("auto", "device", "host")
 # The largest graph ``compute_on="auto"`` sends to the host. Measured: OnTheFlyPE(RWSE(16),
-# LaplacianPE(8), RFP(16, 8, 4 draws)) on 256 ZINC graphs (9-38 nodes) took 131 ms on an
-# H200 (torch formulation: thousands of small kernel launches and dozens of host syncs per
-# call) against 51 ms for the compiled host kernels on one CPU thread and 29 ms on two (they
-# split the graphs over torch's threads). Per graph the host cost grows with its size
-# (LapPE's dense eigh as n^3) while the GPU's launches do not, so larger graphs stay on the
-# device until measured otherwise.
+# LaplacianPE(8), random features (16, 8 steps, 4 draws)) on 256 ZINC graphs (9-38 nodes) took 131
+# ms on an H200 (torch formulation: thousands of small kernel launches and dozens of host syncs per
+# call) against 51 ms for the compiled host kernels on one CPU thread and 29 ms on two (they split
+# the graphs over torch's threads). Per graph the host cost grows with its size (LapPE's dense eigh
+# as n^3) while the GPU's launches do not, so larger graphs stay on the device until measured
+# otherwise.
 HOST_MAX_NODES = 64
 
 
 class OnTheFlyPE(nn.Module):
     """Computes the given PEs for every ``Batch`` inside ``forward`` (the results on the batch's
-    device), so training needs no precompute pass. In ``train()`` mode random encodings (RFP
-    draws, random LapPE signs) are drawn anew at every call; in ``eval()`` mode every call
+    device), so training needs no precompute pass. In ``train()`` mode random encodings (random
+    feature draws, random LapPE signs) are drawn anew at every call; in ``eval()`` mode every call
     draws them from a generator seeded afresh (the transform's ``seed``, or 0 without one), so
     evaluating the same batch twice gives the same features, and the training stream is left
     where it was. Put it in front of a model::
 
-        model = torch.nn.Sequential(OnTheFlyPE([RWSE(16), RFP(16, 8)]), gps)
+        model = torch.nn.Sequential(OnTheFlyPE([RWSE(16), LaplacianPE(8)]), gps)
 
     The encodings are inputs, not learned: they are computed without gradient. Returns the
     batch (a shallow copy) with the attributes added.
@@ -47,7 +47,7 @@ class OnTheFlyPE(nn.Module):
     (one loop over the graphs) instead, the results then copied to the batch's device.
 
     Args:
-        transforms: graphpe transforms (``RWSE``, ``LaplacianPE``, ``RFP``, ...).
+        transforms: any of graphpe's transforms (``RWSE``, ``LaplacianPE``, ...).
         compute_on: ``device`` (the batch's device), ``host`` (the CPU, results copied to the
             batch's device) or ``auto``: the host for a batch on an accelerator whose largest
             graph has at most ``host_max_nodes`` nodes, else the batch's device. CPU batches

@@ -78,16 +78,15 @@ def precompute(
 
     ``num_workers`` > 1 encodes contiguous shards of the dataset in that many threads (the
     compiled CPU kernels release the GIL); the outputs, and the cache, are bit for bit those of
-    one worker. Transforms with random draws (RFP, random LapPE signs) keep their chunks in
-    order, so they gain nothing from it.
+    one worker. Transforms with random draws (random features, random LapPE signs) keep their
+    chunks in order, so they gain nothing from it.
 
     With ``cache_dir``, the outputs are stored in ``cache_dir/<key>.pt`` where the key hashes the
     transforms' settings and the graphs' structure, so a different setting or different data
-    never reuses a cache. A random transform with ``seed=None`` (RFP, random LapPE signs) is
-    cached as well: a later run then reuses the first run's draws, and warns that it does.
-    Files are written atomically and checksummed (the temporary file of a
-    write that was killed is removed by a later run); a damaged file is
-    detected, reported and recomputed.
+    never reuses a cache. A random transform with ``seed=None`` (random features, random LapPE
+    signs) is cached as well: a later run then reuses the first run's draws, and warns that it
+    does. Files are written atomically and checksummed (the temporary file of a write that was
+    killed is removed by a later run); a damaged file is detected, reported and recomputed.
     """
     batch_size = check_positive_int("batch_size", batch_size)
     num_workers = check_positive_int("num_workers", num_workers)

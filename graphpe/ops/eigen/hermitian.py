@@ -289,10 +289,9 @@ def dense_magnetic_eigenpairs_host(src: np.ndarray, dst: np.ndarray, weight: np.
     of many nodes split over threads by :func:`~graphpe.ops.host.run_over_graphs`.
 
     Returns ``((eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128), larger)``, or with
-    ``per_node`` ``((pe [N, Q, k, 2], eigvals [N, Q, k]) float32, mask [N, k]), larger)``, the
-    layout of :class:`~graphpe.encodings.maglap.MagneticLaplacianPE`; the rows of graphs above
-    ``max_nodes`` are left zero (the mask is written for every graph), and ``larger`` says
-    whether there are any."""
+    ``per_node`` ``((pe [N, Q, k, 2], eigvals [N, Q, k]) float32, mask [N, k]), larger)``,
+    per node (real and imaginary parts last); the rows of graphs above ``max_nodes`` are left
+    zero (the mask is written for every graph), and ``larger`` says whether there are any."""
     num_graphs, num_nodes, num_q = ptr.shape[0] - 1, int(ptr[-1]), qs.shape[0]
     if per_node:
         eigvals, eigvecs = _EMPTY_VALS, _EMPTY_VECS

@@ -217,9 +217,9 @@ def magnetic_eigenpairs_host(edge_index: Tensor, num_nodes: int, k: int,
                              relative_q: bool = False, dense_max_nodes: int = DENSE_MAX_NODES,
                              per_node: bool = False) -> tuple[np.ndarray, ...]:
     """:func:`magnetic_eigenpairs` of CPU tensors (already validated) as numpy arrays
-    ``(eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128)``, or with ``per_node`` as
-    :class:`~graphpe.encodings.maglap.MagneticLaplacianPE` writes them: ``(pe [N, Q, k, 2],
-    eigvals [N, Q, k])`` float32 and ``mask [N, k]``. Graphs up to ``dense_max_nodes`` nodes
+    ``(eigvals [G, Q, k] float64, eigvecs [N, Q, k] complex128)``, or with ``per_node`` per
+    node: ``(pe [N, Q, k, 2], eigvals [N, Q, k])`` float32 (real and imaginary parts last)
+    and ``mask [N, k]``. Graphs up to ``dense_max_nodes`` nodes
     in one compiled call (:func:`~graphpe.ops.eigen.hermitian.dense_magnetic_eigenpairs_host`:
     each graph's directed adjacency, ``L_q`` for every potential, a Hermitian ``eigh`` of
     exactly its size (:func:`graphpe.ops.eigen.hermitian.hermitian_eigh`), phases as

@@ -1,4 +1,4 @@
-"""Random Feature Propagation (RFP): batched torch kernels in :mod:`.tensor`, compiled CPU
+"""Random feature propagation: batched torch kernels in :mod:`.tensor`, compiled CPU
 kernels in :mod:`.compiled`."""
 
 from graphpe.ops.propagate.tensor import (

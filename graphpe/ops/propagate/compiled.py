@@ -9,7 +9,7 @@ import numpy as np
 from graphpe.ops import aot
 from graphpe.ops.host import HostCSR, csr_degrees, graph_chunks, run_over_graphs
 
-# ----------------------------------------------------------------------------- RFP
+# -------------------------------------------------------------- random feature propagation
 
 OPERATOR_CODES = {"adj": 0, "gcn": 1, "rw": 2, "lap_shift": 3}
 

@@ -1,4 +1,4 @@
-"""Random Feature Propagation (RFP): the propagation operators, the per-graph normalization
+"""Random feature propagation: the propagation operators, the per-graph normalization
 (QR or l2) and the normalized trajectory, as batched torch kernels (any device). The compiled
 CPU kernels they match are in :mod:`graphpe.ops.propagate.compiled`.
 
@@ -298,14 +298,14 @@ def _gram_schmidt(x: Tensor) -> Tensor:
     return q.reshape(shape)
 
 
-# normalize_per_graph pads a batch to its largest graph when that tensor has at most this
-# many entries, per device type: padding there costs less than the calls of more buckets. On
-# the CPU 4 MiB of float32 (beyond it the padding's arithmetic costs more: all of ZINC's
-# training set, RFP(16, 8) by kernel="tensor", 1.07 s in exact-size buckets against 1.81 s in
-# one). On a GPU the arithmetic is nearly free and every call costs a launch: the same
-# 10,000 graphs padded to 37 nodes (5.9M entries) in one bucket take 3,197 tensor calls and
-# 37 host syncs instead of 43,197 and 604 (counted on the CPU); 128 MiB of float32 bounds
-# the padded tensor. Other accelerators take the GPU's value.
+# normalize_per_graph pads a batch to its largest graph when that tensor has at most this many
+# entries, per device type: padding there costs less than the calls of more buckets. On the CPU 4
+# MiB of float32 (beyond it the padding's arithmetic costs more: all of ZINC's training set, 16
+# features over 8 steps by kernel="tensor", 1.07 s in exact-size buckets against 1.81 s in one). On
+# a GPU the arithmetic is nearly free and every call costs a launch: the same 10,000 graphs padded
+# to 37 nodes (5.9M entries) in one bucket take 3,197 tensor calls and 37 host syncs instead of
+# 43,197 and 604 (counted on the CPU); 128 MiB of float32 bounds the padded tensor. Other
+# accelerators take the GPU's value.
 ONE_BUCKET_MAX_ENTRIES = {"cpu": 1 << 20, "cuda": 1 << 25}
 
 
@@ -350,15 +350,14 @@ def normalize_per_graph(
         return orthonormalize(x, out=out)
     result = torch.empty_like(x) if out is None or out is x else out
     sizes = ptr[1:] - ptr[:-1]
-    # Zero rows change neither the Gram matrix nor the Gram-Schmidt projections of the real rows,
-    # so graphs padded to a common size get exactly their own basis (zero on the padding). A
-    # training-size batch uses a few coarse buckets (few calls, some padding); a dataset chunk
-    # has enough graphs of every size for exact-size buckets to pay.
-    # Orthonormalizing is linear in the padded size (n * block^2 per block, unlike an n^3
-    # eigh), while every bucket costs a fixed number of calls (block sequential steps where a
-    # block is rank-deficient): a batch whose padded tensor is small goes in one bucket. On an
-    # H200 RFP(16, 8) over 128 ZINC graphs was launch-bound, 8,300 kernel launches in seven
-    # buckets for 15 ms of GPU work.
+    # Zero rows change neither the Gram matrix nor the Gram-Schmidt projections of the real rows, so
+    # graphs padded to a common size get exactly their own basis (zero on the padding). A
+    # training-size batch uses a few coarse buckets (few calls, some padding); a dataset chunk has
+    # enough graphs of every size for exact-size buckets to pay. Orthonormalizing is linear in the
+    # padded size (n * block^2 per block, unlike an n^3 eigh), while every bucket costs a fixed
+    # number of calls (block sequential steps where a block is rank-deficient): a batch whose padded
+    # tensor is small goes in one bucket. On an H200 16 features over 8 steps for 128 ZINC graphs
+    # was launch-bound, 8,300 kernel launches in seven buckets for 15 ms of GPU work.
     n_max = int(sizes.max()) if num_graphs else 0
     limit = ONE_BUCKET_MAX_ENTRIES.get(x.device.type, ONE_BUCKET_MAX_ENTRIES["cuda"])
     if num_graphs * n_max * channels <= limit:
