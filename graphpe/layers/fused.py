@@ -79,9 +79,17 @@ class _Plan(NamedTuple):
     pair_slots: tuple | None  # GraphLayout.pair_slots of the pair biases, if any
 
 
-def _batch_norm(a: Tensor, b: Tensor | None, norm: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
-                shift: Tensor, extra: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    # the running statistics are float32 buffers of the norm: updated in place by the kernel
+def batch_norm_train(a: Tensor, b: Tensor | None, norm: nn.BatchNorm1d, weight: Tensor,
+                     bias: Tensor, shift: Tensor, extra: Tensor | None = None
+                     ) -> tuple[Tensor, Tensor, Tensor]:
+    r"""A training-mode batch norm in one compiled pass
+    (:func:`graphpe.ops.norm.batch_norm_forward`): with :math:`z = a + \mathrm{shift}\, [+\,
+    b]`, returns ``(out, xhat, invstd)``, ``out`` :math:`= \gamma \hat z + \beta\, [+\,
+    \mathrm{extra}]` with :math:`\hat z` ``= xhat`` the batch-standardized :math:`z` and
+    ``invstd`` :math:`= 1/\sqrt{\mathrm{Var}[z] + \epsilon}` per channel (the backward's
+    inputs). ``norm``'s running statistics (float32 buffers) and ``num_batches_tracked`` are
+    updated in place, with its momentum. ``weight`` and ``bias`` are :math:`\gamma, \beta`;
+    ``b`` (a residual) and ``extra`` (added after the norm) may be None."""
     norm.num_batches_tracked.add_(1)
     out, xhat, invstd = batch_norm_forward(
         a.numpy(), None if b is None else b.numpy(), weight.detach().numpy(),
@@ -97,14 +105,15 @@ def _linear_relu(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     return out
 
 
-def _relu_backward(grad: Tensor, out: Tensor) -> Tensor:
-    """``grad`` masked to where the ReLU's output ``out`` is positive, in place; returns the
-    column sums (the gradient of the bias inside the ReLU)."""
+def relu_grad_(grad: Tensor, out: Tensor) -> Tensor:
+    """The ReLU's backward: ``grad`` masked in place to where the ReLU's output ``out`` is
+    positive; returns its column sums (the gradient of the bias inside the ReLU)."""
     return torch.from_numpy(relu_backward_(grad.numpy(), out.numpy()))
 
 
-def _mm_t(a: Tensor, b: Tensor) -> Tensor:
-    """``a^T b``: a weight's gradient from the output gradient ``a`` and the input ``b``."""
+def weight_grad(a: Tensor, b: Tensor) -> Tensor:
+    """``a^T b``: the gradient of a linear map's weight from the gradient ``a`` of its output
+    and its input ``b``."""
     return torch.mm(a.t(), b)
 
 
@@ -142,7 +151,7 @@ class _FusedGPSLayer(torch.autograd.Function):
 
         def add_norm(i: int, branch: tuple[Tensor, Tensor], residual: Tensor,
                      plus: Tensor | None) -> Tensor:
-            out, saved[f"xhat{i}"], saved[f"inv{i}"] = _batch_norm(
+            out, saved[f"xhat{i}"], saved[f"inv{i}"] = batch_norm_train(
                 branch[0], residual, plan.norms[i - 1], gammas[i - 1], betas[i - 1],
                 branch[1], extra=plus)
             return out
@@ -174,24 +183,24 @@ class _FusedGPSLayer(torch.autograd.Function):
         # norm 3 and the feed-forward block: o receives the residual and the block's gradient
         # (products accumulate in place into gradients no longer read: d_s3, d_s2)
         d_s3, d_g3, d_beta3, d_b4 = norm_backward(grad_out.contiguous(), xhat3, inv3, g3)
-        d_w4 = _mm_t(d_s3, r3)
+        d_w4 = weight_grad(d_s3, r3)
         d_r3 = torch.mm(d_s3, w4)
-        d_b3 = _relu_backward(d_r3, r3)
-        d_w3 = _mm_t(d_r3, o)
+        d_b3 = relu_grad_(d_r3, r3)
+        d_w3 = weight_grad(d_r3, o)
         d_o = d_s3.addmm_(d_r3, w3)
         # attention branch: norm 2, out projection, core, in projection; x gets the residual
         d_s2, d_g2, d_beta2, d_bo = norm_backward(d_o, xhat2, inv2, g2)
-        d_wo = _mm_t(d_s2, attended)
+        d_wo = weight_grad(d_s2, attended)
         d_qkv, d_pair = attention_core_backward(core, torch.mm(d_s2, wo))
-        d_wq, d_bq = _mm_t(d_qkv, x), d_qkv.sum(0)
+        d_wq, d_bq = weight_grad(d_qkv, x), d_qkv.sum(0)
         d_x = d_s2.addmm_(d_qkv, wq)
         # MPNN branch: norm 1, GINE's MLP, the aggregation; x gets the residual
         d_s1, d_g1, d_beta1, d_b2 = norm_backward(d_o, xhat1, inv1, g1)
         d_x += d_s1
-        d_w2 = _mm_t(d_s1, r1)
+        d_w2 = weight_grad(d_s1, r1)
         d_r1 = torch.mm(d_s1, w2)
-        d_b1 = _relu_backward(d_r1, r1)
-        d_w1 = _mm_t(d_r1, agg)
+        d_b1 = relu_grad_(d_r1, r1)
+        d_w1 = weight_grad(d_r1, agg)
         _, d_edge = message.gine_aggregate_backward(
             x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale,
             torch.mm(d_r1, w1).numpy(), grad_x=d_x.numpy())
@@ -200,7 +209,7 @@ class _FusedGPSLayer(torch.autograd.Function):
                 d_beta3, None)
 
 
-def _batch_norm_module(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d | None:
+def fusable_batch_norm(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d | None:
     """The ``BatchNorm1d`` behind a GPS layer's norm (PyG's ``BatchNorm`` wraps one), if it
     normalizes as the fused kernels do: affine, with float32 running statistics, in the
     layer's mode; in training they are updated with a momentum, in evaluation they are what
@@ -216,7 +225,9 @@ def _batch_norm_module(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d
     return bn
 
 
-def _has_hooks(modules: list[nn.Module]) -> bool:
+def has_hooks(modules: list[nn.Module]) -> bool:
+    """Whether any of ``modules`` has a forward or backward hook (or a global one is set): a
+    fused layer calls none of its submodules, so their hooks would not run."""
     return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks
                 or _module._global_backward_hooks or _module._global_backward_pre_hooks
                 or any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
@@ -227,7 +238,7 @@ def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple]
     """The parameters :class:`_FusedGPSLayer` takes (in its order) and the three
     ``BatchNorm1d`` of ``layer``, when its submodules are those the fused layer computes
     (GINE's ``Linear -> ReLU -> Linear``, the FFN's ``Linear -> ReLU -> Dropout(0) -> Linear
-    -> Dropout(0)``, batch norms as :func:`_batch_norm_module`) and none has hooks (they would
+    -> Dropout(0)``, batch norms as :func:`fusable_batch_norm`) and none has hooks (they would
     not run); else None. Read through ``_modules`` directly: this runs every layer call."""
     mods = layer._modules
     conv, attn, mlp = mods["conv"], mods["attn"], mods["mlp"]
@@ -242,12 +253,12 @@ def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple]
         return None
     # (a norm set to None is an attribute, not a submodule)
     wrappers = (mods.get("norm1"), mods.get("norm2"), mods.get("norm3"))
-    norms = tuple(_batch_norm_module(n, training) for n in wrappers)
+    norms = tuple(fusable_batch_norm(n, training) for n in wrappers)
     if None in norms:
         return None
     out_proj = attn._modules["out_proj"]
     if (type(attn) is not MultiheadGraphAttention or type(out_proj) is not nn.Linear
-            or _has_hooks([layer, conv, gine, *g, attn, out_proj, mlp, *f, *wrappers, *norms])):
+            or has_hooks([layer, conv, gine, *g, attn, out_proj, mlp, *f, *wrappers, *norms])):
         return None
     # the exact types above hold their parameters in _parameters (no parametrization)
     params = [g[0]._parameters["weight"], g[0]._parameters["bias"], g[2]._parameters["weight"],

@@ -36,11 +36,11 @@ from torch.autograd.function import once_differentiable
 
 from graphpe.layers.conv import GINLayer, checked_edges
 from graphpe.layers.fused import (
-    _batch_norm,
-    _batch_norm_module,
-    _has_hooks,
-    _mm_t,
-    _relu_backward,
+    batch_norm_train,
+    fusable_batch_norm,
+    has_hooks,
+    relu_grad_,
+    weight_grad,
 )
 from graphpe.layers.layer_maths import gine_layer
 from graphpe.ops import message
@@ -83,14 +83,14 @@ class _FusedGINELayer(torch.autograd.Function):
         # convolution returns its last product and that product's bias
         def conv(x: Tensor) -> tuple[Tensor, Tensor]:
             saved["agg"] = _aggregate(x, edge_attr, plan, scale)
-            r, saved["xhat_a"], saved["inv_a"] = _batch_norm(
+            r, saved["xhat_a"], saved["inv_a"] = batch_norm_train(
                 torch.mm(saved["agg"], w1.t()), None, norm_a, g_a, beta_a, b1)
             bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
             saved["r"] = r
             return torch.mm(r, w2.t()), b2
 
         def norm(branch: tuple[Tensor, Tensor]) -> Tensor:
-            saved["v"], saved["xhat_b"], saved["inv_b"] = _batch_norm(
+            saved["v"], saved["xhat_b"], saved["inv_b"] = batch_norm_train(
                 branch[0], None, norm_b, g_b, beta_b, branch[1])
             return saved["v"]
 
@@ -115,13 +115,13 @@ class _FusedGINELayer(torch.autograd.Function):
 
         # out = x + ReLU(v): v's gradient is the output's where v > 0; x gets it whole
         d_v = grad_out.clone()
-        _relu_backward(d_v, v)
+        relu_grad_(d_v, v)
         d_z2, d_g_b, d_beta_b, d_b2 = norm_backward(d_v, xhat_b, inv_b, g_b)
-        d_w2 = _mm_t(d_z2, r)
+        d_w2 = weight_grad(d_z2, r)
         d_r = torch.mm(d_z2, w2)
-        _relu_backward(d_r, r)
+        relu_grad_(d_r, r)
         d_z1, d_g_a, d_beta_a, d_b1 = norm_backward(d_r, xhat_a, inv_a, g_a)
-        d_w1 = _mm_t(d_z1, agg)
+        d_w1 = weight_grad(d_z1, agg)
         d_agg = torch.mm(d_z1, w1)
         d_eps = (d_agg * x).sum().view(1)  # a = (1 + eps) x + messages
         d_x = grad_out.clone()
@@ -144,7 +144,7 @@ def _parts(conv: nn.Module, norm: nn.Module,
     then the parameters in its order) and the two ``BatchNorm1d``, when ``conv`` is a
     ``GINLayer`` over ``Linear -> BatchNorm1d -> ReLU -> Linear`` (with biases), ``norm`` a
     ``BatchNorm1d``, both in the mode ``training`` as
-    :func:`~graphpe.layers.fused._batch_norm_module` requires, and nothing has hooks; else None."""
+    :func:`~graphpe.layers.fused.fusable_batch_norm` requires, and nothing has hooks; else None."""
     if type(conv) is not GINLayer or not conv.use_kernels:
         return None
     mlp = conv._modules["nn"]
@@ -154,8 +154,8 @@ def _parts(conv: nn.Module, norm: nn.Module,
     if not (len(m) == 4 and type(m[0]) is nn.Linear and type(m[2]) is nn.ReLU
             and type(m[3]) is nn.Linear):
         return None
-    norm_a, norm_b = _batch_norm_module(m[1], training), _batch_norm_module(norm, training)
-    if norm_a is None or norm_b is None or _has_hooks([conv, mlp, *m, norm]):
+    norm_a, norm_b = fusable_batch_norm(m[1], training), fusable_batch_norm(norm, training)
+    if norm_a is None or norm_b is None or has_hooks([conv, mlp, *m, norm]):
         return None
     eps = conv.eps
     params = [m[0]._parameters["weight"], m[0]._parameters["bias"], norm_a.weight,
