@@ -16,19 +16,14 @@ from graphpe.encodings.rfp import LearnedRFP, RFPEncoder
 from graphpe.encodings.spectral import ElstaticSEEncoder, HKdiagSEEncoder
 from graphpe.encodings.svd import SVDEncoder
 from graphpe.encodings.walk import RWSEEncoder
-from graphpe.layers.attention import (
-    GraphLayout,
-    LinearAttention,
-    MultiheadGraphAttention,
-    PerformerAttention,
-    graph_layout,
-)
+from graphpe.layers.attention import GraphLayout, MultiheadGraphAttention, graph_layout
 from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, PairFeatureEncoder
 from graphpe.layers.gpse import GPSE
 from graphpe.layers.graph_token import GraphToken
 from graphpe.layers.graphormer import GraphormerLayer
 from graphpe.layers.grit import GRITAttention
+from graphpe.layers.linear_attention import LinearAttention, PerformerAttention
 from graphpe.nn.build import build_model, load_model
 from graphpe.nn.models import (
     GINE,

@@ -21,9 +21,7 @@ from torch_geometric.nn.resolver import normalization_resolver
 from graphpe.layers.attention import (
     MAX_BUCKETS,
     GraphLayout,
-    LinearAttention,
     MultiheadGraphAttention,
-    PerformerAttention,
     check_heads,
     layout_from_batch,
 )
@@ -41,6 +39,7 @@ from graphpe.layers.graph_token import GraphToken, TokenLayout
 from graphpe.layers.graphormer import GraphormerLayer
 from graphpe.layers.grit import GRITAttention, log_degree
 from graphpe.layers.layer_maths import gine_layer, gps_layer
+from graphpe.layers.linear_attention import LinearAttention, PerformerAttention
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.walk import pair_ids_of_edges
 
@@ -63,8 +62,8 @@ class GPSLayer(nn.Module):
     with dropout after each branch and the attention over each graph's nodes only. The same
     maths and submodule names as PyG's ``GPSConv`` (so its weights load directly), with the
     MPNN and attention each optional and two linear-time attentions for large graphs
-    (``linear``, :class:`~graphpe.layers.attention.LinearAttention`; ``performer``,
-    :class:`~graphpe.layers.attention.PerformerAttention`, GraphGPS's Performer). The
+    (``linear``, :class:`~graphpe.layers.linear_attention.LinearAttention`; ``performer``,
+    :class:`~graphpe.layers.linear_attention.PerformerAttention`, GraphGPS's Performer). The
     ``multihead`` attention runs over size buckets of the batch's graphs
     (:class:`~graphpe.layers.attention.MultiheadGraphAttention`), not one block padded to the
     largest graph; pass the batch's ``layout`` when calling several layers, so it is built once.

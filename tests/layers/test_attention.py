@@ -466,7 +466,7 @@ def test_performer_attention_redraws_its_features_in_training_only():
     attn(x, batch, 1)  # the third training call draws again
     assert not torch.equal(attn.projection_matrix, first)
     # the directions: orthogonal within a block, Gaussian-sized rows
-    from graphpe.layers.attention import orthogonal_gaussian_features
+    from graphpe.layers.linear_attention import orthogonal_gaussian_features
 
     w = orthogonal_gaussian_features(8, 8, torch.Generator().manual_seed(0)).double()
     gram = w @ w.t()
