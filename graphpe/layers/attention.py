@@ -473,7 +473,16 @@ class MultiheadGraphAttention(nn.Module):
         dropout: dropout on the attention weights during training (on the CPU the masks come
             from a hash keyed by torch's generator, :func:`attention_dropout`: seeded by
             ``torch.manual_seed``, not the masks ``torch.nn.Dropout`` would draw).
+
+    As the attention of :class:`~graphpe.layers.gps.GPSLayer` it reads the batch's
+    ``layout`` and the optional ``pair_bias``, ``pair_index``.
     """
+
+    #: GPSLayer's contract (:mod:`graphpe.layers.gps`): the inputs read after ``x``, in call
+    #: order; nothing updated beside the nodes; the residual left to the layer
+    reads = ("layout", "pair_bias", "pair_index")
+    updates = None
+    adds_residual = False
 
     def __init__(self, channels: int, heads: int = 1, dropout: float = 0.0) -> None:
         super().__init__()

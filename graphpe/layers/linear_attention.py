@@ -66,7 +66,15 @@ class PerformerAttention(nn.Module):
             performer-pytorch).
         redraw_interval: training forwards between two draws of the directions.
         dropout: dropout on the output (training).
+
+    As the attention of :class:`~graphpe.layers.gps.GPSLayer` it reads ``batch`` and
+    ``num_graphs``.
     """
+
+    #: GPSLayer's contract (:mod:`graphpe.layers.gps`)
+    reads = ("batch", "num_graphs")
+    updates = None
+    adds_residual = False
 
     def __init__(self, channels: int, heads: int = 1, num_features: int | None = None,
                  redraw_interval: int = 1000, dropout: float = 0.0) -> None:
@@ -151,7 +159,19 @@ class LinearAttention(nn.Module):
                          {\varphi(q_i)^\top \sum_{j \in G(i)} \varphi(k_j)},
 
     sums over the nodes of node ``i``'s graph, ``O(N d^2 / heads)`` time and memory.
+
+    Args:
+        channels: width (``heads * head_dim``).
+        heads: attention heads.
+
+    As the attention of :class:`~graphpe.layers.gps.GPSLayer` it reads ``batch`` and
+    ``num_graphs``.
     """
+
+    #: GPSLayer's contract (:mod:`graphpe.layers.gps`)
+    reads = ("batch", "num_graphs")
+    updates = None
+    adds_residual = False
 
     def __init__(self, channels: int, heads: int = 1) -> None:
         super().__init__()
@@ -161,6 +181,8 @@ class LinearAttention(nn.Module):
         self.out = nn.Linear(channels, channels)
 
     def forward(self, x: Tensor, batch: Tensor, num_graphs: int) -> Tensor:
+        """``x [N, channels]``, ``batch [N]`` graph ids (``num_graphs`` of them) -> ``[N,
+        channels]``."""
         n = x.size(0)
         q, k, v = self.qkv(x).view(n, 3, self.heads, self.head_dim).unbind(1)
         q, k = F.elu(q) + 1, F.elu(k) + 1

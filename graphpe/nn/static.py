@@ -25,6 +25,7 @@ number).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -33,10 +34,15 @@ from torch import Tensor, nn
 from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
 
 from graphpe.encodings.laplacian import LapPEEncoder
+from graphpe.layers.attention import MultiheadGraphAttention
 from graphpe.layers.common import read_attribute
+from graphpe.layers.conv import GatedGCNLayer, GINLayer
 from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, pair_values, parameter_dtype
 from graphpe.layers.layer_maths import gps_layer
+from graphpe.nn.transformers import GPS, GRIT
 from graphpe.ops.checks import check_positive_int
+
+logger = logging.getLogger(__name__)
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
 # finite softmax instead of NaN; next to any real key, exp(-1e9 - max) is exactly 0 in float32.
@@ -321,6 +327,7 @@ class StaticGPS(nn.Module):
         super().__init__()
         reason = self.unsupported(model)
         if reason is not None:
+            logger.debug("StaticGPS declines %s: %s", type(model).__name__, reason)
             raise ValueError(reason)
         self.model = model
 
@@ -329,14 +336,19 @@ class StaticGPS(nn.Module):
         """Why this path does not run ``model`` (the message its construction raises), or
         None where it does: the configurations it declares to cover, which the parity tests
         enumerate."""
-        from graphpe.nn.models import GPS, GRIT
-
         if not isinstance(model, GPS) or isinstance(model, GRIT):
             return f"StaticGPS runs a GPS model, got {type(model).__name__}"
         if model.task == "node_classification":
             return "StaticGPS runs graph-level tasks (graph_regression, graph_classification)"
-        if model.attention not in ("multihead", None):
-            return f"StaticGPS supports attention 'multihead' or None, got {model.attention!r}"
+        for layer in model.layers:  # the modules it computes in fixed shapes
+            if layer.attn is not None and type(layer.attn) is not MultiheadGraphAttention:
+                return (f"StaticGPS supports attention 'multihead' or None: a "
+                        f"MultiheadGraphAttention, got {type(layer.attn).__name__}")
+            if layer.conv is not None and type(layer.conv) not in (GINLayer, GatedGCNLayer):
+                return (f"StaticGPS supports mpnn 'gine', 'gin', 'gatedgcn' or None, got "
+                        f"{type(layer.conv).__name__}")
+            if isinstance(layer.conv, GatedGCNLayer) and not layer.conv.residual:
+                return "StaticGPS runs GatedGCN layers with their residuals"
         if model.peg_gates is not None:
             return "StaticGPS does not support PEG gates"
         if model.graph_token is not None:
@@ -416,11 +428,14 @@ class StaticGPS(nn.Module):
                key_bias: Tensor, mask: Tensor, count: Tensor) -> tuple[Tensor, Tensor | None]:
         side = {"edges": edge_attr}  # GatedGCN's updated edge features
 
+        gated = isinstance(layer.conv, GatedGCNLayer)
+
         def mpnn(x: Tensor) -> Tensor:
-            if layer.mpnn == "gatedgcn":  # its norms over the real nodes and the real edges
+            if gated:  # its norms over the real nodes and the real edges
                 return self._gated_gcn(layer.conv, x, sb, side, mask, count)
             # padding edges run sink -> sink: they reach no real row
-            h = layer.conv(x, sb.edge_index, edge_attr if layer.mpnn == "gine" else None)
+            edges = edge_attr if "edge_attr" in layer.conv.reads else None
+            h = layer.conv(x, sb.edge_index, edges)
             return F.dropout(h, layer.dropout, layer.training)
 
         def attention(x: Tensor) -> Tensor:
@@ -435,7 +450,7 @@ class StaticGPS(nn.Module):
 
         out = gps_layer(x, mpnn if layer.conv is not None else None,
                         attention if layer.attn is not None else None, layer.mlp, add_norm,
-                        mpnn_residual=layer.mpnn != "gatedgcn")
+                        mpnn_residual=not gated)
         return out, side["edges"]
 
     @staticmethod
