@@ -219,9 +219,9 @@ class GINE(PEGraphModel):
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms, strict=True)):
             h = self.reinjected(h, pe, i)
             gate = self.peg_gates[i](distances) if distances is not None else None
-            if self.fused and gate is None and not torch.compiler.is_compiling():
+            if self.fused and not torch.compiler.is_compiling():
                 out = fused_gine_layer(conv, norm, h, batch.edge_index, edge_attr,
-                                       self.dropout, self.training, cache)
+                                       self.dropout, self.training, cache, gate)
                 if out is not None:
                     h = out
                     continue
