@@ -19,7 +19,7 @@ from graphpe.layers.attention import (
 )
 from graphpe.layers.conv import GatedGCNLayer, GINLayer
 from graphpe.layers.encoders import PairBiasEncoder, PairFeatureEncoder
-from graphpe.layers.gps import GPSLayer
+from graphpe.layers.gps import GPSLayer, declared
 from graphpe.layers.graph_token import GraphToken, TokenLayout
 from graphpe.layers.graphormer import GraphormerLayer
 from graphpe.layers.grit import GRITAttention, log_degree
@@ -222,13 +222,22 @@ class GPS(PEGraphModel):
                 del state_dict[key]
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
+    def layer_reads(self) -> set[str]:
+        """The inputs the layers' branches read (their declarations,
+        :class:`~graphpe.layers.gps.GPSLayer`'s contract): what the forward builds for them."""
+        return {name for layer in self.layers
+                for module, role in ((layer.conv, "conv"), (layer.attn, "attn"))
+                if module is not None for name in declared(module, role).reads}
+
     def layers_forward(self, h, batch, edge_attr, pe):
-        grit = self.attention == "grit"
+        reads = self.layer_reads()
+        features = "pair_attr" in reads  # GRIT's attention: pair features, not biases
         h, graph, num_graphs, edge_index, pair_bias, pair_index, tokens, layout = \
-            _attention_inputs(h, batch, None if grit else self.pair_encoder, self.graph_token,
-                              self.attention_buckets if self.attention == "multihead" else None)
+            _attention_inputs(h, batch, None if features else self.pair_encoder,
+                              self.graph_token,
+                              self.attention_buckets if "layout" in reads else None)
         pair_attr = log_deg = None
-        if grit:  # pair features, updated by every layer
+        if features:  # pair features, updated by every layer
             node, pair_attr, pair_index = self.pair_encoder(batch)
             if node is not None:
                 h = h + node
