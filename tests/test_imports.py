@@ -1,6 +1,6 @@
-"""The package's import structure: no cycles between graphpe's modules, and no private names
-imported across modules beyond the known ones that the one-style issue removes (the list may
-only shrink). Read from the source with ``ast`` (imports inside functions included)."""
+"""The package's import structure, read from the source with ``ast`` (imports inside functions
+included): the layers of docs/layout.md (no import goes up), no cycles between graphpe's
+modules, no private name imported across modules, no numba kernel outside graphpe.ops."""
 
 from __future__ import annotations
 
@@ -8,15 +8,6 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "graphpe"
-
-# private names imported across modules today; each goes with the one-style migration
-KNOWN_PRIVATE_IMPORTS = {
-    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm"),
-    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_batch_norm_module"),
-    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_has_hooks"),
-    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_mm_t"),
-    ("graphpe.layers.fused_gine", "graphpe.layers.fused", "_relu_backward"),
-}
 
 
 def modules() -> dict[str, Path]:
@@ -115,10 +106,10 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_no_new_private_names_imported_across_modules():
+def test_no_private_names_imported_across_modules():
     private = {(importer, module, name) for importer, module, name in imports(modules())
                if name.startswith("_") and not name.startswith("__")}
-    assert private <= KNOWN_PRIVATE_IMPORTS, sorted(private - KNOWN_PRIVATE_IMPORTS)
+    assert sorted(private) == []
 
 
 # graphpe's layers, lowest first, as docs/layout.md draws them: a module imports modules of

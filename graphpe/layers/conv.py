@@ -95,15 +95,28 @@ class GINLayer(nn.Module):
     compiled loop over the edges each way (:mod:`graphpe.ops.message`; ``use_kernels =
     False`` takes the torch formulation).
 
+    As a branch of :class:`~graphpe.layers.gps.GPSLayer` it reads ``edge_index``,
+    ``edge_attr`` (GINE; not with ``edge_features=False``) and ``edge_weight``, updates no
+    edge or pair features and leaves the residual to the layer.
+
     Args:
         mlp: :math:`h_\Theta`, e.g. ``Linear -> ReLU -> Linear``.
         eps: initial :math:`\epsilon`.
         train_eps: learn :math:`\epsilon` (else a buffer).
+        edge_features: read edge features where given (GINE; without them GIN). False: GIN
+            only, a layer that takes no ``edge_attr`` (a GPS layer does not pass it one).
     """
 
-    def __init__(self, mlp: nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
+    #: GPSLayer's contract (:mod:`graphpe.layers.gps`): no edge or pair features updated, the
+    #: residual and dropout left to the layer
+    updates = None
+    adds_residual = False
+
+    def __init__(self, mlp: nn.Module, eps: float = 0.0, train_eps: bool = False,
+                 edge_features: bool = True) -> None:
         super().__init__()
         self.nn = mlp
+        self.edge_features = edge_features
         # GINE's aggregation by the compiled CPU loops of graphpe.ops.message where they apply
         # (False: the torch formulation, the reference)
         self.use_kernels = True
@@ -117,6 +130,8 @@ class GINLayer(nn.Module):
         """``x [N, C]``, ``edge_index [2, E]`` (messages flow ``edge_index[0] -> [1]``),
         ``edge_attr [E, C]`` (GINE) or None (GIN) -> ``[N, out]``. ``edge_weight [E, 1]``
         scales each message (e.g. :class:`PEGGate`)."""
+        if edge_attr is not None and not self.edge_features:
+            raise ValueError("this GINLayer is GIN (edge_features=False): it takes no edge_attr")
         src, dst = edge_index[0], edge_index[1]
         if edge_attr is not None and edge_attr.shape != (src.numel(), x.size(1)):
             raise ValueError(f"edge_attr must have shape {(src.numel(), x.size(1))} (one row "
@@ -141,6 +156,14 @@ class GINLayer(nn.Module):
         acc = torch.promote_types(x.dtype, msg.dtype)
         agg = torch.zeros_like(x, dtype=acc).index_add_(0, dst, msg.to(acc))
         return self.nn(agg + (1.0 + self.eps) * x)
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The GPS layer's inputs this layer takes after ``x``, in its call order (GPSLayer's
+        contract): ``edge_attr`` only where it reads edge features."""
+        if self.edge_features:
+            return ("edge_index", "edge_attr", "edge_weight")
+        return ("edge_index", "edge_weight")
 
     @property
     def scale(self) -> float:
@@ -273,7 +296,17 @@ class GatedGCNLayer(nn.Module):
         residual: add the inputs to the outputs.
         update_edges: compute :math:`e'` (False for a network's last layer, whose edge
             features nobody reads: it returns ``(x', None)`` and has no ``bn_edge_e``).
+
+    As a branch of :class:`~graphpe.layers.gps.GPSLayer` (GraphGPS's ``CustomGatedGCN``) it
+    reads ``edge_index``, ``edge_attr`` and ``edge_weight``, updates the edge features and adds
+    its own residuals and dropout: the layer's MPNN branch is :math:`\mathrm{norm}_1(x')` and
+    :math:`e'` its new edge features.
     """
+
+    #: GPSLayer's contract (:mod:`graphpe.layers.gps`): the inputs read after ``x``, in call
+    #: order, and the features returned updated beside the nodes, ``(x', edge_attr')``
+    reads = ("edge_index", "edge_attr", "edge_weight")
+    updates = "edge_attr"
 
     def __init__(self, channels: int, dropout: float = 0.0, residual: bool = True,
                  update_edges: bool = True) -> None:
@@ -288,6 +321,16 @@ class GatedGCNLayer(nn.Module):
         self.bn_node_x = nn.BatchNorm1d(channels)
         self.bn_edge_e = nn.BatchNorm1d(channels) if update_edges else None
         self.use_kernels = True
+
+    @property
+    def adds_residual(self) -> bool:
+        """Whether the outputs include the residuals (GPSLayer's contract)."""
+        return self.residual
+
+    @property
+    def computes_update(self) -> bool:
+        """Whether :math:`e'` is computed (GPSLayer's contract; False: ``(x', None)``)."""
+        return self.update_edges
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_attr: Tensor,
                 edge_weight: Tensor | None = None) -> tuple[Tensor, Tensor | None]:

@@ -1,6 +1,6 @@
 """A GPS layer's training step as one autograd node on the CPU.
 
-:class:`~graphpe.nn.models.GPSLayer` with GINE, multi-head attention and batch norms, module
+:class:`~graphpe.layers.gps.GPSLayer` with GINE, multi-head attention and batch norms, module
 by module, is ~16 autograd nodes per forward (linear maps, ReLUs, residual sums, norms, the
 attention core). Here the layer's forward is one :class:`torch.autograd.Function` whose
 backward is written out:
@@ -35,15 +35,21 @@ the residual, and the products again run without ``addmm``'s bias copy; outputs 
 module path's to float32 rounding (tested).
 
 It runs only where it computes exactly that layer: training mode (or evaluation without
-autograd), CPU float32, ``mpnn='gine'`` through the compiled aggregation, ``multihead``
-attention (pair biases included, float32), no branch dropout, batch norms with affine
-parameters and running statistics (momentum set), no hooks on the layer's submodules, and not
-under ``torch.compile``. Everything else, and any layer with ``fused = False``, takes the
-module path.
+autograd), CPU float32, a GINE :class:`~graphpe.layers.conv.GINLayer` over ``Linear -> ReLU ->
+Linear`` through the compiled aggregation, a
+:class:`~graphpe.layers.attention.MultiheadGraphAttention` (pair biases included, float32), the
+feed-forward block ``Linear -> ReLU -> Dropout(0) -> Linear -> Dropout(0)``, no branch
+dropout, batch norms with affine parameters and running statistics (momentum set), no hooks on
+the layer's submodules, and not under ``torch.compile``. Everything else, and any layer with
+``fused = False``, takes the module path, and this module's logger says why at DEBUG (which
+module or setting differs)::
+
+    logging.getLogger("graphpe.layers.fused").setLevel(logging.DEBUG)
 """
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 import torch
@@ -58,12 +64,14 @@ from graphpe.layers.attention import (
     attention_core_backward,
     attention_core_forward,
 )
-from graphpe.layers.conv import checked_edges
+from graphpe.layers.conv import GINLayer, checked_edges
 from graphpe.layers.layer_maths import gps_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, relu_backward_
 from graphpe.ops.host import use_host_kernels
 from graphpe.ops.norm import batch_norm_backward, batch_norm_forward, batch_norm_inference
+
+logger = logging.getLogger(__name__)
 
 
 class _Plan(NamedTuple):
@@ -79,9 +87,17 @@ class _Plan(NamedTuple):
     pair_slots: tuple | None  # GraphLayout.pair_slots of the pair biases, if any
 
 
-def _batch_norm(a: Tensor, b: Tensor | None, norm: nn.BatchNorm1d, weight: Tensor, bias: Tensor,
-                shift: Tensor, extra: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:
-    # the running statistics are float32 buffers of the norm: updated in place by the kernel
+def batch_norm_train(a: Tensor, b: Tensor | None, norm: nn.BatchNorm1d, weight: Tensor,
+                     bias: Tensor, shift: Tensor, extra: Tensor | None = None
+                     ) -> tuple[Tensor, Tensor, Tensor]:
+    r"""A training-mode batch norm in one compiled pass
+    (:func:`graphpe.ops.norm.batch_norm_forward`): with :math:`z = a + \mathrm{shift}\, [+\,
+    b]`, returns ``(out, xhat, invstd)``, ``out`` :math:`= \gamma \hat z + \beta\, [+\,
+    \mathrm{extra}]` with :math:`\hat z` ``= xhat`` the batch-standardized :math:`z` and
+    ``invstd`` :math:`= 1/\sqrt{\mathrm{Var}[z] + \epsilon}` per channel (the backward's
+    inputs). ``norm``'s running statistics (float32 buffers) and ``num_batches_tracked`` are
+    updated in place, with its momentum. ``weight`` and ``bias`` are :math:`\gamma, \beta`;
+    ``b`` (a residual) and ``extra`` (added after the norm) may be None."""
     norm.num_batches_tracked.add_(1)
     out, xhat, invstd = batch_norm_forward(
         a.numpy(), None if b is None else b.numpy(), weight.detach().numpy(),
@@ -97,14 +113,15 @@ def _linear_relu(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     return out
 
 
-def _relu_backward(grad: Tensor, out: Tensor) -> Tensor:
-    """``grad`` masked to where the ReLU's output ``out`` is positive, in place; returns the
-    column sums (the gradient of the bias inside the ReLU)."""
+def relu_grad_(grad: Tensor, out: Tensor) -> Tensor:
+    """The ReLU's backward: ``grad`` masked in place to where the ReLU's output ``out`` is
+    positive; returns its column sums (the gradient of the bias inside the ReLU)."""
     return torch.from_numpy(relu_backward_(grad.numpy(), out.numpy()))
 
 
-def _mm_t(a: Tensor, b: Tensor) -> Tensor:
-    """``a^T b``: a weight's gradient from the output gradient ``a`` and the input ``b``."""
+def weight_grad(a: Tensor, b: Tensor) -> Tensor:
+    """``a^T b``: the gradient of a linear map's weight from the gradient ``a`` of its output
+    and its input ``b``."""
     return torch.mm(a.t(), b)
 
 
@@ -142,7 +159,7 @@ class _FusedGPSLayer(torch.autograd.Function):
 
         def add_norm(i: int, branch: tuple[Tensor, Tensor], residual: Tensor,
                      plus: Tensor | None) -> Tensor:
-            out, saved[f"xhat{i}"], saved[f"inv{i}"] = _batch_norm(
+            out, saved[f"xhat{i}"], saved[f"inv{i}"] = batch_norm_train(
                 branch[0], residual, plan.norms[i - 1], gammas[i - 1], betas[i - 1],
                 branch[1], extra=plus)
             return out
@@ -174,24 +191,24 @@ class _FusedGPSLayer(torch.autograd.Function):
         # norm 3 and the feed-forward block: o receives the residual and the block's gradient
         # (products accumulate in place into gradients no longer read: d_s3, d_s2)
         d_s3, d_g3, d_beta3, d_b4 = norm_backward(grad_out.contiguous(), xhat3, inv3, g3)
-        d_w4 = _mm_t(d_s3, r3)
+        d_w4 = weight_grad(d_s3, r3)
         d_r3 = torch.mm(d_s3, w4)
-        d_b3 = _relu_backward(d_r3, r3)
-        d_w3 = _mm_t(d_r3, o)
+        d_b3 = relu_grad_(d_r3, r3)
+        d_w3 = weight_grad(d_r3, o)
         d_o = d_s3.addmm_(d_r3, w3)
         # attention branch: norm 2, out projection, core, in projection; x gets the residual
         d_s2, d_g2, d_beta2, d_bo = norm_backward(d_o, xhat2, inv2, g2)
-        d_wo = _mm_t(d_s2, attended)
+        d_wo = weight_grad(d_s2, attended)
         d_qkv, d_pair = attention_core_backward(core, torch.mm(d_s2, wo))
-        d_wq, d_bq = _mm_t(d_qkv, x), d_qkv.sum(0)
+        d_wq, d_bq = weight_grad(d_qkv, x), d_qkv.sum(0)
         d_x = d_s2.addmm_(d_qkv, wq)
         # MPNN branch: norm 1, GINE's MLP, the aggregation; x gets the residual
         d_s1, d_g1, d_beta1, d_b2 = norm_backward(d_o, xhat1, inv1, g1)
         d_x += d_s1
-        d_w2 = _mm_t(d_s1, r1)
+        d_w2 = weight_grad(d_s1, r1)
         d_r1 = torch.mm(d_s1, w2)
-        d_b1 = _relu_backward(d_r1, r1)
-        d_w1 = _mm_t(d_r1, agg)
+        d_b1 = relu_grad_(d_r1, r1)
+        d_w1 = weight_grad(d_r1, agg)
         _, d_edge = message.gine_aggregate_backward(
             x.numpy(), edge_attr.numpy(), plan.src.numpy(), plan.dst.numpy(), plan.scale,
             torch.mm(d_r1, w1).numpy(), grad_x=d_x.numpy())
@@ -200,55 +217,91 @@ class _FusedGPSLayer(torch.autograd.Function):
                 d_beta3, None)
 
 
-def _batch_norm_module(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d | None:
-    """The ``BatchNorm1d`` behind a GPS layer's norm (PyG's ``BatchNorm`` wraps one), if it
+def fusable_batch_norm(norm: nn.Module | None, training: bool) -> nn.BatchNorm1d | str:
+    """The ``BatchNorm1d`` behind a layer's norm (PyG's ``BatchNorm`` wraps one), if it
     normalizes as the fused kernels do: affine, with float32 running statistics, in the
     layer's mode; in training they are updated with a momentum, in evaluation they are what
-    the norm applies. None for no norm (``norm=None``: not the fused layer)."""
+    the norm applies. Otherwise why not, a sentence (no norm included)."""
     if norm is None:
-        return None
+        return "no norm (norm=None)"
     bn = norm._modules.get("module") if type(norm) is BatchNorm else norm
-    if (type(bn) is not nn.BatchNorm1d or bn.training != training or not bn.affine
-            or not bn.track_running_stats or bn.running_mean is None
-            or bn.running_mean.dtype != torch.float32
-            or (training and bn.momentum is None)):
-        return None
+    if type(bn) is not nn.BatchNorm1d:
+        return f"the norm is {type(norm).__name__}, not a BatchNorm1d"
+    if bn.training != training:
+        return "the norm's training mode differs from the layer's"
+    if not bn.affine:
+        return "the batch norm has no affine parameters"
+    if not bn.track_running_stats or bn.running_mean is None:
+        return "the batch norm tracks no running statistics"
+    if bn.running_mean.dtype != torch.float32:
+        return f"the batch norm's running statistics are {bn.running_mean.dtype}, not float32"
+    if training and bn.momentum is None:
+        return "the batch norm averages its statistics cumulatively (momentum=None)"
     return bn
 
 
-def _has_hooks(modules: list[nn.Module]) -> bool:
+def has_hooks(modules: list[nn.Module]) -> bool:
+    """Whether any of ``modules`` has a forward or backward hook (or a global one is set): a
+    fused layer calls none of its submodules, so their hooks would not run."""
     return bool(_module._global_forward_hooks or _module._global_forward_pre_hooks
                 or _module._global_backward_hooks or _module._global_backward_pre_hooks
                 or any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
                        or m._backward_pre_hooks for m in modules))
 
 
-def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple] | None:
+def sequence_mismatch(name: str, module: nn.Module | None,
+                      types: tuple[type, ...]) -> str | None:
+    """Why ``module`` (called ``name``) is not an ``nn.Sequential`` of modules of exactly the
+    classes ``types``, a sentence; None where it is."""
+    want = " -> ".join(t.__name__ for t in types)
+    if type(module) is not nn.Sequential:
+        return f"{name} is {type(module).__name__}, not nn.Sequential({want})"
+    parts = list(module._modules.values())
+    if len(parts) != len(types):
+        return f"{name} has {len(parts)} modules, not {len(types)} ({want})"
+    for i, (part, kind) in enumerate(zip(parts, types, strict=True)):
+        if type(part) is not kind:
+            return (f"{name}[{i}] is {type(part).__name__}, not {kind.__name__} (the fused "
+                    f"layer computes {name} = {want})")
+    return None
+
+
+def declined(logger: logging.Logger, path: str, reason: str) -> None:
+    """Log at DEBUG that the fast path ``path`` declines a call, and why (not while
+    ``torch.compile`` traces: the check is then constant)."""
+    if not torch.compiler.is_compiling() and logger.isEnabledFor(logging.DEBUG):
+        logger.debug("%s declines: %s; the module path runs", path, reason)
+
+
+def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple] | str:
     """The parameters :class:`_FusedGPSLayer` takes (in its order) and the three
     ``BatchNorm1d`` of ``layer``, when its submodules are those the fused layer computes
     (GINE's ``Linear -> ReLU -> Linear``, the FFN's ``Linear -> ReLU -> Dropout(0) -> Linear
-    -> Dropout(0)``, batch norms as :func:`_batch_norm_module`) and none has hooks (they would
-    not run); else None. Read through ``_modules`` directly: this runs every layer call."""
+    -> Dropout(0)``, batch norms as :func:`fusable_batch_norm`) and none has hooks (they would
+    not run); else why not, a sentence. Read through ``_modules`` directly: this runs every
+    layer call."""
     mods = layer._modules
     conv, attn, mlp = mods["conv"], mods["attn"], mods["mlp"]
     gine = conv._modules["nn"]
-    if type(gine) is not nn.Sequential or type(mlp) is not nn.Sequential:
-        return None
+    reason = (sequence_mismatch("conv.nn", gine, (nn.Linear, nn.ReLU, nn.Linear))
+              or sequence_mismatch("mlp", mlp, (nn.Linear, nn.ReLU, nn.Dropout, nn.Linear,
+                                                nn.Dropout)))
+    if reason is not None:
+        return reason
     g, f = list(gine._modules.values()), list(mlp._modules.values())
-    if not (len(g) == 3 and type(g[0]) is nn.Linear and type(g[1]) is nn.ReLU
-            and type(g[2]) is nn.Linear and len(f) == 5 and type(f[0]) is nn.Linear
-            and type(f[1]) is nn.ReLU and type(f[2]) is nn.Dropout and f[2].p == 0.0
-            and type(f[3]) is nn.Linear and type(f[4]) is nn.Dropout and f[4].p == 0.0):
-        return None
+    if f[2].p != 0.0 or f[4].p != 0.0:
+        return "the feed-forward block has dropout (the fused layer has none)"
     # (a norm set to None is an attribute, not a submodule)
     wrappers = (mods.get("norm1"), mods.get("norm2"), mods.get("norm3"))
-    norms = tuple(_batch_norm_module(n, training) for n in wrappers)
-    if None in norms:
-        return None
+    norms = tuple(fusable_batch_norm(n, training) for n in wrappers)
+    for i, norm in enumerate(norms):
+        if isinstance(norm, str):
+            return f"norm{i + 1}: {norm}"
     out_proj = attn._modules["out_proj"]
-    if (type(attn) is not MultiheadGraphAttention or type(out_proj) is not nn.Linear
-            or _has_hooks([layer, conv, gine, *g, attn, out_proj, mlp, *f, *wrappers, *norms])):
-        return None
+    if type(out_proj) is not nn.Linear:
+        return f"attn.out_proj is {type(out_proj).__name__}, not Linear"
+    if has_hooks([layer, conv, gine, *g, attn, out_proj, mlp, *f, *wrappers, *norms]):
+        return "a hook is registered on the layer or a submodule (the fused layer calls none)"
     # the exact types above hold their parameters in _parameters (no parametrization)
     params = [g[0]._parameters["weight"], g[0]._parameters["bias"], g[2]._parameters["weight"],
               g[2]._parameters["bias"], attn._parameters["in_proj_weight"],
@@ -257,56 +310,107 @@ def _fused_parts(layer: nn.Module, training: bool) -> tuple[list[Tensor], tuple]
               f[0]._parameters["bias"], f[3]._parameters["weight"], f[3]._parameters["bias"]]
     for bn in norms:
         params += [bn._parameters["weight"], bn._parameters["bias"]]
-    if any(p is None for p in params):  # a linear map built without its bias
-        return None
+    if any(p is None for p in params):
+        return "a linear map has no bias, or its weight is parametrized"
     return params, norms
 
 
+def _kind(module: nn.Module | None) -> str:
+    return "None" if module is None else type(module).__name__
+
+
+def _module_reason(layer: nn.Module) -> str | None:
+    """Why the fused layer does not compute ``layer``'s branches, from its settings alone
+    (None where it does)."""
+    if not layer.fused:
+        return "fused is False"
+    conv, attn = layer.conv, layer.attn
+    if type(conv) is not GINLayer:
+        return f"conv is {_kind(conv)}, not GINLayer (GINE)"
+    if not conv.edge_features:
+        return "conv is GIN (edge_features=False); the fused layer computes GINE"
+    if type(attn) is not MultiheadGraphAttention:
+        return f"attn is {_kind(attn)}, not MultiheadGraphAttention"
+    if layer.dropout != 0.0:
+        return f"branch dropout {layer.dropout} (the fused layer has none)"
+    return None
+
+
 def fused_covers(layer: nn.Module) -> bool:
-    """Whether this path runs ``layer`` (a :class:`~graphpe.nn.models.GPSLayer`) in its
+    """Whether this path runs ``layer`` (a :class:`~graphpe.layers.gps.GPSLayer`) in its
     current mode: the layer settings it declares to cover, which the parity tests enumerate.
-    ``fused`` on, ``mpnn='gine'``, ``attention='multihead'``, no branch dropout, and the
+    ``fused`` on, a GINE :class:`~graphpe.layers.conv.GINLayer`, a
+    :class:`~graphpe.layers.attention.MultiheadGraphAttention`, no branch dropout, and the
     submodules :func:`_fused_parts` computes (batch norms with affine parameters and running
     statistics, no hooks). Each call also needs what :func:`may_fuse` reads of its inputs:
     CPU float32 tensors without autocast, training mode or evaluation without autograd."""
-    return bool(layer.fused and layer.mpnn == "gine" and layer.attention == "multihead"
-                and layer.dropout == 0.0 and _fused_parts(layer, layer.training) is not None)
+    return (_module_reason(layer) is None
+            and not isinstance(_fused_parts(layer, layer.training), str))
+
+
+def _call_reason(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
+                 pair_bias: Tensor | None, edge_weight: Tensor | None) -> str | None:
+    """Why :func:`fused_forward` does not run this call, from settings and tensor metadata
+    only (so ``torch.compile`` traces it without a graph break); None where it may."""
+    reason = _module_reason(layer)
+    if reason is not None:
+        return reason
+    if not (layer.training or not torch.is_grad_enabled()):
+        return "evaluation under autograd (it runs in training, or without autograd)"
+    if edge_attr is None:
+        return "no edge_attr given (GINE reads edge features)"
+    if edge_weight is not None:
+        return "edge_weight (message gates) given"
+    if pair_bias is not None and (pair_bias.dtype != torch.float32
+                                  or pair_bias.device.type != "cpu"):
+        return "pair_bias is not a CPU float32 tensor"
+    if not (x.dtype == edge_attr.dtype == torch.float32 and x.device.type == "cpu"
+            and edge_attr.device.type == "cpu"):
+        return "x and edge_attr are not CPU float32 tensors"
+    if x.dim() != 2 or x.size(0) < 2:
+        return "fewer than 2 nodes (training-mode batch norm)"
+    # autocast would run the products inside in bfloat16/float16 (the kernels are float32):
+    # a mixed-precision step takes the module path
+    if torch.is_autocast_enabled("cpu"):
+        return "autocast is on (the fused kernels are float32)"
+    return None
 
 
 def may_fuse(layer: nn.Module, x: Tensor, edge_attr: Tensor | None,
              pair_bias: Tensor | None, edge_weight: Tensor | None) -> bool:
     """The conditions of :func:`fused_forward` that read only settings and tensor metadata
     (so ``torch.compile`` traces them without a graph break): a CPU float32 layer call of the
-    fused kind, in training or in evaluation without autograd."""
-    return bool(layer.fused and (layer.training or not torch.is_grad_enabled())
-                and layer.mpnn == "gine"
-                and layer.attention == "multihead"
-                and (pair_bias is None or (pair_bias.dtype == torch.float32
-                                           and pair_bias.device.type == "cpu"))
-                and edge_weight is None and edge_attr is not None and layer.dropout == 0.0
-                and x.dtype == torch.float32 and edge_attr.dtype == torch.float32
-                and x.device.type == "cpu" and edge_attr.device.type == "cpu"
-                and x.dim() == 2 and x.size(0) >= 2
-                # autocast would run the products inside in bfloat16/float16 (the kernels
-                # are float32): a mixed-precision step takes the module path
-                and not torch.is_autocast_enabled("cpu"))
+    fused kind, in training or in evaluation without autograd. Where one fails, the reason is
+    logged at DEBUG (this module's logger)."""
+    reason = _call_reason(layer, x, edge_attr, pair_bias, edge_weight)
+    if reason is not None:
+        declined(logger, "the fused GPS layer", reason)
+    return reason is None
 
 
 def fused_forward(layer: nn.Module, x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
                   layout: GraphLayout | None, pair_bias: Tensor | None,
                   edge_weight: Tensor | None, pair_index: Tensor | None = None
                   ) -> Tensor | None:
-    """``layer``'s output (a :class:`~graphpe.nn.models.GPSLayer`) through
+    """``layer``'s output (a :class:`~graphpe.layers.gps.GPSLayer`) through
     :class:`_FusedGPSLayer` when the layer and these inputs are those of this module's
-    docstring and every condition there holds; else None (take the module path)."""
-    if not (may_fuse(layer, x, edge_attr, pair_bias, edge_weight) and layout is not None
-            and use_host_kernels(x, edge_attr)):
+    docstring and every condition there holds; else None (take the module path; the reason
+    logged at DEBUG)."""
+    if not may_fuse(layer, x, edge_attr, pair_bias, edge_weight):
         return None
     parts = _fused_parts(layer, layer.training)
-    if parts is None:
-        return None
     conv = layer._modules["conv"]
-    if not conv.takes_kernels(x, edge_index, edge_attr):
+    if isinstance(parts, str):
+        reason = parts
+    elif layout is None:
+        reason = "no attention layout"
+    elif not (use_host_kernels(x, edge_attr) and conv.takes_kernels(x, edge_index, edge_attr)):
+        reason = ("GINE's compiled aggregation does not take these inputs (a learned eps, "
+                  "or edge_index not int64)")
+    else:
+        reason = None
+    if reason is not None:
+        declined(logger, "the fused GPS layer", reason)
         return None
     # every layer of a model gets the batch's edge_index and layout: checked once per batch
     cached = layout._bias_cache.get("edges")

@@ -23,11 +23,12 @@ It runs where it computes exactly that layer: training mode (or evaluation witho
 CPU float32 without autocast, no PEG gate, no dropout in training, the MLP and norms of those
 exact types (batch norms with affine parameters and running statistics, updated with a momentum
 in training), no hooks, not under ``torch.compile``. Everything else, and a model with ``fused
-= False``, takes the module path.
+= False``, takes the module path; this module's logger says why at DEBUG.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import NamedTuple
 
 import torch
@@ -36,17 +37,21 @@ from torch.autograd.function import once_differentiable
 
 from graphpe.layers.conv import GINLayer, checked_edges
 from graphpe.layers.fused import (
-    _batch_norm,
-    _batch_norm_module,
-    _has_hooks,
-    _mm_t,
-    _relu_backward,
+    batch_norm_train,
+    declined,
+    fusable_batch_norm,
+    has_hooks,
+    relu_grad_,
+    sequence_mismatch,
+    weight_grad,
 )
 from graphpe.layers.layer_maths import gine_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, residual_relu
 from graphpe.ops.host import use_host_kernels
 from graphpe.ops.norm import batch_norm_backward, batch_norm_inference
+
+logger = logging.getLogger(__name__)
 
 
 class _Plan(NamedTuple):
@@ -83,14 +88,14 @@ class _FusedGINELayer(torch.autograd.Function):
         # convolution returns its last product and that product's bias
         def conv(x: Tensor) -> tuple[Tensor, Tensor]:
             saved["agg"] = _aggregate(x, edge_attr, plan, scale)
-            r, saved["xhat_a"], saved["inv_a"] = _batch_norm(
+            r, saved["xhat_a"], saved["inv_a"] = batch_norm_train(
                 torch.mm(saved["agg"], w1.t()), None, norm_a, g_a, beta_a, b1)
             bias_relu_(r.numpy(), torch.zeros(r.size(1), dtype=r.dtype).numpy())
             saved["r"] = r
             return torch.mm(r, w2.t()), b2
 
         def norm(branch: tuple[Tensor, Tensor]) -> Tensor:
-            saved["v"], saved["xhat_b"], saved["inv_b"] = _batch_norm(
+            saved["v"], saved["xhat_b"], saved["inv_b"] = batch_norm_train(
                 branch[0], None, norm_b, g_b, beta_b, branch[1])
             return saved["v"]
 
@@ -115,13 +120,13 @@ class _FusedGINELayer(torch.autograd.Function):
 
         # out = x + ReLU(v): v's gradient is the output's where v > 0; x gets it whole
         d_v = grad_out.clone()
-        _relu_backward(d_v, v)
+        relu_grad_(d_v, v)
         d_z2, d_g_b, d_beta_b, d_b2 = norm_backward(d_v, xhat_b, inv_b, g_b)
-        d_w2 = _mm_t(d_z2, r)
+        d_w2 = weight_grad(d_z2, r)
         d_r = torch.mm(d_z2, w2)
-        _relu_backward(d_r, r)
+        relu_grad_(d_r, r)
         d_z1, d_g_a, d_beta_a, d_b1 = norm_backward(d_r, xhat_a, inv_a, g_a)
-        d_w1 = _mm_t(d_z1, agg)
+        d_w1 = weight_grad(d_z1, agg)
         d_agg = torch.mm(d_z1, w1)
         d_eps = (d_agg * x).sum().view(1)  # a = (1 + eps) x + messages
         d_x = grad_out.clone()
@@ -139,50 +144,72 @@ class _FusedGINELayer(torch.autograd.Function):
 
 
 def _parts(conv: nn.Module, norm: nn.Module,
-           training: bool) -> tuple[list[Tensor], tuple] | None:
+           training: bool) -> tuple[list[Tensor], tuple] | str:
     """The tensors :class:`_FusedGINELayer` takes after ``x`` and ``edge_attr`` (``eps``,
     then the parameters in its order) and the two ``BatchNorm1d``, when ``conv`` is a
     ``GINLayer`` over ``Linear -> BatchNorm1d -> ReLU -> Linear`` (with biases), ``norm`` a
     ``BatchNorm1d``, both in the mode ``training`` as
-    :func:`~graphpe.layers.fused._batch_norm_module` requires, and nothing has hooks; else None."""
-    if type(conv) is not GINLayer or not conv.use_kernels:
-        return None
+    :func:`~graphpe.layers.fused.fusable_batch_norm` requires, and nothing has hooks; else why
+    not, a sentence."""
+    if type(conv) is not GINLayer:
+        return f"conv is {type(conv).__name__}, not GINLayer"
+    if not conv.use_kernels:
+        return "conv.use_kernels is False"
     mlp = conv._modules["nn"]
-    if type(mlp) is not nn.Sequential:
-        return None
+    reason = sequence_mismatch("conv.nn", mlp, (nn.Linear, nn.BatchNorm1d, nn.ReLU, nn.Linear))
+    if reason is not None:
+        return reason
     m = list(mlp._modules.values())
-    if not (len(m) == 4 and type(m[0]) is nn.Linear and type(m[2]) is nn.ReLU
-            and type(m[3]) is nn.Linear):
-        return None
-    norm_a, norm_b = _batch_norm_module(m[1], training), _batch_norm_module(norm, training)
-    if norm_a is None or norm_b is None or _has_hooks([conv, mlp, *m, norm]):
-        return None
+    norm_a, norm_b = fusable_batch_norm(m[1], training), fusable_batch_norm(norm, training)
+    if isinstance(norm_a, str) or isinstance(norm_b, str):
+        return f"conv.nn[1]: {norm_a}" if isinstance(norm_a, str) else f"the norm: {norm_b}"
+    if has_hooks([conv, mlp, *m, norm]):
+        return "a hook is registered on the conv, its MLP or the norm (the fused layer calls none)"
     eps = conv.eps
     params = [m[0]._parameters["weight"], m[0]._parameters["bias"], norm_a.weight,
               norm_a.bias, m[3]._parameters["weight"], m[3]._parameters["bias"], norm_b.weight,
               norm_b.bias]
-    if any(p is None for p in params) or eps.numel() != 1:
-        return None
+    if any(p is None for p in params):
+        return "a linear map has no bias, or its weight is parametrized"
+    if eps.numel() != 1:
+        return "eps is not one number"
     return [eps, *params], (norm_a, norm_b)
+
+
+def _call_reason(x: Tensor, edge_index: Tensor, edge_attr: Tensor | None,
+                 edge_weight: Tensor | None, dropout: float, training: bool) -> str | None:
+    """Why the fused layer does not take this call, from its settings and the tensors'
+    metadata (None where it may)."""
+    if training and dropout != 0.0:
+        return f"dropout {dropout} in training (the fused layer has none)"
+    if not training and torch.is_grad_enabled():
+        return "evaluation under autograd (it runs in training, or without autograd)"
+    if edge_weight is not None:
+        return "edge_weight (PEG's gates) given"
+    if x.dtype != torch.float32 or x.dim() != 2 or x.size(0) < 2:
+        return "x is not float32 [N >= 2, C]"
+    if edge_index.dim() != 2 or edge_index.size(1) == 0 or edge_index.dtype != torch.long:
+        return "edge_index is not a non-empty int64 [2, E]"
+    if edge_attr is not None and edge_attr.shape != (edge_index.size(1), x.size(1)):
+        return "edge_attr is not [E, C]"
+    if torch.is_autocast_enabled("cpu"):
+        return "autocast is on (the fused kernels are float32)"
+    if not use_host_kernels(x, *(() if edge_attr is None else (edge_attr,))):
+        return "the tensors are not CPU tensors of one dtype (or torch.compile is tracing)"
+    return None
 
 
 def fused_gine_layer(conv: nn.Module, norm: nn.Module, x: Tensor, edge_index: Tensor,
                      edge_attr: Tensor | None, dropout: float, training: bool,
-                     cache: dict) -> Tensor | None:
+                     cache: dict, edge_weight: Tensor | None = None) -> Tensor | None:
     """A ``GINE`` model layer's output ``x + ReLU(norm(conv(x)))`` through
     :class:`_FusedGINELayer` when every condition of this module's docstring holds, else None
-    (take the module path). ``cache`` (one dict per forward) keeps the checked edges for the
-    model's other layers."""
-    if not ((dropout == 0.0 if training else not torch.is_grad_enabled())
-            and x.dtype == torch.float32 and x.dim() == 2 and x.size(0) >= 2
-            and edge_index.dim() == 2 and edge_index.size(1) > 0
-            and edge_index.dtype == torch.long
-            and (edge_attr is None or edge_attr.shape == (edge_index.size(1), x.size(1)))
-            and not torch.is_autocast_enabled("cpu")
-            and use_host_kernels(x, *(() if edge_attr is None else (edge_attr,)))):
-        return None
-    parts = _parts(conv, norm, training)
-    if parts is None:
+    (take the module path; the reason logged at DEBUG by this module's logger). ``cache`` (one
+    dict per forward) keeps the checked edges for the model's other layers."""
+    reason = _call_reason(x, edge_index, edge_attr, edge_weight, dropout, training)
+    parts = _parts(conv, norm, training) if reason is None else reason
+    if isinstance(parts, str):
+        declined(logger, "the fused GINE layer", parts)
         return None
     edges = cache.get("edges")
     if edges is None:

@@ -124,7 +124,19 @@ class GRITAttention(nn.Module):
         degree_scaler: learn the per-channel degree scaling (GRIT's default).
         update_pairs: return the pairs' new features (False for a last layer, whose pair
             features nothing reads: no ``pair_proj``, and None in their place).
+
+    As the attention of :class:`~graphpe.layers.gps.GPSLayer` it reads ``pair_attr``,
+    ``pair_index`` and ``log_deg`` (the layer computes it from ``edge_index`` when not given)
+    and updates the pair features: the layer adds their residual and norm,
+    :math:`e' = \mathrm{norm}_e(e + \mathrm{Dropout}(\mathrm{pair\_proj}(\hat e)))`.
     """
+
+    #: GPSLayer's contract (:mod:`graphpe.layers.gps`): the inputs read after ``x``, in call
+    #: order, and the features returned updated beside the nodes, ``(h, pair_proj(ê))``;
+    #: their residual and norm are the layer's
+    reads = ("pair_attr", "pair_index", "log_deg")
+    updates = "pair_attr"
+    adds_residual = False
 
     def __init__(self, channels: int, heads: int = 4, dropout: float = 0.0,
                  clamp: float | None = LOGIT_CLAMP, degree_scaler: bool = True,
@@ -162,11 +174,19 @@ class GRITAttention(nn.Module):
         if self.degree_coef is not None:
             nn.init.xavier_normal_(self.degree_coef.view(1, self.channels, 2))
 
+    @property
+    def computes_update(self) -> bool:
+        """Whether the pairs' new features are computed (GPSLayer's contract)."""
+        return self.pair_proj is not None
+
     def forward(self, x: Tensor, pair_attr: Tensor, pair_index: Tensor,
                 log_deg: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """``x [N, channels]``, ``pair_attr [P, channels]``, ``pair_index [2, P]`` (pairs of one
         graph each), ``log_deg [N, 1]`` (needed with the degree scaler) -> ``(nodes [N,
         channels], pairs [P, channels] or None without update_pairs)``."""
+        if pair_attr is None or pair_index is None:
+            raise ValueError("GRIT's attention needs pair_attr [P, channels] and pair_index "
+                             "[2, P] (e.g. from PairFeatureEncoder over RRWP)")
         n, heads, dim = x.size(0), self.heads, self.head_dim
         if pair_attr.dim() != 2 or pair_attr.size(1) != self.channels:
             raise ValueError(f"pair_attr must be [num_pairs, {self.channels}], got "

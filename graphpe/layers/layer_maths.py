@@ -1,6 +1,6 @@
 r"""The compositions of graphpe's layers, each written once for every form that computes it.
 
-A layer has a readable module form (:class:`~graphpe.nn.models.GPSLayer`, the ``GINE``
+A layer has a readable module form (:class:`~graphpe.layers.gps.GPSLayer`, the ``GINE``
 model's layers) and accelerated forms that compute the same maths from other kernels: one
 autograd node with a written-out backward and an inference function on the CPU
 (:mod:`graphpe.layers.fused`, :mod:`graphpe.layers.fused_gine`), and fixed shapes for CUDA graphs
@@ -24,6 +24,7 @@ def gps_layer(
     feed_forward: Callable[[T], Any],
     add_norm: Callable[[int, Any, T | None, T | None], T],
     mpnn_residual: bool = True,
+    attention_residual: bool = True,
 ) -> T:
     r"""The GPS layer (Rampasek et al., NeurIPS 2022):
 
@@ -44,12 +45,13 @@ def gps_layer(
             form may return, say, a product and the bias its norm adds.
         mpnn_residual: False for an MPNN that adds its own residual (GatedGCN, as GraphGPS's
             ``CustomGatedGCN``): :math:`h^M = N_1(M(x))`.
+        attention_residual: the same for the attention: :math:`h^A = N_2(A(x))`.
     """
     o = None
     if mpnn is not None:
         o = add_norm(1, mpnn(x), x if mpnn_residual else None, None)
     if attention is not None:
-        o = add_norm(2, attention(x), x, o)
+        o = add_norm(2, attention(x), x if attention_residual else None, o)
     if o is None:
         raise ValueError("a GPS layer needs an MPNN, an attention, or both")
     return add_norm(3, feed_forward(o), o, None)

@@ -16,29 +16,17 @@ from graphpe.encodings.rfp import LearnedRFP, RFPEncoder
 from graphpe.encodings.spectral import ElstaticSEEncoder, HKdiagSEEncoder
 from graphpe.encodings.svd import SVDEncoder
 from graphpe.encodings.walk import RWSEEncoder
-from graphpe.layers.attention import (
-    GraphLayout,
-    LinearAttention,
-    MultiheadGraphAttention,
-    PerformerAttention,
-    graph_layout,
-)
+from graphpe.layers.attention import GraphLayout, MultiheadGraphAttention, graph_layout
 from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
 from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, PairFeatureEncoder
+from graphpe.layers.gps import GPSLayer, GPSOutput
 from graphpe.layers.gpse import GPSE
 from graphpe.layers.graph_token import GraphToken
 from graphpe.layers.graphormer import GraphormerLayer
 from graphpe.layers.grit import GRITAttention
+from graphpe.layers.linear_attention import LinearAttention, PerformerAttention
 from graphpe.nn.build import build_model, load_model
-from graphpe.nn.models import (
-    GINE,
-    GPS,
-    GRIT,
-    GatedGCN,
-    GPSLayer,
-    Graphormer,
-    PEGraphModel,
-)
+from graphpe.nn.models import GINE, GatedGCN, PEGraphModel
 from graphpe.nn.static import (
     StaticBatch,
     StaticCollate,
@@ -46,6 +34,7 @@ from graphpe.nn.static import (
     static_batch,
     static_shapes,
 )
+from graphpe.nn.transformers import GPS, GRIT, Graphormer
 
 __all__ = [
     "CycleCountEncoder",
@@ -58,6 +47,7 @@ __all__ = [
     "GPSE",
     "GPSEEncoder",
     "GPSLayer",
+    "GPSOutput",
     "GatedGCN",
     "GatedGCNLayer",
     "GRIT",

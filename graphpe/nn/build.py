@@ -19,7 +19,12 @@ from typing import Any
 import torch
 
 from graphpe.encodings import GATE, PAIR, encodings, from_model_config
-from graphpe.nn.models import MODELS, PEGraphModel
+from graphpe.nn.models import GCN, GIN, GINE, GatedGCN, PEGraphModel
+from graphpe.nn.transformers import GPS, GRIT, Graphormer
+
+# build_model's "model" names
+MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "gin": GIN,
+          "gatedgcn": GatedGCN, "graphormer": Graphormer}
 
 # models that read a pairwise encoding, and those whose messages PEG can gate
 PAIR_MODELS = ("gps", "grit", "graphormer")

@@ -25,6 +25,7 @@ number).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -33,10 +34,15 @@ from torch import Tensor, nn
 from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
 
 from graphpe.encodings.laplacian import LapPEEncoder
+from graphpe.layers.attention import MultiheadGraphAttention
 from graphpe.layers.common import read_attribute
+from graphpe.layers.conv import GatedGCNLayer, GINLayer
 from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, pair_values, parameter_dtype
 from graphpe.layers.layer_maths import gps_layer
+from graphpe.nn.transformers import GPS, GRIT
 from graphpe.ops.checks import check_positive_int
+
+logger = logging.getLogger(__name__)
 
 # Finite, not -inf: a graph slot with no real node (a short last batch) then gets a uniform,
 # finite softmax instead of NaN; next to any real key, exp(-1e9 - max) is exactly 0 in float32.
@@ -147,15 +153,7 @@ def static_batch(
     G = count if num_graphs is None else num_graphs
     S = _round_up(max(largest, 1), size_multiple) if graph_size is None else graph_size
     E = _round_up(max(edges, 1), edge_multiple) if num_edges is None else num_edges
-    G, S, E = (check_positive_int(name, value) for name, value in (
-        ("num_graphs", G), ("graph_size", S), ("num_edges", E)))
-    if count > G:
-        raise ValueError(f"the batch has {count} graphs, more than num_graphs={G}")
-    if largest > S:
-        raise ValueError(f"the batch's largest graph has {largest} nodes, more than "
-                         f"graph_size={S}")
-    if edges > E:
-        raise ValueError(f"the batch has {edges} edges, more than num_edges={E}")
+    G, S, E = _checked_shape((G, S, E), (count, largest, edges))
     rows, sink = G * S + 1, G * S
     device = edge_index.device
     graph = torch.repeat_interleave(torch.arange(count), sizes)
@@ -182,12 +180,45 @@ def static_batch(
             raise ValueError(f"static batches carry graph targets: y must have one row per "
                              f"graph ({count}), got {tuple(y.shape)}")
         y = torch.cat([y, y.new_zeros((G - count,) + tuple(y.shape[1:]))])
-    attrs = {}
-    for key in batch.keys():
-        value = batch[key]
-        if (key not in NODE_ATTRS_SKIPPED and isinstance(value, Tensor) and value.dim() >= 1
-                and value.size(0) == num_nodes and batch.is_node_attr(key)):
-            attrs[key] = pad_nodes(value)
+    attrs = {key: pad_nodes(batch[key]) for key in batch.keys()
+             if key not in NODE_ATTRS_SKIPPED and isinstance(batch[key], Tensor)
+             and batch[key].dim() >= 1 and batch[key].size(0) == num_nodes
+             and batch.is_node_attr(key)}
+    first_edge = None
+    if edges:  # each graph's first edge in the batch (SPD's path edges are graph-local)
+        counts = torch.bincount(graph.to(device)[edge_index[0]], minlength=count)
+        first_edge = counts.cumsum(0) - counts
+    pairs = _dense_pairs(batch, slot, G, S, first_edge)
+    x = batch.get("x")
+    edge_mask = torch.zeros(E, device=device)
+    edge_mask[:edges] = 1.0
+    return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
+                       node_mask, graph_mask, count, edge_mask, y, attrs, pairs)
+
+
+def _checked_shape(shape: tuple[int, int, int],
+                   needed: tuple[int, int, int]) -> tuple[int, int, int]:
+    """``(G, S, E)``, positive ints that hold the batch's ``(graphs, largest graph, edges)``
+    (ValueError otherwise)."""
+    G, S, E = (check_positive_int(name, value) for name, value in zip(
+        ("num_graphs", "graph_size", "num_edges"), shape, strict=True))
+    count, largest, edges = needed
+    if count > G:
+        raise ValueError(f"the batch has {count} graphs, more than num_graphs={G}")
+    if largest > S:
+        raise ValueError(f"the batch's largest graph has {largest} nodes, more than "
+                         f"graph_size={S}")
+    if edges > E:
+        raise ValueError(f"the batch has {edges} edges, more than num_edges={E}")
+    return G, S, E
+
+
+def _dense_pairs(batch, slot: Tensor, G: int, S: int,
+                 first_edge: Tensor | None) -> dict[str, tuple[Tensor, Tensor]]:
+    """:attr:`StaticBatch.pair_attrs` of ``batch``: each pairwise encoding ``<name>`` (with
+    ``<name>_index``) dense, ``[G, S, S, ...]`` with its ``listed`` mask, and SPD's
+    ``<name>_path`` with edge ids of the padded batch (``first_edge``: where each graph's edges
+    start)."""
     pairs = {}
     for key in batch.keys():
         name = key[: -len("_index")]
@@ -202,26 +233,19 @@ def static_batch(
         flat = si * S + sj % S  # = g * S * S + a * S + b
         dense = values.new_zeros((G * S * S,) + tuple(values.shape[1:]))
         dense[flat] = values
-        listed = torch.zeros(G * S * S, dtype=torch.bool, device=device)
+        listed = torch.zeros(G * S * S, dtype=torch.bool, device=slot.device)
         listed[flat] = True
         pairs[name] = (dense.view((G, S, S) + tuple(values.shape[1:])), listed.view(G, S, S))
         path = batch.get(f"{name}_path")
         if path is not None and path.dim() == 2 and path.size(0) == index.size(1):
             # SPD(path_hops=...)'s graph-local edge ids -> the padded batch's (edges keep
             # their order, padding edges go last); -1 (no edge) stays -1
-            edge_graph = graph.to(device)[edge_index[0]]
-            counts = torch.bincount(edge_graph, minlength=count)
-            first = counts.cumsum(0) - counts
-            pair_graph = si // S
-            path = torch.where(path >= 0, path + first[pair_graph].unsqueeze(1), path)
+            if first_edge is not None:
+                path = torch.where(path >= 0, path + first_edge[si // S].unsqueeze(1), path)
             dense_path = path.new_full((G * S * S, path.size(1)), -1)
             dense_path[flat] = path
             pairs[f"{name}_path"] = (dense_path.view(G, S, S, -1), listed.view(G, S, S))
-    x = batch.get("x")
-    edge_mask = torch.zeros(E, device=device)
-    edge_mask[:edges] = 1.0
-    return StaticBatch(G, S, pad_nodes(x) if x is not None else None, padded_edges, edge_attr,
-                       node_mask, graph_mask, count, edge_mask, y, attrs, pairs)
+    return pairs
 
 
 class StaticCollate:
@@ -321,6 +345,7 @@ class StaticGPS(nn.Module):
         super().__init__()
         reason = self.unsupported(model)
         if reason is not None:
+            logger.debug("StaticGPS declines %s: %s", type(model).__name__, reason)
             raise ValueError(reason)
         self.model = model
 
@@ -329,14 +354,19 @@ class StaticGPS(nn.Module):
         """Why this path does not run ``model`` (the message its construction raises), or
         None where it does: the configurations it declares to cover, which the parity tests
         enumerate."""
-        from graphpe.nn.models import GPS, GRIT
-
         if not isinstance(model, GPS) or isinstance(model, GRIT):
             return f"StaticGPS runs a GPS model, got {type(model).__name__}"
         if model.task == "node_classification":
             return "StaticGPS runs graph-level tasks (graph_regression, graph_classification)"
-        if model.attention not in ("multihead", None):
-            return f"StaticGPS supports attention 'multihead' or None, got {model.attention!r}"
+        for layer in model.layers:  # the modules it computes in fixed shapes
+            if layer.attn is not None and type(layer.attn) is not MultiheadGraphAttention:
+                return (f"StaticGPS supports attention 'multihead' or None: a "
+                        f"MultiheadGraphAttention, got {type(layer.attn).__name__}")
+            if layer.conv is not None and type(layer.conv) not in (GINLayer, GatedGCNLayer):
+                return (f"StaticGPS supports mpnn 'gine', 'gin', 'gatedgcn' or None, got "
+                        f"{type(layer.conv).__name__}")
+            if isinstance(layer.conv, GatedGCNLayer) and not layer.conv.residual:
+                return "StaticGPS runs GatedGCN layers with their residuals"
         if model.peg_gates is not None:
             return "StaticGPS does not support PEG gates"
         if model.graph_token is not None:
@@ -416,11 +446,14 @@ class StaticGPS(nn.Module):
                key_bias: Tensor, mask: Tensor, count: Tensor) -> tuple[Tensor, Tensor | None]:
         side = {"edges": edge_attr}  # GatedGCN's updated edge features
 
+        gated = isinstance(layer.conv, GatedGCNLayer)
+
         def mpnn(x: Tensor) -> Tensor:
-            if layer.mpnn == "gatedgcn":  # its norms over the real nodes and the real edges
+            if gated:  # its norms over the real nodes and the real edges
                 return self._gated_gcn(layer.conv, x, sb, side, mask, count)
             # padding edges run sink -> sink: they reach no real row
-            h = layer.conv(x, sb.edge_index, edge_attr if layer.mpnn == "gine" else None)
+            edges = edge_attr if "edge_attr" in layer.conv.reads else None
+            h = layer.conv(x, sb.edge_index, edges)
             return F.dropout(h, layer.dropout, layer.training)
 
         def attention(x: Tensor) -> Tensor:
@@ -435,7 +468,7 @@ class StaticGPS(nn.Module):
 
         out = gps_layer(x, mpnn if layer.conv is not None else None,
                         attention if layer.attn is not None else None, layer.mlp, add_norm,
-                        mpnn_residual=layer.mpnn != "gatedgcn")
+                        mpnn_residual=not gated)
         return out, side["edges"]
 
     @staticmethod

@@ -17,7 +17,7 @@ from graphpe.layers.attention import (
     dropout_scale_mask,
     weight_dropout,
 )
-from graphpe.nn import GPSLayer, MultiheadGraphAttention, graph_layout
+from graphpe.nn import GINLayer, GPSLayer, MultiheadGraphAttention, graph_layout
 from graphpe.ops.dropout import dropout_host, dropout_keys
 
 
@@ -283,12 +283,14 @@ def test_gps_layer_matches_gpsconv_with_several_buckets(max_buckets, norm):
     edge_attr = torch.randn(edge_index.size(1), channels)
     inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(), nn.Linear(channels, channels))
     ref = GPSConv(channels, GINEConv(inner), heads=heads, norm=norm)
-    ours = GPSLayer(channels, "gine", "multihead", heads=heads, norm=norm)
+    ours = GPSLayer(channels, GINLayer(nn.Sequential(nn.Linear(channels, channels), nn.ReLU(),
+                                                     nn.Linear(channels, channels))),
+                    MultiheadGraphAttention(channels, heads), norm=norm)
     ours.load_state_dict(ref.state_dict())
     layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
     assert len(layout.buckets) == max_buckets
     expected = ref(x, edge_index, batch, edge_attr=edge_attr)
-    got = ours(x, edge_index, batch, edge_attr, layout)
+    got = ours(x, edge_index, batch, edge_attr, layout).x
     assert torch.allclose(got, expected, atol=1e-5)
     grad = torch.randn_like(got)
     ref_grads = torch.autograd.grad(expected, [x, *ref.parameters()], grad)
@@ -466,7 +468,7 @@ def test_performer_attention_redraws_its_features_in_training_only():
     attn(x, batch, 1)  # the third training call draws again
     assert not torch.equal(attn.projection_matrix, first)
     # the directions: orthogonal within a block, Gaussian-sized rows
-    from graphpe.layers.attention import orthogonal_gaussian_features
+    from graphpe.layers.linear_attention import orthogonal_gaussian_features
 
     w = orthogonal_gaussian_features(8, 8, torch.Generator().manual_seed(0)).double()
     gram = w @ w.t()

@@ -11,8 +11,16 @@ from hypothesis import strategies as st
 
 import graphpe.layers.fused as fused_module
 from graphpe.layers.attention import graph_layout
+from graphpe.layers.gps import GPSLayer
 from graphpe.nn import GPS
-from graphpe.nn.models import GPSLayer
+from graphpe.nn.transformers import gps_branches
+
+
+def _layer(channels: int = 8, heads: int = 2, attn_dropout: float = 0.0, mpnn: str = "gine",
+           **kwargs) -> GPSLayer:
+    """A GPS layer of GINE (or ``mpnn``) and multi-head attention, as the GPS model builds."""
+    return GPSLayer(channels, *gps_branches(channels, mpnn, "multihead", heads=heads,
+                                            attn_dropout=attn_dropout), **kwargs)
 
 
 def _graphs(sizes: list[int], channels: int, seed: int):
@@ -36,7 +44,7 @@ def _run(layer, x, edge_index, batch, edge_attr, layout, grad, seed=0, pairs=Non
     bias, index = (None, None) if pairs is None else (pairs[0].clone().requires_grad_(),
                                                       pairs[1])
     torch.manual_seed(seed)  # the attention dropout's keys
-    out = layer(x, edge_index, batch, edge_attr, layout, pair_bias=bias, pair_index=index)
+    out = layer(x, edge_index, batch, edge_attr, layout, pair_bias=bias, pair_index=index).x
     inputs = [x, edge_attr, *([] if bias is None else [bias]), *layer.parameters()]
     grads = torch.autograd.grad(out, inputs, grad)
     return out, grads
@@ -64,7 +72,7 @@ def test_fused_layer_equals_the_module_path(sizes, max_buckets, heads, attn_drop
     channels = 8
     x, edge_index, batch, edge_attr, ptr = _graphs(sizes, channels, seed)
     torch.manual_seed(seed)
-    fused = GPSLayer(channels, "gine", "multihead", heads=heads, attn_dropout=attn_dropout)
+    fused = _layer(channels, heads, attn_dropout)
     fused.conv.eps.fill_(eps)
     plain = copy.deepcopy(fused)
     plain.fused = False
@@ -110,7 +118,7 @@ def test_fused_inference_equals_the_module_path(sizes, max_buckets, heads, eps,
     channels = 8
     x, edge_index, batch, edge_attr, ptr = _graphs(sizes, channels, seed)
     torch.manual_seed(seed)
-    fused = GPSLayer(channels, "gine", "multihead", heads=heads, attn_dropout=0.5)
+    fused = _layer(channels, heads, 0.5)
     fused.conv.eps.fill_(eps)
     layout = graph_layout(ptr, max_buckets=max_buckets, bucket_overhead=0)
     for _ in range(3):  # running statistics away from their initial 0 and 1
@@ -121,9 +129,10 @@ def test_fused_inference_equals_the_module_path(sizes, max_buckets, heads, eps,
     buffers = [b.clone() for b in fused.buffers()]
     bias, index = _pairs(ptr, heads, seed) if with_pairs else (None, None)
     with torch.inference_mode() if inference_mode else torch.no_grad():
-        got = fused(x, edge_index, batch, edge_attr, layout, pair_bias=bias, pair_index=index)
+        got = fused(x, edge_index, batch, edge_attr, layout, pair_bias=bias,
+                    pair_index=index).x
         want = plain(x, edge_index, batch, edge_attr, layout, pair_bias=bias,
-                     pair_index=index)
+                     pair_index=index).x
     assert torch.allclose(got, want, atol=1e-5, rtol=1e-5)
     assert all(torch.equal(a, b) for a, b in zip(fused.buffers(), buffers, strict=True))
 
@@ -167,10 +176,10 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
         args = dict(x=x.clone().requires_grad_(), edge_index=edge_index, batch=batch,
                     edge_attr=edge_attr, layout=layout)
         args.update(kwargs)
-        return layer(**args).grad_fn.name()
+        return layer(**args).x.grad_fn.name()
 
     fused = "_FusedGPSLayerBackward"
-    layer = GPSLayer(8, "gine", "multihead", heads=2)
+    layer = _layer()
     assert path(layer) == fused
     assert path(layer, layout=None) == fused  # the layout built from batch
     assert path(layer.eval()) != fused  # evaluation under autograd: the module path
@@ -193,7 +202,7 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
         assert calls == [1]
     finally:
         fused_module.fused_inference = real
-    layer = GPSLayer(8, "gine", "multihead", heads=2)
+    layer = _layer()
     layer.train()
     layer.fused = False
     assert path(layer) != fused
@@ -204,9 +213,9 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
     handle.remove()
     assert path(copy.deepcopy(layer).double(), x=x.double().requires_grad_(),
                 edge_attr=edge_attr.double()) != fused
-    assert path(GPSLayer(8, "gine", "multihead", heads=2, dropout=0.1)) != fused
-    assert path(GPSLayer(8, "gine", "multihead", heads=2, norm="layer_norm")) != fused
-    assert path(GPSLayer(8, "gin", "multihead", heads=2), edge_attr=None) != fused
+    assert path(_layer(dropout=0.1)) != fused
+    assert path(_layer(norm="layer_norm")) != fused
+    assert path(_layer(mpnn="gin"), edge_attr=None) != fused
     pairs = torch.tensor([[0, 1], [1, 0]])
     # pair biases: fused in float32 (checked against the module path above)
     assert path(layer, pair_bias=torch.zeros(2, 2), pair_index=pairs) == fused
@@ -214,12 +223,12 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
                 pair_index=pairs) != fused
     assert path(layer, edge_weight=torch.ones(edge_index.size(1), 1)) != fused
     # a linear map without its bias, or one under a parametrization: the module path
-    no_bias = GPSLayer(8, "gine", "multihead", heads=2)
+    no_bias = _layer()
     no_bias.mlp[0] = torch.nn.Linear(8, 16, bias=False)
     assert path(no_bias) != fused
     from torch.nn.utils import parametrize
 
-    param = GPSLayer(8, "gine", "multihead", heads=2)
+    param = _layer()
     parametrize.register_parametrization(param.conv.nn[0], "weight", torch.nn.Identity())
     assert path(param) != fused
 
@@ -228,7 +237,7 @@ def test_fused_layer_rejects_node_ids_out_of_range():
     x, edge_index, batch, edge_attr, ptr = _graphs([5, 7], 8, 0)
     bad = edge_index.clone()
     bad[0, 0] = 12
-    layer = GPSLayer(8, "gine", "multihead", heads=2)
+    layer = _layer()
     with pytest.raises(ValueError, match=r"edge_index holds node ids outside \[0, 12\)"):
         layer(x, bad, batch, edge_attr, graph_layout(ptr))
 
@@ -252,7 +261,7 @@ def test_compiled_gps_runs_the_fused_layers_eagerly(monkeypatch):
     torch.manual_seed(0)
     eager = GPS(16, 2, 1, node_vocab=6, edge_vocab=3, heads=2)
     compiled = copy.deepcopy(eager)
-    import graphpe.nn.models as models
+    import graphpe.layers.gps as gps
 
     fused_outputs = []
 
@@ -261,8 +270,8 @@ def test_compiled_gps_runs_the_fused_layers_eagerly(monkeypatch):
         fused_outputs.append(out is not None)
         return out
 
-    real = models.fused_forward
-    monkeypatch.setattr(models, "fused_forward", counted)
+    real = gps.fused_forward
+    monkeypatch.setattr(gps, "fused_forward", counted)
     out = torch.compile(compiled, dynamic=True)(batch)
     assert fused_outputs == [True, True]  # both layers fused, each run once
     want = eager(batch)

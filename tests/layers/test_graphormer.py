@@ -1,5 +1,6 @@
-"""Graphormer (graphpe.nn.models.Graphormer, graphpe.layers.graphormer.GraphormerLayer) against its
-formulation graph by graph, as microsoft/Graphormer computes it on a padded batch."""
+"""Graphormer (graphpe.nn.transformers.Graphormer, graphpe.layers.graphormer.GraphormerLayer)
+against its formulation graph by graph, as microsoft/Graphormer computes it on a padded
+batch."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from graphpe.nn import (
     build_model,
     graph_layout,
 )
-from graphpe.nn.models import Graphormer
+from graphpe.nn.transformers import Graphormer
 from graphpe.transforms import SPD
 
 SIZES = (5, 1, 7, 3, 2)

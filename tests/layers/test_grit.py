@@ -200,8 +200,8 @@ def test_grit_bad_configurations():
     with pytest.raises(ValueError, match="a PairFeatureEncoder feeds attention='grit'"):
         build_model({"model": "gps", "channels": 8, "layers": 1, "node_vocab": 5,
                      "pair_encoder": PairFeatureEncoder(5, 8)})
-    layer = GPSLayer(8, None, "grit", heads=2)
-    with pytest.raises(ValueError, match="attention='grit' needs pair_attr"):
+    layer = GPSLayer(8, None, GRITAttention(8, heads=2))
+    with pytest.raises(ValueError, match="GRIT's attention needs pair_attr"):
         layer(torch.randn(3, 8), torch.tensor([[0, 1], [1, 0]]))
     # pairs cut to fewer hops than an edge spans: the edge embedding has no pair to go to
     graph = RRWP(4, hops=0)(molecules(1)[0])

@@ -9,7 +9,19 @@ from torch_geometric.nn import GINEConv, GPSConv
 from torch_geometric.transforms import Compose
 
 from graphpe.encodings import resolve_pe, transforms_of
-from graphpe.nn import GINE, GPS, GPSLayer, LinearAttention, RWSEEncoder, build_model
+from graphpe.nn import (
+    GINE,
+    GPS,
+    GatedGCNLayer,
+    GINLayer,
+    GPSLayer,
+    GPSOutput,
+    LinearAttention,
+    MultiheadGraphAttention,
+    RWSEEncoder,
+    build_model,
+)
+from graphpe.nn.transformers import gps_branches
 from graphpe.synthetic import molecule_like_graphs
 
 ALL_PE = {"lap": {"k": 6}, "signnet": {"k": 6}, "spe": {"k": 6}, "rwse": {"walk_length": 8},
@@ -110,14 +122,17 @@ def test_gps_layer_reproduces_pyg_gpsconv():
     edge_attr = torch.randn(batch.edge_index.size(1), channels)
     inner = nn.Sequential(nn.Linear(channels, channels), nn.ReLU(), nn.Linear(channels, channels))
     ref = GPSConv(channels, GINEConv(inner), heads=heads, norm="batch_norm")
-    ours = GPSLayer(channels, "gine", "multihead", heads=heads, norm="batch_norm")
+    # the same construction as GPSConv's: the layer takes its modules
+    ours = GPSLayer(channels, GINLayer(copy.deepcopy(inner)),
+                    MultiheadGraphAttention(channels, heads), norm="batch_norm")
     ours.load_state_dict(ref.state_dict())
     for mode in ("train", "eval"):
         getattr(ref, mode)()
         getattr(ours, mode)()
         expected = ref(x, batch.edge_index, batch.batch, edge_attr=edge_attr)
         got = ours(x, batch.edge_index, batch.batch, edge_attr)
-        assert torch.allclose(got, expected, atol=1e-6), mode
+        assert isinstance(got, GPSOutput) and got.edge_attr is None and got.pair_attr is None
+        assert torch.allclose(got.x, expected, atol=1e-6), mode
 
 
 def test_linear_attention_stays_within_graphs():
@@ -129,8 +144,10 @@ def test_linear_attention_stays_within_graphs():
     x2 = x.clone()
     x2[3:] = torch.randn(4, 8)  # change graph 1 only
     assert torch.allclose(attn(x2, batch, 2)[:3], out[:3])
-    layer = GPSLayer(8, "gin", "linear", heads=2)
-    assert layer(x, torch.tensor([[0, 1], [1, 0]]), batch).shape == (7, 8)
+    gin = GINLayer(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8)),
+                   edge_features=False)
+    layer = GPSLayer(8, gin, LinearAttention(8, heads=2))
+    assert layer(x, torch.tensor([[0, 1], [1, 0]]), batch).x.shape == (7, 8)
 
 
 def test_models_without_pe_and_without_edge_features():
@@ -151,7 +168,7 @@ def test_bad_configurations():
     with pytest.raises(ValueError, match="needs edge features"):
         GPS(16, 2, 1, node_vocab=5, mpnn="gine")
     with pytest.raises(ValueError, match="divisible by heads"):
-        GPSLayer(10, "gin", "multihead", heads=4)
+        gps_branches(10, "gin", "multihead", heads=4)
     with pytest.raises(ValueError, match="needs an MPNN, an attention, or both"):
         GPSLayer(16, None, None)
     with pytest.raises(ValueError, match="pe_combine='sum' needs encoders with 16 channels"):
@@ -336,15 +353,14 @@ def test_gps_layer_with_gatedgcn_is_graphgps_custom_gatedgcn_layer():
     MultiheadAttention over the dense batch, as GraphGPS does."""
     from torch_geometric.utils import to_dense_batch
 
-    from graphpe.nn import GatedGCNLayer
-
     torch.manual_seed(0)
     batch = make_batch()
     x = torch.randn(batch.num_nodes, 16)
     e = torch.randn(batch.edge_index.size(1), 16)
-    layer = GPSLayer(16, "gatedgcn", "multihead", heads=4).train()
+    layer = GPSLayer(16, GatedGCNLayer(16), MultiheadGraphAttention(16, 4)).train()
     assert isinstance(layer.conv, GatedGCNLayer) and layer.norm1 is not None
-    out, new_e = layer(x, batch.edge_index, batch.batch, e)
+    out, new_e, new_pairs = layer(x, batch.edge_index, batch.batch, e)
+    assert new_pairs is None
     # the reference, with copies of the layer's modules (their running statistics advance
     # once per forward, as the layer's)
     ref = copy.deepcopy(layer)
@@ -404,9 +420,10 @@ def test_gatedgcn_models_thread_the_edge_features_through_the_layers():
 def test_gatedgcn_bad_configurations():
     with pytest.raises(ValueError, match="mpnn='gatedgcn' updates the edge features, "
                                          "attention='grit' the pair features"):
-        GPSLayer(16, "gatedgcn", "grit")
+        gps_branches(16, "gatedgcn", "grit")
     with pytest.raises(ValueError, match=r"GatedGCNLayer needs edge_attr \[num_edges, 16\]"):
-        GPSLayer(16, "gatedgcn")(torch.randn(3, 16), torch.tensor([[0, 1], [1, 2]]))
+        GPSLayer(16, GatedGCNLayer(16), None)(torch.randn(3, 16),
+                                              torch.tensor([[0, 1], [1, 2]]))
 
 
 def test_gps_builds_no_parameters_its_layers_never_read_and_old_checkpoints_still_load():

@@ -246,8 +246,8 @@ def test_unsupported_models_raise():
         StaticGPS(build_model({"model": "gine", "channels": 8, "node_vocab": 5}))
     with pytest.raises(ValueError, match="does not support the PE encoder SignNetEncoder"):
         StaticGPS(gps({"signnet": {"k": 6}}))
-    with pytest.raises(ValueError, match="supports attention 'multihead' or None, got "
-                                         "'linear'"):
+    with pytest.raises(ValueError, match="supports attention 'multihead' or None: a "
+                                         "MultiheadGraphAttention, got LinearAttention"):
         StaticGPS(gps(attention="linear"))
     with pytest.raises(ValueError, match="supports norm='batch_norm' or None, got LayerNorm"):
         StaticGPS(gps(norm="layer_norm"))
