@@ -142,6 +142,9 @@ class RFPEncoder(nn.Module):
         dropout: dropout inside the MLPs.
     """
 
+    # what writes the input, for the error naming a missing attribute
+    producer = "RFP(attr_name={0.attr_name!r})"
+
     @property
     def static_shapes(self) -> bool:
         """Whether StaticGPS runs this encoder: with the ``trajectory`` readout only (its
@@ -191,8 +194,7 @@ class RFPEncoder(nn.Module):
             rfp = batch_or_rfp
         else:
 
-            rfp = read_attribute(batch_or_rfp, self.attr_name,
-                                 f"RFP(attr_name={self.attr_name!r})")
+            rfp = read_attribute(batch_or_rfp, self.attr_name, self.producer.format(self))
             ptr, graph = batch_or_rfp.get("ptr"), batch_or_rfp.get("batch")
             if ptr is not None and graph is not None:
                 sizes = (ptr[1:] - ptr[:-1])[graph]

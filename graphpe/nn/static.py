@@ -335,10 +335,10 @@ class StaticGPS(nn.Module):
     Supported: graph-level tasks; ``mpnn`` ``gine``/``gin``/``gatedgcn``/None;
     ``attention`` ``multihead``/None, with a :class:`~graphpe.nn.PairBiasEncoder` (RRWP, SPD,
     resistance or heat-kernel biases, dense ``[G, heads, S, S]`` here); ``norm`` ``batch_norm``
-    or None; PE encoders :class:`~graphpe.nn.RWSEEncoder` and its siblings (LCP, HKdiagSE,
-    ElstaticSE), :class:`~graphpe.nn.LapPEEncoder` and :class:`~graphpe.nn.RFPEncoder`
-    (trajectory readout); ``reinject_pe``. Anything else raises at construction, naming what is
-    not supported.
+    or None; PE encoders: every :class:`~graphpe.nn.LinearSEEncoder` (RWSE, LCP, the heat
+    kernel diagonals, electrostatics, ...), :class:`~graphpe.nn.LapPEEncoder` and
+    :class:`~graphpe.nn.RFPEncoder` (trajectory readout); ``reinject_pe``. Anything else
+    raises at construction, naming what is not supported.
     """
 
     def __init__(self, model: nn.Module) -> None:
@@ -406,7 +406,8 @@ class StaticGPS(nn.Module):
                 outs.append(enc.encode(vecs, vals, lap_mask, graph.clamp(max=sb.num_graphs - 1),
                                        sb.num_graphs))
             else:
-                outs.append(enc(read_attribute(sb.node_attrs, enc.attr_name, "RFP")))
+                outs.append(enc(read_attribute(sb.node_attrs, enc.attr_name,
+                                               enc.producer.format(enc))))
         return torch.cat(outs, -1) if model.pe_combine == "concat" else sum(outs)
 
     def _pair_bias(self, sb: StaticBatch) -> Tensor:
