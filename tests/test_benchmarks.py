@@ -612,3 +612,18 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
     sampled = bench["sampled_landing_probs"](np.array([[0, 1, 2], [1, 2, 0]]), 3,
                                              np.array([0, 2]))
     np.testing.assert_allclose(sampled, np.load(tmp_path / "w.npy")[[0, 2]], atol=1e-15)
+
+
+def test_regression_compares_medians_and_marks_the_slower_rows():
+    script = runpy.run_path(str(BENCH / "regression.py"))
+    rows = script["compare"]({"a": [10.0, 12.0, 11.0], "b": [5.0], "only before": [1.0]},
+                             {"a": [8.0, 9.0, 9.5], "b": [5.1]}, 0.05)
+    assert [r["row"] for r in rows] == ["a", "b"]
+    assert rows[0]["ratio"] == pytest.approx(9.0 / 11.0) and rows[0]["slower"]
+    assert rows[1]["ratio"] == pytest.approx(5.1 / 5.0) and not rows[1]["slower"]
+    steps = script["train_step_rows"]({"rows": [{"model": "graphpe", "ms_per_step": 40.0},
+                                                {"model": "failed", "ms_per_step": None}]})
+    assert steps == {"train_step graphpe": 25.0}
+    rates = script["precompute_rows"]({"rows": [{"dataset": "Z", "encoding": "RWSE",
+                                                 "path": "list", "graphpe_graphs_per_s": 7.0}]})
+    assert rates == {"precompute Z | RWSE | list": 7.0}

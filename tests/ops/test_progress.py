@@ -63,3 +63,43 @@ def test_run_interruptible_returns_or_raises_what_the_call_did():
     assert progress.run_interruptible(sum, [1, 2, 3]) == 6
     with pytest.raises(ZeroDivisionError):
         progress.run_interruptible(lambda: 1 / 0)
+
+
+def test_a_long_block_shows_the_seconds_it_has_run(monkeypatch, capsys):
+    import time
+
+    monkeypatch.setattr(progress, "PROGRESS_DELAY_SECONDS", 0.02)
+    monkeypatch.setattr(progress, "ELAPSED_REFRESH_SECONDS", 0.02)
+    with progress.elapsed_bar("a long block", expected_seconds=60.0):
+        time.sleep(0.3)
+    err = capsys.readouterr().err
+    assert "a long block" in err and "/60" in err
+    with progress.elapsed_bar("a short block"):  # under the delay: nothing shown
+        pass
+    assert "a short block" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["lap", "rwse", "rfp", "lcp", "maglap"])
+def test_every_encoding_on_a_large_graph_shows_that_it_runs(name, monkeypatch, capsys):
+    """Any transform call on a graph past WATCHED_NODES shows the seconds it has run once it
+    passes the delay (a delay of zero here, a graph made to count as large)."""
+    import time
+
+    from graphpe.encodings import pe_spec
+    from graphpe.encodings import transform as base
+
+    monkeypatch.setattr(progress, "PROGRESS_DELAY_SECONDS", 0.0)
+    monkeypatch.setattr(progress, "ELAPSED_REFRESH_SECONDS", 0.01)
+    monkeypatch.setattr(base, "WATCHED_NODES", 100)
+    transform = pe_spec(name).transform()
+    compute = transform.compute
+
+    def slow_compute(*args, **kwargs):  # long enough for the bar to draw at least once
+        time.sleep(0.1)
+        return compute(*args, **kwargs)
+
+    monkeypatch.setattr(transform, "compute", slow_compute)
+    graph = road_like_graph(400, seed=1)
+    transform(graph)
+    err = capsys.readouterr().err
+    assert f"{type(transform).__name__}(" in err and f"on {graph.num_nodes:,} nodes" in err

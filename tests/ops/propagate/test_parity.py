@@ -106,7 +106,7 @@ def test_rfp_equals_propagate_on_the_sweep_star():
     compiled kernel used float64's cut for a float32 trajectory, the tensor path float32's,
     and the trajectories differed by 0.99. Both now cut at the trajectory's precision."""
     data = Data(edge_index=SWEEP_STAR, num_nodes=9)
-    out = RFP(8, 4, operator="rw", seed=7)(data).rfp
+    out = RFP(8, 4, num_draws=1, operator="rw", seed=7)(data).rfp
     x0 = torch.randn(9, 1, 8, generator=torch.Generator().manual_seed(7))
     want = _reference(SWEEP_STAR, torch.tensor([0, 9]), 9, x0, 4, "rw", torch.float32)
     torch.testing.assert_close(out, want, atol=1e-5, rtol=0)
@@ -153,9 +153,9 @@ def test_rfp_transform_equals_propagate_on_low_rank_operators(specs, operator, d
     draws, graph by graph and in a batch, on operators whose blocks lose rank."""
     graphs = [Data(edge_index=ei, num_nodes=n) for ei, n in
               (_low_rank_graph(*spec) for spec in specs)]
-    transform = RFP(dim, steps, operator=operator, seed=seed)
+    transform = RFP(dim, steps, num_draws=1, operator=operator, seed=seed)
     for graph in graphs:
-        out = RFP(dim, steps, operator=operator, seed=seed)(graph.clone()).rfp
+        out = RFP(dim, steps, num_draws=1, operator=operator, seed=seed)(graph.clone()).rfp
         x0 = torch.randn(graph.num_nodes, 1, dim, generator=torch.Generator().manual_seed(seed))
         want = _reference(graph.edge_index, torch.tensor([0, graph.num_nodes]),
                           graph.num_nodes, x0, steps, operator, torch.float32)
