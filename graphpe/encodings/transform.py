@@ -21,6 +21,7 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
 from graphpe.ops.checks import check_flag, check_seed, check_size_limit, checked_fields
+from graphpe.ops.progress import elapsed_bar
 
 __all__ = ["PETransform", "check_attr_names", "check_flag", "check_seed", "check_size_limit",
            "option"]
@@ -156,6 +157,10 @@ def graph_structure(data: Data) -> tuple[Tensor, int, Tensor | None, Tensor | No
         warnings.warn(EDGE_ATTR_NOT_READ, stacklevel=3)
     return edge_index, int(num_nodes), ptr, edge_weight
 
+
+# graphs (or batches) from this many nodes on run under an elapsed-time bar (which appears only
+# past graphpe.ops.progress.PROGRESS_DELAY_SECONDS): no per-graph cost for molecules
+WATCHED_NODES = 10_000
 
 EDGE_ATTR_NOT_READ = (
     "the graph has a one-dimensional float edge_attr and no edge_weight: graphpe's encodings "
@@ -319,7 +324,11 @@ class PETransform(BaseTransform):
 
     def forward(self, data: Data) -> Data:
         edge_index, num_nodes, ptr, edge_weight = graph_structure(data)
-        with without_autocast():
+        # a call on a large graph (or a large batch) shows that it runs once it passes the
+        # progress delay; smaller ones skip the watcher thread altogether
+        watch = (elapsed_bar(f"{self!r} on {num_nodes:,} nodes")
+                 if num_nodes >= WATCHED_NODES else contextlib.nullcontext())
+        with without_autocast(), watch:
             set_fields(data, self.compute(edge_index, num_nodes, ptr, edge_weight))
         return data
 

@@ -2,6 +2,8 @@
 
 - :func:`progress_bar`: a tqdm bar that appears only once a call has run
   :data:`PROGRESS_DELAY_SECONDS` (short calls print nothing).
+- :func:`elapsed_bar`: the same for a block that reports no progress of its own: past the
+  delay, a bar of the seconds it has run (against a prediction where there is one).
 - :func:`run_interruptible`: a native call that releases the GIL (a numba ``nogil`` kernel,
   SuperLU's factorization) run in a worker thread while the calling thread waits in short
   slices. Python handles SIGINT only in the main thread and only between bytecodes, so a
@@ -12,9 +14,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from tqdm.auto import tqdm
@@ -23,6 +26,8 @@ from tqdm.auto import tqdm
 PROGRESS_DELAY_SECONDS = 10.0
 # how often a waiting thread wakes to handle signals and refresh its bar
 WAIT_SLICE_SECONDS = 0.05
+# how often an elapsed-time bar is redrawn
+ELAPSED_REFRESH_SECONDS = 0.5
 
 T = TypeVar("T")
 
@@ -32,6 +37,38 @@ def progress_bar(desc: str, total: float | None = None, unit: str = "it",
     """A tqdm bar on stderr, shown once the call has run :data:`PROGRESS_DELAY_SECONDS`."""
     return tqdm(total=total, desc=desc, unit=unit, delay=PROGRESS_DELAY_SECONDS,
                 disable=disable, leave=False, dynamic_ncols=True)
+
+
+@contextlib.contextmanager
+def elapsed_bar(desc: str, expected_seconds: float | None = None) -> Iterator[None]:
+    """Inside the block, a watcher thread waits :data:`PROGRESS_DELAY_SECONDS`; if the block is
+    still running then, a tqdm bar shows the seconds it has run (out of ``expected_seconds``
+    where the caller predicts them), redrawn every :data:`ELAPSED_REFRESH_SECONDS` until the
+    block ends. Short blocks print nothing and cost one thread start."""
+    done = threading.Event()
+    delay, refresh = PROGRESS_DELAY_SECONDS, ELAPSED_REFRESH_SECONDS
+    start = time.perf_counter()
+
+    def watch() -> None:
+        if done.wait(delay):
+            return
+        total = None if expected_seconds is None else round(float(expected_seconds), 1)
+        with tqdm(desc=desc, total=total, unit="s", leave=False, dynamic_ncols=True,
+                  bar_format="{desc}: {n:.0f}/{total_fmt} s" if total else
+                  "{desc}: {n:.0f} s") as bar:
+            while True:
+                bar.n = time.perf_counter() - start
+                bar.refresh()
+                if done.wait(refresh):
+                    return
+
+    watcher = threading.Thread(target=watch, name=f"graphpe: {desc}", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def run_interruptible(call: Callable[..., T], *args: Any, desc: str = "native call",
