@@ -1,5 +1,6 @@
-"""Size bounds on graphpe's model code (graphpe/nn and graphpe/layers): no module over 600
-lines and no function over 80 (decorators included), so each piece stays readable whole."""
+"""Size bounds on graphpe's code outside the numeric kernels of graphpe/ops: no module over 600
+lines and no function over 80 (decorators included), so each piece stays readable whole. The
+kernels of ops are exempt: a compiled loop split for its length can cost speed."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "graphpe"
-FOLDERS = ("nn", "layers")
+KERNELS = PACKAGE / "ops"
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
 
 
 def _modules() -> list[Path]:
-    return sorted(p for folder in FOLDERS for p in (PACKAGE / folder).rglob("*.py"))
+    return sorted(p for p in PACKAGE.rglob("*.py") if KERNELS not in p.parents)
 
 
 def test_no_module_is_over_600_lines():
