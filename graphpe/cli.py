@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # (the commands import what they run when they run)
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
-DATASET_HELP = ("ZINC, CSL, EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
+DATASET_HELP = ("ZINC, CSL (needs no files: generated in code where PyG's copy is not under "
+                "--root), EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
                 "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
                 "module:function for an own dataset (see examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
@@ -581,8 +582,9 @@ def main(argv: list[str] | None = None) -> None:
         _log_to_stderr()
     try:
         command.run(args)
-    except (ValueError, FileNotFoundError, ImportError) as err:
-        # a wrong input is one clear line and exit code 2, not a traceback
+    except (ValueError, FileNotFoundError, ImportError, ConnectionError) as err:
+        # a wrong input (or a download that cannot reach its server) is one clear line and
+        # exit code 2, not a traceback
         parser.exit(2, f"graphpe: error: {err}\n")
 
 

@@ -287,3 +287,34 @@ def test_encodings_lists_the_registry_and_writes_the_docs_table(tmp_path, capsys
     main(["encodings", "--write-docs", str(page)])
     assert page.read_text() == (f"# title\n{DOCS_TABLE_START}\n{markdown_table()}\n"
                                 f"{DOCS_TABLE_END}\nafter\n")
+
+
+def test_csl_trains_from_an_empty_root(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    code, _, err = run_cli(["train", "--dataset", "CSL", "--root", str(tmp_path / "empty"),
+                            "--pe", "rwse", "--epochs", "1", "--channels", "8", "--layers", "1",
+                            "--results", str(out)], capsys)
+    assert code == 0, err
+    assert json.loads(out.read_text())["dataset"] == "CSL (generated in code)"
+
+
+def test_an_offline_download_is_one_line(tmp_path, capsys, monkeypatch):
+    from urllib.error import URLError
+
+    import graphpe.datasets as datasets
+
+    def offline(*args, **kwargs):
+        raise URLError(OSError("[Errno -3] Temporary failure in name resolution"))
+
+    monkeypatch.setitem(datasets.LOADERS, "ZINC", offline)
+    code, _, err = run_cli(["train", "--dataset", "ZINC", "--root", str(tmp_path), "--download",
+                            "--epochs", "1"], capsys)
+    assert code == 2
+    assert err.strip().splitlines() == [
+        f"graphpe: error: ZINC: the download failed ([Errno -3] Temporary failure in name "
+        f"resolution); on a machine without network place the dataset's files under "
+        f"{tmp_path} instead"]
+    code, _, err = run_cli(["train", "--dataset", "EXP", "--root", str(tmp_path), "--download",
+                            "--epochs", "1"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "EXP has no download" in err and "shared" not in err

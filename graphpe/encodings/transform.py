@@ -324,11 +324,12 @@ class PETransform(BaseTransform):
 
     def forward(self, data: Data) -> Data:
         edge_index, num_nodes, ptr, edge_weight = graph_structure(data)
-        # a call on a large graph (or a large batch) shows that it runs once it passes the
-        # progress delay; smaller ones skip the watcher thread altogether
-        watch = (elapsed_bar(f"{self!r} on {num_nodes:,} nodes")
-                 if num_nodes >= WATCHED_NODES else contextlib.nullcontext())
-        with without_autocast(), watch:
+        if num_nodes < WATCHED_NODES:  # the per-graph pre_transform path: nothing added
+            with without_autocast():
+                set_fields(data, self.compute(edge_index, num_nodes, ptr, edge_weight))
+            return data
+        # a large graph (or batch) shows that it runs once it passes the progress delay
+        with without_autocast(), elapsed_bar(f"{self!r} on {num_nodes:,} nodes"):
             set_fields(data, self.compute(edge_index, num_nodes, ptr, edge_weight))
         return data
 
