@@ -25,6 +25,7 @@ from graphpe.datasets.bundle import (
     stratified_split,
 )
 from graphpe.datasets.exp import EXP, load_exp, read_exp
+from graphpe.datasets.lrgb import load_peptides_func
 from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
 from graphpe.datasets.planetoid import load_planetoid
 from graphpe.datasets.tu import load_csl, load_tu
@@ -35,7 +36,7 @@ __all__ = ["DATASETS", "EXP", "DatasetBundle", "check_split", "load_dataset",
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
 TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
 PLANETOID_NAMES = ("Cora", "CiteSeer")
-DATASETS = ("ZINC", "CSL", "EXP", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES)
+DATASETS = ("ZINC", "CSL", "EXP", "Peptides-func", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES)
 
 
 def load_dataset(
@@ -67,7 +68,7 @@ def load_dataset(
         raise ValueError(f"dataset must be a name, got {name!r}")
     if split is not None:
         split = check_split(split)
-        if name in ("ZINC", "CSL", "EXP") or ":" in name or name.startswith("ogbg-"):
+        if name in LOADERS or ":" in name or name.startswith("ogbg-"):
             raise ValueError(f"{name}: split applies to TU datasets and Cora/CiteSeer; "
                              f"{name} keeps its standard split")
     if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
@@ -98,7 +99,8 @@ def load_dataset(
 
 
 LOADERS: dict[str, Callable[..., DatasetBundle]] = {"ZINC": load_zinc, "CSL": load_csl,
-                                                      "EXP": load_exp}
+                                                      "EXP": load_exp,
+                                                      "Peptides-func": load_peptides_func}
 
 
 def _reason(error: BaseException) -> str:

@@ -20,7 +20,7 @@ class DatasetBundle:
     val: Any
     test: Any
     task: str  # graph_regression | graph_classification | graph_multilabel | node_classification
-    metric: str  # mae | rmse | rocauc | accuracy
+    metric: str  # mae | rmse | rocauc | accuracy | ap
     out_dim: int
     node_vocab: int | list[int] | None = None
     node_dim: int | None = None
@@ -31,7 +31,7 @@ class DatasetBundle:
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric in ("rocauc", "accuracy")
+        return self.metric in ("rocauc", "accuracy", "ap")
 
     def model_kwargs(self) -> dict[str, Any]:
         """Arguments of :func:`graphpe.nn.build.build_model` fixed by the data."""
