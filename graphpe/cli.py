@@ -171,13 +171,15 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 def _add_model_args(p_train: argparse.ArgumentParser) -> None:
     """``graphpe train``: the model, its attention and message passing, and its sizes."""
     p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn",
-                                             "graphormer"],
+                                             "graphormer", "sgformer", "polynormer"],
                          default="gine",
                          help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
                               "over pair features, e.g. --pe rrwp), GCN, GIN, GatedGCN "
-                              "(residual gated convolutions updating the edge features) or "
+                              "(residual gated convolutions updating the edge features), "
                               "Graphormer (a transformer with its graph token; its encodings: "
-                              "--pe degree,spd:path_hops=5)")
+                              "--pe degree,spd:path_hops=5), or for node classification on "
+                              "large graphs SGFormer or Polynormer (linear-time attention; "
+                              "--layers counts their GCN layers)")
     p_train.add_argument("--attention",
                          choices=["auto", "multihead", "linear", "performer", "none"],
                          default="auto",
@@ -194,7 +196,11 @@ def _add_model_args(p_train: argparse.ArgumentParser) -> None:
     p_train.add_argument("--dropout", type=float, default=0.0,
                          help="dropout in the layers and the head")
     p_train.add_argument("--heads", type=int, default=None,
-                         help="attention heads (gps, grit: default 4; graphormer: 8)")
+                         help="attention heads (gps, grit: default 4; graphormer: 8; "
+                              "sgformer, polynormer: 1)")
+    p_train.add_argument("--local-epochs", type=int, default=None,
+                         help="polynormer: epochs of its local layers alone before the global "
+                              "attention joins (default 0: global throughout)")
     p_train.add_argument("--attn-dropout", type=float, default=None,
                          help="dropout on the attention weights (gps, grit: default 0; "
                               "graphormer: 0.1)")
@@ -294,15 +300,16 @@ def _model_options(args: argparse.Namespace) -> dict:
     extra = {"dropout": args.dropout}
     if args.pool is not None:
         extra["pool"] = args.pool
-    attention_options = {"heads": args.heads, "attn_dropout": args.attn_dropout}
-    if args.model in ("gps", "grit", "graphormer"):
-        extra.update({k: v for k, v in attention_options.items() if v is not None})
-    else:
-        for name, value in attention_options.items():
-            if value is not None:
-                flag = "--" + name.replace("_", "-")
-                raise ValueError(f"{flag} sets the attention of --model gps, grit or "
-                                 f"graphormer, not {args.model}")
+    attention = ("heads", "attn_dropout")
+    takes = {"gps": attention, "grit": attention, "graphormer": attention,
+             "sgformer": ("heads",), "polynormer": ("heads", "local_epochs")}.get(args.model, ())
+    for name in ("heads", "attn_dropout", "local_epochs"):
+        if getattr(args, name) is not None and name not in takes:
+            what = ("the local warm-up of --model polynormer" if name == "local_epochs" else
+                    "the attention of --model gps, grit or graphormer")
+            raise ValueError(f"--{name.replace('_', '-')} sets {what}, not {args.model}")
+        if getattr(args, name) is not None:
+            extra[name] = getattr(args, name)
     if args.model in ("gps", "grit"):
         if args.mpnn != "auto":
             extra["mpnn"] = None if args.mpnn == "none" else args.mpnn

@@ -247,7 +247,8 @@ def fit(
     returns the record (also written to ``config.results``).
 
     Every epoch is one pass over the training batches (AdamW, gradients clipped to norm 5, the
-    learning rate of :func:`lr_lambda`), then the validation metric, then, with
+    learning rate of :func:`lr_lambda`; first ``model.set_epoch(epoch)`` where the model has it,
+    as :class:`~graphpe.nn.scalable.Polynormer`'s stages), then the validation metric, then, with
     ``config.checkpoint``, the state to resume from
     (:func:`~graphpe.records.training_state_path`). Training stops after ``config.epochs``
     epochs or ``config.patience`` epochs without improvement; the best epoch's weights are then
@@ -271,6 +272,8 @@ def fit(
     bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}",
                disable=not config.progress or setup.rank != 0)
     for epoch in bar:
+        if hasattr(setup.model, "set_epoch"):  # a model whose training has stages (Polynormer)
+            setup.model.set_epoch(epoch)
         if train_split is not None and epoch > 0:
             setup.train_loader = _train_loader(train_split(epoch), config, setup.rank,
                                                setup.world, setup.shapes)

@@ -258,6 +258,31 @@ def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
     assert json.loads(out)["value"] == pytest.approx(record["test"])
 
 
+@pytest.mark.parametrize("argv", [["--model", "sgformer", "--heads", "2"],
+                                  ["--model", "polynormer", "--local-epochs", "1"]])
+def test_scalable_transformers_train_on_cora_from_the_cli(argv, tmp_path, capsys):
+    """SGFormer and Polynormer (its warm-up epoch, then the global stage) with a PE on a node
+    classification dataset; their checkpoints reload."""
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    results, ckpt = tmp_path / "r.json", tmp_path / "m.pt"
+    code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path), *argv,
+                            "--pe", "rwse:walk_length=6", "--channels", "16", "--layers", "2",
+                            "--epochs", "2", "--results", str(results),
+                            "--checkpoint", str(ckpt)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["model_config"]["model"] == argv[1] and record["epochs_run"] == 2
+    assert record["model_config"][argv[2][2:].replace("-", "_")] == int(argv[3])
+    code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset", "Cora",
+                              "--root", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["value"] == pytest.approx(record["test"])
+    code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path),
+                            "--model", "sgformer", "--local-epochs", "1"], capsys)
+    assert code == 2 and "--local-epochs sets the local warm-up of --model polynormer, not " \
+                         "sgformer" in err
+
+
 def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):
     from pathlib import Path
 
