@@ -1,5 +1,5 @@
 """Benchmark datasets: the standard PyG/OGB loaders behind one call, plus EXP and CSL, node
-property prediction on large graphs (OGB's ``ogbn-*``, PyG's node sets).
+property prediction on large graphs (OGB's ``ogbn-*``, PyG's node sets) and plain graph files.
 
 :func:`load_dataset` returns the train/val/test splits and what a model needs to know about the
 data (task, metric, output width, feature vocabularies). It reads from ``root``: when the files
@@ -24,13 +24,14 @@ from graphpe.datasets.bundle import (
     with_constant_x,
 )
 from graphpe.datasets.exp import EXP, load_exp, read_exp
+from graphpe.datasets.graph_files import is_graph_spec, load_graph_files, read_graph
 from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
 from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, load_ogb_nodes, load_pyg_nodes
 from graphpe.datasets.planetoid import load_planetoid
 from graphpe.datasets.tu import load_csl, load_tu
 
 __all__ = ["DATASETS", "EXP", "DatasetBundle", "check_split", "load_dataset",
-           "node_split_masks", "read_exp", "require_files", "stratified_split"]
+           "node_split_masks", "read_exp", "read_graph", "require_files", "stratified_split"]
 
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
 TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
@@ -54,8 +55,8 @@ def load_dataset(
     summing to 1) choose other sizes: for TU datasets the seeded stratified split with those
     fractions (a k-fold with ``k = round(1 / test)``, so the test part is exact when ``1 / test``
     is an integer, e.g. ``(0.5, 0.25, 0.25)``), for the node sets outside OGB (Cora, CiteSeer,
-    PubMed, PyG's node sets) random stratified node masks (seeded by ``seed``) in place of the
-    standard ones; other datasets keep their standard splits and
+    PubMed, PyG's node sets, labelled ``graph:`` files) random stratified node masks (seeded by
+    ``seed``) in place of the standard ones; other datasets keep their standard splits and
     refuse it. TU and the PyG node bundles carry the whole dataset in ``extra["dataset"]``, for
     callers that draw their own splits. ``name`` is one of :data:`DATASETS`, any OGB molecule
     set ``ogbg-mol*`` (official split and Evaluator), any other TU dataset by its name (node and
@@ -69,18 +70,22 @@ def load_dataset(
     tasks, ROC-AUC) and ``ogbn-papers100M`` with the official split and ``Evaluator``
     (:mod:`graphpe.datasets.nodes`); PyG's Flickr, Reddit, WikiCS (their split; WikiCS's
     ``fold``-th of 20) and Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics
-    (seeded stratified 60/20/20, ``fold`` choosing the test part).
+    (seeded stratified 60/20/20, ``fold`` choosing the test part); and ``graph:PATH``, a plain
+    graph from files under ``root`` (an ``.npz`` adjacency, an edge list, or a GraphSAINT
+    folder: :mod:`graphpe.datasets.graph_files`; ``graph:NAME`` with a bare Python name is
+    a file where ``root`` holds one, else a module ``graph``'s function, as before).
 
-    Graphs without node features (CSL, IMDB-BINARY, ogbn-proteins) get a constant categorical
-    ``x`` through ``pre_transform``. ``download`` lets the standard loaders fetch missing
-    files."""
+    Graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, graph files without
+    ``feats.npy``) get a constant categorical ``x`` through ``pre_transform``. ``download``
+    lets the standard loaders fetch missing files."""
     root = Path(root)
-    loader = _loader(name, split)
+    loader = _loader(name, split, root)
     options = {"seed": seed, "fold": fold, "download": download}
     if loader is None:
         return _own(name, root, pre_transform, **options)
     # graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, ...): a constant x
-    if name in ("CSL", "ogbn-proteins") or getattr(loader, "func", None) is load_tu:
+    if name in ("CSL", "ogbn-proteins") or getattr(loader, "func", None) in (
+            load_tu, load_graph_files):
         pre_transform = with_constant_x(pre_transform)
     try:
         return loader(root, pre_transform, **options)
@@ -92,17 +97,20 @@ def load_dataset(
                               "instead") from None
 
 
-def _loader(name: str, split) -> Callable[..., DatasetBundle] | None:
+def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None:
     """The loader of ``name`` (called ``loader(root, pre_transform, seed=, fold=,
     download=)``), ``split`` bound where it applies (checked here); None for an own
     ``module:function``."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"dataset must be a name, got {name!r}")
+    graph_file = is_graph_spec(name, root)
     if split is not None:
         split = check_split(split)
-        if name in ("ZINC", "CSL", "EXP") or name.startswith(("ogbg-", "ogbn-")) or ":" in name:
+        if name in ("ZINC", "CSL", "EXP") or name.startswith(("ogbg-", "ogbn-")) or (
+                ":" in name and not graph_file):
             raise ValueError(f"{name}: split applies to TU datasets and the node sets outside "
-                             f"OGB (Cora, Amazon-Photo, ...); {name} keeps its standard split")
+                             f"OGB (Cora, Amazon-Photo, graph:PATH, ...); {name} keeps its "
+                             "standard split")
     if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
         raise ValueError(f"{name}: graphpe loads the OGB molecule sets (ogbg-mol*); for other "
                          "OGB data write a module:function entry point (examples/own_dataset.py)")
@@ -110,6 +118,8 @@ def _loader(name: str, split) -> Callable[..., DatasetBundle] | None:
         raise ValueError(f"{name}: graphpe loads OGB's homogeneous node sets "
                          f"({', '.join(OGBN_NAMES)}); for other OGB data write a "
                          "module:function entry point (examples/own_dataset.py)")
+    if graph_file:
+        return functools.partial(load_graph_files, name, split=split)
     if ":" in name:
         return None
     if name.startswith("ogbg-mol"):
@@ -142,8 +152,10 @@ def _own(spec: str, root: Path, pre_transform, **kwargs) -> DatasetBundle:
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
+        hint = (f" (nor is there a graph file {root / func_name})"
+                if module_name == "graph" else "")
         raise ValueError(f"dataset {spec!r}: cannot import module {module_name!r} ({err}); "
-                         "is it on PYTHONPATH?") from None
+                         f"is it on PYTHONPATH?{hint}") from None
     build = getattr(module, func_name, None)
     if not callable(build):
         raise ValueError(f"dataset {spec!r}: module {module_name!r} has no function "
