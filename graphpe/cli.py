@@ -24,9 +24,13 @@ if TYPE_CHECKING:  # (the commands import what they run when they run)
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 DATASET_HELP = ("ZINC, CSL (needs no files: generated in code where PyG's copy is not under "
-                "--root), EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
-                "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
-                "module:function for an own dataset (see examples/own_dataset.py)")
+                "--root), EXP, Peptides-func (LRGB), any OGB molecule set (ogbg-molhiv, ogbg-mollipo, ...), any TU "
+                "dataset by name (MUTAG, PTC_MR, ...); nodes of one graph: Cora, CiteSeer, "
+                "PubMed, ogbn-arxiv, ogbn-products, ogbn-proteins, ogbn-papers100M, Flickr, "
+                "Reddit, WikiCS, Amazon-Computers, Amazon-Photo, Coauthor-CS, "
+                "Coauthor-Physics, graph:PATH (a graph under --root: an .npz adjacency, an edge "
+                "list or a GraphSAINT folder); or module:function for an own dataset (see "
+                "examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
            "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
            "no PE; `graphpe encodings` lists the encodings with their settings")

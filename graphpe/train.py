@@ -1,10 +1,10 @@
 """The training and evaluation loop used by the command line and the benchmark scripts.
 
 One readable loop for graph regression and classification (single- and multi-label) and node
-classification (one graph, split by node masks): seeds,
+classification (single- and multi-label; one graph, split by node masks): seeds,
 AdamW with linear warm-up and cosine decay, early stopping on the validation metric, the
-official metrics (OGB's ``Evaluator`` for ogbg-*, MAE for ZINC, accuracy for CSL/EXP/TU),
-progress bars, a JSON record and the best checkpoint.
+official metrics (OGB's ``Evaluator`` for ogbg-* and ogbn-*, MAE for ZINC, accuracy for
+CSL/EXP/TU), progress bars, a JSON record and the best checkpoint.
 
 The pieces around the loop: :mod:`graphpe.encode` (the run's encodings),
 :mod:`graphpe.records` (the record, checkpoints and the training state to resume from) and
@@ -163,7 +163,7 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if task == "graph_regression":
         return F.l1_loss(out.view(-1), y.view(-1).float()) if out.size(-1) == 1 \
             else F.l1_loss(out, y.float())
-    if task == "graph_multilabel":
+    if task.endswith("_multilabel"):  # graph_multilabel, node_multilabel
         y = y.view(out.shape).float()
         labelled = ~torch.isnan(y)  # OGB marks missing labels with NaN
         return F.binary_cross_entropy_with_logits(out[labelled], y[labelled])
@@ -171,8 +171,8 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | None:
-    """For node classification: the nodes of ``split`` (the graph is shared by all splits)."""
-    if bundle.task != "node_classification":
+    """For node-level tasks: the nodes of ``split`` (the graph is shared by all splits)."""
+    if not bundle.task.startswith("node_"):
         return None
     return batch[f"{split}_mask"]
 
@@ -205,6 +205,8 @@ def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device
         targets = [t for _, shard_targets in shards for t in shard_targets]
     pred, y = torch.cat(preds), torch.cat(targets)
     if bundle.evaluator is not None:
+        if bundle.evaluator.eval_metric == "acc":  # OGB's node Evaluator scores class labels
+            pred = pred.argmax(-1, keepdim=True)
         y = y.view(pred.shape)
         result = bundle.evaluator.eval({"y_true": y.numpy(), "y_pred": pred.numpy()})
         return float(result[bundle.evaluator.eval_metric])
@@ -309,8 +311,8 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
     rank, world, device = distributed_setup(config.device)
     model = model.to(device)
     model, train_model = distribute(model, device, world, config.sync_batchnorm)
-    # node classification: one graph shared by the splits, evaluated whole by every process
-    shard_eval = world > 1 and bundle.task != "node_classification"
+    # node-level tasks: one graph shared by the splits, evaluated whole by every process
+    shard_eval = world > 1 and not bundle.task.startswith("node_")
     eval_split = (lambda split: shard(split, rank, world)) if shard_eval else (lambda s: s)
     val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
     test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
