@@ -22,15 +22,6 @@ if TYPE_CHECKING:  # (the commands import what they run when they run)
     from graphpe.train import TrainConfig
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-DATASET_HELP = ("ZINC, CSL (needs no files: generated in code where PyG's copy is not under "
-                "--root), EXP, Peptides-func (LRGB), any OGB molecule set (ogbg-molhiv, ogbg-mollipo, ...), any TU "
-                "dataset by name (MUTAG, PTC_MR, ...); nodes of one graph: Cora, CiteSeer, "
-                "PubMed, ogbn-arxiv, ogbn-products, ogbn-proteins, ogbn-papers100M, Flickr, "
-                "Reddit, WikiCS, Amazon-Computers, Amazon-Photo, Coauthor-CS, "
-                "Coauthor-Physics, graph:PATH (a graph under --root: an .npz adjacency, an edge "
-                "list or a GraphSAINT folder); or module:function for an own dataset (see "
-                "examples/own_dataset.py)")
 PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
            "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
            "no PE; `graphpe encodings` lists the encodings with their settings")
@@ -50,6 +41,7 @@ class Command:
 
 def add_data_arguments(p: argparse.ArgumentParser) -> None:
     """The dataset, its folder, the PEs and precompute's cache (``precompute``, ``train``)."""
+    from graphpe.datasets import DATASET_HELP
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding (or receiving) the "
                                                  "dataset's files")
@@ -357,6 +349,7 @@ def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | N
 
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe evaluate``: a checkpoint scored on a split of a dataset."""
+    from graphpe.datasets import DATASET_HELP
     p.add_argument("--checkpoint", required=True, help="file written by train")
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding the dataset's files")
@@ -465,6 +458,7 @@ def run_encodings(args: argparse.Namespace) -> None:
 def add_pretrain_gpse_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe pretrain-gpse``: GPSE pretrained on a dataset's graphs (the paper's setup,
     overridden by a config file and the flags)."""
+    from graphpe.datasets import DATASET_HELP
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding the dataset's files")
     p.add_argument("--out", required=True, help="checkpoint written (the best epoch's model)")

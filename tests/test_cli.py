@@ -125,7 +125,7 @@ def test_version_and_help(capsys):
     code, out, _ = run_cli(["train", "--help"], capsys)
     assert code == 0 and "epochs of linear learning-rate warm-up" in out
     assert "(default: 64)" in out and "module:function" in out
-    help_words = " ".join(out.split())  # (argparse wraps the help at spaces)
+    help_words = "".join(out.split())  # (argparse wraps the help at spaces and hyphens)
     for name in ("PubMed", "ogbn-arxiv", "ogbn-proteins", "ogbn-papers100M", "Flickr", "Reddit",
                  "WikiCS", "Amazon-Photo", "Coauthor-Physics", "graph:PATH"):
         assert name in help_words, name

@@ -24,8 +24,8 @@ from graphpe.datasets.bundle import (
     with_constant_x,
 )
 from graphpe.datasets.exp import EXP, load_exp, read_exp
-from graphpe.datasets.lrgb import load_peptides_func
 from graphpe.datasets.graph_files import is_graph_spec, load_graph_files, read_graph
+from graphpe.datasets.lrgb import load_peptides_func
 from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
 from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, load_ogb_nodes, load_pyg_nodes
 from graphpe.datasets.planetoid import load_planetoid
@@ -37,8 +37,19 @@ __all__ = ["DATASETS", "EXP", "DatasetBundle", "check_split", "load_dataset",
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
 TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
 PLANETOID_NAMES = ("Cora", "CiteSeer", "PubMed")
-DATASETS = ("ZINC", "CSL", "EXP", "Peptides-func", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES, *OGBN_NAMES,
-            *PYG_NODE_NAMES)
+DATASETS = ("ZINC", "CSL", "EXP", "Peptides-func", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES,
+            *OGBN_NAMES, *PYG_NODE_NAMES)
+
+
+# the names load_dataset takes, as ``graphpe train --help`` lists them
+DATASET_HELP = (
+    "ZINC, CSL (needs no files: generated in code where PyG's copy is not under --root), EXP, "
+    "Peptides-func (LRGB), any OGB molecule set (ogbg-molhiv, ogbg-mollipo, ...), any TU "
+    "dataset by name (MUTAG, PTC_MR, ...); nodes of one graph: Cora, CiteSeer, PubMed, "
+    "ogbn-arxiv, ogbn-products, ogbn-proteins, ogbn-papers100M, Flickr, Reddit, WikiCS, "
+    "Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics, graph:PATH (a graph under "
+    "--root: an .npz adjacency, an edge list or a GraphSAINT folder); or module:function for "
+    "an own dataset (see examples/own_dataset.py)")
 
 
 def load_dataset(
