@@ -157,6 +157,7 @@ class RWSESpec(Encoding):
     family = "walk"
     demo = 2
     warmup_models = ("gps", "gine", "gatedgcn")
+    warmup_transform_variants = ({"estimate": "sampled", "walks": 8},)
     reference_test = "tests/transforms/test_rwse.py::test_data_and_batch_equal_pyg"
 
     transform_class = RWSE
