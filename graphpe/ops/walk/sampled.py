@@ -102,8 +102,8 @@ def sampled_landing_probs(csr: HostCSR, walk_length: int, walks: int, seed: int 
     walk_length = check_positive_int("walk_length", walk_length)
     walks = check_positive_int("walks", walks)
     if walks < MIN_WALKS:
-        raise ValueError(f"walks must be at least {MIN_WALKS} (a standard error needs "
-                         f"samples), got {walks!r}")
+        raise ValueError(f"walks must be at least {MIN_WALKS} (the standard error's jackknife "
+                         f"leaves one walk out of the pairs), got {walks!r}")
     seed = check_seed(seed)
     if seed is None:
         raise ValueError("seed must be an int, got None")
