@@ -17,6 +17,7 @@ workload compiles nothing more.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import json
 import os
@@ -76,11 +77,16 @@ def _encode(pe: str, graphs: list) -> None:
     from graphpe.encodings import pe_spec
     from graphpe.transforms import precompute
 
-    variants = encodings()[pe].warmup_variants
-    for spec in [pe_spec(pe), *(pe_spec(pe, **settings) for settings in variants)]:
+    declared = encodings()[pe]
+    transforms = []
+    for spec in [pe_spec(pe), *(pe_spec(pe, **s) for s in declared.warmup_variants)]:
         if any(getattr(spec, name) is None for name in spec.requires):
             continue  # (a pretrained model's encoding: no kernels, and no weights here)
-        transform = spec.transform()
+        transforms.append(spec.transform())
+    if transforms and transforms[0] is not None:  # the transform's own variants
+        transforms += [dataclasses.replace(transforms[0], **options)
+                       for options in declared.warmup_transform_variants]
+    for transform in transforms:
         if transform is None:  # learned inside the model: nothing to precompute
             continue
         for g in graphs:

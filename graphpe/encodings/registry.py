@@ -70,6 +70,8 @@ class Encoding:
     - ``family``: the kernel family that compiles its kernels (:data:`FAMILIES`);
     - ``warmup_variants``: settings beyond the defaults whose kernels ``graphpe warmup``
       compiles as well;
+    - ``warmup_transform_variants``: options of the transform itself (not settings of the
+      declaration) beyond its defaults whose kernels ``graphpe warmup`` compiles as well;
     - ``warmup_models``: models trained by ``graphpe warmup`` with this encoding (their
       kernels depend on it);
     - ``demo``: its place in ``graphpe demo``'s comparison (None: not part of it);
@@ -90,6 +92,7 @@ class Encoding:
     paper: ClassVar[str]
     family: ClassVar[str]
     warmup_variants: ClassVar[tuple[dict[str, Any], ...]] = ()
+    warmup_transform_variants: ClassVar[tuple[dict[str, Any], ...]] = ()
     warmup_models: ClassVar[tuple[str, ...]] = ()
     demo: ClassVar[int | None] = None
     reference_test: ClassVar[str]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor, nn
 
 from graphpe.encodings.registry import Encoding, register, setting_of
@@ -13,15 +14,22 @@ from graphpe.layers.encoders import (
     LinearSEEncoder,
 )
 from graphpe.ops.checks import (
+    check_choice,
     check_flag,
     check_positive_int,
+    check_seed,
     check_size_limit,
 )
 from graphpe.ops.plan import execution_plan
-from graphpe.ops.walk import (
-    RWSE_DENSE_MAX_NODES,
-    random_walk_landing_probs,
+from graphpe.ops.walk import RWSE_DENSE_MAX_NODES
+from graphpe.ops.walk.estimate import (
+    DEFAULT_WALKS,
+    ESTIMATES,
+    check_max_seconds,
+    check_walks,
+    landing_probs_or_estimate,
 )
+from graphpe.ops.walk.sampled import ESTIMATORS
 
 
 @dataclass(eq=False, repr=False)
@@ -38,12 +46,36 @@ class RWSE(PETransform):
     whole batch at once. Writes ``rwse`` ``[N, walk_length]`` (name configurable); isolated
     nodes get zeros.
 
+    On a graph above ``dense_max_nodes`` whose exact values are past their budget, RWSE can be
+    estimated by random walks instead (:mod:`graphpe.ops.walk.sampled`: from every node
+    ``walks`` walks; by default the collision estimator, unbiased, with a jackknife standard
+    error): ``estimate="sampled"`` estimates every graph, and the default ``"auto"`` only a
+    graph above ``dense_max_nodes`` none of whose exact paths fits the memory budget (a
+    quarter of the available memory) or, with ``max_exact_seconds``, all of whose exact paths
+    are predicted past that time, saying so at WARNING with the predictions
+    (:func:`graphpe.ops.walk.estimate.landing_probs_or_estimate`). Every graph the exact
+    paths can compute within those budgets gets the exact values, as before. An estimate is
+    a fixed function of the graph, ``walks``, ``walk_seed`` and ``estimator``.
+
     Args:
         walk_length: number of steps ``T`` (default 16).
         attr_name: attribute written (``"rwse"``; None appends to ``x`` as PyG does).
         self_loops: keep self loops as edges of the walk (PyG's behaviour, the default); False
             drops them.
         dense_max_nodes: larger graphs use sparse products and are never densified (512).
+        estimate: ``"auto"`` (default), ``"exact"`` (never estimate: a graph whose exact
+            values fit no memory budget raises a ValueError) or ``"sampled"``.
+        walks: walks per node of an estimate (256; at least 3). The standard error falls as
+            ``1 / sqrt(walks)``, the time grows with it.
+        walk_seed: seed of the walks (0).
+        estimator: ``"collision"`` (default), ``"transition"`` or ``"indicator"``
+            (:data:`graphpe.ops.walk.sampled.ESTIMATORS`).
+        max_exact_seconds: with ``"auto"``, estimate a graph whose exact paths are predicted
+            to take longer than this (None, the default: no limit on time, only on memory).
+        stderr_name: attribute of the estimate's standard error ``[N, walk_length]`` (0 on
+            the graphs computed exactly). By default ``"rwse_stderr"`` (``attr_name +
+            "_stderr"``) with ``estimate="sampled"``, and none otherwise; give a name to
+            have it written with ``"auto"`` too.
     """
 
     walk_length: int = option(16, check_positive_int)
@@ -51,9 +83,34 @@ class RWSE(PETransform):
     self_loops: bool = option(True, check_flag, kw_only=True)
     # dense and sparse products agree to rounding, but a cache must not mix their outputs
     dense_max_nodes: int = option(RWSE_DENSE_MAX_NODES, check_size_limit, kw_only=True)
+    # the estimate's settings enter the key only where set: RWSE() keeps its key and repr
+    estimate: str = option("auto", lambda name, value: check_choice(name, value, ESTIMATES),
+                           key="if_set", kw_only=True)
+    walks: int = option(DEFAULT_WALKS, check_walks, key="if_set", kw_only=True)
+    walk_seed: int = option(0, lambda name, value: check_seed(value, name), key="if_set",
+                            kw_only=True)
+    estimator: str = option("collision",
+                            lambda name, value: check_choice(name, value, ESTIMATORS),
+                            key="if_set", kw_only=True)
+    max_exact_seconds: float | None = option(None, check_max_seconds, key="if_set",
+                                             kw_only=True)
+    stderr_name: str | None = option(None, key="if_set", kw_only=True)
 
     def validate(self) -> None:
-        check_attr_names({"attr_name": self.attr_name}, optional=("attr_name",))
+        if self.walk_seed is None:
+            raise ValueError("walk_seed must be an int, got None")
+        if self.estimate == "exact" and self.stderr_name is not None:
+            raise ValueError("stderr_name is written by estimate='auto' or 'sampled'; "
+                             "estimate='exact' has no standard error")
+        check_attr_names({"attr_name": self.attr_name, "stderr_name": self.stderr_attr},
+                         optional=("attr_name", "stderr_name"))
+
+    @property
+    def stderr_attr(self) -> str | None:
+        """The attribute the standard error is written to (None: not written)."""
+        if self.stderr_name is not None or self.estimate != "sampled":
+            return self.stderr_name
+        return f"{self.attr_name or 'rwse'}_stderr"
 
     def compute(
         self,
@@ -62,16 +119,24 @@ class RWSE(PETransform):
         ptr: Tensor | None,
         edge_weight: Tensor | None = None,
     ) -> dict[str, Tensor]:
-        rwse = random_walk_landing_probs(
+        rwse, stderr = landing_probs_or_estimate(
             edge_index,
             num_nodes,
             self.walk_length,
             ptr=ptr,
             edge_weight=edge_weight,
             self_loops=self.self_loops,
+            estimate=self.estimate,
+            walks=self.walks,
+            seed=self.walk_seed,
+            estimator=self.estimator,
+            max_exact_seconds=self.max_exact_seconds,
             plan=execution_plan(dense_max_nodes=self.dense_max_nodes),
         )
-        return {self.attr_name: rwse}
+        name = self.stderr_attr
+        if name is None:
+            return {self.attr_name: rwse}
+        return {self.attr_name: rwse, name: torch.zeros_like(rwse) if stderr is None else stderr}
 
 
 class RWSEEncoder(LinearSEEncoder):
@@ -92,6 +157,7 @@ class RWSESpec(Encoding):
     family = "walk"
     demo = 2
     warmup_models = ("gps", "gine", "gatedgcn")
+    warmup_transform_variants = ({"estimate": "sampled", "walks": 8},)
     reference_test = "tests/transforms/test_rwse.py::test_data_and_batch_equal_pyg"
 
     transform_class = RWSE

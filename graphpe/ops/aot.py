@@ -45,6 +45,7 @@ AOT_MODULES = (
     "graphpe.ops.eigen.ordering",
     "graphpe.ops.walk.compiled",
     "graphpe.ops.walk.directed",
+    "graphpe.ops.walk.sampled",
     "graphpe.ops.propagate.compiled",
     "graphpe.ops.curvature.compiled",
     "graphpe.ops.cycles",

@@ -127,7 +127,8 @@ def test_compiled_ahead_equals_numba(monkeypatch):
     """The encodings through the extension and through numba's JIT, bit for bit."""
     def transforms():  # new ones for each pass: RFP's draws go on from call to call
         return [LaplacianPE(8), RWSE(16), RFP(dim=8, steps=4, seed=0), LCP(),
-                DirectedRWSE(8), CycleCounts(6)]
+                DirectedRWSE(8), CycleCounts(6), RWSE(16, estimate="sampled", walks=8),
+                RWSE(8, estimate="sampled", walks=8, estimator="transition")]
 
     graphs = _graphs()
     ahead = [[t(g.clone()) for g in graphs] for t in transforms()]

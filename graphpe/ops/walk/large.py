@@ -257,20 +257,10 @@ def large_landing_probs(csr: HostCSR, walk_length: int, out: np.ndarray, *, budg
     n = csr.indptr.shape[0] - 1
     if n == 0:
         return path
-    if not components:
+    parts = component_groups(csr) if components else None
+    if parts is None:
         return _one_graph(csr, walk_length, out, budget, self_loops, path)
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
-    pattern = sp.csr_matrix((np.ones(csr.indices.shape[0], np.int8), csr.indices, csr.indptr),
-                            shape=(n, n))
-    count, labels = connected_components(pattern, directed=False)
-    if count == 1:
-        return _one_graph(csr, walk_length, out, budget, self_loops, path)
-    order = np.argsort(labels, kind="stable")
-    ptr = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(np.bincount(labels, minlength=count), out=ptr[1:])
-    grouped = _relabelled(csr, order)
+    order, ptr, grouped = parts
     result = np.empty((n, walk_length), dtype=out.dtype)
     dense = component_dense_max_nodes(walk_length, budget, _threads(n))
     landing_probs(grouped, ptr, walk_length, dense, result, self_loops)
@@ -284,6 +274,74 @@ def large_landing_probs(csr: HostCSR, walk_length: int, out: np.ndarray, *, budg
             taken, largest = used, b - a
     out[order] = result
     return taken
+
+
+def component_groups(csr: HostCSR) -> tuple[np.ndarray, np.ndarray, HostCSR] | None:
+    """The graph of ``csr`` with its nodes grouped by connected component: ``(order, ptr,
+    grouped)``, node ``order[r]`` renamed ``r``, component ``c`` the nodes ``ptr[c]..ptr[c +
+    1] - 1`` of ``grouped``; None for a graph of one component (or none)."""
+    n = csr.indptr.shape[0] - 1
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    pattern = sp.csr_matrix((np.ones(csr.indices.shape[0], np.int8), csr.indices, csr.indptr),
+                            shape=(n, n))
+    count, labels = connected_components(pattern, directed=False)
+    if count <= 1:
+        return None
+    order = np.argsort(labels, kind="stable")
+    ptr = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(labels, minlength=count), out=ptr[1:])
+    return order, ptr, _relabelled(csr, order)
+
+
+class ExactCost(NamedTuple):
+    """What :func:`exact_landing_cost` predicts for :func:`large_landing_probs` (``path``
+    ``auto``): the ``seconds`` of every component's chosen path summed (a component without a
+    path that fits counts its fastest path), whether every component ``fits`` the budget, and
+    the choice of the largest component computed by a large-graph path (None where the dense
+    kernel takes every component)."""
+
+    seconds: float
+    fits: bool
+    largest: LandingPathChoice | None
+
+    def describe(self) -> str:
+        """One line: the predicted seconds, and the largest component's paths."""
+        head = f"exact paths predicted {self.seconds:.3g} s"
+        if self.largest is None:
+            return head
+        return f"{head}; largest component: {self.largest.describe()}"
+
+
+def exact_landing_cost(csr: HostCSR, walk_length: int, budget: int,
+                       itemsize: int | None = None, components: bool = True) -> ExactCost:
+    """The cost :func:`large_landing_probs` is predicted to take on the graph of ``csr``
+    (``path='auto'``, components as it splits them): the sum over the components above
+    :func:`component_dense_max_nodes` of :func:`landing_path_costs`' choice (the dense kernel
+    of the small ones is counted as free). Costs a ball profile per large component (as
+    :func:`large_landing_probs` itself does)."""
+    n = csr.indptr.shape[0] - 1
+    parts = component_groups(csr) if components and n else None
+    if parts is None:
+        graphs, ptr, dense = csr, np.array([0, n], dtype=np.int64), 0
+    else:
+        _, ptr, graphs = parts
+        dense = component_dense_max_nodes(walk_length, budget, _threads(n))
+    seconds, fits, largest, size = 0.0, True, None, 0
+    sizes = ptr[1:] - ptr[:-1]
+    for c in np.flatnonzero(sizes > dense).tolist():
+        a, b = int(ptr[c]), int(ptr[c + 1])
+        one = graphs if parts is None else node_range_csr(graphs, a, b)
+        choice = landing_path_costs(one, walk_length, budget, itemsize=itemsize)
+        if choice.path is None:
+            fits = False
+            seconds += min(choice.seconds.values())
+        else:
+            seconds += choice.seconds[choice.path]
+        if b - a > size:
+            largest, size = choice, b - a
+    return ExactCost(seconds, fits, largest)
 
 
 def component_dense_max_nodes(walk_length: int, budget: int, threads: int) -> int:
@@ -317,7 +375,8 @@ def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
         if choice.seconds[path] > LONG_PATH_SECONDS:
             LOG.warning("RWSE of a %s-node graph by the %r path is predicted to take about "
                         "%.0f s; the time grows with walk_length (fewer steps take "
-                        "proportionally less)", f"{n:,}", path, choice.seconds[path])
+                        "proportionally less); RWSE(estimate='sampled') estimates it by "
+                        "random walks instead", f"{n:,}", path, choice.seconds[path])
     values, diag = symmetric_walk(csr, self_loops)
     if path == "local":
         threads = _threads(n)
