@@ -53,6 +53,20 @@ def add_data_arguments(p: argparse.ArgumentParser) -> None:
                         "by precompute and train while data and settings are unchanged")
 
 
+def fanouts(value: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """``--num-neighbors``: ``"15,10,5"`` (or a config file's list ``[15, 10, 5]``) as a
+    tuple of ints."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        if any(isinstance(p, (bool, float)) for p in parts):
+            raise ValueError
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected ints like 15,10,5 (in-edges per node in each hop, -1 all), got "
+            f"{value!r}") from None
+
+
 def _load_config(path: str) -> dict:
     """A TOML (or JSON) file of ``train`` options, keys spelled as the flags
     (``batch-size`` or ``batch_size``)."""
@@ -84,7 +98,7 @@ def _typed_config(values: dict, actions: dict[str, argparse.Action]) -> dict:
                 raise ValueError(f"{key}: invalid {action.type.__name__} value {value!r}")
             try:
                 value = action.type(value)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, argparse.ArgumentTypeError):
                 raise ValueError(f"{key}: invalid {action.type.__name__} value "
                                  f"{value!r}") from None
         if action.choices is not None and value not in action.choices:
@@ -166,11 +180,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 def _add_model_args(p_train: argparse.ArgumentParser) -> None:
     """``graphpe train``: the model, its attention and message passing, and its sizes."""
-    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn",
-                                             "graphormer", "sgformer", "polynormer"],
+    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "sage", "gin",
+                                             "gatedgcn", "graphormer", "sgformer",
+                                             "polynormer"],
                          default="gine",
                          help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
-                              "over pair features, e.g. --pe rrwp), GCN, GIN, GatedGCN "
+                              "over pair features, e.g. --pe rrwp), GCN, GraphSAGE, GIN, GatedGCN "
                               "(residual gated convolutions updating the edge features), "
                               "Graphormer (a transformer with its graph token; its encodings: "
                               "--pe degree,spd:path_hops=5), or for node classification on "
@@ -206,7 +221,14 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
     """``graphpe train``: epochs, batches, AdamW, the readout (``--pool``,
     ``--graph-token``), warm-up, early stopping and the seed."""
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
-    p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
+    p_train.add_argument("--batch-size", type=int, default=64,
+                         help="graphs per batch (seed nodes with --num-neighbors)")
+    p_train.add_argument("--num-neighbors", type=fanouts, default=(),
+                         help="node-level tasks on one graph: train on mini-batches of "
+                              "--batch-size seed nodes and their sampled in-neighbourhoods, "
+                              "e.g. 15,10,5 (in-edges per node in each hop, -1 all; PyG's "
+                              "NeighborLoader with graphpe's sampler); val/test the same way. "
+                              "Default: the whole graph in one batch")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
     p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
     p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
@@ -287,7 +309,7 @@ def _train_config(args: argparse.Namespace) -> TrainConfig:
                        results=args.results, compile=args.compile,
                        static_shapes=args.static_shapes, num_workers=args.num_workers,
                        cache_dir=args.cache_dir, resume=args.resume,
-                       precision=args.precision)
+                       precision=args.precision, num_neighbors=args.num_neighbors)
 
 
 def _model_options(args: argparse.Namespace) -> dict:

@@ -85,6 +85,11 @@ class TrainConfig:
     # fp32, or mixed precision (see PRECISIONS): the forward under torch.autocast in bfloat16
     # or float16; parameters, optimizer state, the loss and the PEs stay float32
     precision: str = "fp32"
+    # node-level tasks on one graph: mini-batches of batch_size seed nodes with their sampled
+    # in-neighbourhoods, this many in-edges per node in each hop (-1: all), from
+    # graphpe.sampling.neighbor_loader; val/test the same way with a fixed sample. Empty: the
+    # whole graph is one batch (full-batch training)
+    num_neighbors: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -100,6 +105,11 @@ class TrainConfig:
             number = not isinstance(value, bool) and isinstance(value, (int, float))
             if not (number and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        self.num_neighbors = tuple(self.num_neighbors)
+        if any(isinstance(k, bool) or not isinstance(k, int) or k == 0 or k < -1
+               for k in self.num_neighbors):
+            raise ValueError("num_neighbors must be ints >= 1 or -1 (all), got "
+                             f"{self.num_neighbors!r}")
 
 
 def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
@@ -109,6 +119,8 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     (:class:`~graphpe.nn.static.StaticCollate`), in ``config.num_workers`` worker processes
     (pinned for asynchronous copies to a GPU)."""
     check_non_negative_int("num_workers", config.num_workers)
+    if config.num_neighbors:
+        return _node_loader(graphs, config, "train", rank, world)
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
@@ -123,6 +135,25 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     from graphpe.nn.static import StaticCollate
 
     return torch.utils.data.DataLoader(graphs, collate_fn=StaticCollate(**shapes), **options)
+
+
+def _node_loader(graphs: Any, config: TrainConfig, split: str, rank: int = 0,
+                 world: int = 1) -> Any:
+    """Sampled mini-batches of the one graph of ``graphs`` (``config.num_neighbors``): the
+    nodes of ``split`` as seeds, ``config.batch_size`` per training batch (this process's
+    share of them under torchrun), in a fresh order and sample every epoch; for val/test
+    batches of at least 1,024 seeds with a sample fixed by ``config.seed``."""
+    from graphpe.sampling import neighbor_loader
+
+    graph = graphs[0]
+    seeds = graph[f"{split}_mask"].nonzero().view(-1)[rank::world]
+    training = split == "train"
+    return neighbor_loader(
+        graph, config.num_neighbors, input_nodes=seeds,
+        batch_size=config.batch_size if training else max(config.batch_size, 1024),
+        shuffle=training and config.shuffle, seed=None if training else config.seed,
+        num_workers=config.num_workers,
+        pin_memory=config.num_workers > 0 and str(config.device).startswith("cuda"))
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
@@ -170,10 +201,13 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(out, y.view(-1).long())
 
 
-def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | None:
-    """For node-level tasks: the nodes of ``split`` (the graph is shared by all splits)."""
+def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | slice | None:
+    """For node-level tasks: the nodes of ``split`` (the graph is shared by all splits; a
+    sampled batch's seed nodes come first)."""
     if not bundle.task.startswith("node_"):
         return None
+    if "input_id" in batch:  # a NeighborLoader batch: its seeds are the split's nodes
+        return slice(0, batch.batch_size)
     return batch[f"{split}_mask"]
 
 
@@ -314,8 +348,16 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
     # node-level tasks: one graph shared by the splits, evaluated whole by every process
     shard_eval = world > 1 and not bundle.task.startswith("node_")
     eval_split = (lambda split: shard(split, rank, world)) if shard_eval else (lambda s: s)
-    val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
-    test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
+    if config.num_neighbors:
+        if not bundle.task.startswith("node_"):
+            raise ValueError("num_neighbors (sampled mini-batches) is for node-level tasks on "
+                             f"one graph; {bundle.name} is {bundle.task}")
+        val_loader = _node_loader(bundle.val, config, "val")
+        test_loader = _node_loader(bundle.test, config, "test")
+    else:
+        val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
+        test_loader = DataLoader(eval_split(bundle.test),
+                                 batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
     # fp16: the loss scaled up before backward, the gradients unscaled before clipping, and a
     # step with inf/nan gradients skipped (the scale then halves); a no-op otherwise
@@ -358,7 +400,8 @@ def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetB
 
 def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoch: int) -> float:
     """One pass over the training batches, then one step of the learning-rate schedule;
-    returns the mean training loss per graph (over all processes' graphs)."""
+    returns the mean training loss per graph, or per seed node of sampled mini-batches (over
+    all processes)."""
     if hasattr(setup.train_loader.sampler, "set_epoch"):
         setup.train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
     setup.model.train()
@@ -374,7 +417,8 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
         nn.utils.clip_grad_norm_(setup.model.parameters(), 5.0)
         setup.scaler.step(setup.opt)
         setup.scaler.update()
-        graphs = batch.graph_count if setup.shapes is not None else batch.num_graphs
+        graphs = batch.graph_count if setup.shapes is not None else (
+            batch.batch_size if config.num_neighbors else batch.num_graphs)  # (seed nodes)
         total += loss.detach().double() * graphs
         count += graphs
     total = float(total)

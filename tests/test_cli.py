@@ -287,6 +287,25 @@ def test_scalable_transformers_train_on_cora_from_the_cli(argv, tmp_path, capsys
                          "sgformer" in err
 
 
+def test_sampled_mini_batches_from_the_cli_and_a_config(tmp_path, capsys):
+    """--num-neighbors 10,5 (or a config's list) trains GraphSAGE on NeighborLoader batches;
+    a bad fan-out is a usage error."""
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    config = tmp_path / "sage.toml"
+    config.write_text('model = "sage"\nnum-neighbors = [10, 5]\nbatch-size = 32\n')
+    results = tmp_path / "r.json"
+    code, _, err = run_cli(["train", "--config", str(config), "--dataset", "Cora", "--root",
+                            str(tmp_path), "--channels", "16", "--layers", "2", "--epochs", "2",
+                            "--results", str(results)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["config"]["num_neighbors"] == [10, 5] and record["model"] == "sage"
+    code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path),
+                            "--num-neighbors", "10,x"], capsys)
+    assert code == 2 and "argument --num-neighbors: expected ints like 15,10,5 (in-edges per " \
+                         "node in each hop, -1 all), got '10,x'" in err
+
+
 def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):
     from pathlib import Path
 

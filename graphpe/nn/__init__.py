@@ -1,5 +1,6 @@
 """``torch.nn`` modules: PE encoders, the GPS layer and the GINE, GPS, GRIT, GatedGCN, GCN,
-GIN, Graphormer, SGFormer and Polynormer models (built from a config by :func:`build_model`).
+GraphSAGE, GIN, Graphormer, SGFormer and Polynormer models (built from a config by
+:func:`build_model`).
 
 Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transforms` to
 ``[N, channels]``, so it can be added to the node embedding of any GNN.
@@ -28,7 +29,7 @@ from graphpe.layers.linear_attention import LinearAttention, PerformerAttention
 from graphpe.layers.polynormer import PolynormerAttention
 from graphpe.layers.sgformer import SGFormerAttention, SGFormerGlobal, SGFormerGNN
 from graphpe.nn.build import build_model, load_model
-from graphpe.nn.models import GINE, GatedGCN, PEGraphModel
+from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel
 from graphpe.nn.scalable import Polynormer, SGFormer
 from graphpe.nn.static import (
     StaticBatch,
@@ -44,6 +45,8 @@ __all__ = [
     "DegreeEncoder",
     "DirectedRWSEEncoder",
     "ElstaticSEEncoder",
+    "GCN",
+    "GIN",
     "GINE",
     "GINLayer",
     "GPS",
@@ -77,6 +80,7 @@ __all__ = [
     "PairFeatureEncoder",
     "RFPEncoder",
     "RWSEEncoder",
+    "SAGE",
     "SGFormer",
     "SGFormerAttention",
     "SGFormerGNN",

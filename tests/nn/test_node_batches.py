@@ -3,67 +3,23 @@ the rows of encodings computed once on the whole graph (``batch.rwse ==
 full.rwse[batch.n_id]``), and GPS with linear or Performer attention, SGFormer and Polynormer
 train on them.
 
-Where neither pyg-lib nor torch-sparse is installed (PyG's samplers need one), the loader
-takes :class:`TorchNeighborSampler`, the same directional sampling in plain torch: the
-loader's own code still cuts the subgraph and copies the node attributes."""
+The loader is :func:`graphpe.sampling.neighbor_loader`: PyG's own loader (it cuts the
+subgraph and copies the node attributes) with graphpe's compiled sampler, which needs neither
+pyg-lib nor torch-sparse (tests/ops/test_neighbors.py checks the sampler)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 import torch.nn.functional as F
-import torch_geometric.typing
 from torch_geometric.data import Data
 from torch_geometric.loader import NeighborLoader
-from torch_geometric.sampler import NeighborSampler, SamplerOutput
 
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
 from graphpe.nn import build_model
+from graphpe.sampling import neighbor_loader
 
-HAS_SAMPLER = torch_geometric.typing.WITH_PYG_LIB or torch_geometric.typing.WITH_TORCH_SPARSE
 PE = "rwse:walk_length=8,lap:k=4"
-# (PyG's NeighborSampler warns of its deprecated path without pyg-lib: the test's sampler)
-pytestmark = pytest.mark.filterwarnings("ignore:Using 'TorchNeighborSampler' without")
-
-
-class TorchNeighborSampler(NeighborSampler):
-    """``NeighborSampler``'s directional sampling of a homogeneous graph without pyg-lib or
-    torch-sparse: for every node of the last hop, up to ``num_neighbors[hop]`` of its
-    in-edges drawn without replacement (torch's generator), their sources added as new
-    nodes in the order met (the seeds first)."""
-
-    def _sample(self, seed: torch.Tensor, seed_time=None, **kwargs) -> SamplerOutput:
-        nodes = seed.tolist()
-        local = {n: i for i, n in enumerate(nodes)}
-        frontier, rows, cols, edges = list(nodes), [], [], []
-        sampled_nodes, sampled_edges = [len(nodes)], []
-        for k in self.num_neighbors.get_mapped_values():
-            new, count = [], 0
-            for target in frontier:
-                lo, hi = int(self.colptr[target]), int(self.colptr[target + 1])
-                ids = torch.arange(lo, hi)
-                if 0 <= k < hi - lo:
-                    ids = ids[torch.randperm(hi - lo)[:k]]
-                for e in ids.tolist():
-                    source = int(self.row[e])
-                    if source not in local:
-                        local[source] = len(nodes)
-                        nodes.append(source)
-                        new.append(source)
-                    rows.append(local[source])
-                    cols.append(local[target])
-                    edges.append(e)
-                    count += 1
-            frontier = new
-            sampled_nodes.append(len(new))
-            sampled_edges.append(count)
-
-        def long(values):
-            return torch.tensor(values, dtype=torch.long)
-
-        return SamplerOutput(node=long(nodes), row=long(rows), col=long(cols),
-                             edge=long(edges), batch=None, num_sampled_nodes=sampled_nodes,
-                             num_sampled_edges=sampled_edges)
 
 
 def community_graph(seed: int = 0, blocks: int = 3, size: int = 40) -> Data:
@@ -83,9 +39,7 @@ def community_graph(seed: int = 0, blocks: int = 3, size: int = 40) -> Data:
 
 
 def loader(data: Data, **options) -> NeighborLoader:
-    sampler = None if HAS_SAMPLER else TorchNeighborSampler(data, num_neighbors=[6, 4])
-    return NeighborLoader(data, num_neighbors=[6, 4], batch_size=16, neighbor_sampler=sampler,
-                          **options)
+    return neighbor_loader(data, [6, 4], batch_size=16, **options)
 
 
 def test_neighbor_loader_batches_carry_the_whole_graphs_encoding_rows():
@@ -120,7 +74,7 @@ def test_models_train_on_neighbor_loader_batches(config):
                          "pe": pe_model_config(resolve_pe(PE)), **config})
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     losses = []
-    for _ in range(10):
+    for _ in range(15):
         model.train()
         total = 0.0
         for batch in loader(full, shuffle=True):
