@@ -143,14 +143,14 @@ def test_config_gallery_files_are_valid():
     """Every file in configs/ sets only options train knows and parses its PE specs."""
     from pathlib import Path
 
-    from graphpe.cli import _load_config, build_parser, command_parser
+    from graphpe.cli import build_parser, command_parser, load_config
     from graphpe.encodings import resolve_pe
 
     known = {a.dest for a in command_parser(build_parser(), "train")._actions}
     files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
     assert len(files) >= 3
     for path in files:
-        values = _load_config(str(path))
+        values = load_config(str(path))
         assert set(values) <= known, path.name
         assert resolve_pe(parse_pe(values["pe"])), path.name
 
