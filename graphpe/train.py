@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
 from tqdm.auto import tqdm
 
@@ -354,6 +355,10 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
                              f"one graph; {bundle.name} is {bundle.task}")
         val_loader = _node_loader(bundle.val, config, "val")
         test_loader = _node_loader(bundle.test, config, "test")
+    elif _one_graph(bundle, world, config):
+        # one graph, whole: collated once for every split and epoch (its tensors stay the
+        # same objects, so what a model derives from them, e.g. GCN's operator, is kept)
+        val_loader = test_loader = [Batch.from_data_list([bundle.val[0]])]
     else:
         val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
         test_loader = DataLoader(eval_split(bundle.test),
@@ -364,7 +369,10 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
     scaler = torch.amp.GradScaler(torch.device(device).type,
                                   enabled=config.precision == "fp16")
     forward, shapes = _training_forward(model, train_model, bundle, config, device, world)
-    train_loader = _train_loader(bundle.train, config, rank, world, shapes)
+    if _one_graph(bundle, world, config) and bundle.train is bundle.val:
+        train_loader = val_loader
+    else:
+        train_loader = _train_loader(bundle.train, config, rank, world, shapes)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
     # validation: the plain model under torchrun (the processes score their shards on their
     # own, with no DistributedDataParallel in between) and with static shapes (StaticGPS takes
@@ -374,6 +382,12 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
                   scaler=scaler, train_loader=train_loader, val_loader=val_loader,
                   test_loader=test_loader, shapes=shapes, rank=rank, world=world,
                   device=device, shard_eval=shard_eval)
+
+
+def _one_graph(bundle: DatasetBundle, world: int, config: TrainConfig) -> bool:
+    """A node-level task on one graph, trained whole in one process."""
+    return (bundle.task.startswith("node_") and len(bundle.train) == 1 and world == 1
+            and not config.num_neighbors and not config.static_shapes)
 
 
 def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetBundle,
@@ -402,7 +416,7 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
     """One pass over the training batches, then one step of the learning-rate schedule;
     returns the mean training loss per graph, or per seed node of sampled mini-batches (over
     all processes)."""
-    if hasattr(setup.train_loader.sampler, "set_epoch"):
+    if hasattr(getattr(setup.train_loader, "sampler", None), "set_epoch"):
         setup.train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
     setup.model.train()
     # the loss summed on the device and read once per epoch: no host sync per step

@@ -3,6 +3,9 @@ the layers whose per-call Python overhead shows in a training step."""
 
 from __future__ import annotations
 
+import weakref
+from collections import OrderedDict
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -12,6 +15,7 @@ from graphpe.ops import message
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import index_range
 from graphpe.ops.host import use_host_kernels
+from graphpe.ops.spmm import gcn_operator, operator_product
 
 
 class _GINEAggregate(torch.autograd.Function):
@@ -386,3 +390,53 @@ class GatedGCNLayer(nn.Module):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.channels}, dropout={self.dropout})"
+
+
+# GCN's operator pays where message passing is slow: graphs of at least this many edges (a
+# smaller batch goes through GCNConv's own message passing)
+GCN_OPERATOR_MIN_EDGES = 50_000
+# operators kept (the edge_index tensors a run alternates between: a full graph, its batches)
+GCN_OPERATORS_KEPT = 4
+_gcn_operators: OrderedDict[int, tuple] = OrderedDict()
+
+
+def _cached_gcn_operator(edge_index: Tensor, num_nodes: int,
+                         dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+    """:func:`graphpe.ops.spmm.gcn_operator` of ``edge_index``, kept for the same tensor
+    object (unchanged since: its version counter) so that every layer, epoch and evaluation of
+    a full-graph run builds it once."""
+    key = id(edge_index)
+    entry = _gcn_operators.get(key)
+    if entry is not None:
+        ref, version, nodes, kind, operators = entry
+        if ref() is edge_index and version == edge_index._version and nodes == num_nodes \
+                and kind == dtype:
+            _gcn_operators.move_to_end(key)
+            return operators
+    operators = gcn_operator(edge_index, num_nodes, dtype)
+    _gcn_operators[key] = (weakref.ref(edge_index), edge_index._version, num_nodes, dtype,
+                           operators)
+    while len(_gcn_operators) > GCN_OPERATORS_KEPT:
+        _gcn_operators.popitem(last=False)
+    return operators
+
+
+def gcn_conv(conv: nn.Module, h: Tensor, edge_index: Tensor) -> Tensor:
+    """``conv(h, edge_index)`` for PyG's ``GCNConv`` ``conv`` with its default normalization
+    (self loops, symmetric, no ``improved``, not ``cached``, with bias), on a graph of at
+    least :data:`GCN_OPERATOR_MIN_EDGES` edges as ``S (h W) + b`` with its operator ``S``
+    (:func:`graphpe.ops.spmm.gcn_operator`, built once per ``edge_index`` tensor); the same
+    maths, to rounding. Other convolutions and settings, half precision and sparse
+    ``edge_index`` go through ``conv`` itself."""
+    covered = (isinstance(edge_index, Tensor) and not edge_index.is_sparse
+               and edge_index.size(-1) >= GCN_OPERATOR_MIN_EDGES
+               and h.dtype in (torch.float32, torch.float64)
+               and not torch.is_autocast_enabled(h.device.type)
+               and getattr(conv, "normalize", False) and getattr(conv, "add_self_loops", False)
+               and not getattr(conv, "improved", True) and not getattr(conv, "cached", True)
+               and getattr(conv, "bias", None) is not None and conv.__class__.__name__
+               == "GCNConv")
+    if not covered:
+        return conv(h, edge_index)
+    operator, transpose = _cached_gcn_operator(edge_index, h.size(0), h.dtype)
+    return operator_product(operator, transpose, conv.lin(h)) + conv.bias

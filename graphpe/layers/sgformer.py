@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import GCNConv
 
+from graphpe.layers.conv import gcn_conv
 from graphpe.layers.linear_attention import graph_kernel_sums
 from graphpe.ops.checks import check_positive_int
 
@@ -206,5 +207,5 @@ class SGFormerGNN(nn.Module):
         first = self._out(self.fcs[0](x), 0)
         h = first
         for i, conv in enumerate(self.convs):
-            h = self._out(conv(h, edge_index), i + 1) + first
+            h = self._out(gcn_conv(conv, h, edge_index), i + 1) + first
         return h

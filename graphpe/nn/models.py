@@ -20,7 +20,7 @@ from torch_geometric.nn import (
 )
 
 from graphpe.layers.common import mlp
-from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, pe_distances
+from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, gcn_conv, pe_distances
 from graphpe.layers.encoders import FeatureInput, parameter_dtype
 from graphpe.layers.fused_gine import fused_gine_layer
 from graphpe.layers.layer_maths import gine_layer
@@ -353,7 +353,8 @@ def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Te
     PE re-injected first if asked."""
     for i, conv in enumerate(model.convs):
         h = model.reinjected(h, pe, i)
-        h = F.dropout(F.relu(conv(h, batch.edge_index)), model.dropout, model.training)
+        h = F.dropout(F.relu(gcn_conv(conv, h, batch.edge_index)), model.dropout,
+                      model.training)
     return h
 
 

@@ -22,6 +22,7 @@ from torch import Tensor, nn
 from torch_geometric.nn import GATConv, GCNConv
 
 from graphpe.layers.attention import check_heads
+from graphpe.layers.conv import gcn_conv
 from graphpe.layers.polynormer import PolynormerAttention
 from graphpe.layers.sgformer import SGFormerGlobal, SGFormerGNN
 from graphpe.nn.models import PEGraphModel
@@ -263,7 +264,7 @@ class Polynormer(_NodeLevelTransformer):
             if self.pre_lns is not None:
                 x = self.pre_lns[i](x)
             h = F.relu(self.h_lins[i](x))
-            x = conv(x, edge_index) + self.lins[i](x)
+            x = gcn_conv(conv, x, edge_index) + self.lins[i](x)
             if self.post_bns is not None:
                 x = self.post_bns[i](x)
             x = F.dropout(F.relu(x), self.dropout, self.training)

@@ -296,3 +296,40 @@ def test_gatedgcn_compiled_loops_equal_the_torch_path_in_float32(update_edges, m
             assert b is None
             continue
         torch.testing.assert_close(a, b, rtol=2e-4, atol=2e-4)
+
+
+def test_gcn_conv_by_its_operator_equals_pygs_gcnconv(monkeypatch):
+    """graphpe.layers.conv.gcn_conv: S (h W) + b with GCNConv's operator, values and
+    gradients equal to GCNConv's message passing on a directed graph with duplicate edges and
+    self loops; the operator is built once per edge_index tensor and again after the tensor
+    changes in place."""
+    from torch_geometric.nn import GCNConv
+
+    from graphpe.layers import conv as conv_module
+
+    monkeypatch.setattr(conv_module, "GCN_OPERATOR_MIN_EDGES", 0)
+    monkeypatch.setattr(conv_module, "_gcn_operators", type(conv_module._gcn_operators)())
+    torch.manual_seed(0)
+    n = 60
+    edge_index = torch.randint(0, n, (2, 300))
+    edge_index = torch.cat([edge_index, edge_index[:, :20], torch.arange(5).repeat(2, 1)], 1)
+    conv = GCNConv(8, 8)
+    x = torch.randn(n, 8, requires_grad=True)
+    grad = torch.randn(n, 8)
+    results = []
+    for function in (conv, lambda h, e: conv_module.gcn_conv(conv, h, e)):
+        x.grad = None
+        conv.zero_grad()
+        out = function(x, edge_index)
+        out.backward(grad)
+        results.append((out.detach(), x.grad.clone(), conv.lin.weight.grad.clone(),
+                        conv.bias.grad.clone()))
+    for want, got in zip(*results, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert len(conv_module._gcn_operators) == 1
+    first = conv_module._cached_gcn_operator(edge_index, n, torch.float32)
+    assert conv_module._cached_gcn_operator(edge_index, n, torch.float32) is first
+    edge_index[0, 0] = (edge_index[0, 0] + 1) % n  # in place: a new graph
+    assert conv_module._cached_gcn_operator(edge_index, n, torch.float32) is not first
+    torch.testing.assert_close(conv_module.gcn_conv(conv, x, edge_index), conv(x, edge_index),
+                               rtol=1e-5, atol=1e-5)

@@ -1,0 +1,55 @@
+r"""GCN's propagation as one sparse matrix product: the operator of PyG's ``GCNConv``
+(Kipf & Welling, ICLR 2017) as a CSR matrix, and a product with it whose backward is a product
+with its transpose, kept beside it.
+
+``GCNConv(normalize=True, add_self_loops=True)`` computes ``out = S (X W) + b`` with
+``S[i, j] = sum over edges j -> i of d_j^-1/2 d_i^-1/2`` (duplicate edges summed), a self
+loop of weight 1 added where a node has none, and ``d_i = 1 + (in-edges of i)`` counted with
+their weights: PyG's ``gcn_norm``, whose weights this module takes, so ``S`` is that
+operator for any ``edge_index`` (directed, with duplicates or self loops). Message passing
+gathers and scatters ``[E, C]`` rows each way; the product with ``S`` reads each row once, and
+the backward's product with ``S^T`` likewise (torch would transpose the CSR matrix at every
+backward).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import Tensor
+
+
+def gcn_operator(edge_index: Tensor, num_nodes: int,
+                 dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    """``(S, S^T)`` of the module docstring, both ``[num_nodes, num_nodes]`` sparse CSR on
+    ``edge_index``'s device."""
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+    loops, weight = gcn_norm(edge_index, None, num_nodes, improved=False, add_self_loops=True,
+                             dtype=dtype)
+    src, dst = loops
+    with warnings.catch_warnings():  # (torch's notes that sparse CSR is in beta)
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", message="Sparse invariant checks")
+        size = (num_nodes, num_nodes)
+        forward = torch.sparse_coo_tensor(torch.stack([dst, src]), weight, size)
+        backward = torch.sparse_coo_tensor(torch.stack([src, dst]), weight, size)
+        return forward.coalesce().to_sparse_csr(), backward.coalesce().to_sparse_csr()
+
+
+class _OperatorProduct(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, operator: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
+        ctx.transpose = transpose
+        return operator @ x
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[None, None, Tensor]:
+        return None, None, ctx.transpose @ grad
+
+
+def operator_product(operator: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
+    """``operator @ x`` for a constant sparse ``operator`` whose transpose is given: the
+    gradient of ``x`` is ``transpose @ grad`` (no gradient flows to the operator)."""
+    return _OperatorProduct.apply(operator, transpose, x)
