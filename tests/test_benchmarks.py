@@ -627,3 +627,35 @@ def test_regression_compares_medians_and_marks_the_slower_rows():
     rates = script["precompute_rows"]({"rows": [{"dataset": "Z", "encoding": "RWSE",
                                                  "path": "list", "graphpe_graphs_per_s": 7.0}]})
     assert rates == {"precompute Z | RWSE | list": 7.0}
+
+
+def test_arxiv_nodes_benchmark_runs(tmp_path, monkeypatch):
+    """benchmarks/arxiv_nodes.py on a 300-node stand-in written in arxiv's GraphSAINT layout:
+    the accuracy rows (no encoding, LapPE) and the timing rows (PyG's GCN, graphpe's)."""
+    from tests.datasets.test_graph_files import write_graphsaint
+
+    (tmp_path / "data").mkdir()
+    write_graphsaint(tmp_path / "data" / "ogbn-arxiv-graph", n=300)
+    monkeypatch.chdir(tmp_path)
+    common = ["--root", str(tmp_path / "data"), "--cache-dir", str(tmp_path / "cache"),
+              "--models", "gcn", "--json", str(tmp_path / "r.json")]
+    monkeypatch.setattr(sys, "argv", ["arxiv_nodes.py", "--accuracy", "--pes", "none,lap",
+                                      "--seeds", "0", "--epochs", "2", *common])
+    runpy.run_path(str(BENCH / "arxiv_nodes.py"), run_name="__main__")
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [(r["encoding"], r["epochs"]) for r in rows] == [("none", 2), ("lap", 2)]
+    monkeypatch.setattr(sys, "argv", ["arxiv_nodes.py", "--timing", "--rounds", "1", *common])
+    runpy.run_path(str(BENCH / "arxiv_nodes.py"), run_name="__main__")
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [r["library"] for r in rows] == ["pyg", "graphpe"]
+    assert rows[1]["encodings"] == ["lap", "rwse"] and rows[1]["epoch_seconds"] > 0
+
+
+def test_sampled_batches_benchmark_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["sampled_batches.py", "--nodes", "3000", "--batches", "1",
+                                      "--cache-dir", str(tmp_path / "cache"),
+                                      "--json", str(tmp_path / "r.json")])
+    runpy.run_path(str(BENCH / "sampled_batches.py"), run_name="__main__")
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert [r["encodings"] for r in result["rows"]] == [False, True]
+    assert "load_overhead" in result["summary"]
