@@ -55,7 +55,9 @@ def distribute(model: nn.Module, device: str, world: int,
                sync_batchnorm: bool = False) -> tuple[nn.Module, nn.Module]:
     """``(model, the module the training step calls)``: under torchrun (``world`` > 1) the
     model in ``DistributedDataParallel``, its BatchNorms made ``SyncBatchNorm`` first with
-    ``sync_batchnorm``; otherwise the model twice."""
+    ``sync_batchnorm`` (and with ``find_unused_parameters`` where the model's
+    ``ddp_find_unused_parameters`` says some parameters go without gradients, as
+    Polynormer's stages); otherwise the model twice."""
     if world <= 1:
         return model, model
     from torch.nn.parallel import DistributedDataParallel
@@ -63,7 +65,8 @@ def distribute(model: nn.Module, device: str, world: int,
     if sync_batchnorm:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
     return model, DistributedDataParallel(
-        model, device_ids=[torch.device(device).index] if "cuda" in str(device) else None)
+        model, device_ids=[torch.device(device).index] if "cuda" in str(device) else None,
+        find_unused_parameters=bool(getattr(model, "ddp_find_unused_parameters", False)))
 
 
 def sum_over_processes(total: float, count: int, device: str) -> tuple[float, int]:

@@ -1,10 +1,10 @@
 """The training and evaluation loop used by the command line and the benchmark scripts.
 
 One readable loop for graph regression and classification (single- and multi-label) and node
-classification (one graph, split by node masks): seeds,
+classification (single- and multi-label; one graph, split by node masks): seeds,
 AdamW with linear warm-up and cosine decay, early stopping on the validation metric, the
-official metrics (OGB's ``Evaluator`` for ogbg-*, MAE for ZINC, accuracy for CSL/EXP/TU),
-progress bars, a JSON record and the best checkpoint.
+official metrics (OGB's ``Evaluator`` for ogbg-* and ogbn-*, MAE for ZINC, accuracy for
+CSL/EXP/TU), progress bars, a JSON record and the best checkpoint.
 
 The pieces around the loop: :mod:`graphpe.encode` (the run's encodings),
 :mod:`graphpe.records` (the record, checkpoints and the training state to resume from) and
@@ -85,6 +85,11 @@ class TrainConfig:
     # fp32, or mixed precision (see PRECISIONS): the forward under torch.autocast in bfloat16
     # or float16; parameters, optimizer state, the loss and the PEs stay float32
     precision: str = "fp32"
+    # node-level tasks on one graph: mini-batches of batch_size seed nodes with their sampled
+    # in-neighbourhoods, this many in-edges per node in each hop (-1: all), from
+    # graphpe.sampling.neighbor_loader; val/test the same way with a fixed sample. Empty: the
+    # whole graph is one batch (full-batch training)
+    num_neighbors: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -100,6 +105,11 @@ class TrainConfig:
             number = not isinstance(value, bool) and isinstance(value, (int, float))
             if not (number and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        self.num_neighbors = tuple(self.num_neighbors)
+        if any(isinstance(k, bool) or not isinstance(k, int) or k == 0 or k < -1
+               for k in self.num_neighbors):
+            raise ValueError("num_neighbors must be ints >= 1 or -1 (all), got "
+                             f"{self.num_neighbors!r}")
 
 
 def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
@@ -109,6 +119,8 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     (:class:`~graphpe.nn.static.StaticCollate`), in ``config.num_workers`` worker processes
     (pinned for asynchronous copies to a GPU)."""
     check_non_negative_int("num_workers", config.num_workers)
+    if config.num_neighbors:
+        return _node_loader(graphs, config, "train", rank, world)
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
@@ -123,6 +135,25 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
     from graphpe.nn.static import StaticCollate
 
     return torch.utils.data.DataLoader(graphs, collate_fn=StaticCollate(**shapes), **options)
+
+
+def _node_loader(graphs: Any, config: TrainConfig, split: str, rank: int = 0,
+                 world: int = 1) -> Any:
+    """Sampled mini-batches of the one graph of ``graphs`` (``config.num_neighbors``): the
+    nodes of ``split`` as seeds, ``config.batch_size`` per training batch (this process's
+    share of them under torchrun), in a fresh order and sample every epoch; for val/test
+    batches of at least 1,024 seeds with a sample fixed by ``config.seed``."""
+    from graphpe.sampling import neighbor_loader
+
+    graph = graphs[0]
+    seeds = graph[f"{split}_mask"].nonzero().view(-1)[rank::world]
+    training = split == "train"
+    return neighbor_loader(
+        graph, config.num_neighbors, input_nodes=seeds,
+        batch_size=config.batch_size if training else max(config.batch_size, 1024),
+        shuffle=training and config.shuffle, seed=None if training else config.seed,
+        num_workers=config.num_workers,
+        pin_memory=config.num_workers > 0 and str(config.device).startswith("cuda"))
 
 
 def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
@@ -163,17 +194,20 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if task == "graph_regression":
         return F.l1_loss(out.view(-1), y.view(-1).float()) if out.size(-1) == 1 \
             else F.l1_loss(out, y.float())
-    if task == "graph_multilabel":
+    if task.endswith("_multilabel"):  # graph_multilabel, node_multilabel
         y = y.view(out.shape).float()
         labelled = ~torch.isnan(y)  # OGB marks missing labels with NaN
         return F.binary_cross_entropy_with_logits(out[labelled], y[labelled])
     return F.cross_entropy(out, y.view(-1).long())
 
 
-def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | None:
-    """For node classification: the nodes of ``split`` (the graph is shared by all splits)."""
-    if bundle.task != "node_classification":
+def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | slice | None:
+    """For node-level tasks: the nodes of ``split`` (the graph is shared by all splits; a
+    sampled batch's seed nodes come first)."""
+    if not bundle.task.startswith("node_"):
         return None
+    if "input_id" in batch:  # a NeighborLoader batch: its seeds are the split's nodes
+        return slice(0, batch.batch_size)
     return batch[f"{split}_mask"]
 
 
@@ -205,6 +239,8 @@ def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device
         targets = [t for _, shard_targets in shards for t in shard_targets]
     pred, y = torch.cat(preds), torch.cat(targets)
     if bundle.evaluator is not None:
+        if bundle.evaluator.eval_metric == "acc":  # OGB's node Evaluator scores class labels
+            pred = pred.argmax(-1, keepdim=True)
         y = y.view(pred.shape)
         result = bundle.evaluator.eval({"y_true": y.numpy(), "y_pred": pred.numpy()})
         return float(result[bundle.evaluator.eval_metric])
@@ -247,7 +283,8 @@ def fit(
     returns the record (also written to ``config.results``).
 
     Every epoch is one pass over the training batches (AdamW, gradients clipped to norm 5, the
-    learning rate of :func:`lr_lambda`), then the validation metric, then, with
+    learning rate of :func:`lr_lambda`; first ``model.set_epoch(epoch)`` where the model has it,
+    as :class:`~graphpe.nn.scalable.Polynormer`'s stages), then the validation metric, then, with
     ``config.checkpoint``, the state to resume from
     (:func:`~graphpe.records.training_state_path`). Training stops after ``config.epochs``
     epochs or ``config.patience`` epochs without improvement; the best epoch's weights are then
@@ -271,6 +308,8 @@ def fit(
     bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}",
                disable=not config.progress or setup.rank != 0)
     for epoch in bar:
+        if hasattr(setup.model, "set_epoch"):  # a model whose training has stages (Polynormer)
+            setup.model.set_epoch(epoch)
         if train_split is not None and epoch > 0:
             setup.train_loader = _train_loader(train_split(epoch), config, setup.rank,
                                                setup.world, setup.shapes)
@@ -306,11 +345,19 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
     rank, world, device = distributed_setup(config.device)
     model = model.to(device)
     model, train_model = distribute(model, device, world, config.sync_batchnorm)
-    # node classification: one graph shared by the splits, evaluated whole by every process
-    shard_eval = world > 1 and bundle.task != "node_classification"
+    # node-level tasks: one graph shared by the splits, evaluated whole by every process
+    shard_eval = world > 1 and not bundle.task.startswith("node_")
     eval_split = (lambda split: shard(split, rank, world)) if shard_eval else (lambda s: s)
-    val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
-    test_loader = DataLoader(eval_split(bundle.test), batch_size=max(config.batch_size, 256))
+    if config.num_neighbors:
+        if not bundle.task.startswith("node_"):
+            raise ValueError("num_neighbors (sampled mini-batches) is for node-level tasks on "
+                             f"one graph; {bundle.name} is {bundle.task}")
+        val_loader = _node_loader(bundle.val, config, "val")
+        test_loader = _node_loader(bundle.test, config, "test")
+    else:
+        val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
+        test_loader = DataLoader(eval_split(bundle.test),
+                                 batch_size=max(config.batch_size, 256))
     opt = make_optimizer(model, config.lr, config.weight_decay)
     # fp16: the loss scaled up before backward, the gradients unscaled before clipping, and a
     # step with inf/nan gradients skipped (the scale then halves); a no-op otherwise
@@ -353,7 +400,8 @@ def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetB
 
 def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoch: int) -> float:
     """One pass over the training batches, then one step of the learning-rate schedule;
-    returns the mean training loss per graph (over all processes' graphs)."""
+    returns the mean training loss per graph, or per seed node of sampled mini-batches (over
+    all processes)."""
     if hasattr(setup.train_loader.sampler, "set_epoch"):
         setup.train_loader.sampler.set_epoch(epoch)  # a new shuffle per epoch, the same on all
     setup.model.train()
@@ -369,7 +417,8 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
         nn.utils.clip_grad_norm_(setup.model.parameters(), 5.0)
         setup.scaler.step(setup.opt)
         setup.scaler.update()
-        graphs = batch.graph_count if setup.shapes is not None else batch.num_graphs
+        graphs = batch.graph_count if setup.shapes is not None else (
+            batch.batch_size if config.num_neighbors else batch.num_graphs)  # (seed nodes)
         total += loss.detach().double() * graphs
         count += graphs
     total = float(total)

@@ -125,6 +125,10 @@ def test_version_and_help(capsys):
     code, out, _ = run_cli(["train", "--help"], capsys)
     assert code == 0 and "epochs of linear learning-rate warm-up" in out
     assert "(default: 64)" in out and "module:function" in out
+    help_words = "".join(out.split())  # (argparse wraps the help at spaces and hyphens)
+    for name in ("PubMed", "ogbn-arxiv", "ogbn-proteins", "ogbn-papers100M", "Flickr", "Reddit",
+                 "WikiCS", "Amazon-Photo", "Coauthor-Physics", "graph:PATH"):
+        assert name in help_words, name
 
 
 def test_tu_datasets_keep_their_edge_features(tmp_path):
@@ -139,14 +143,14 @@ def test_config_gallery_files_are_valid():
     """Every file in configs/ sets only options train knows and parses its PE specs."""
     from pathlib import Path
 
-    from graphpe.cli import _load_config, build_parser, command_parser
+    from graphpe.cli import build_parser, command_parser, load_config
     from graphpe.encodings import resolve_pe
 
     known = {a.dest for a in command_parser(build_parser(), "train")._actions}
     files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
     assert len(files) >= 3
     for path in files:
-        values = _load_config(str(path))
+        values = load_config(str(path))
         assert set(values) <= known, path.name
         assert resolve_pe(parse_pe(values["pe"])), path.name
 
@@ -256,6 +260,50 @@ def test_gatedgcn_and_performer_train_from_the_cli_and_their_checkpoints_reload(
                               "own_dataset:build", "--root", str(tmp_path)], capsys)
     assert code == 0, err
     assert json.loads(out)["value"] == pytest.approx(record["test"])
+
+
+@pytest.mark.parametrize("argv", [["--model", "sgformer", "--heads", "2"],
+                                  ["--model", "polynormer", "--local-epochs", "1"]])
+def test_scalable_transformers_train_on_cora_from_the_cli(argv, tmp_path, capsys):
+    """SGFormer and Polynormer (its warm-up epoch, then the global stage) with a PE on a node
+    classification dataset; their checkpoints reload."""
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    results, ckpt = tmp_path / "r.json", tmp_path / "m.pt"
+    code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path), *argv,
+                            "--pe", "rwse:walk_length=6", "--channels", "16", "--layers", "2",
+                            "--epochs", "2", "--results", str(results),
+                            "--checkpoint", str(ckpt)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["model_config"]["model"] == argv[1] and record["epochs_run"] == 2
+    assert record["model_config"][argv[2][2:].replace("-", "_")] == int(argv[3])
+    code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset", "Cora",
+                              "--root", str(tmp_path)], capsys)
+    assert code == 0, err
+    assert json.loads(out)["value"] == pytest.approx(record["test"])
+    code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path),
+                            "--model", "sgformer", "--local-epochs", "1"], capsys)
+    assert code == 2 and "--local-epochs sets the local warm-up of --model polynormer, not " \
+                         "sgformer" in err
+
+
+def test_sampled_mini_batches_from_the_cli_and_a_config(tmp_path, capsys):
+    """--num-neighbors 10,5 (or a config's list) trains GraphSAGE on NeighborLoader batches;
+    a bad fan-out is a usage error."""
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    config = tmp_path / "sage.toml"
+    config.write_text('model = "sage"\nnum-neighbors = [10, 5]\nbatch-size = 32\n')
+    results = tmp_path / "r.json"
+    code, _, err = run_cli(["train", "--config", str(config), "--dataset", "Cora", "--root",
+                            str(tmp_path), "--channels", "16", "--layers", "2", "--epochs", "2",
+                            "--results", str(results)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["config"]["num_neighbors"] == [10, 5] and record["model"] == "sage"
+    code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path),
+                            "--num-neighbors", "10,x"], capsys)
+    assert code == 2 and "argument --num-neighbors: expected ints like 15,10,5 (in-edges per " \
+                         "node in each hop, -1 all), got '10,x'" in err
 
 
 def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):

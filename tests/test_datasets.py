@@ -44,7 +44,8 @@ def test_split_fractions_are_checked(tmp_path):
         load_dataset("MUTAG", tmp_path, split=(0.5, 0.5))
     with pytest.raises(ValueError, match="split must be three fractions"):
         load_dataset("MUTAG", tmp_path, split="0.5,0.25,0.25")
-    with pytest.raises(ValueError, match="ZINC: split applies to TU datasets and Cora/CiteSeer"):
+    with pytest.raises(ValueError, match="ZINC: split applies to TU datasets and the node sets "
+                                         "outside OGB"):
         load_dataset("ZINC", tmp_path, split=(0.5, 0.25, 0.25))
 
 

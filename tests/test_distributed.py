@@ -143,3 +143,41 @@ def test_fp16_replicas_stay_identical(tmp_path, monkeypatch):
     records = [json.loads((tmp_path / f"record{rank}.json").read_text()) for rank in (0, 1)]
     assert records[0]["history"] == records[1]["history"]
     assert all(math.isfinite(h["train_loss"]) for h in records[0]["history"])
+
+
+def _polynormer_worker(rank: int, world: int, port: int, out_dir: str) -> None:
+    """Polynormer's two stages under DistributedDataParallel: each leaves parameters without
+    gradients, which DDP must be told to look for (``ddp_find_unused_parameters``)."""
+    from torch_geometric.data import Data
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    try:
+        gen = torch.Generator().manual_seed(0)
+        n = 40
+        edges = torch.randint(0, n, (2, 120), generator=gen)
+        data = Data(x=torch.randn(n, 4, generator=gen), y=torch.randint(0, 3, (n,), generator=gen),
+                    edge_index=torch.cat([edges, edges.flip(0)], 1), num_nodes=n)
+        data.train_mask = data.val_mask = data.test_mask = torch.ones(n, dtype=torch.bool)
+        bundle = DatasetBundle("graph", [data], [data], [data], task="node_classification",
+                               metric="accuracy", out_dim=3, node_dim=4)
+        torch.manual_seed(0)
+        model = build_model({"model": "polynormer", "channels": 8, "layers": 2, "out_dim": 3,
+                             "node_dim": 4, "local_epochs": 2, "global_layers": 1})
+        record = fit(model, bundle, TrainConfig(epochs=4, batch_size=1, progress=False))
+        with open(os.path.join(out_dir, f"poly{rank}.json"), "w") as f:
+            json.dump({"epochs": len(record["history"]), "stage": model.global_stage}, f)
+    finally:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed missing")
+def test_polynormer_trains_across_its_stages_under_ddp(tmp_path, monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    mp.spawn(_polynormer_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    for rank in (0, 1):
+        assert json.loads((tmp_path / f"poly{rank}.json").read_text())["epochs"] == 4

@@ -118,7 +118,7 @@ LAYERS = (
     ("graphpe.ops",),
     ("graphpe.layers",),
     ("graphpe.encodings",),
-    ("graphpe.transforms", "graphpe.synthetic"),
+    ("graphpe.transforms", "graphpe.synthetic", "graphpe.sampling"),
     ("graphpe.nn",),
     ("graphpe.datasets",),
     ("graphpe.train", "graphpe.encode", "graphpe.records", "graphpe.runtime", "graphpe.warmup"),

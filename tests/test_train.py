@@ -113,6 +113,30 @@ def test_node_classification_on_cora(tmp_path):
     assert record["test"] > 0.4  # well above the 1/7 of chance after 30 full-batch epochs
 
 
+@pytest.mark.parametrize("model,pe", [("sage", ["rwse"]), ("gcn", ["rfp"])])
+def test_node_classification_on_sampled_mini_batches(tmp_path, model, pe):
+    """Cora in NeighborLoader mini-batches (graphpe's sampler): each batch's loss on its seed
+    nodes, val/test scored on their seeds; RFP's features redrawn every epoch (a new loader
+    over the redrawn graph)."""
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    bundle = load_dataset("Cora", tmp_path)
+    config = TrainConfig(epochs=15, batch_size=32, lr=1e-2, progress=False,
+                         num_neighbors=(10, 5), results=str(tmp_path / "r.json"))
+    record = run(bundle, pe, model=model, channels=32, layers=2, config=config)
+    assert record["test"] > 0.4  # chance: 1/7
+    assert json.loads((tmp_path / "r.json").read_text())["config"]["num_neighbors"] == [10, 5]
+    assert len(record["history"]) == 15
+
+
+def test_sampled_mini_batches_are_for_one_graph_and_checked():
+    with pytest.raises(ValueError, match="num_neighbors must be ints >= 1 or -1"):
+        TrainConfig(num_neighbors=(10, 0))
+    with pytest.raises(ValueError, match="is for node-level tasks on one graph; CSL is "
+                                         "graph_classification"):
+        run(csl_bundle(), [], model="gin", channels=8, layers=1,
+            config=TrainConfig(epochs=1, progress=False, num_neighbors=(5,)))
+
+
 def test_optimizer_is_fused_where_supported():
     from graphpe.train import make_optimizer
 

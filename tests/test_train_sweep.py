@@ -198,6 +198,10 @@ SWEEP = [
      {"warmup_epochs": 0}),
     ("gps-lap-heat-cls-patience", "cls", "gps", "lap:k=3,heat:times=1/2", {"heads": 2},
      {"patience": 1}),
+    ("sgformer-rwse-node-bf16", "node", "sgformer", "rwse:walk_length=4", {"heads": 2},
+     {"precision": "bf16"}),
+    # the local stage in epoch 0, the global one in epoch 1: the checkpoint keeps its stage
+    ("polynormer-lap-node-stages", "node", "polynormer", "lap:k=3", {"local_epochs": 1}, {}),
 ]
 
 

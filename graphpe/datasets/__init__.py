@@ -1,4 +1,5 @@
-"""Benchmark datasets: the standard PyG/OGB loaders behind one call, plus EXP and CSL.
+"""Benchmark datasets: the standard PyG/OGB loaders behind one call, plus EXP and CSL, node
+property prediction on large graphs (OGB's ``ogbn-*``, PyG's node sets) and plain graph files.
 
 :func:`load_dataset` returns the train/val/test splits and what a model needs to know about the
 data (task, metric, output width, feature vocabularies). It reads from ``root``: when the files
@@ -14,28 +15,41 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.error import URLError
 
-import torch
-from torch_geometric.data import Data
-
 from graphpe.datasets.bundle import (
     DatasetBundle,
     check_split,
     node_split_masks,
     require_files,
     stratified_split,
+    with_constant_x,
 )
 from graphpe.datasets.exp import EXP, load_exp, read_exp
+from graphpe.datasets.graph_files import is_graph_spec, load_graph_files, read_graph
+from graphpe.datasets.lrgb import load_peptides_func
 from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
+from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, load_ogb_nodes, load_pyg_nodes
 from graphpe.datasets.planetoid import load_planetoid
 from graphpe.datasets.tu import load_csl, load_tu
 
 __all__ = ["DATASETS", "EXP", "DatasetBundle", "check_split", "load_dataset",
-           "node_split_masks", "read_exp", "require_files", "stratified_split"]
+           "node_split_masks", "read_exp", "read_graph", "require_files", "stratified_split"]
 
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
 TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
-PLANETOID_NAMES = ("Cora", "CiteSeer")
-DATASETS = ("ZINC", "CSL", "EXP", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES)
+PLANETOID_NAMES = ("Cora", "CiteSeer", "PubMed")
+DATASETS = ("ZINC", "CSL", "EXP", "Peptides-func", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES,
+            *OGBN_NAMES, *PYG_NODE_NAMES)
+
+
+# the names load_dataset takes, as ``graphpe train --help`` lists them
+DATASET_HELP = (
+    "ZINC, CSL (needs no files: generated in code where PyG's copy is not under --root), EXP, "
+    "Peptides-func (LRGB), any OGB molecule set (ogbg-molhiv, ogbg-mollipo, ...), any TU "
+    "dataset by name (MUTAG, PTC_MR, ...); nodes of one graph: Cora, CiteSeer, PubMed, "
+    "ogbn-arxiv, ogbn-products, ogbn-proteins, ogbn-papers100M, Flickr, Reddit, WikiCS, "
+    "Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics, graph:PATH (a graph under "
+    "--root: an .npz adjacency, an edge list or a GraphSAINT folder); or module:function for "
+    "an own dataset (see examples/own_dataset.py)")
 
 
 def load_dataset(
@@ -52,41 +66,39 @@ def load_dataset(
     ``fold`` choosing the test part). ``split=(train, val, test)`` fractions (each in (0, 1),
     summing to 1) choose other sizes: for TU datasets the seeded stratified split with those
     fractions (a k-fold with ``k = round(1 / test)``, so the test part is exact when ``1 / test``
-    is an integer, e.g. ``(0.5, 0.25, 0.25)``), for Cora/CiteSeer random stratified node masks
-    (seeded by ``seed``) in place of the public ones; other datasets keep their standard
-    splits and refuse it. TU and Planetoid bundles carry the whole dataset in
-    ``extra["dataset"]``, for callers that draw their own splits. ``name`` is one of
-    :data:`DATASETS`, any OGB molecule set ``ogbg-mol*`` (official split and Evaluator), any
-    other TU dataset by its name (node and edge features kept), or ``module:function`` for an
-    own dataset: ``function(root, pre_transform=..., seed=..., fold=..., download=...)``
-    returning a :class:`DatasetBundle` (see ``examples/own_dataset.py``). Graphs without node
-    features (CSL, IMDB-BINARY) get a constant categorical ``x`` through ``pre_transform``.
-    ``download`` lets the standard loaders fetch missing files."""
+    is an integer, e.g. ``(0.5, 0.25, 0.25)``), for the node sets outside OGB (Cora, CiteSeer,
+    PubMed, PyG's node sets, labelled ``graph:`` files) random stratified node masks (seeded by
+    ``seed``) in place of the standard ones; other datasets keep their standard splits and
+    refuse it. TU and the PyG node bundles carry the whole dataset in ``extra["dataset"]``, for
+    callers that draw their own splits. ``name`` is one of :data:`DATASETS`, any OGB molecule
+    set ``ogbg-mol*`` (official split and Evaluator), any other TU dataset by its name (node and
+    edge features kept), or ``module:function`` for an own dataset: ``function(root,
+    pre_transform=..., seed=..., fold=..., download=...)`` returning a :class:`DatasetBundle`
+    (see ``examples/own_dataset.py``).
+
+    Node property prediction on one graph (train/val/test the same graph, its
+    ``train_mask`` / ``val_mask`` / ``test_mask`` the split): Cora, CiteSeer, PubMed; OGB's
+    ``ogbn-arxiv``, ``ogbn-products``, ``ogbn-proteins`` (``node_multilabel``: 112 binary
+    tasks, ROC-AUC) and ``ogbn-papers100M`` with the official split and ``Evaluator``
+    (:mod:`graphpe.datasets.nodes`); PyG's Flickr, Reddit, WikiCS (their split; WikiCS's
+    ``fold``-th of 20) and Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics
+    (seeded stratified 60/20/20, ``fold`` choosing the test part); and ``graph:PATH``, a plain
+    graph from files under ``root`` (an ``.npz`` adjacency, an edge list, or a GraphSAINT
+    folder: :mod:`graphpe.datasets.graph_files`; ``graph:NAME`` with a bare Python name is
+    a file where ``root`` holds one, else a module ``graph``'s function, as before).
+
+    Graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, graph files without
+    ``feats.npy``) get a constant categorical ``x`` through ``pre_transform``. ``download``
+    lets the standard loaders fetch missing files."""
     root = Path(root)
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"dataset must be a name, got {name!r}")
-    if split is not None:
-        split = check_split(split)
-        if name in ("ZINC", "CSL", "EXP") or ":" in name or name.startswith("ogbg-"):
-            raise ValueError(f"{name}: split applies to TU datasets and Cora/CiteSeer; "
-                             f"{name} keeps its standard split")
-    if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
-        raise ValueError(f"{name}: graphpe loads the OGB molecule sets (ogbg-mol*); for other "
-                         "OGB data write a module:function entry point (examples/own_dataset.py)")
+    loader = _loader(name, split, root)
     options = {"seed": seed, "fold": fold, "download": download}
-    if ":" in name:
+    if loader is None:
         return _own(name, root, pre_transform, **options)
-    if name.startswith("ogbg-mol"):
-        loader = functools.partial(load_ogb_molecules, name)
-    elif name in PLANETOID_NAMES:
-        loader = functools.partial(load_planetoid, name, split=split)
-    elif name in LOADERS:
-        loader = LOADERS[name]
-    else:  # any other name is a TU dataset
-        loader = functools.partial(load_tu, name, split=split)
-    # graphs without node features (CSL, IMDB-BINARY, ...): a constant categorical x
-    if name == "CSL" or getattr(loader, "func", None) is load_tu:
-        pre_transform = _with_constant_x(pre_transform)
+    # graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, ...): a constant x
+    if name in ("CSL", "ogbn-proteins") or getattr(loader, "func", None) in (
+            load_tu, load_graph_files):
+        pre_transform = with_constant_x(pre_transform)
     try:
         return loader(root, pre_transform, **options)
     except (URLError, OSError) as error:
@@ -97,8 +109,47 @@ def load_dataset(
                               "instead") from None
 
 
+def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None:
+    """The loader of ``name`` (called ``loader(root, pre_transform, seed=, fold=,
+    download=)``), ``split`` bound where it applies (checked here); None for an own
+    ``module:function``."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"dataset must be a name, got {name!r}")
+    graph_file = is_graph_spec(name, root)
+    if split is not None:
+        split = check_split(split)
+        if name in LOADERS or name.startswith(("ogbg-", "ogbn-")) or (
+                ":" in name and not graph_file):
+            raise ValueError(f"{name}: split applies to TU datasets and the node sets outside "
+                             f"OGB (Cora, Amazon-Photo, graph:PATH, ...); {name} keeps its "
+                             "standard split")
+    if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
+        raise ValueError(f"{name}: graphpe loads the OGB molecule sets (ogbg-mol*); for other "
+                         "OGB data write a module:function entry point (examples/own_dataset.py)")
+    if name.startswith("ogbn-") and name not in OGBN_NAMES:
+        raise ValueError(f"{name}: graphpe loads OGB's homogeneous node sets "
+                         f"({', '.join(OGBN_NAMES)}); for other OGB data write a "
+                         "module:function entry point (examples/own_dataset.py)")
+    if graph_file:
+        return functools.partial(load_graph_files, name, split=split)
+    if ":" in name:
+        return None
+    if name.startswith("ogbg-mol"):
+        return functools.partial(load_ogb_molecules, name)
+    if name in OGBN_NAMES:
+        return functools.partial(load_ogb_nodes, name)
+    if name in PLANETOID_NAMES:
+        return functools.partial(load_planetoid, name, split=split)
+    if name in PYG_NODE_NAMES:
+        return functools.partial(load_pyg_nodes, name, split=split)
+    if name in LOADERS:
+        return LOADERS[name]
+    return functools.partial(load_tu, name, split=split)  # any other name is a TU dataset
+
+
 LOADERS: dict[str, Callable[..., DatasetBundle]] = {"ZINC": load_zinc, "CSL": load_csl,
-                                                      "EXP": load_exp}
+                                                      "EXP": load_exp,
+                                                      "Peptides-func": load_peptides_func}
 
 
 def _reason(error: BaseException) -> str:
@@ -114,8 +165,10 @@ def _own(spec: str, root: Path, pre_transform, **kwargs) -> DatasetBundle:
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
+        hint = (f" (nor is there a graph file {root / func_name})"
+                if module_name == "graph" else "")
         raise ValueError(f"dataset {spec!r}: cannot import module {module_name!r} ({err}); "
-                         "is it on PYTHONPATH?") from None
+                         f"is it on PYTHONPATH?{hint}") from None
     build = getattr(module, func_name, None)
     if not callable(build):
         raise ValueError(f"dataset {spec!r}: module {module_name!r} has no function "
@@ -125,12 +178,3 @@ def _own(spec: str, root: Path, pre_transform, **kwargs) -> DatasetBundle:
         raise ValueError(f"dataset {spec!r}: {func_name}() must return a "
                          f"graphpe.datasets.DatasetBundle, got {type(bundle).__name__}")
     return bundle
-
-
-def _with_constant_x(pre_transform: Callable | None) -> Callable:
-    def apply(data: Data) -> Data:
-        if data.get("x") is None:
-            data.x = torch.zeros(data.num_nodes, 1, dtype=torch.long)
-        return pre_transform(data) if pre_transform is not None else data
-
-    return apply

@@ -1,14 +1,23 @@
-"""What every loader returns (:class:`DatasetBundle`), the seeded splits, and the check that
-a dataset's files are there before a loader runs."""
+"""What every loader returns (:class:`DatasetBundle`), the seeded splits, the check that a
+dataset's files are there before a loader runs, and what the node-level loaders share (a
+split's masks on the one graph, a constant ``x`` where a graph has no features)."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from torch_geometric.data import Data
+
+#: the seeded stratified node split (train, val, test) of node sets without a standard one
+#: (Amazon, Coauthor, labelled graph files without a split): 60/20/20, the random split of
+#: NAGphormer (Chen et al., ICLR 2023) and the graph transformers compared with it
+RANDOM_NODE_SPLIT = (0.6, 0.2, 0.2)
 
 
 @dataclass
@@ -19,8 +28,10 @@ class DatasetBundle:
     train: Any
     val: Any
     test: Any
-    task: str  # graph_regression | graph_classification | graph_multilabel | node_classification
-    metric: str  # mae | rmse | rocauc | accuracy
+    # graph_regression | graph_classification | graph_multilabel | node_classification |
+    # node_multilabel (one binary target per column, ogbn-proteins)
+    task: str
+    metric: str  # mae | rmse | rocauc | accuracy | ap
     out_dim: int
     node_vocab: int | list[int] | None = None
     node_dim: int | None = None
@@ -31,19 +42,25 @@ class DatasetBundle:
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric in ("rocauc", "accuracy")
+        return self.metric in ("rocauc", "accuracy", "ap")
 
     def model_kwargs(self) -> dict[str, Any]:
-        """Arguments of :func:`graphpe.nn.build.build_model` fixed by the data."""
-        task = "graph_classification" if self.task == "graph_multilabel" else self.task
+        """Arguments of :func:`graphpe.nn.build.build_model` fixed by the data (a multi-label
+        task is the model's classification task with one output per label)."""
+        if self.out_dim < 1:
+            raise ValueError(f"{self.name} has no labels: nothing for a model to predict (a "
+                             "graph without labels serves precompute and structure-only work)")
+        task = self.task.replace("_multilabel", "_classification")
         return {"out_dim": self.out_dim, "task": task, "node_vocab": self.node_vocab,
                 "node_dim": self.node_dim, "edge_vocab": self.edge_vocab,
                 "edge_dim": self.edge_dim}
 
 
-def require_files(name: str, paths: list[Path], expected: str, download: bool) -> None:
-    """Raise unless the files are there (or ``download`` allows the loader to fetch them)."""
-    if download or any(p.exists() for p in paths):
+def require_files(name: str, paths: list[Path], expected: str, download: bool,
+                  every: bool = False) -> None:
+    """Raise unless the files are there (one of ``paths``, or with ``every`` all of them), or
+    ``download`` allows the loader to fetch them."""
+    if download or (all if every else any)(p.exists() for p in paths):
         return
     raise FileNotFoundError(
         f"{name}: files not found under the given root. Place {expected}, or let the loader "
@@ -100,3 +117,41 @@ def node_split_masks(labels: torch.Tensor, fractions=(0.5, 0.25, 0.25), seed: in
         mask[part] = True
         masks.append(mask)
     return tuple(masks)
+
+
+def with_masks(dataset, masks: Sequence[torch.Tensor],
+               names: Sequence[str] = ("train_mask", "val_mask", "test_mask")):
+    """A shallow copy of the one-graph ``InMemoryDataset`` ``dataset`` whose graph carries
+    ``masks`` as ``names`` (a node split); ``dataset`` itself keeps its graph unchanged."""
+    data = copy.copy(dataset._data)
+    slices = None if dataset.slices is None else dict(dataset.slices)
+    for name, mask in zip(names, masks, strict=True):
+        data[name] = mask
+        if slices is not None:
+            slices[name] = torch.tensor([0, mask.size(0)])
+    out = copy.copy(dataset)
+    out._data, out.slices, out._data_list = data, slices, None
+    return out
+
+
+def with_constant_x(pre_transform: Callable | None) -> Callable:
+    """``pre_transform`` preceded by a constant categorical ``x`` (one category, ``[N, 1]``
+    zeros) on graphs without node features: the models read ``x``, and a constant one tells
+    them nothing, so the structure (and the PEs) is all they see."""
+    def apply(data: Data) -> Data:
+        if data.get("x") is None:
+            data.x = torch.zeros(data.num_nodes, 1, dtype=torch.long)
+        return pre_transform(data) if pre_transform is not None else data
+
+    return apply
+
+
+def feature_widths(x: torch.Tensor) -> dict[str, int | None]:
+    """``node_vocab`` / ``node_dim`` of :class:`DatasetBundle` for node features ``x``:
+    categorical (integer) ones count their categories, continuous ones their width."""
+    if x.dtype.is_floating_point:
+        return {"node_vocab": None, "node_dim": x.size(-1) if x.dim() > 1 else 1}
+    if x.dim() > 1 and x.size(1) > 1:  # one vocabulary per column
+        return {"node_vocab": (x.amax(0) + 1).tolist() if x.numel() else [1] * x.size(1),
+                "node_dim": None}
+    return {"node_vocab": int(x.max()) + 1 if x.numel() else 1, "node_dim": None}

@@ -1,11 +1,10 @@
-"""Node classification on one graph: Cora and CiteSeer (PyG's ``Planetoid``)."""
+"""Node classification on one graph: Cora, CiteSeer and PubMed (PyG's ``Planetoid``)."""
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
-from graphpe.datasets.bundle import DatasetBundle, node_split_masks, require_files
+from graphpe.datasets.bundle import DatasetBundle, node_split_masks, require_files, with_masks
 
 
 def load_planetoid(name: str, root: Path, pre_transform, download: bool = False, seed: int = 0,
@@ -20,11 +19,7 @@ def load_planetoid(name: str, root: Path, pre_transform, download: bool = False,
     # one graph; the standard public split lives in its train/val/test masks, a random one
     # (split given) replaces them in a copy of the storage
     if split is not None:
-        data = copy.copy(ds._data)
-        data.train_mask, data.val_mask, data.test_mask = node_split_masks(
-            data.y, split, seed=seed, fold=fold)
-        ds = copy.copy(ds)
-        ds._data, ds._data_list = data, None
+        ds = with_masks(ds, node_split_masks(ds._data.y, split, seed=seed, fold=fold))
     return DatasetBundle(name, ds, ds, ds, task="node_classification", metric="accuracy",
                          out_dim=ds.num_classes, node_dim=ds.num_node_features,
                          extra={"dataset": ds})

@@ -1,7 +1,8 @@
 """Linear-time attention within each graph of a batch, for graphs too large for softmax
 attention's ``n x n`` scores: Performer's FAVOR+ random features (:class:`PerformerAttention`)
 and the ``elu + 1`` feature map of Katharopoulos et al. (:class:`LinearAttention`). Both sum
-over each graph's own nodes (a ``batch`` vector), with no padding."""
+over each graph's own nodes (a ``batch`` vector), with no padding; :func:`graph_kernel_sums`
+forms those sums (also for SGFormer's and Polynormer's attentions) in bounded memory."""
 
 from __future__ import annotations
 
@@ -16,6 +17,48 @@ from graphpe.ops.checks import check_non_negative_int, check_positive_int
 
 # performer-pytorch's offset inside the feature map (keeps the normalizer away from 0)
 PERFORMER_EPS = 1e-4
+
+
+#: the most elements of the per-node outer products ``k_j v_j^T`` formed at once by
+#: :func:`graph_kernel_sums` for a batch of several graphs (64 MiB in float32)
+OUTER_PRODUCT_ELEMENTS = 1 << 24
+
+
+def graph_kernel_sums(q: Tensor, k: Tensor, v: Tensor, batch: Tensor | None,
+                      num_graphs: int) -> tuple[Tensor, Tensor]:
+    r"""The two sums of kernelized (linear) attention within each graph: for queries, keys and
+    values ``[N, heads, d]`` (values ``[N, heads, e]``),
+
+    .. math:: \mathrm{num}_i = q_i^\top \sum_{j \in G(i)} k_j v_j^\top, \qquad
+              \mathrm{den}_i = q_i^\top \sum_{j \in G(i)} k_j,
+
+    per head, ``(num [N, heads, e], den [N, heads])``, :math:`G(i)` the nodes of node ``i``'s
+    graph (``batch`` None: one graph). One graph takes two products and no per-node copy of
+    the ``[d, e]`` sums; several graphs form the outer products :math:`k_j v_j^\top` and read
+    the sums back in chunks of nodes of at most :data:`OUTER_PRODUCT_ELEMENTS` elements, so
+    memory stays ``O(N heads e + num_graphs heads d e)`` whatever the batch. Sums in the
+    inputs' dtype, autocast off (callers widen half precision first)."""
+    with torch.autocast(q.device.type, enabled=False):
+        return _kernel_sums(q, k, v, batch, num_graphs)
+
+
+def _kernel_sums(q: Tensor, k: Tensor, v: Tensor, batch: Tensor | None,
+                 num_graphs: int) -> tuple[Tensor, Tensor]:
+    if batch is None or num_graphs == 1:
+        kv = torch.einsum("nhd,nhe->hde", k, v)
+        return torch.einsum("nhd,hde->nhe", q, kv), (q * k.sum(0)).sum(-1)
+    n, heads, d = k.shape
+    e = v.size(-1)
+    kv = k.new_zeros(num_graphs, heads, d, e)
+    k_sum = k.new_zeros(num_graphs, heads, d).index_add(0, batch, k)
+    step = max(1, OUTER_PRODUCT_ELEMENTS // max(1, heads * d * e))
+    for start in range(0, n, step):
+        rows = slice(start, start + step)
+        kv.index_add_(0, batch[rows], torch.einsum("nhd,nhe->nhde", k[rows], v[rows]))
+    num = torch.cat([torch.einsum("nhd,nhde->nhe", q[start:start + step],
+                                  kv[batch[start:start + step]])
+                     for start in range(0, n, step)]) if n else q.new_zeros(0, heads, e)
+    return num, (q * k_sum[batch]).sum(-1)
 
 
 def orthogonal_gaussian_features(num_features: int, dim: int,
@@ -186,13 +229,8 @@ class LinearAttention(nn.Module):
         n = x.size(0)
         q, k, v = self.qkv(x).view(n, 3, self.heads, self.head_dim).unbind(1)
         q, k = F.elu(q) + 1, F.elu(k) + 1
-        kv = torch.einsum("nhd,nhe->nhde", k, v)
-        # the per-graph sums in x's precision (under autocast k and v are bfloat16/float16)
-        acc = torch.promote_types(x.dtype, kv.dtype)
-        kv_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, self.head_dim, dtype=acc)
-        kv_sum = kv_sum.index_add(0, batch, kv.to(acc))
-        k_sum = x.new_zeros(num_graphs, self.heads, self.head_dim, dtype=acc).index_add(
-            0, batch, k.to(acc))
-        num = torch.einsum("nhd,nhde->nhe", q, kv_sum[batch])
-        den = (q * k_sum[batch]).sum(-1, keepdim=True).clamp(min=1e-6)
-        return self.out((num / den).reshape(n, -1))
+        # the per-graph sums in x's precision (under autocast q, k and v are bfloat16/float16)
+        acc = torch.promote_types(x.dtype, k.dtype)
+        num, den = graph_kernel_sums(q.to(acc), k.to(acc), v.to(acc), batch, num_graphs)
+        out = num / den.unsqueeze(-1).clamp(min=1e-6)
+        return self.out(out.reshape(n, -1).to(self.out.weight.dtype))

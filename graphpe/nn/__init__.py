@@ -1,5 +1,6 @@
 """``torch.nn`` modules: PE encoders, the GPS layer and the GINE, GPS, GRIT, GatedGCN, GCN,
-GIN and Graphormer models (built from a config by :func:`build_model`).
+GraphSAGE, GIN, Graphormer, SGFormer and Polynormer models (built from a config by
+:func:`build_model`).
 
 Every encoder maps a ``Batch`` carrying the attributes of :mod:`graphpe.transforms` to
 ``[N, channels]``, so it can be added to the node embedding of any GNN.
@@ -25,8 +26,11 @@ from graphpe.layers.graph_token import GraphToken
 from graphpe.layers.graphormer import GraphormerLayer
 from graphpe.layers.grit import GRITAttention
 from graphpe.layers.linear_attention import LinearAttention, PerformerAttention
+from graphpe.layers.polynormer import PolynormerAttention
+from graphpe.layers.sgformer import SGFormerAttention, SGFormerGlobal, SGFormerGNN
 from graphpe.nn.build import build_model, load_model
-from graphpe.nn.models import GINE, GatedGCN, PEGraphModel
+from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel
+from graphpe.nn.scalable import Polynormer, SGFormer
 from graphpe.nn.static import (
     StaticBatch,
     StaticCollate,
@@ -41,6 +45,8 @@ __all__ = [
     "DegreeEncoder",
     "DirectedRWSEEncoder",
     "ElstaticSEEncoder",
+    "GCN",
+    "GIN",
     "GINE",
     "GINLayer",
     "GPS",
@@ -68,10 +74,17 @@ __all__ = [
     "PEGGate",
     "PerformerAttention",
     "PEGraphModel",
+    "Polynormer",
+    "PolynormerAttention",
     "PairBiasEncoder",
     "PairFeatureEncoder",
     "RFPEncoder",
     "RWSEEncoder",
+    "SAGE",
+    "SGFormer",
+    "SGFormerAttention",
+    "SGFormerGNN",
+    "SGFormerGlobal",
     "SPEEncoder",
     "SVDEncoder",
     "SignNetEncoder",

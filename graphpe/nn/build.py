@@ -19,12 +19,14 @@ from typing import Any
 import torch
 
 from graphpe.encodings import GATE, PAIR, encodings, from_model_config
-from graphpe.nn.models import GCN, GIN, GINE, GatedGCN, PEGraphModel
+from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel
+from graphpe.nn.scalable import Polynormer, SGFormer
 from graphpe.nn.transformers import GPS, GRIT, Graphormer
 
 # build_model's "model" names
-MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "gin": GIN,
-          "gatedgcn": GatedGCN, "graphormer": Graphormer}
+MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "sage": SAGE, "gin": GIN,
+          "gatedgcn": GatedGCN, "graphormer": Graphormer, "sgformer": SGFormer,
+          "polynormer": Polynormer}
 
 # models that read a pairwise encoding, and those whose messages PEG can gate
 PAIR_MODELS = ("gps", "grit", "graphormer")
@@ -35,7 +37,9 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     """Build a model from a small config (see the module docstring).
 
     ``model`` is ``gine`` (:class:`~graphpe.nn.GINE`, the default), ``gps``, ``grit``,
-    ``gcn``, ``gin``, ``gatedgcn`` or ``graphormer``; ``channels`` (64), ``layers`` (4) and
+    ``gcn``, ``sage`` (GraphSAGE), ``gin``, ``gatedgcn``, ``graphormer``, or for node
+    classification on large graphs ``sgformer`` or ``polynormer`` (:mod:`graphpe.nn.scalable`;
+    ``layers`` counts their message-passing layers); ``channels`` (64), ``layers`` (4) and
     ``out_dim`` (1) are its first arguments; ``pe`` and ``pair`` give the encoders; every other
     key is passed to the model class. A pairwise encoding is an attention bias for ``gps`` and
     ``graphormer`` and the pair features of ``grit`` (or of ``gps`` with

@@ -1,6 +1,6 @@
 """The models over a :class:`PEGraphModel` body: input embeddings, PE encoders, a stack of
-message-passing layers and a head (GINE, GatedGCN, GCN, GIN). The graph transformers (GPS, GRIT,
-Graphormer) are in :mod:`graphpe.nn.transformers`."""
+message-passing layers and a head (GINE, GatedGCN, GCN, GraphSAGE, GIN). The graph
+transformers (GPS, GRIT, Graphormer) are in :mod:`graphpe.nn.transformers`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch_geometric.nn import (
     GCNConv,
+    SAGEConv,
     global_add_pool,
     global_max_pool,
     global_mean_pool,
@@ -290,6 +291,30 @@ class GCN(PEGraphModel):
         return _plain_stack(self, h, batch, pe)
 
 
+class SAGE(PEGraphModel):
+    r"""A GraphSAGE network (Hamilton et al., "Inductive Representation Learning on Large
+    Graphs", NeurIPS 2017), the sampled-training baseline of OGB's node sets: after the input
+    embedding, ``num_layers`` layers
+
+    .. math:: h_i' = \mathrm{Dropout}\Big(\mathrm{ReLU}\big(W_1 h_i + W_2
+              \tfrac{1}{|N(i)|} \textstyle\sum_{j \in N(i)} h_j + b\big)\Big)
+
+    (PyG's ``SAGEConv`` with the mean aggregation; ``N(i)`` the in-neighbours, so on a
+    sampled batch the sampled ones), then pooling (``pool``) for graph tasks and an MLP head.
+    No residuals and no norms, as :class:`GCN`. GraphSAGE has no edge term: ``edge_vocab`` /
+    ``edge_dim`` are accepted and ignored. See :class:`PEGraphModel` for the other arguments.
+    """
+
+    def __init__(self, channels: int = 64, num_layers: int = 4, out_dim: int = 1,
+                 **kwargs: Any) -> None:
+        kwargs.update(edge_vocab=None, edge_dim=None)
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+        self.convs = nn.ModuleList(SAGEConv(channels, channels) for _ in range(num_layers))
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        return _plain_stack(self, h, batch, pe)
+
+
 class GIN(PEGraphModel):
     r"""A GIN network (Xu et al., "How Powerful are Graph Neural Networks?", ICLR 2019), as the
     GIN baseline of the LCP paper (Fesser & Weber, ICLR 2024): after the input embedding,
@@ -323,8 +348,9 @@ class GIN(PEGraphModel):
 
 
 def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Tensor:
-    """The layers of :class:`GCN` and :class:`GIN`: ``h = Dropout(ReLU(conv(h)))`` per layer,
-    no residual (the LCP paper's baselines), with the PE re-injected first if asked."""
+    """The layers of :class:`GCN`, :class:`SAGE` and :class:`GIN`:
+    ``h = Dropout(ReLU(conv(h)))`` per layer, no residual (the LCP paper's baselines), with the
+    PE re-injected first if asked."""
     for i, conv in enumerate(model.convs):
         h = model.reinjected(h, pe, i)
         h = F.dropout(F.relu(conv(h, batch.edge_index)), model.dropout, model.training)

@@ -322,11 +322,11 @@ def test_pretrain_gpse_command_writes_a_checkpoint_the_encoding_reads(tmp_path, 
 def test_the_config_file_is_the_papers_setup_and_bad_configs_refuse(tmp_path):
     from pathlib import Path
 
-    from graphpe.cli import _load_config, main
+    from graphpe.cli import load_config, main
     from graphpe.pretrain import PretrainConfig
 
     path = Path(__file__).resolve().parents[2] / "configs" / "pretrain" / "gpse.toml"
-    config = PretrainConfig(**_load_config(str(path)))
+    config = PretrainConfig(**load_config(str(path)))
     assert config == PretrainConfig()
     assert config.model_config().num_node_targets == 51
     assert config.model_config().num_graph_targets == 11

@@ -167,6 +167,21 @@ CONFIGS = [
          pre_norm=True, graph_token=False, dropout=0.1),
     _cfg("graphormer-lap-rd-node-contnode", "graphormer", ["lap"], "rd", nodes="cont",
          task="node_classification", ffn_channels=8, graphormer_init=False),
+    # SGFormer and Polynormer (node classification; edge features ignored); Polynormer in
+    # its local stage (local_epochs > 0) and in its global one
+    _cfg("sgformer-rwse+lap-node", "sgformer", ["rwse", "lap"], task="node_classification"),
+    _cfg("sgformer-cat-spe-concat-contnode", "sgformer", ["spe", "lcp"], nodes="cont",
+         task="node_classification", aggregate="cat", pe_combine="concat", heads=2,
+         trans_num_layers=1),
+    _cfg("sgformer-pearl-degree-nodropout", "sgformer", ["pearl", "degree"], edges=None,
+         task="node_classification", dropout=0.0),
+    _cfg("polynormer-local-signnet", "polynormer", ["signnet"], task="node_classification",
+         local_epochs=3),
+    _cfg("polynormer-global-gat-rfp+hkdiag", "polynormer", ["rfp", "hkdiag"], nodes="cont",
+         task="node_classification", local_attn=True, heads=2, pre_ln=True, post_bn=False,
+         qk_shared=True),
+    _cfg("polynormer-global-elstatic-pearlbasis", "polynormer", ["elstatic", "pearl_basis"],
+         edges=None, task="node_classification", pe_combine="concat", global_layers=1),
 ]
 
 
@@ -318,6 +333,10 @@ def test_training_step(config):
     assert torch.isfinite(out).all()
     (out.square().mean() + out.mean()).backward()
     missing = [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None]
+    if hasattr(model, "global_stage"):  # Polynormer: each stage leaves the other's maps idle
+        idle = ("pred_local.",) if model.global_stage else ("ln.", "global_attn.",
+                                                            "pred_global.")
+        missing = [n for n in missing if not n.startswith(idle)]
     assert not missing, f"no gradient: {missing}"
     bad = [n for n, p in model.named_parameters() if p.grad is not None
            and not torch.isfinite(p.grad).all()]

@@ -294,8 +294,8 @@ def test_gin_matches_pyg_ginconv_stack():
 
 def test_unknown_model_name_is_refused():
     with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'grit', "
-                                         r"'gcn', 'gin', 'gatedgcn', 'graphormer'\), got "
-                                         r"'gat'"):
+                                         r"'gcn', 'gin', 'gatedgcn', 'graphormer', 'sgformer', "
+                                         r"'polynormer'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 

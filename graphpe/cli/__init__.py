@@ -9,27 +9,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import runpy
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # (the commands import what they run when they run)
-    from graphpe.train import TrainConfig
+from graphpe.cli.options import add_data_arguments, check_device, load_config, typed_config
+from graphpe.cli.train import add_train_arguments, run_train
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
-DATASET_HELP = ("ZINC, CSL (needs no files: generated in code where PyG's copy is not under "
-                "--root), EXP, Cora, CiteSeer, any OGB molecule set (ogbg-molhiv, "
-                "ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...), or "
-                "module:function for an own dataset (see examples/own_dataset.py)")
-PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
-           "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
-           "no PE; `graphpe encodings` lists the encodings with their settings")
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @dataclass(frozen=True)
@@ -42,67 +32,6 @@ class Command:
     run: Callable[[argparse.Namespace], object]
     list_defaults: bool = True  # its --help lists each flag's default
     logs: bool = False  # graphpe's info messages (cache hits and writes) go to stderr
-
-
-def add_data_arguments(p: argparse.ArgumentParser) -> None:
-    """The dataset, its folder, the PEs and precompute's cache (``precompute``, ``train``)."""
-    p.add_argument("--dataset", required=True, help=DATASET_HELP)
-    p.add_argument("--root", required=True, help="folder holding (or receiving) the "
-                                                 "dataset's files")
-    p.add_argument("--pe", default="none", help=PE_HELP)
-    p.add_argument("--download", action=argparse.BooleanOptionalAction, default=False,
-                   help="let the dataset's loader download missing files")
-    p.add_argument("--cache-dir", default=None,
-                   help="precompute's cache of the encoded splits: written once, reused "
-                        "by precompute and train while data and settings are unchanged")
-
-
-def _load_config(path: str) -> dict:
-    """A TOML (or JSON) file of ``train`` options, keys spelled as the flags
-    (``batch-size`` or ``batch_size``)."""
-    text = Path(path).read_text()
-    if path.endswith(".json"):
-        values = json.loads(text)
-    else:
-        import tomllib
-
-        values = tomllib.loads(text)
-    if not isinstance(values, dict):
-        raise ValueError(f"expected a table of options (a JSON object), got a "
-                         f"{type(values).__name__}")
-    return {k.replace("-", "_"): v for k, v in values.items()}
-
-
-def _typed_config(values: dict, actions: dict[str, argparse.Action]) -> dict:
-    """The file's values checked as the command line checks its flags: through each option's
-    ``type`` and ``choices`` (a file's ``epochs = 1.5`` must not reach the training loop);
-    switches take true or false."""
-    typed = {}
-    for key, value in values.items():
-        action = actions[key]
-        if action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction):
-            if not isinstance(value, bool):
-                raise ValueError(f"{key} takes true or false, got {value!r}")
-        elif value is not None and action.type is not None:
-            if isinstance(value, bool) or (action.type is int and isinstance(value, float)):
-                raise ValueError(f"{key}: invalid {action.type.__name__} value {value!r}")
-            try:
-                value = action.type(value)
-            except (TypeError, ValueError):
-                raise ValueError(f"{key}: invalid {action.type.__name__} value "
-                                 f"{value!r}") from None
-        if action.choices is not None and value not in action.choices:
-            raise ValueError(f"{key}: {value!r} is not one of {list(action.choices)}")
-        typed[key] = value
-    return typed
-
-
-def _check_device(device: str) -> None:
-    import torch
-
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"--device {device}, but this PyTorch sees no CUDA device "
-                         f"(torch {torch.__version__})")
 
 
 def _log_to_stderr() -> None:
@@ -157,170 +86,6 @@ def run_precompute(args: argparse.Namespace) -> None:
           f"cache in {args.cache_dir}")
 
 
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    """``graphpe train``'s flags, in the order its ``--help`` lists them: the data, a config
-    file, the model, the fit, the run."""
-    add_data_arguments(p)
-    p.add_argument("--config", default=None,
-                   help="TOML/JSON file of these options (flags given here override it)")
-    _add_model_args(p)
-    _add_fit_args(p)
-    _add_run_args(p)
-
-
-def _add_model_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: the model, its attention and message passing, and its sizes."""
-    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "gin", "gatedgcn",
-                                             "graphormer"],
-                         default="gine",
-                         help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
-                              "over pair features, e.g. --pe rrwp), GCN, GIN, GatedGCN "
-                              "(residual gated convolutions updating the edge features) or "
-                              "Graphormer (a transformer with its graph token; its encodings: "
-                              "--pe degree,spd:path_hops=5)")
-    p_train.add_argument("--attention",
-                         choices=["auto", "multihead", "linear", "performer", "none"],
-                         default="auto",
-                         help="gps: the global attention (auto: multihead, over each graph's "
-                              "nodes; linear and performer (GraphGPS's Performer, FAVOR+) are "
-                              "linear-time, for large graphs)")
-    p_train.add_argument("--mpnn", choices=["auto", "gine", "gin", "gatedgcn", "none"],
-                         default="auto",
-                         help="gps, grit: the local message passing beside the attention "
-                              "(auto: gine with edge features, else gin, for gps; none for "
-                              "grit); gatedgcn is GraphGPS's GatedGCN")
-    p_train.add_argument("--channels", type=int, default=64, help="hidden width")
-    p_train.add_argument("--layers", type=int, default=4, help="number of layers")
-    p_train.add_argument("--dropout", type=float, default=0.0,
-                         help="dropout in the layers and the head")
-    p_train.add_argument("--heads", type=int, default=None,
-                         help="attention heads (gps, grit: default 4; graphormer: 8)")
-    p_train.add_argument("--attn-dropout", type=float, default=None,
-                         help="dropout on the attention weights (gps, grit: default 0; "
-                              "graphormer: 0.1)")
-
-
-def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: epochs, batches, AdamW, the readout (``--pool``,
-    ``--graph-token``), warm-up, early stopping and the seed."""
-    p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
-    p_train.add_argument("--batch-size", type=int, default=64, help="graphs per batch")
-    p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
-    p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
-    p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
-                         help="graph pooling (graph-level tasks; default sum, graphormer: "
-                              "token); token: the final state of the graph token "
-                              "(--graph-token)")
-    p_train.add_argument("--graph-token", action=argparse.BooleanOptionalAction, default=False,
-                         help="gps: add Graphormer's graph token to every graph (attends to "
-                              "and from every node, with a learned bias per head); read it "
-                              "out with --pool token")
-    p_train.add_argument("--warmup", type=int, default=5,
-                         help="epochs of linear learning-rate warm-up before cosine decay")
-    p_train.add_argument("--patience", type=int, default=30,
-                         help="stop after this many epochs without validation improvement")
-    p_train.add_argument("--seed", type=int, default=0, help="seed of split, model and draws")
-
-
-def _add_run_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: the device, the speed settings (memory, compile, static shapes,
-    precision, workers) and the run's files (results, checkpoint, resume)."""
-    p_train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p_train.add_argument("--retain-memory", action=argparse.BooleanOptionalAction, default=True,
-                         help="on the CPU, keep freed memory for reuse rather than returning "
-                              "it to the OS (faster steps with large tensors; the process "
-                              "keeps its peak memory)")
-    p_train.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
-                         help="run the model through torch.compile (ignored where unsupported)")
-    p_train.add_argument("--static-shapes", action=argparse.BooleanOptionalAction, default=False,
-                         help="gps only: train on fixed-shape batches (every graph padded to "
-                              "the largest, one shape for the run); with --compile on CUDA the "
-                              "step runs as CUDA graphs")
-    p_train.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
-                         help="bf16/fp16: mixed precision (the forward under torch.autocast; "
-                              "parameters, optimizer and PEs stay float32; fp16 scales the "
-                              "loss). Pays on GPUs; on CPUs only with bfloat16 hardware")
-    p_train.add_argument("--num-workers", type=int, default=0,
-                         help="DataLoader worker processes preparing the training batches "
-                              "(collation, static padding) while the step runs")
-    p_train.add_argument("--results", default=None,
-                         help="JSON record: metrics, curve, PE specs, model and train config, "
-                              "versions")
-    p_train.add_argument("--checkpoint", default=None,
-                         help="best model with its config (graphpe.nn.build.load_model reads it); "
-                              "the state to resume from is kept beside it as <file>.state")
-    p_train.add_argument("--resume", default=None,
-                         help="continue a run from its <checkpoint>.state file")
-
-
-def run_train(args: argparse.Namespace) -> None:
-    """``graphpe train``: :func:`graphpe.train.run` on the dataset; prints a summary of the
-    record (once under torchrun)."""
-    from graphpe.datasets import load_dataset
-    from graphpe.runtime import retain_freed_host_memory
-    from graphpe.train import run
-
-    _check_device(args.device)
-    if args.retain_memory and str(args.device) == "cpu":
-        retain_freed_host_memory()
-    bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
-    config = _train_config(args)
-    record = run(bundle, args.pe, model=args.model, channels=args.channels,
-                 layers=args.layers, config=config, **_model_options(args))
-    summary = {k: record[k] for k in ("dataset", "model", "pe", "metric", "val", "test",
-                                      "best_epoch", "params", "pe_seconds",
-                                      "seconds_per_epoch", "world_size")}
-    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: one report
-        print(json.dumps(summary, indent=2))
-
-
-def _train_config(args: argparse.Namespace) -> TrainConfig:
-    """The :class:`graphpe.train.TrainConfig` of ``graphpe train``'s flags."""
-    from graphpe.train import TrainConfig
-
-    return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                       weight_decay=args.weight_decay, warmup_epochs=args.warmup,
-                       patience=args.patience, seed=args.seed,
-                       device=args.device, checkpoint=args.checkpoint,
-                       results=args.results, compile=args.compile,
-                       static_shapes=args.static_shapes, num_workers=args.num_workers,
-                       cache_dir=args.cache_dir, resume=args.resume,
-                       precision=args.precision)
-
-
-def _model_options(args: argparse.Namespace) -> dict:
-    """The model's keyword arguments beyond model, channels and layers, from the flags; a flag
-    the chosen model does not take is an error."""
-    extra = {"dropout": args.dropout}
-    if args.pool is not None:
-        extra["pool"] = args.pool
-    attention_options = {"heads": args.heads, "attn_dropout": args.attn_dropout}
-    if args.model in ("gps", "grit", "graphormer"):
-        extra.update({k: v for k, v in attention_options.items() if v is not None})
-    else:
-        for name, value in attention_options.items():
-            if value is not None:
-                flag = "--" + name.replace("_", "-")
-                raise ValueError(f"{flag} sets the attention of --model gps, grit or "
-                                 f"graphormer, not {args.model}")
-    if args.model in ("gps", "grit"):
-        if args.mpnn != "auto":
-            extra["mpnn"] = None if args.mpnn == "none" else args.mpnn
-    elif args.mpnn != "auto":
-        raise ValueError(f"--mpnn sets the local MPNN of --model gps or grit, not "
-                         f"{args.model}")
-    if args.attention != "auto":
-        if args.model != "gps":
-            raise ValueError(f"--attention sets the global attention of --model gps, not "
-                             f"{args.model}")
-        extra["attention"] = None if args.attention == "none" else args.attention
-    if args.graph_token:  # (graphormer has it by default)
-        if args.model not in ("gps", "graphormer"):
-            raise ValueError(f"--graph-token adds a token to --model gps, not {args.model}")
-        extra["graph_token"] = True
-    return extra
-
-
 def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | None,
                             path: str) -> argparse.Namespace:
     """``graphpe train --config path``: the file's values become the defaults of train's
@@ -328,7 +93,7 @@ def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | N
     given there override the file. A bad file exits with code 2."""
     train_parser = command_parser(parser, "train")
     try:
-        values = _load_config(path)
+        values = load_config(path)
     except (OSError, ValueError) as err:
         parser.exit(2, f"graphpe: error: --config {path}: {err}\n")
     actions = {a.dest: a for a in train_parser._actions}
@@ -337,7 +102,7 @@ def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | N
         parser.exit(2, f"graphpe: error: --config {path}: unknown option(s) "
                        f"{unknown}\n")
     try:
-        values = _typed_config(values, actions)
+        values = typed_config(values, actions)
     except ValueError as err:
         parser.exit(2, f"graphpe: error: --config {path}: {err}\n")
     train_parser.set_defaults(**values)
@@ -346,6 +111,7 @@ def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | N
 
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe evaluate``: a checkpoint scored on a split of a dataset."""
+    from graphpe.datasets import DATASET_HELP
     p.add_argument("--checkpoint", required=True, help="file written by train")
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding the dataset's files")
@@ -370,7 +136,7 @@ def run_evaluate(args: argparse.Namespace) -> None:
     from graphpe.nn.build import load_model
     from graphpe.train import evaluate
 
-    _check_device(args.device)
+    check_device(args.device)
     model = load_model(args.checkpoint).to(args.device)
     ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
     record = ckpt.get("record", {})
@@ -454,6 +220,7 @@ def run_encodings(args: argparse.Namespace) -> None:
 def add_pretrain_gpse_arguments(p: argparse.ArgumentParser) -> None:
     """``graphpe pretrain-gpse``: GPSE pretrained on a dataset's graphs (the paper's setup,
     overridden by a config file and the flags)."""
+    from graphpe.datasets import DATASET_HELP
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding the dataset's files")
     p.add_argument("--out", required=True, help="checkpoint written (the best epoch's model)")
@@ -482,7 +249,7 @@ def run_pretrain_gpse(args: argparse.Namespace) -> dict:
     from graphpe.ops.checks import check_positive_int
     from graphpe.pretrain import PretrainConfig, pretrain_gpse
 
-    values = {} if args.config is None else _load_config(args.config)
+    values = {} if args.config is None else load_config(args.config)
     known = {f.name for f in dataclasses.fields(PretrainConfig)}
     if set(values) - known:
         raise ValueError(f"--config {args.config}: unknown option(s) "
@@ -491,7 +258,7 @@ def run_pretrain_gpse(args: argparse.Namespace) -> dict:
         if getattr(args, name) is not None:
             values[name] = getattr(args, name)
     config = PretrainConfig(**values)
-    _check_device(config.device)
+    check_device(config.device)
     bundle = load_dataset(args.dataset, args.root, seed=config.seed, download=args.download)
     train, val = bundle.train, bundle.val
     if args.max_graphs is not None:
