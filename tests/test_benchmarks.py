@@ -555,6 +555,9 @@ def test_rwse_estimator_benchmark_runs(tmp_path, monkeypatch):
     assert [(r["estimator"], r["walks"]) for r in rows] == [
         ("collision", 8), ("collision", 16), ("indicator", 8), ("indicator", 16)] * 3
     assert all(0 <= r["within_3se"] <= r["within_4se"] <= 1 for r in rows)
+    table = _tables().rwse_estimator_table(data)
+    assert "seconds (8 / 16 walks)" in table and "| indicator |" in table
+    assert "Skipped arxiv: ogbn-arxiv: no " in table
 
 
 def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
