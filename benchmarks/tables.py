@@ -574,6 +574,56 @@ def large_graphs_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def rwse_estimator_table(data: dict) -> str:
+    """RWSE estimated by random walks: seconds, and the estimates against exact values, per
+    graph, estimator and number of walks (from ``benchmarks/rwse_estimator.py``)."""
+    walks = data["walks"]
+    most = max(walks)
+    per = " / ".join(str(w) for w in walks)
+    lines = [
+        f"`{data['command'].strip()}` (one thread, T = {data['walk_length']} steps; per "
+        f"estimator the seconds and the share of `(node, t)` within 4 standard errors of the "
+        f"exact value for {per} walks per node, and for {most} walks the share within 3, the "
+        "share outside 4 below the exact value (a rare return not seen) and the root mean "
+        "square error):",
+        "",
+        f"| graph | nodes | edges | exact RWSE | estimator | seconds ({per} walks) | within 4 "
+        f"s.e. ({per}) | within 3 s.e. ({most}) | outside 4 s.e., below ({most}) | "
+        f"RMSE ({most}) |",
+        "| --- | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    graphs = list(dict.fromkeys(r["graph"] for r in data["rows"]))
+    for graph in graphs:
+        rows = [r for r in data["rows"] if r["graph"] == graph]
+        first = rows[0]
+        if "exact_predicted_seconds" in first:
+            exact = (f"predicted {first['exact_predicted_seconds']:,.0f} s (not run); "
+                     f"{first['checked_nodes']} nodes checked against exact columns")
+        else:
+            exact = f"{first['exact_seconds']:.2f} s"
+        for k, estimator in enumerate(dict.fromkeys(r["estimator"] for r in rows)):
+            by_walks = {r["walks"]: r for r in rows if r["estimator"] == estimator}
+            seconds = " / ".join(f"{by_walks[w]['seconds']:.2f}" if w in by_walks else ""
+                                 for w in walks)
+            within = " / ".join(f"{by_walks[w]['within_4se']:.1%}" if w in by_walks else ""
+                                for w in walks)
+            top = by_walks.get(most)
+            tail = ("| | |" if top is None else
+                    f"| {top['within_3se']:.1%} | {top['outside_4se_below_exact']:.1%} | "
+                    f"{top['rmse']:.1e} |")
+            head = (f"| {graph} | {first['nodes']:,} | {first['edges']:,} | {exact} "
+                    if k == 0 else "| | | | ")
+            lines.append(f"{head}| {estimator} | {seconds} | {within} {tail}")
+    for r in data["rows"]:
+        if "exact_prediction" in r:
+            lines += ["", f"{r['graph']}'s exact paths (graphpe.ops.walk.large's prediction, "
+                      f"in {r['prediction_seconds']:.1f} s): {r['exact_prediction']}."]
+            break
+    for name, reason in (data.get("skipped") or {}).items():
+        lines += ["", f"Skipped {name}: {reason}."]
+    return "\n".join(lines)
+
+
 def sparse_eigen_table(data: dict) -> str:
     """graphpe's Chebyshev subspace iteration against ARPACK on generated graphs (from
     ``benchmarks/sparse_eigen.py``): one row per graph, one column group per graphpe mode."""
@@ -968,6 +1018,7 @@ TABLES = {
     "directed": ("benchmarks/results/directed.json", directed_table),
     "directed_pairs": ("benchmarks/results/directed_pairs.json", directed_pairs_table),
     "large_graphs": ("benchmarks/results/large_graphs.json", large_graphs_table),
+    "rwse_estimator": ("benchmarks/results/rwse_estimator.json", rwse_estimator_table),
 }
 
 

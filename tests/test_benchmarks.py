@@ -542,6 +542,24 @@ def test_rwse_large_benchmark_runs(tmp_path, monkeypatch):
     assert all(r["max_diff"] < 1e-12 for r in rows), rows
 
 
+def test_rwse_estimator_benchmark_runs(tmp_path, monkeypatch):
+    """benchmarks/rwse_estimator.py: tiny stand-ins against their exact values, ogbn-arxiv
+    skipped with its reason where its file is absent."""
+    out = tmp_path / "r.json"
+    _run_script("rwse_estimator", ["--walks", "8,16", "--estimators", "collision,indicator",
+                                   "--scale", "0.01", "--arxiv", str(tmp_path / "none.npz"),
+                                   "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert "no " in data["skipped"]["arxiv"]
+    rows = data["rows"]
+    assert [(r["estimator"], r["walks"]) for r in rows] == [
+        ("collision", 8), ("collision", 16), ("indicator", 8), ("indicator", 16)] * 3
+    assert all(0 <= r["within_3se"] <= r["within_4se"] <= 1 for r in rows)
+    table = _tables().rwse_estimator_table(data)
+    assert "seconds (8 / 16 walks)" in table and "| indicator |" in table
+    assert "Skipped arxiv: ogbn-arxiv: no " in table
+
+
 def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
     """benchmarks/large_graphs.py: tiny synthetic stand-ins measured in this process (every
     row, its target judged), tiny real-format files read into the cache (a Matrix Market road

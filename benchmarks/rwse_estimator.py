@@ -1,0 +1,244 @@
+"""RWSE estimated by random walks (graphpe.ops.walk.sampled): its time and standard errors on
+ogbn-arxiv, whose exact RWSE is past its budget, and its errors against the exact values on
+graphs where those can be computed. One thread, T = 16.
+
+    python benchmarks/rwse_estimator.py                      # every part, every estimator
+    python benchmarks/rwse_estimator.py --walks 16,64 --estimators collision --scale 0.1
+
+- ogbn-arxiv (169,343 nodes, 1,157,799 undirected edges), read in place from
+  ``--arxiv`` (default ``../shared/data/ogbn-arxiv-graph/adj_full.npz`` beside the checkout,
+  GraphSAINT's layout; skipped with its reason where absent): the exact paths' prediction
+  (:func:`graphpe.ops.walk.large.exact_landing_cost`, float32 output, the default memory
+  budget); per estimator and number of walks ``W``, the seconds of
+  :func:`~graphpe.ops.walk.sampled.sampled_landing_probs`, the largest and median standard
+  error, the share of estimates above 1, and on ``--check-nodes`` sampled nodes, against
+  their exact values (``P^t e_j`` by ``T`` scipy products), the share within 3 and 4
+  standard errors and the root mean square error.
+- graphs where exact runs, from :mod:`graphpe.synthetic` (sizes times ``--scale``):
+  ``road_like_graph(5000)`` (about 23,000 nodes), ``social_like_graph(20000)``,
+  ``coauthor_like_graph(20000)``: the exact values by
+  :func:`~graphpe.ops.walk.large.large_landing_probs` (timed), then per estimator and ``W``
+  the seconds and the share of ``(node, t)`` within 3 and 4 standard errors of exact (plus
+  ``1e-12``: the entries computed exactly have standard error 0), by ``t`` as well, and the
+  share outside 4 standard errors below the exact value (the estimate too small: a rare
+  return not seen), the root mean square and largest errors, the standard errors' median
+  and largest.
+
+Rows go to ``--json`` (default ``benchmarks/results/rwse_estimator.json``) as measured.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import write_json_atomic  # noqa: E402
+
+DEFAULT_JSON = Path("benchmarks/results/rwse_estimator.json")
+DEFAULT_ARXIV = Path(__file__).resolve().parents[2] / "shared" / "data" / "ogbn-arxiv-graph" \
+    / "adj_full.npz"
+WALK = 16
+SYNTHETIC = {"road": ("road_like_graph", 5000), "social": ("social_like_graph", 20_000),
+             "coauthor": ("coauthor_like_graph", 20_000)}
+
+
+def simple_csr_of(edges: np.ndarray, n: int):
+    """graphpe's simple CSR of ``[2, E]`` undirected edges (both directions added)."""
+    import torch
+
+    from graphpe.ops.host import simple_csr
+
+    both = np.concatenate([edges, edges[::-1]], axis=1)
+    return simple_csr(torch.from_numpy(np.ascontiguousarray(both)), n)
+
+
+def read_arxiv(path: Path) -> tuple[np.ndarray, int]:
+    """The undirected simple graph of GraphSAINT's ``adj_full.npz`` (citations ``i -> j``)."""
+    import scipy.sparse as sp
+
+    adj = sp.load_npz(path).tocoo()
+    pairs = np.sort(np.stack([adj.row, adj.col], axis=1).astype(np.int64), axis=1)
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    n = adj.shape[0]
+    keys = np.unique(pairs[:, 0] * n + pairs[:, 1])
+    return np.stack([keys // n, keys % n]), n
+
+
+def exact_on_nodes(csr, nodes: np.ndarray, steps: int) -> np.ndarray:
+    """``(P^t)_jj``, ``t = 1..steps``, of ``nodes`` by ``steps`` products of ``P = D^-1 A``
+    with their columns of the identity (scipy, float64): independent of graphpe's kernels."""
+    import scipy.sparse as sp
+
+    n = csr.indptr.shape[0] - 1
+    adj = sp.csr_matrix((csr.weight, csr.indices, csr.indptr), shape=(n, n))
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    walk = sp.diags(1.0 / np.maximum(deg, 1e-300)) @ adj
+    x = np.zeros((n, nodes.shape[0]))
+    cols = np.arange(nodes.shape[0])
+    x[nodes, cols] = 1.0
+    out = np.empty((nodes.shape[0], steps))
+    for t in range(steps):
+        x = walk @ x
+        out[:, t] = x[nodes, cols]
+    return out
+
+
+def errors(estimate: np.ndarray, stderr: np.ndarray, exact: np.ndarray) -> dict:
+    """The estimate against exact values: shares within 3 and 4 standard errors, errors."""
+    diff = np.abs(estimate - exact)
+    inside = diff <= 4 * stderr + 1e-12
+    return {"within_3se": float((diff <= 3 * stderr + 1e-12).mean()),
+            "within_4se": float(inside.mean()),
+            "within_4se_by_t": [round(float(v), 4) for v in inside.mean(0)],
+            "outside_4se_below_exact": float((~inside & (estimate < exact)).mean()),
+            "zero_se_outside_4se": float(((diff > 4 * stderr + 1e-12) & (stderr == 0)).mean()),
+            "rmse": float(np.sqrt((diff ** 2).mean())), "max_error": float(diff.max())}
+
+
+def spread(stderr: np.ndarray, estimate: np.ndarray) -> dict:
+    return {"max_stderr": float(stderr.max()), "median_stderr": float(np.median(stderr)),
+            "above_one": float((estimate > 1.0).mean())}
+
+
+def timed_estimate(csr, walks: int, estimator: str, seed: int = 0):
+    from graphpe.ops.walk.sampled import sampled_landing_probs
+
+    start = time.perf_counter()
+    estimate, stderr = sampled_landing_probs(csr, WALK, walks, seed, estimator=estimator)
+    return time.perf_counter() - start, estimate, stderr
+
+
+def bench_arxiv(args, emit) -> str | None:
+    """ogbn-arxiv's rows; the reason it was skipped, or None."""
+    from graphpe.ops.host import memory_budget
+    from graphpe.ops.walk.estimate import sampled_seconds
+    from graphpe.ops.walk.large import exact_landing_cost
+
+    if not args.arxiv.exists():
+        reason = f"ogbn-arxiv: no {args.arxiv} (GraphSAINT's adj_full.npz)"
+        print(f"[skip] {reason}", flush=True)
+        return reason
+    edges, n = read_arxiv(args.arxiv)
+    csr = simple_csr_of(edges, n)
+    print(f"ogbn-arxiv: {n:,} nodes, {edges.shape[1]:,} edges", flush=True)
+    start = time.perf_counter()
+    cost = exact_landing_cost(csr, WALK, memory_budget(None), itemsize=4)
+    base = {"graph": "ogbn-arxiv", "nodes": n, "edges": int(edges.shape[1]),
+            "exact_predicted_seconds": cost.seconds, "exact_fits_memory": cost.fits,
+            "exact_prediction": cost.describe(),
+            "prediction_seconds": time.perf_counter() - start}
+    nodes = np.sort(np.random.default_rng(0).choice(n, min(n, args.check_nodes),
+                                                    replace=False))
+    want = exact_on_nodes(csr, nodes, WALK)
+    for estimator in args.estimators:
+        for walks in args.walks:
+            seconds, estimate, stderr = timed_estimate(csr, walks, estimator)
+            row = {**base, "estimator": estimator, "walks": walks, "seconds": seconds,
+                   "predicted_seconds": sampled_seconds(n, walks, WALK),
+                   **spread(stderr, estimate), "checked_nodes": int(nodes.shape[0]),
+                   **errors(estimate[nodes], stderr[nodes], want)}
+            print(f"  {estimator:>10} W={walks:<4} {seconds:7.2f} s  stderr max "
+                  f"{row['max_stderr']:.3g} median {row['median_stderr']:.3g}  within 4 se "
+                  f"{row['within_4se']:.4f} ({row['checked_nodes']} nodes)", flush=True)
+            emit(row)
+    return None
+
+
+def bench_synthetic(name: str, args, emit) -> None:
+    import graphpe.synthetic as synthetic
+    from graphpe.ops.walk.large import large_landing_probs
+
+    maker, size = SYNTHETIC[name]
+    size = max(int(size * args.scale), 20)
+    g = getattr(synthetic, maker)(size)
+    n = int(g.num_nodes)
+    from graphpe.ops.host import simple_csr
+
+    csr = simple_csr(g.edge_index, n)
+    exact = np.empty((n, WALK))
+    start = time.perf_counter()
+    large_landing_probs(csr, WALK, exact, budget=2**32)
+    exact_seconds = time.perf_counter() - start
+    label = f"{maker}({size})"
+    print(f"{label}: {n:,} nodes, {int(csr.indptr[-1]) // 2:,} edges, exact {exact_seconds:.2f} s",
+          flush=True)
+    base = {"graph": label, "nodes": n, "edges": int(csr.indptr[-1]) // 2,
+            "exact_seconds": exact_seconds}
+    for estimator in args.estimators:
+        for walks in args.walks:
+            seconds, estimate, stderr = timed_estimate(csr, walks, estimator)
+            row = {**base, "estimator": estimator, "walks": walks, "seconds": seconds,
+                   **spread(stderr, estimate), **errors(estimate, stderr, exact)}
+            print(f"  {estimator:>10} W={walks:<4} {seconds:7.2f} s  within 3 se "
+                  f"{row['within_3se']:.4f}, 4 se {row['within_4se']:.4f}  rmse "
+                  f"{row['rmse']:.2e}", flush=True)
+            emit(row)
+
+
+def main() -> None:
+    import torch
+
+    from graphpe.ops.walk.sampled import ESTIMATORS
+
+    torch.set_num_threads(1)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--walks", default="16,64,256", help="walks per node, comma-separated")
+    ap.add_argument("--estimators", default=",".join(ESTIMATORS),
+                    help=f"comma-separated subset of {','.join(ESTIMATORS)}")
+    ap.add_argument("--graphs", default="arxiv," + ",".join(SYNTHETIC),
+                    help=f"comma-separated subset of arxiv,{','.join(SYNTHETIC)}")
+    ap.add_argument("--arxiv", type=Path, default=DEFAULT_ARXIV,
+                    help="GraphSAINT's ogbn-arxiv adj_full.npz")
+    ap.add_argument("--check-nodes", type=int, default=256,
+                    help="ogbn-arxiv's nodes checked against exact values")
+    ap.add_argument("--scale", type=float, default=1.0, help="scale the stand-ins' sizes")
+    ap.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    args = ap.parse_args()
+    args.walks = [int(w) for w in args.walks.split(",")]
+    args.estimators = args.estimators.split(",")
+    for e in args.estimators:
+        if e not in ESTIMATORS:
+            ap.error(f"unknown estimator {e!r}; graphpe has {', '.join(ESTIMATORS)}")
+    graphs = args.graphs.split(",")
+    for g in graphs:
+        if g != "arxiv" and g not in SYNTHETIC:
+            ap.error(f"unknown graph {g!r}; choose from arxiv,{','.join(SYNTHETIC)}")
+    meta = {"threads": 1, "walk_length": WALK, "walks": args.walks,
+            "estimators": args.estimators, "scale": args.scale, "skipped": {},
+            "command": "python benchmarks/rwse_estimator.py " + " ".join(sys.argv[1:])}
+    rows: list[dict] = []
+
+    def emit(row: dict) -> None:
+        rows.append(row)
+        write_json_atomic(args.json, {**meta, "rows": rows})
+
+    # the kernels loaded (or compiled) before anything is timed
+    from graphpe.ops.walk.sampled import sampled_landing_probs
+
+    ring = np.array([np.arange(40), (np.arange(40) + 1) % 40])
+    for estimator in args.estimators:
+        sampled_landing_probs(simple_csr_of(ring, 40), WALK, 4, estimator=estimator)
+    if "arxiv" in graphs:
+        reason = bench_arxiv(args, emit)
+        if reason is not None:
+            meta["skipped"]["arxiv"] = reason
+    for name in graphs:
+        if name != "arxiv":
+            bench_synthetic(name, args, emit)
+    write_json_atomic(args.json, {**meta, "rows": rows})
+    print(f"wrote {len(rows)} rows to {args.json}")
+
+
+if __name__ == "__main__":
+    main()
