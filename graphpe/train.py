@@ -203,13 +203,15 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | slice | None:
-    """For node-level tasks: the nodes of ``split`` (the graph is shared by all splits; a
-    sampled batch's seed nodes come first)."""
+    """For node-level tasks on one graph shared by the splits: the nodes of ``split`` (its
+    ``{split}_mask``; a sampled batch's seed nodes, which come first); None (every node
+    scored) for graph-level tasks and for node tasks over many graphs (PATTERN,
+    PascalVOC-SP: each split its own graphs, without masks)."""
     if not bundle.task.startswith("node_"):
         return None
     if "input_id" in batch:  # a NeighborLoader batch: its seeds are the split's nodes
         return slice(0, batch.batch_size)
-    return batch[f"{split}_mask"]
+    return batch.get(f"{split}_mask")
 
 
 @torch.no_grad()
@@ -240,7 +242,9 @@ def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device
         targets = [t for _, shard_targets in shards for t in shard_targets]
     pred, y = torch.cat(preds), torch.cat(targets)
     if bundle.evaluator is not None:
-        if bundle.evaluator.eval_metric == "acc":  # OGB's node Evaluator scores class labels
+        # OGB's acc Evaluators and graphpe's takes_labels ones (F1, ...) score class labels
+        if bundle.evaluator.eval_metric == "acc" or getattr(bundle.evaluator, "takes_labels",
+                                                            False):
             pred = pred.argmax(-1, keepdim=True)
         y = y.view(pred.shape)
         result = bundle.evaluator.eval({"y_true": y.numpy(), "y_pred": pred.numpy()})

@@ -85,8 +85,10 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
      "graphpe: error: NO_SUCH_TU_SET: files not found under the given root"),
     (["train", "--dataset", "nomodule:build", "--root", "."],
      "graphpe: error: dataset 'nomodule:build': cannot import module 'nomodule'"),
+    (["train", "--dataset", "ogbg-code", "--root", "."],
+     "graphpe: error: ogbg-code: graphpe loads the OGB molecule sets (ogbg-mol*), ogbg-ppa"),
     (["train", "--dataset", "ogbg-ppa", "--root", "."],
-     "graphpe: error: ogbg-ppa: graphpe loads the OGB molecule sets"),
+     "graphpe: error: ogbg-ppa: files not found under the given root"),
     (["precompute", "--dataset", "MUTAG", "--root", ".", "--pe", "rwse"],
      "graphpe: error: precompute writes a cache: give --cache-dir"),
     (["train", "--dataset", "MUTAG", "--root", ".", "--config", "/nonexistent.toml"],
@@ -140,19 +142,21 @@ def test_tu_datasets_keep_their_edge_features(tmp_path):
 
 
 def test_config_gallery_files_are_valid():
-    """Every file in configs/ sets only options train knows and parses its PE specs."""
+    """Every file in configs/ sets only options train knows and parses its PE specs ("none"
+    where the mirrored setup has no PE, as GraphGPS's ogbg-ppa)."""
     from pathlib import Path
 
-    from graphpe.cli import build_parser, command_parser, load_config
+    from graphpe.cli import build_parser, command_parser, load_config, typed_config
     from graphpe.encodings import resolve_pe
 
-    known = {a.dest for a in command_parser(build_parser(), "train")._actions}
+    actions = {a.dest: a for a in command_parser(build_parser(), "train")._actions}
     files = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
     assert len(files) >= 3
     for path in files:
         values = load_config(str(path))
-        assert set(values) <= known, path.name
-        assert resolve_pe(parse_pe(values["pe"])), path.name
+        assert set(values) <= set(actions), path.name
+        typed_config(values, actions)  # types and choices as the flags check them
+        assert values["pe"] == "none" or resolve_pe(parse_pe(values["pe"])), path.name
 
 
 def test_datasets_graphpe_does_not_list_train_from_the_cli(tmp_path, capsys):

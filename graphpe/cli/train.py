@@ -134,6 +134,7 @@ def run_train(args: argparse.Namespace) -> None:
     if args.retain_memory and str(args.device) == "cpu":
         retain_freed_host_memory()
     bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
+    bundle.model_kwargs()  # a dataset graphpe cannot train (PCQM-Contact, ...) stops here
     config = train_config(args)
     record = run(bundle, args.pe, model=args.model, channels=args.channels,
                  layers=args.layers, config=config, **model_options(args))

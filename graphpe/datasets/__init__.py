@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.error import URLError
 
+from graphpe.datasets.benchmarking import BENCHMARK_NAMES, load_gnn_benchmark, load_malnet_tiny
 from graphpe.datasets.bundle import (
     DatasetBundle,
     check_split,
@@ -25,27 +26,37 @@ from graphpe.datasets.bundle import (
 )
 from graphpe.datasets.exp import EXP, load_exp, read_exp
 from graphpe.datasets.graph_files import is_graph_spec, load_graph_files, read_graph
-from graphpe.datasets.lrgb import load_peptides_func
+from graphpe.datasets.lrgb import load_peptides_func, load_peptides_struct
+from graphpe.datasets.lrgb_pyg import LRGB_PYG_NAMES, load_lrgb_pyg
+from graphpe.datasets.metrics import AveragePrecision, FilteredMRR, MacroF1, WeightedAccuracy
 from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
 from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, load_ogb_nodes, load_pyg_nodes
+from graphpe.datasets.ogb_graphs import OGBG_OTHER_NAMES, load_ogb_graphs, load_pcqm4mv2
 from graphpe.datasets.planetoid import load_planetoid
 from graphpe.datasets.tu import load_csl, load_tu
 
-__all__ = ["DATASETS", "EXP", "DatasetBundle", "check_split", "load_dataset",
-           "node_split_masks", "read_exp", "read_graph", "require_files", "stratified_split"]
+__all__ = ["DATASETS", "EXP", "AveragePrecision", "DatasetBundle", "FilteredMRR", "MacroF1",
+           "WeightedAccuracy", "check_split", "load_dataset", "node_split_masks", "read_exp",
+           "read_graph", "require_files", "stratified_split"]
 
 OGB_NAMES = ("ogbg-molhiv", "ogbg-molesol", "ogbg-molfreesolv", "ogbg-molbace", "ogbg-molbbbp")
 TU_NAMES = ("MUTAG", "PROTEINS", "NCI1", "IMDB-BINARY")
 PLANETOID_NAMES = ("Cora", "CiteSeer", "PubMed")
-DATASETS = ("ZINC", "CSL", "EXP", "Peptides-func", *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES,
+#: the graph-transformer benchmarks with their own loaders (LRGB, benchmarking-gnns, ...)
+BENCHMARKS = ("Peptides-func", "Peptides-struct", *LRGB_PYG_NAMES, *BENCHMARK_NAMES,
+              "MalNet-Tiny", "PCQM4Mv2", *OGBG_OTHER_NAMES)
+DATASETS = ("ZINC", "CSL", "EXP", *BENCHMARKS, *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES,
             *OGBN_NAMES, *PYG_NODE_NAMES)
 
 
 # the names load_dataset takes, as ``graphpe train --help`` lists them
 DATASET_HELP = (
     "ZINC, CSL (needs no files: generated in code where PyG's copy is not under --root), EXP, "
-    "Peptides-func (LRGB), any OGB molecule set (ogbg-molhiv, ogbg-mollipo, ...), any TU "
-    "dataset by name (MUTAG, PTC_MR, ...); nodes of one graph: Cora, CiteSeer, PubMed, "
+    "LRGB: Peptides-func, Peptides-struct, PascalVOC-SP, COCO-SP, PCQM-Contact (loads; "
+    "not trainable yet); benchmarking-gnns: MNIST, CIFAR10, PATTERN, CLUSTER; MalNet-Tiny, "
+    "PCQM4Mv2, ogbg-ppa, ogbg-code2 (loads; not trainable yet), any OGB molecule set "
+    "(ogbg-molhiv, ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...); nodes "
+    "of one graph: Cora, CiteSeer, PubMed, "
     "ogbn-arxiv, ogbn-products, ogbn-proteins, ogbn-papers100M, Flickr, Reddit, WikiCS, "
     "Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics, graph:PATH (a graph under "
     "--root: an .npz adjacency, an edge list or a GraphSAINT folder); or module:function for "
@@ -87,7 +98,17 @@ def load_dataset(
     folder: :mod:`graphpe.datasets.graph_files`; ``graph:NAME`` with a bare Python name is
     a file where ``root`` holds one, else a module ``graph``'s function, as before).
 
-    Graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, graph files without
+    The graph-transformer benchmarks (:data:`BENCHMARKS`), each with its standard split and
+    metric: LRGB's Peptides-func (AP), Peptides-struct (MAE), PascalVOC-SP and COCO-SP (node
+    classification over many graphs, macro F1) and PCQM-Contact (filtered MRR; loaded, not
+    trainable yet); benchmarking-gnns' MNIST, CIFAR10 (accuracy), PATTERN, CLUSTER (node
+    classification over many graphs, weighted accuracy); MalNet-Tiny (accuracy), PCQM4Mv2
+    (MAE; OGB's valid split as test), ogbg-ppa (accuracy) and ogbg-code2 (sub-token F1;
+    loaded, not trainable yet). See :mod:`graphpe.datasets.lrgb`,
+    :mod:`~graphpe.datasets.lrgb_pyg`, :mod:`~graphpe.datasets.benchmarking` and
+    :mod:`~graphpe.datasets.ogb_graphs`.
+
+    Graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, ogbg-ppa, graph files without
     ``feats.npy``) get a constant categorical ``x`` through ``pre_transform``. ``download``
     lets the standard loaders fetch missing files."""
     root = Path(root)
@@ -96,7 +117,7 @@ def load_dataset(
     if loader is None:
         return _own(name, root, pre_transform, **options)
     # graphs without node features (CSL, IMDB-BINARY, ogbn-proteins, ...): a constant x
-    if name in ("CSL", "ogbn-proteins") or getattr(loader, "func", None) in (
+    if name in ("CSL", "ogbn-proteins", "ogbg-ppa") or getattr(loader, "func", None) in (
             load_tu, load_graph_files):
         pre_transform = with_constant_x(pre_transform)
     try:
@@ -118,14 +139,16 @@ def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None
     graph_file = is_graph_spec(name, root)
     if split is not None:
         split = check_split(split)
-        if name in LOADERS or name.startswith(("ogbg-", "ogbn-")) or (
+        if name in LOADERS or name in BENCHMARKS or name.startswith(("ogbg-", "ogbn-")) or (
                 ":" in name and not graph_file):
             raise ValueError(f"{name}: split applies to TU datasets and the node sets outside "
                              f"OGB (Cora, Amazon-Photo, graph:PATH, ...); {name} keeps its "
                              "standard split")
-    if name.startswith("ogbg-") and not name.startswith("ogbg-mol"):
-        raise ValueError(f"{name}: graphpe loads the OGB molecule sets (ogbg-mol*); for other "
-                         "OGB data write a module:function entry point (examples/own_dataset.py)")
+    if name.startswith("ogbg-") and not name.startswith("ogbg-mol") and \
+            name not in OGBG_OTHER_NAMES:
+        raise ValueError(f"{name}: graphpe loads the OGB molecule sets (ogbg-mol*), ogbg-ppa "
+                         "and ogbg-code2; for other OGB data write a module:function entry "
+                         "point (examples/own_dataset.py)")
     if name.startswith("ogbn-") and name not in OGBN_NAMES:
         raise ValueError(f"{name}: graphpe loads OGB's homogeneous node sets "
                          f"({', '.join(OGBN_NAMES)}); for other OGB data write a "
@@ -136,6 +159,12 @@ def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None
         return None
     if name.startswith("ogbg-mol"):
         return functools.partial(load_ogb_molecules, name)
+    if name in OGBG_OTHER_NAMES:
+        return functools.partial(load_ogb_graphs, name)
+    if name in LRGB_PYG_NAMES:
+        return functools.partial(load_lrgb_pyg, name)
+    if name in BENCHMARK_NAMES:
+        return functools.partial(load_gnn_benchmark, name)
     if name in OGBN_NAMES:
         return functools.partial(load_ogb_nodes, name)
     if name in PLANETOID_NAMES:
@@ -147,9 +176,10 @@ def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None
     return functools.partial(load_tu, name, split=split)  # any other name is a TU dataset
 
 
-LOADERS: dict[str, Callable[..., DatasetBundle]] = {"ZINC": load_zinc, "CSL": load_csl,
-                                                      "EXP": load_exp,
-                                                      "Peptides-func": load_peptides_func}
+LOADERS: dict[str, Callable[..., DatasetBundle]] = {
+    "ZINC": load_zinc, "CSL": load_csl, "EXP": load_exp, "Peptides-func": load_peptides_func,
+    "Peptides-struct": load_peptides_struct, "MalNet-Tiny": load_malnet_tiny,
+    "MalNetTiny": load_malnet_tiny, "PCQM4Mv2": load_pcqm4mv2}
 
 
 def _reason(error: BaseException) -> str:

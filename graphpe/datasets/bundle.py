@@ -20,6 +20,17 @@ from torch_geometric.data import Data
 RANDOM_NODE_SPLIT = (0.6, 0.2, 0.2)
 
 
+#: the metrics where more is better (the others, mae and rmse, are errors)
+HIGHER_IS_BETTER = ("rocauc", "accuracy", "ap", "f1", "weighted_accuracy", "mrr")
+#: the tasks graphpe loads and scores but does not train yet, each with what it would need
+UNTRAINABLE = {
+    "link_ranking": "a link-ranking task (scores of node pairs within each graph, ranked "
+                    "against the other pairs of their row)",
+    "graph_sequence": "a sequence-prediction task (a sequence of sub-tokens per graph from a "
+                      "vocabulary built on the training split)",
+}
+
+
 @dataclass
 class DatasetBundle:
     """Splits of a dataset and what a model needs to know about it."""
@@ -28,10 +39,14 @@ class DatasetBundle:
     train: Any
     val: Any
     test: Any
-    # graph_regression | graph_classification | graph_multilabel | node_classification |
-    # node_multilabel (one binary target per column, ogbn-proteins)
+    # graph_regression | graph_classification | graph_multilabel | node_classification (one
+    # graph split by masks, or many graphs whose every node is scored) | node_multilabel (one
+    # binary target per column, ogbn-proteins); loaded, not yet trained (see UNTRAINABLE):
+    # link_ranking (PCQM-Contact) | graph_sequence (ogbg-code2)
     task: str
-    metric: str  # mae | rmse | rocauc | accuracy | ap
+    # mae | rmse | rocauc | accuracy | ap | f1 (macro F1, or OGB's sub-token F1 of ogbg-code2)
+    # | weighted_accuracy (PATTERN, CLUSTER) | mrr
+    metric: str
     out_dim: int
     node_vocab: int | list[int] | None = None
     node_dim: int | None = None
@@ -42,11 +57,16 @@ class DatasetBundle:
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric in ("rocauc", "accuracy", "ap")
+        return self.metric in HIGHER_IS_BETTER
 
     def model_kwargs(self) -> dict[str, Any]:
         """Arguments of :func:`graphpe.nn.build.build_model` fixed by the data (a multi-label
         task is the model's classification task with one output per label)."""
+        if self.task in UNTRAINABLE:
+            raise ValueError(f"{self.name}: {UNTRAINABLE[self.task]}; graphpe loads it "
+                             f"(load_dataset) and scores predictions with its evaluator "
+                             f"({type(self.evaluator).__name__}), but its training loop "
+                             f"and models have no {self.task} task yet")
         if self.out_dim < 1:
             raise ValueError(f"{self.name} has no labels: nothing for a model to predict (a "
                              "graph without labels serves precompute and structure-only work)")

@@ -1,5 +1,6 @@
-"""Peptides-func from LRGB's own layout: files the tests write, the offline copy of the real
-files (cut to its first graphs), LRGB's average precision, and a training run end to end."""
+"""Peptides-func and Peptides-struct from LRGB's own layout: files the tests write, the
+offline copy of the real Peptides-func files (cut to its first graphs), LRGB's average
+precision and Peptides-struct's MAE, and a training run end to end."""
 
 from __future__ import annotations
 
@@ -12,7 +13,15 @@ import pytest
 import torch
 
 from graphpe.datasets import load_dataset
-from graphpe.datasets.lrgb import FOLDER, RAW_FILE, RAW_MD5, SPLIT_FILE, AveragePrecision
+from graphpe.datasets.lrgb import (
+    FOLDER,
+    RAW_FILE,
+    RAW_MD5,
+    SPLIT_FILE,
+    STRUCT,
+    STRUCT_TARGETS,
+    AveragePrecision,
+)
 from tests.conftest import SHARED_DATA
 
 pytest.importorskip("rdkit", reason="Peptides-func needs rdkit (pip install 'graphpe[lrgb]')")
@@ -108,3 +117,53 @@ def test_trains_end_to_end_with_gps_and_lappe(real_cut):
                  config=TrainConfig(epochs=2, batch_size=16, progress=False))
     assert 0.0 < record["test"] <= 1.0 and record["metric"] == "ap"
     shutil.rmtree(real_cut / FOLDER / "processed")
+
+
+def write_struct_layout(root, smiles, targets, split):
+    """LRGB's Peptides-struct layout under ``root``: the csv (gzip) of smiles and the 11
+    target columns, and the split pickle."""
+    folder = root / STRUCT.folder
+    (folder / "raw").mkdir(parents=True)
+    lines = [",".join(("smiles", *STRUCT_TARGETS))]
+    lines += [",".join((s, *(repr(float(v)) for v in row)))
+              for s, row in zip(smiles, targets, strict=True)]
+    with gzip.open(folder / "raw" / STRUCT.raw_file, "wt") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(folder / STRUCT.split_file, "wb") as f:
+        pickle.dump({k: np.asarray(v) for k, v in split.items()}, f)
+
+
+def test_peptides_struct_loads_its_layout_and_scores_mae(tmp_path):
+    targets = np.random.default_rng(0).normal(size=(8, 11))
+    write_struct_layout(tmp_path, SMILES, targets,
+                        {"train": [0, 1, 2, 3], "val": [4, 5], "test": [6, 7]})
+    bundle = load_dataset("Peptides-struct", tmp_path)
+    assert (len(bundle.train), len(bundle.val), len(bundle.test)) == (4, 2, 2)
+    assert (bundle.task, bundle.metric, bundle.out_dim) == ("graph_regression", "mae", 11)
+    assert not bundle.higher_is_better and len(bundle.edge_vocab) == 3
+    ethanol = bundle.train[0]
+    assert ethanol.x.shape == (3, 9) and ethanol.y.shape == (1, 11)
+    assert torch.allclose(ethanol.y, torch.tensor(targets[:1], dtype=torch.float32))
+    assert torch.allclose(bundle.test[1].y, torch.tensor(targets[7:], dtype=torch.float32))
+    # the training loop's MAE: the mean over all 11 targets of all graphs (LRGB's sklearn
+    # mean_absolute_error, uniform over the targets)
+    from sklearn.metrics import mean_absolute_error
+    from torch_geometric.loader import DataLoader
+
+    from graphpe.train import evaluate
+
+    class Zero(torch.nn.Module):
+        def forward(self, batch):
+            return torch.zeros(batch.num_graphs, 11)
+
+    got = evaluate(Zero(), DataLoader(bundle.test, batch_size=1), bundle, "cpu", "test")
+    assert got == pytest.approx(mean_absolute_error(targets[6:], np.zeros((2, 11))), rel=1e-6)
+
+
+def test_peptides_struct_missing_files_name_lrgbs_layout(tmp_path):
+    with pytest.raises(FileNotFoundError) as error:
+        load_dataset("Peptides-struct", tmp_path)
+    message = str(error.value)
+    assert message.startswith("Peptides-struct: files not found under the given root.")
+    assert f"{tmp_path}/peptides-structural/raw/{STRUCT.raw_file}" in message
+    assert STRUCT.split_file in message and "--download" in message

@@ -1,0 +1,148 @@
+"""The benchmarks' own metrics as evaluator objects with the interface of OGB's ``Evaluator``:
+``eval_metric`` (the key of the score the training loop selects on) and ``eval({"y_true":
+..., "y_pred": ...}) -> {name: value}``.
+
+- :class:`AveragePrecision`: LRGB's Peptides-func score (scores per class in ``y_pred``).
+- :class:`MacroF1`: LRGB's PascalVOC-SP / COCO-SP score (class labels in ``y_pred``).
+- :class:`WeightedAccuracy`: benchmarking-gnns' PATTERN / CLUSTER score (class labels).
+- :class:`FilteredMRR`: LRGB's PCQM-Contact score (a score matrix per graph).
+
+The class-label evaluators set ``takes_labels``: the training loop hands them the arg-max of the
+model's scores, as it does OGB's ``acc`` evaluators (OGB's convention for multi-class tasks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+class AveragePrecision:
+    """LRGB's metric for Peptides-func (its ``eval_ap``): the average precision of each class
+    over the labelled graphs, averaged over the classes that have both positives and
+    negatives."""
+
+    eval_metric = "ap"
+
+    def eval(self, input_dict: dict[str, Any]) -> dict[str, float]:
+        from sklearn.metrics import average_precision_score
+
+        y_true = np.asarray(input_dict["y_true"], dtype=np.float64)
+        y_pred = np.asarray(input_dict["y_pred"], dtype=np.float64)
+        if y_true.shape != y_pred.shape or y_true.ndim != 2:
+            raise ValueError(f"y_true and y_pred must both be [graphs, classes], got "
+                             f"{y_true.shape} and {y_pred.shape}")
+        scores = []
+        for c in range(y_true.shape[1]):
+            labelled = ~np.isnan(y_true[:, c])
+            truth = y_true[labelled, c]
+            if (truth == 1).any() and (truth == 0).any():
+                scores.append(average_precision_score(truth, y_pred[labelled, c]))
+        if not scores:
+            raise ValueError("average precision needs a class with both positive and negative "
+                             "graphs")
+        return {"ap": float(np.mean(scores))}
+
+
+def _labels(input_dict: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``y_true`` and ``y_pred`` as two equally long 1-d integer arrays (``[n]`` or ``[n, 1]``
+    each)."""
+    y_true = np.asarray(input_dict["y_true"]).reshape(-1)
+    y_pred = np.asarray(input_dict["y_pred"])
+    if y_pred.ndim == 2 and y_pred.shape[1] != 1 or y_pred.size != y_true.size:
+        raise ValueError(f"y_pred must hold one class label per entry of y_true ([n] or "
+                         f"[n, 1]), got {y_pred.shape} for {y_true.size} labels")
+    return y_true.astype(np.int64), y_pred.reshape(-1).astype(np.int64)
+
+
+class MacroF1:
+    """The F1 score of each class averaged over the classes (``average="macro"``, a class
+    without true or predicted members scoring 0: ``zero_division=0``), over all nodes of the
+    split at once: LRGB's and GraphGPS's ``f1`` for PascalVOC-SP and COCO-SP (their logger's
+    ``classification_multi``). ``y_pred`` holds class labels."""
+
+    eval_metric = "f1"
+    takes_labels = True
+
+    def eval(self, input_dict: dict[str, Any]) -> dict[str, float]:
+        from sklearn.metrics import f1_score
+
+        y_true, y_pred = _labels(input_dict)
+        return {"f1": float(f1_score(y_true, y_pred, average="macro", zero_division=0))}
+
+
+class WeightedAccuracy:
+    """benchmarking-gnns' ``accuracy_SBM`` for PATTERN and CLUSTER (Dwivedi et al.,
+    "Benchmarking Graph Neural Networks", JMLR 2023), as GraphGPS scores them
+    (``accuracy-SBM``): the accuracy within each class (its nodes predicted right over its
+    nodes), averaged over the classes of the confusion matrix, i.e. every class seen among the
+    true or the predicted labels (a class only predicted counts 0). Over all nodes of the split
+    at once (GraphGPS's logger; benchmarking-gnns averages per batch). A fraction in [0, 1]:
+    the papers report it times 100. ``y_pred`` holds class labels."""
+
+    eval_metric = "weighted_accuracy"
+    takes_labels = True
+
+    def eval(self, input_dict: dict[str, Any]) -> dict[str, float]:
+        y_true, y_pred = _labels(input_dict)
+        if y_true.size == 0:
+            raise ValueError("weighted accuracy needs at least one labelled node")
+        classes = np.union1d(y_true, y_pred)  # the rows of sklearn's confusion matrix
+        recall = [float(np.mean(y_pred[y_true == c] == c)) if (y_true == c).any() else 0.0
+                  for c in classes]
+        return {"weighted_accuracy": float(np.mean(recall))}
+
+
+class FilteredMRR:
+    """LRGB's filtered mean reciprocal rank for PCQM-Contact (Dwivedi et al. 2022, filtered
+    as in LRGB's ``inductive_edge`` head after Tönshoff et al. 2023): in each graph, every
+    positive pair ``(i, j)`` is ranked by its score against all pairs ``(i, k)`` of its row,
+    the graph's other positive pairs left out; the graph scores the mean reciprocal rank of its
+    positive pairs (0 where it has none, as LRGB's head counts it), the split the mean over its
+    graphs (LRGB averages per batch, weighted by the batch's labelled pairs: the same up to
+    how graphs fall into batches). ``mrr_raw`` keeps the other positives among the
+    candidates (LRGB's first version); ``hits@1``/``@3``/``@10`` are the filtered ones.
+
+    ``y_pred``: one ``[n, n]`` score matrix per graph (``[i, k]`` the score of the pair ``i ->
+    k``, a dot product of node embeddings in LRGB); ``y_true``: one ``[2, p]`` array of the
+    graph's positive pairs per graph. Rank: 1 + the candidates scored strictly higher (LRGB's
+    ``argsort`` breaks exact ties in no fixed order)."""
+
+    eval_metric = "mrr"
+
+    def eval(self, input_dict: dict[str, Any]) -> dict[str, float]:
+        scores: Sequence = input_dict["y_pred"]
+        positives: Sequence = input_dict["y_true"]
+        if len(scores) != len(positives) or len(scores) == 0:
+            raise ValueError(f"y_pred (score matrices) and y_true (positive pairs) must list "
+                             f"the same graphs, at least one; got {len(scores)} and "
+                             f"{len(positives)}")
+        per_graph = {k: [] for k in ("mrr", "mrr_raw", "hits@1", "hits@3", "hits@10")}
+        for score, pos in zip(scores, positives, strict=True):
+            for key, value in _graph_ranks(np.asarray(score, dtype=np.float64),
+                                           np.asarray(pos, dtype=np.int64)).items():
+                per_graph[key].append(value)
+        return {key: float(np.mean(values)) for key, values in per_graph.items()}
+
+
+def _graph_ranks(score: np.ndarray, pos: np.ndarray) -> dict[str, float]:
+    """One graph's filtered and raw reciprocal ranks and hits, averaged over its positive
+    pairs (all 0 without one)."""
+    n = score.shape[0]
+    if score.shape != (n, n) or pos.ndim != 2 or pos.shape[0] != 2:
+        raise ValueError(f"a graph's scores must be [n, n] and its positive pairs [2, p], got "
+                         f"{score.shape} and {pos.shape}")
+    if pos.shape[1] == 0:
+        return dict.fromkeys(("mrr", "mrr_raw", "hits@1", "hits@3", "hits@10"), 0.0)
+    rows, cols = pos
+    target = score[rows, cols]
+    rows_scores = score[rows]  # [p, n]: the candidates of each positive pair
+    higher = rows_scores > target[:, None]
+    raw = 1 + higher.sum(1)  # the pair itself is never strictly higher
+    positive = np.zeros((n, n), dtype=bool)
+    positive[rows, cols] = True
+    filtered = 1 + (higher & ~positive[rows]).sum(1)
+    return {"mrr": float(np.mean(1.0 / filtered)), "mrr_raw": float(np.mean(1.0 / raw)),
+            **{f"hits@{k}": float(np.mean(filtered <= k)) for k in (1, 3, 10)}}
