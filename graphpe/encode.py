@@ -27,13 +27,18 @@ def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
                   progress: bool = False,
                   cache_dir: str | None = None) -> tuple[DatasetBundle, float]:
     """Precompute PEs on every split (batched, through ``precompute``'s cache when
-    ``cache_dir`` is given); returns the new bundle and the seconds spent."""
+    ``cache_dir`` is given); returns the new bundle and the seconds spent. Splits that are
+    one object (a node set's one graph) are encoded once and stay one object."""
     if not transforms:
         return bundle, 0.0
     start = time.perf_counter()
     pipeline = Compose(transforms)
-    splits = [precompute(split, pipeline, progress=progress, cache_dir=cache_dir)
-              for split in (bundle.train, bundle.val, bundle.test)]
+    encoded: dict[int, Any] = {}
+    for split in (bundle.train, bundle.val, bundle.test):
+        if id(split) not in encoded:
+            encoded[id(split)] = precompute(split, pipeline, progress=progress,
+                                            cache_dir=cache_dir)
+    splits = [encoded[id(split)] for split in (bundle.train, bundle.val, bundle.test)]
     seconds = time.perf_counter() - start
     out = copy.copy(bundle)
     out.train, out.val, out.test = splits

@@ -342,3 +342,22 @@ def test_bad_precision_is_refused():
     with pytest.raises(ValueError, match=r"^precision must be one of \('fp32', 'bf16', 'fp16'\), "
                                          r"got 'fp8'$"):
         TrainConfig(precision="fp8")
+
+
+def test_a_node_sets_one_graph_is_encoded_once(monkeypatch):
+    """train, val and test of a node set are one graph: encode_bundle computes its encodings
+    once and the encoded splits stay one object (one collated batch for the whole run)."""
+    import graphpe.encode as encode
+    from graphpe.datasets.bundle import DatasetBundle as Bundle
+    from graphpe.synthetic import social_like_graph
+
+    graph = social_like_graph(200, mean_degree=4.0)
+    bundle = Bundle("g", [graph], [graph], [graph], task="node_classification",
+                    metric="accuracy", out_dim=2)
+    bundle.val = bundle.test = bundle.train
+    calls = []
+    real = encode.precompute
+    monkeypatch.setattr(encode, "precompute", lambda *a, **k: calls.append(1) or real(*a, **k))
+    encoded, _ = encode.encode_bundle(bundle, pe_transforms(["rwse"])[0])
+    assert len(calls) == 1 and encoded.train is encoded.val is encoded.test
+    assert encoded.train[0].rwse.shape == (200, 16)

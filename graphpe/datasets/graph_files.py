@@ -160,6 +160,7 @@ def load_graph_files(spec: str, root: Path, pre_transform, seed: int = 0, fold: 
     if pre_transform is not None:
         data = pre_transform(data)
     widths = feature_widths(data.x) if data.get("x") is not None else {}
-    return DatasetBundle(spec, [data], [data], [data], task="node_classification",
+    graphs = [data]  # the three splits one object: encoded once (graphpe.encode)
+    return DatasetBundle(spec, graphs, graphs, graphs, task="node_classification",
                          metric="accuracy", out_dim=int(data.y.max()) + 1 if labelled else 0,
                          **widths, extra={"path": str(path)})
