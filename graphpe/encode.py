@@ -1,19 +1,30 @@
-"""A training run's encodings: the transforms of its PE specs, its dataset's splits encoded
-through :func:`~graphpe.transforms.precompute` (and its cache), and the random PEs of the
-training graphs drawn anew every epoch."""
+"""Encodings computed ahead of use: a training run's (the transforms of its PE specs, its
+dataset's splits encoded through :func:`~graphpe.transforms.precompute` and its cache, the
+random PEs of the training graphs drawn anew every epoch), and one large graph's written to
+files (:func:`encode_graph`, ``graphpe encode``) and read back (:func:`read_encodings`)."""
 
 from __future__ import annotations
 
 import copy
+import json
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
 from torch_geometric.transforms import Compose
 
 from graphpe.datasets import DatasetBundle
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
+from graphpe.records import versions
 from graphpe.transforms import PETransform, precompute
+from graphpe.transforms.cache import fingerprint_of
+
+ENCODINGS_FORMAT = "graphpe-encodings-1"
 
 
 def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
@@ -63,3 +74,68 @@ def redraw_random_pes(train: Any, transforms: list[PETransform],
         return precompute(train, fresh, progress=False)
 
     return train_split
+
+
+def graph_digest(graph: Data) -> str:
+    """The digest of ``graph``'s structure (node count, ``edge_index`` and any
+    ``edge_weight``): what encodings written by :func:`encode_graph` are checked against."""
+    count = torch.tensor([graph.num_nodes], dtype=torch.int64)
+    return fingerprint_of([count, graph.edge_index, graph.get("edge_weight")])
+
+
+def encode_graph(graph: Data, pe: Any, out_dir: str | os.PathLike) -> dict[str, Path]:
+    """Compute the node encodings ``pe`` (anything :func:`graphpe.encodings.resolve_pe`
+    takes) of the one graph ``graph`` and write each to ``out_dir/<name>.pt`` (its attributes,
+    ``{attribute: tensor}``), with ``out_dir/<name>.json`` beside it: the format, the
+    encoding's settings and transform, the graph's digest, node and edge counts, the seconds
+    and the versions. Returns ``{name: path of its .pt}``. Encodings learned inside a model
+    (no transform) are refused."""
+    specs = resolve_pe(pe)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    digest = graph_digest(graph)
+    written = {}
+    for spec in specs:
+        transform = spec.transform()
+        if transform is None:
+            raise ValueError(f"{spec.name} is learned inside the model: it has nothing to "
+                             "compute ahead")
+        start = time.perf_counter()
+        encoded = transform(graph.clone())
+        seconds = time.perf_counter() - start
+        tensors = {k: encoded[k] for k in encoded.keys() if k not in graph}
+        torch.save(tensors, out / f"{spec.name}.pt")
+        record = {"format": ENCODINGS_FORMAT, "encoding": spec.to_dict(),
+                  "transform": repr(transform), "attributes": sorted(tensors),
+                  "graph": {"digest": digest, "num_nodes": graph.num_nodes,
+                            "num_edges": int(graph.edge_index.size(1))},
+                  "seconds": seconds, "versions": versions()}
+        (out / f"{spec.name}.json").write_text(json.dumps(record, indent=1) + "\n")
+        written[spec.name] = out / f"{spec.name}.pt"
+    return written
+
+
+def read_encodings(out_dir: str | os.PathLike, graph: Data | None = None) -> dict[str, Tensor]:
+    """The attributes of every encoding :func:`encode_graph` wrote to ``out_dir``; with
+    ``graph``, checked to be of that graph (its digest) first, and attached to it."""
+    out = Path(out_dir)
+    records = sorted(out.glob("*.json"))
+    if not records:
+        raise FileNotFoundError(f"{out}: no encodings (graphpe encode writes NAME.pt and "
+                                "NAME.json there)")
+    tensors: dict[str, Tensor] = {}
+    digest = None if graph is None else graph_digest(graph)
+    for path in records:
+        record = json.loads(path.read_text())
+        if record.get("format") != ENCODINGS_FORMAT:
+            raise ValueError(f"{path}: not graphpe's encodings (format "
+                             f"{record.get('format')!r})")
+        if digest is not None and record["graph"]["digest"] != digest:
+            raise ValueError(f"{path}: encodings of another graph (digest "
+                             f"{record['graph']['digest'][:12]}..., this graph's "
+                             f"{digest[:12]}...)")
+        tensors.update(torch.load(path.with_suffix(".pt"), weights_only=True))
+    if graph is not None:
+        for key, value in tensors.items():
+            graph[key] = value
+    return tensors

@@ -1,5 +1,5 @@
-"""The ``graphpe`` command line: ``demo``, ``precompute``, ``train``, ``evaluate``, ``warmup``,
-``encodings``, ``pretrain-gpse``, ``bench``.
+"""The ``graphpe`` command line: ``demo``, ``precompute``, ``encode``, ``train``, ``evaluate``,
+``warmup``, ``encodings``, ``pretrain-gpse``, ``bench``.
 
 Each command is one entry of :data:`COMMANDS`: its help line, the function that adds its
 arguments to its parser (``add_<command>_arguments``) and the function that runs it on the
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from graphpe.cli.encode import add_encode_arguments, run_encode
 from graphpe.cli.options import add_data_arguments, check_device, load_config, typed_config
 from graphpe.cli.train import add_train_arguments, run_train
 
@@ -300,6 +301,8 @@ COMMANDS: dict[str, Command] = {
                     "prints a table", add_demo_arguments, run_demo),
     "precompute": Command("encode a dataset's splits into --cache-dir", add_data_arguments,
                           run_precompute, logs=True),
+    "encode": Command("write the node encodings of one large graph to files (NAME.pt, "
+                      "NAME.json)", add_encode_arguments, run_encode, logs=True),
     "train": Command("train a model with the given PEs", add_train_arguments, run_train,
                      logs=True),
     "evaluate": Command("evaluate a checkpoint written by train --checkpoint",

@@ -125,7 +125,14 @@ def read_graphsaint(folder: Path) -> Data:
 
 
 def read_graph(path: Path) -> Data:
-    """The graph at ``path``: a GraphSAINT folder, an ``.npz`` adjacency or an edge list."""
+    """The graph at ``path``: a GraphSAINT folder, an ``.npz`` adjacency, a PyG ``Data``
+    saved with ``torch.save`` (``.pt``; unpickled: a file of your own) or an edge list."""
+    if path.suffix == ".pt" and path.is_file():
+        data = torch.load(path, weights_only=False)
+        if not isinstance(data, Data):
+            raise ValueError(f"{path}: expected a torch_geometric Data, found "
+                             f"{type(data).__name__}")
+        return data
     if path.is_dir():
         if not (path / "adj_full.npz").exists():
             raise FileNotFoundError(f"{path}: a graph folder holds GraphSAINT's adj_full.npz "
