@@ -113,8 +113,11 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     each matrix solved at its own size (:func:`magnetic_eigenpairs_host`); otherwise
     (``tensor``, and any device) by one batched ``eigh`` per size bucket over its graphs and
     potentials (at most ``max_dense_bytes`` of matrices at once). Both give the same pairs to
-    rounding. Larger graphs are solved per connected component, with scipy's ``eigsh``
-    (Lanczos, then shift-invert where it does not converge) on the components above the limit.
+    rounding. Larger graphs are solved per connected component: from
+    :data:`LANCZOS_MIN_NODES` nodes by graphpe's thick-restart Lanczos in complex128
+    (:func:`~graphpe.ops.eigen.lanczos.thick_restart_lanczos`), smaller ones (and any it does
+    not converge on) by scipy's ``eigsh`` (Lanczos, then shift-invert where it does not
+    converge).
 
     Args:
         edge_index: ``[2, E]`` directed edges of all graphs (node ids global to the batch).
