@@ -79,7 +79,8 @@ class MagneticLaplacianPE(PETransform):
             count (Geisler et al.'s default ``q_absolute=False``; default False).
         normalization: ``"sym"`` (default) or ``"none"``.
         attr_names: names of the three attributes written.
-        dense_max_nodes: larger graphs are solved per component with scipy's ``eigsh``.
+        dense_max_nodes: larger graphs are solved per component by sparse Lanczos
+            (:func:`~graphpe.ops.eigen.magnetic.magnetic_eigenpairs`).
     """
 
     k: int = option(8, check_positive_int)

@@ -33,7 +33,13 @@ Known eigenvectors (``null``, orthonormal columns: the null space of a Laplacian
 projected out of every new vector: rounding would otherwise feed them back, and as extreme
 eigenvectors they are what Lanczos converges to first.
 
-Memory: ``(ncv + 1) n`` float64 values (the basis) plus the operator.
+A Hermitian operator (complex128 vectors, ``dtype=np.complex128``) runs the same recurrence
+with conjugated inner products: ``H = V^H A V`` is then real (its diagonal ``v_j^H A v_j`` and
+the norms ``beta`` are real), so the projected problem, the restarts and the orthogonality
+estimates are unchanged (the magnetic Laplacian's eigenpairs,
+:mod:`graphpe.ops.eigen.magnetic`).
+
+Memory: ``(ncv + 1) n`` float64 (or complex128) values (the basis) plus the operator.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from typing import NamedTuple
 import numpy as np
 
 # BLAS level 1 on contiguous float64 vectors updates them in place (no temporary per step)
-from scipy.linalg.blas import daxpy, dnrm2, dscal
+from scipy.linalg.blas import daxpy, dnrm2, dscal, dznrm2, zaxpy, zdscal
 
 EPS = float(np.finfo(np.float64).eps)
 # the range of the estimated loss of orthogonality that triggers a reorthogonalization:
@@ -106,6 +112,7 @@ def thick_restart_lanczos(
     vectors: bool = True,
     max_seconds: float | None = None,
     on_restart: Callable[[int, int], None] | None = None,
+    dtype: type = np.float64,
 ) -> LanczosResult:
     """The ``k`` smallest (or largest) eigenpairs of a symmetric operator ``A`` restricted to
     the orthogonal complement of ``null``, by thick-restart Lanczos with partial
@@ -133,6 +140,9 @@ def thick_restart_lanczos(
             best pairs, ``converged=False`` (no limit where None).
         on_restart: called at the end of every cycle with the operator products so far and
             the number of wanted pairs whose estimates meet ``tol`` (a progress bar).
+        dtype: ``np.float64`` (a symmetric operator) or ``np.complex128`` (a Hermitian one:
+            ``matvec`` takes and returns complex vectors, ``null``, ``start`` and the Ritz
+            vectors are complex; a random start has independent real and imaginary parts).
     """
     if which not in ("smallest", "largest"):
         raise ValueError(f"which must be 'smallest' or 'largest', got {which!r}")
@@ -147,6 +157,11 @@ def thick_restart_lanczos(
     if not k <= keep < m:
         raise ValueError(f"keep={keep} must be in [k={k}, ncv={m})")
     max_products = 100 * n if max_products is None else max_products
+    hermitian = np.dtype(dtype) == np.complex128
+    if not hermitian and np.dtype(dtype) != np.float64:
+        raise ValueError(f"dtype must be float64 or complex128, got {np.dtype(dtype)}")
+    axpy, nrm2, scal = (zaxpy, dznrm2, _zdscal) if hermitian else (daxpy, dnrm2, dscal)
+    dot = np.vdot if hermitian else np.dot
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     sign = 1.0 if which == "smallest" else -1.0
     threshold = reorth_threshold(tol, norm_bound)
@@ -156,16 +171,23 @@ def thick_restart_lanczos(
         if null is None:
             return
         if null.shape[1] == 1:  # one component: two vector operations, not a matmul
-            daxpy(null[:, 0], x, a=-float(null[:, 0] @ x))
+            axpy(null[:, 0], x, a=-dot(null[:, 0], x))
+        elif hermitian:
+            x -= null @ (null.conj().T @ x)
         else:
             x -= null @ (null.T @ x)
 
-    basis = np.zeros((n, m + 1), order="F")
+    def draw() -> np.ndarray:
+        if hermitian:
+            return rng.standard_normal(n) + 1j * rng.standard_normal(n)
+        return rng.standard_normal(n)
+
+    basis = np.zeros((n, m + 1), dtype=dtype, order="F")
     # H = V^T A V: an arrowhead for the kept Ritz vectors after a restart, tridiagonal below
     proj = np.zeros((m + 1, m + 1))
     omega = np.eye(m + 1)  # estimated v_i^T v_j
     noise = 3.0 * EPS * norm_bound  # rounding added to the estimates each step
-    v = rng.standard_normal(n) if start is None else np.array(start, dtype=np.float64)
+    v = draw() if start is None else np.array(start, dtype=dtype)
     project(v)
     basis[:, 0] = v / np.linalg.norm(v)
     lo = 0  # first new Lanczos vector of the cycle (the kept Ritz vectors come before)
@@ -175,20 +197,20 @@ def thick_restart_lanczos(
     while True:
         for j in range(lo, m):
             vj = basis[:, j]
-            w = np.asarray(matvec(vj), dtype=np.float64)
+            w = np.asarray(matvec(vj), dtype=dtype)
             if np.may_share_memory(w, basis) or not w.flags.writeable:
                 w = w.copy()
             products += 1
-            alpha = float(vj @ w)
-            daxpy(vj, w, a=-alpha)
+            alpha = float(dot(vj, w).real)  # real for a Hermitian operator
+            axpy(vj, w, a=-alpha)
             if j > lo:
-                daxpy(basis[:, j - 1], w, a=-proj[j - 1, j])
+                axpy(basis[:, j - 1], w, a=-proj[j - 1, j])
             elif j > 0:
                 # right after a restart v_j is coupled to every kept Ritz vector
                 w -= basis[:, :j] @ proj[:j, j]
             project(w)
             proj[j, j] = alpha
-            beta = float(dnrm2(w))
+            beta = float(nrm2(w))
             if j > 0 and not force:
                 est = (proj[: j + 1, :j].T @ omega[j, : j + 1]
                        - omega[:j, : j + 1] @ proj[: j + 1, j])
@@ -200,19 +222,20 @@ def thick_restart_lanczos(
                 need = True
             omega[j + 1, j] = omega[j, j + 1] = noise
             if need:
-                beta = _orthogonalize(w, basis[:, : j + 1], beta, project)
+                beta = _orthogonalize(w, basis[:, : j + 1], beta, project, hermitian)
                 reorths += 1
                 omega[j + 1, : j + 1] = omega[: j + 1, j + 1] = noise
                 force = not force  # Simon: the next vector too, then stop
             if beta <= noise * np.sqrt(n):
                 # an invariant subspace: continue with a random vector orthogonal to it
-                w = rng.standard_normal(n)
+                w = draw()
                 project(w)
-                _orthogonalize(w, basis[:, : j + 1], float(np.linalg.norm(w)), project)
+                _orthogonalize(w, basis[:, : j + 1], float(np.linalg.norm(w)), project,
+                               hermitian)
                 w /= np.linalg.norm(w)
                 beta = 0.0
             else:
-                dscal(1.0 / beta, w)
+                scal(1.0 / beta, w)
             proj[j + 1, j] = proj[j, j + 1] = beta
             basis[:, j + 1] = w
         theta, vecs = np.linalg.eigh(sign * proj[:m, :m])
@@ -224,7 +247,7 @@ def thick_restart_lanczos(
             on_restart(products, int(met.sum()))
         late = deadline is not None and time.perf_counter() > deadline
         if done or products >= max_products or late:
-            out = np.empty((n, k if vectors else 0))
+            out = np.empty((n, k if vectors else 0), dtype=dtype)
             if vectors:
                 _combine(basis[:, :m], vecs[:, :k], out)
                 out /= np.linalg.norm(out, axis=0)  # unit to rounding (a semi-orthogonal basis)
@@ -244,6 +267,11 @@ def thick_restart_lanczos(
         force = True
 
 
+def _zdscal(a: float, x: np.ndarray) -> np.ndarray:
+    """``x *= a`` in place for complex ``x`` (BLAS ``zdscal`` copies unless told not to)."""
+    return zdscal(a, x, overwrite_x=1)
+
+
 def reorth_threshold(tol: float, norm_bound: float) -> float:
     """The estimated loss of orthogonality past which a Lanczos vector is reorthogonalized:
     ``tol / (100 ||A||)``, within ``[eps^(3/4), sqrt(eps)]``.
@@ -258,11 +286,15 @@ def reorth_threshold(tol: float, norm_bound: float) -> float:
 
 
 def _orthogonalize(w: np.ndarray, basis: np.ndarray, norm: float,
-                   project: Callable[[np.ndarray], None]) -> float:
+                   project: Callable[[np.ndarray], None], hermitian: bool = False) -> float:
     """``w`` minus its components along ``basis`` (classical Gram-Schmidt, repeated while the
-    norm drops by more than :data:`DGKS_RATIO`, at most twice more), in place; its new norm."""
+    norm drops by more than :data:`DGKS_RATIO`, at most twice more), in place; its new norm.
+    ``hermitian``: complex vectors, the components ``basis^H w``."""
     for _ in range(3):
-        w -= basis @ (basis.T @ w)
+        if hermitian:  # basis^H w = conj(w^H basis), without a conjugated copy of the basis
+            w -= basis @ np.conj(np.conj(w) @ basis)
+        else:
+            w -= basis @ (basis.T @ w)
         project(w)
         new = float(np.linalg.norm(w))
         if new > DGKS_RATIO * norm:

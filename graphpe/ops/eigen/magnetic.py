@@ -3,8 +3,9 @@ potentials ``q`` (the magnetic Laplacian encoding, :mod:`graphpe.encodings.magla
 
 On CPU tensors one compiled call over all graphs and potentials, each matrix solved at its own
 size (:mod:`graphpe.ops.eigen.hermitian`); otherwise one batched ``eigh`` over a size bucket's
-graphs and potentials together; graphs above the dense limit per connected component with
-scipy's ``eigsh``.
+graphs and potentials together; graphs above the dense limit per connected component, by
+graphpe's thick-restart Lanczos on the complex Hermitian matrix (components of at least
+:data:`LANCZOS_MIN_NODES` nodes) or scipy's ``eigsh``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from torch import Tensor
 from graphpe.ops.checks import check_choice, check_positive_int
 from graphpe.ops.eigen.dense import batched_eigh
 from graphpe.ops.eigen.hermitian import PHASE_TOL, dense_magnetic_eigenpairs_host
+from graphpe.ops.eigen.lanczos import thick_restart_lanczos
 from graphpe.ops.eigen.tensor import DENSE_MAX_NODES
 from graphpe.ops.graph import (
     batch_from_ptr,
@@ -40,6 +42,14 @@ from graphpe.ops.host import KERNELS, host_array, use_compiled
 
 MAGLAP_NORMALIZATIONS = ("sym", "none")
 ARPACK_TOL = 1e-10
+# Components of at least this many nodes are solved by thick-restart Lanczos with partial
+# reorthogonalization (graphpe.ops.eigen.lanczos, complex128), to a residual
+# ||L v - lambda v|| <= LANCZOS_TOL * (the spectrum's bound): on ogbn-arxiv (169,343 nodes,
+# k = 16, one thread) ARPACK's eigsh takes about 50 s, most of it reorthogonalizing its 33
+# complex vectors at each of 1,500 products. Smaller ones (and any Lanczos does not converge)
+# by ARPACK as before.
+LANCZOS_MIN_NODES = 4096
+LANCZOS_TOL = 1e-9
 
 
 class MagneticEigenpairs(NamedTuple):
@@ -103,8 +113,11 @@ def magnetic_eigenpairs(edge_index: Tensor, num_nodes: int, k: int,
     each matrix solved at its own size (:func:`magnetic_eigenpairs_host`); otherwise
     (``tensor``, and any device) by one batched ``eigh`` per size bucket over its graphs and
     potentials (at most ``max_dense_bytes`` of matrices at once). Both give the same pairs to
-    rounding. Larger graphs are solved per connected component, with scipy's ``eigsh``
-    (Lanczos, then shift-invert where it does not converge) on the components above the limit.
+    rounding. Larger graphs are solved per connected component: from
+    :data:`LANCZOS_MIN_NODES` nodes by graphpe's thick-restart Lanczos in complex128
+    (:func:`~graphpe.ops.eigen.lanczos.thick_restart_lanczos`), smaller ones (and any it does
+    not converge on) by scipy's ``eigsh`` (Lanczos, then shift-invert where it does not
+    converge).
 
     Args:
         edge_index: ``[2, E]`` directed edges of all graphs (node ids global to the batch).
@@ -376,12 +389,8 @@ def _sparse_smallest(edge_index: Tensor, edge_weight: Tensor | None, n: int, k: 
             if nodes.size <= k + 1:
                 w, u = np.linalg.eigh(sub.toarray())
             else:
-                try:
-                    w, u = spla.eigsh(sub, k=want, which="SA", tol=ARPACK_TOL, maxiter=5000)
-                except spla.ArpackNoConvergence:
-                    # tiny gaps (long paths): shift-invert just below the spectrum converges
-                    w, u = spla.eigsh(sub.tocsc(), k=want, sigma=-1e-3, which="LM",
-                                      tol=ARPACK_TOL)
+                w, u = _component_smallest(sub, want, 2.0 * float(diag.max()) if
+                                           normalization != "sym" else 2.0)
             pick = np.argsort(w, kind="stable")[:want]
             found.extend((float(w[j]), nodes, u[:, j]) for j in pick)
         chosen = sorted(range(len(found)), key=lambda i: found[i][0])[:k]
@@ -389,3 +398,22 @@ def _sparse_smallest(edge_index: Tensor, edge_weight: Tensor | None, n: int, k: 
             eigvals[slot, col] = found[i][0]
             eigvecs[slot, found[i][1], col] = found[i][2]
     return eigvals, eigvecs
+
+
+def _component_smallest(sub: sp.csr_matrix, want: int,
+                        bound: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``want`` smallest eigenpairs of one connected component's ``L_q`` (sparse,
+    Hermitian, spectrum within ``[0, bound]``), ``want`` below its size minus one: thick-restart
+    Lanczos from :data:`LANCZOS_MIN_NODES` nodes (to :data:`LANCZOS_TOL` times ``bound``),
+    else (or where it does not converge) ARPACK."""
+    n = sub.shape[0]
+    if n >= LANCZOS_MIN_NODES:
+        solved = thick_restart_lanczos(lambda x: sub @ x, n, want, tol=LANCZOS_TOL * bound,
+                                       norm_bound=bound, dtype=np.complex128)
+        if solved.converged:
+            return solved.values, solved.vectors
+    try:
+        return spla.eigsh(sub, k=want, which="SA", tol=ARPACK_TOL, maxiter=5000)
+    except spla.ArpackNoConvergence:
+        # tiny gaps (long paths): shift-invert just below the spectrum converges
+        return spla.eigsh(sub.tocsc(), k=want, sigma=-1e-3, which="LM", tol=ARPACK_TOL)

@@ -156,3 +156,54 @@ def test_bad_arguments_raise():
         thick_restart_lanczos(op, 10, 3, ncv=3)
     with pytest.raises(ValueError, match=r"^keep=2 must be in \[k=3, ncv=6\)$"):
         thick_restart_lanczos(op, 10, 3, ncv=6, keep=2)
+
+
+def _hermitian(n: int, seed: int) -> sp.csr_matrix:
+    """A sparse complex Hermitian matrix with spectrum near [0, 2]: a magnetic Laplacian-like
+    ``I - (A o e^{i theta})`` scaled by its largest row sum."""
+    a = sp.random(n, n, density=6 / n, random_state=seed, format="coo")
+    phase = np.exp(2j * np.pi * np.random.default_rng(seed).random(a.nnz))
+    h = sp.csr_matrix((a.data * phase, (a.row, a.col)), shape=(n, n))
+    h = h + h.conj().T
+    h = h / float(abs(h).sum(1).max())
+    return (sp.identity(n, dtype=np.complex128) - h).tocsr()
+
+
+@pytest.mark.parametrize("which", ["smallest", "largest"])
+def test_hermitian_pairs_match_dense_eigh(which):
+    """dtype=complex128: a Hermitian operator's extreme pairs, its Ritz vectors complex,
+    orthonormal under the conjugated product, the residuals within tol."""
+    h = _hermitian(700, 4)
+    w, v = np.linalg.eigh(h.toarray())
+    k, tol = 8, 1e-10
+    res = thick_restart_lanczos(lambda x: h @ x, 700, k, which=which, tol=tol, norm_bound=2.0,
+                                dtype=np.complex128)
+    want = w[:k] if which == "smallest" else w[::-1][:k]
+    assert res.converged and res.vectors.dtype == np.complex128
+    assert np.allclose(res.values, want, atol=1e-10)
+    x = res.vectors
+    assert np.linalg.norm(h @ x - x * res.values, axis=0).max() <= tol
+    assert np.abs(x.conj().T @ x - np.eye(k)).max() < 1e-9
+    ref = v[:, :k] if which == "smallest" else v[:, ::-1][:, :k]
+    # each vector its reference's up to a unit complex factor (the spectrum is simple here)
+    assert np.allclose(np.abs(np.sum(ref.conj() * x, axis=0)), 1.0, atol=1e-8)
+
+
+def test_hermitian_null_space_and_real_dtype_unchanged():
+    """A complex null vector is projected out; the real path's values do not move by a bit
+    with the dtype given explicitly."""
+    h = _hermitian(400, 7)
+    w, v = np.linalg.eigh(h.toarray())
+    null = np.ascontiguousarray(v[:, :1])
+    res = thick_restart_lanczos(lambda x: h @ x, 400, 4, null=null, tol=1e-10, norm_bound=2.0,
+                                dtype=np.complex128)
+    assert np.allclose(res.values, w[1:5], atol=1e-10)
+    assert np.abs(null.conj().T @ res.vectors).max() < 1e-10
+    sub = giant_component("road")[0]
+    a = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], 4, null=_null("road"),
+                              norm_bound=2.0)
+    b = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], 4, null=_null("road"),
+                              norm_bound=2.0, dtype=np.float64)
+    assert np.array_equal(a.values, b.values) and np.array_equal(a.vectors, b.vectors)
+    with pytest.raises(ValueError, match=r"^dtype must be float64 or complex128, got float32$"):
+        thick_restart_lanczos(lambda x: x, 10, 2, dtype=np.float32)

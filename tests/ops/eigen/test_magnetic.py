@@ -17,7 +17,7 @@ from torch_geometric.utils import (
 )
 from torch_geometric.utils.num_nodes import maybe_num_nodes
 
-from graphpe.ops.eigen import canonical_signs, laplacian_eigenpairs
+from graphpe.ops.eigen import canonical_signs, laplacian_eigenpairs, magnetic
 from graphpe.ops.eigen.compiled import SMALL_EIGH_MAX
 from graphpe.ops.eigen.magnetic import canonical_phases, magnetic_eigenpairs
 
@@ -474,8 +474,11 @@ def test_canonical_phases():
     torch.testing.assert_close(got, expected.to(got.dtype))
 
 
-def test_sparse_solver_equals_dense():
-    # one graph: a component above the dense limit, small components and isolated nodes
+@pytest.mark.parametrize("lanczos_min_nodes", [10**9, 30])
+def test_sparse_solver_equals_dense(lanczos_min_nodes, monkeypatch):
+    # one graph: a component above the dense limit, small components and isolated nodes;
+    # solved by ARPACK, then with the 40-node component by thick-restart Lanczos
+    monkeypatch.setattr(magnetic, "LANCZOS_MIN_NODES", lanczos_min_nodes)
     ei, weight, n = random_digraph(500, sizes=(40, 6, 3), isolated=3, p=0.15, weighted=True)
     q = (0.0, 0.2)
     dense = magnetic_eigenpairs(ei, n, 12, q, edge_weight=weight)
