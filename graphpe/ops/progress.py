@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,25 +29,38 @@ PROGRESS_DELAY_SECONDS = 10.0
 WAIT_SLICE_SECONDS = 0.05
 # how often an elapsed-time bar is redrawn
 ELAPSED_REFRESH_SECONDS = 0.5
+# how often any bar is redrawn where stderr is not a terminal (a log file, CI): each redraw
+# stays in the log, so a few a minute rather than a stream
+LOG_REFRESH_SECONDS = 30.0
 
 T = TypeVar("T")
 
 
+def refresh_seconds(terminal_seconds: float = 0.1) -> float:
+    """How often a bar is redrawn: ``terminal_seconds`` on a terminal,
+    :data:`LOG_REFRESH_SECONDS` where stderr is a file or a pipe."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return terminal_seconds if isatty is not None and isatty() else LOG_REFRESH_SECONDS
+
+
 def progress_bar(desc: str, total: float | None = None, unit: str = "it",
                  disable: bool = False) -> tqdm:
-    """A tqdm bar on stderr, shown once the call has run :data:`PROGRESS_DELAY_SECONDS`."""
+    """A tqdm bar on stderr, shown once the call has run :data:`PROGRESS_DELAY_SECONDS`
+    (redrawn as :func:`refresh_seconds` says)."""
     return tqdm(total=total, desc=desc, unit=unit, delay=PROGRESS_DELAY_SECONDS,
-                disable=disable, leave=False, dynamic_ncols=True)
+                disable=disable, leave=False, dynamic_ncols=True,
+                mininterval=refresh_seconds())
 
 
 @contextlib.contextmanager
 def elapsed_bar(desc: str, expected_seconds: float | None = None) -> Iterator[None]:
     """Inside the block, a watcher thread waits :data:`PROGRESS_DELAY_SECONDS`; if the block is
     still running then, a tqdm bar shows the seconds it has run (out of ``expected_seconds``
-    where the caller predicts them), redrawn every :data:`ELAPSED_REFRESH_SECONDS` until the
-    block ends. Short blocks print nothing and cost one thread start."""
+    where the caller predicts them), redrawn every :data:`ELAPSED_REFRESH_SECONDS` (on a
+    terminal; :data:`LOG_REFRESH_SECONDS` into a log) until the block ends. Short blocks print
+    nothing and cost one thread start."""
     done = threading.Event()
-    delay, refresh = PROGRESS_DELAY_SECONDS, ELAPSED_REFRESH_SECONDS
+    delay, refresh = PROGRESS_DELAY_SECONDS, refresh_seconds(ELAPSED_REFRESH_SECONDS)
     start = time.perf_counter()
 
     def watch() -> None:

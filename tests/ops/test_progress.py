@@ -79,6 +79,23 @@ def test_a_long_block_shows_the_seconds_it_has_run(monkeypatch, capsys):
     assert "a short block" not in capsys.readouterr().err
 
 
+def test_bars_into_a_log_are_redrawn_a_few_times_a_minute(monkeypatch):
+    """Where stderr is a file or a pipe every redraw stays in the log: bars redraw every
+    LOG_REFRESH_SECONDS there, at their own pace on a terminal."""
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(progress.sys, "stderr", io.StringIO())
+    assert progress.refresh_seconds(0.5) == progress.LOG_REFRESH_SECONDS == 30.0
+    assert progress.progress_bar("into a log").mininterval == 30.0
+    monkeypatch.setattr(progress.sys, "stderr", Terminal())
+    assert progress.refresh_seconds(0.5) == 0.5
+    assert progress.progress_bar("on a terminal").mininterval == 0.1
+
+
 @pytest.mark.parametrize("name", ["lap", "rwse", "rfp", "lcp", "maglap"])
 def test_every_encoding_on_a_large_graph_shows_that_it_runs(name, monkeypatch, capsys):
     """Any transform call on a graph past WATCHED_NODES shows the seconds it has run once it
