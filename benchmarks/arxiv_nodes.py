@@ -13,13 +13,13 @@ degree comes from the encoding. The encodings are computed on the directed citat
 precompute's cache (``--cache-dir``), then the models pass messages over the undirected graph
 (OGB's examples' ``to_undirected``).
 
-Encodings (``--pes``): ``none``; ``lap`` (LapPE, k = 16); ``rwse`` (RWSE, 16 steps, estimated
-by 64 random walks per node: the exact landing probabilities of arxiv are past a minute);
-``rfp`` (RFP, 16 dimensions, 8 steps, one draw); ``maglap`` (magnetic Laplacian, k = 16,
-q = 0.1). Models (``--models``): ``gcn`` (3 layers, 128 wide) and ``sgformer`` (3 GCN layers
-and one linear-attention layer, 128 wide), each the graphpe model fed by the encoding's
-encoder, trained full-batch (AdamW, lr 0.01, dropout 0.5, ``--epochs``, the best validation
-epoch's test accuracy).
+Encodings (``--pes``): ``none``; ``lap`` (LapPE, k = 16, its DeepSets 16 wide as GraphGPS's);
+``rwse`` (RWSE, 16 steps, estimated by 64 random walks per node: the exact landing probabilities
+of arxiv are past a minute); ``rfp`` (RFP, 16 dimensions, 8 steps, one draw); ``maglap``
+(magnetic Laplacian, k = 16, q = 0.1). Models (``--models``): ``gcn`` (3 layers, 128 wide) and
+``sgformer`` (3 GCN layers and one linear-attention layer, 128 wide), each the graphpe model fed
+by the encoding's encoder, trained full-batch (AdamW, lr 0.01, dropout 0.5, ``--epochs``, the
+best validation epoch's test accuracy).
 
 ``--timing``: one epoch's time (mean of ``--rounds`` after one warm-up) and the process's peak
 memory (the graph and the encodings included), each model in its own process on one thread:
@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_ROOT = Path(os.environ.get("GRAPHPE_SHARED_DATA", HERE.parents[1] / "shared" / "data"))
 GRAPH = "ogbn-arxiv-graph"
 CHANNELS, LAYERS = 128, 3
+LAP_HIDDEN = 16  # LapPE's DeepSets width, as GraphGPS's (the model's 128 would be 8x the rows)
 
 
 def encoding_transforms(name: str) -> list:
@@ -62,8 +63,8 @@ def encoding_specs(name: str) -> list:
     """The registry's declarations whose encoders read ``name``'s attributes."""
     from graphpe.encodings import resolve_pe
 
-    pe = {"none": "none", "lap": "lap:k=16", "rwse": "rwse:walk_length=16",
-          "rfp": "rfp:dim=16,steps=8,num_draws=1", "maglap": "maglap:k=16,q=0.1"}[name]
+    pe = {"none": "none", "lap": f"lap:k=16:hidden={LAP_HIDDEN}", "rwse": "rwse:walk_length=16",
+          "rfp": "rfp:dim=16:steps=8:num_draws=1", "maglap": "maglap:k=16:q=0.1"}[name]
     return resolve_pe(pe)
 
 
@@ -129,7 +130,9 @@ def time_epochs(args: argparse.Namespace) -> dict:
     else:
         model = pyg_model(args.model, bundle.out_dim)
         x = torch.ones(graph.num_nodes, 1)
-        forward = lambda: model(x, graph.edge_index)  # noqa: E731
+        inputs = (x, graph.edge_index) if args.model == "gcn" else (
+            x, graph.edge_index, torch.zeros(graph.num_nodes, dtype=torch.long))
+        forward = lambda: model(*inputs)  # noqa: E731
     opt = torch.optim.AdamW(model.parameters(), lr=0.01)
     model.train()
     seconds = []

@@ -17,11 +17,10 @@ encodings, the loader and the model): PyG's ``NeighborLoader`` with graphpe's sa
 (:func:`graphpe.sampling.neighbor_loader`; PyG's own samplers need pyg-lib, which is not
 installed here) over 1,024 seed nodes per batch, fan-outs 15, 10, 5, timing ``--batches``
 batches after two warm-up ones: the loader alone (sample and cut), then a training step of
-GraphSAGE (3 layers, 128 wide) on each batch. ``without``: features only; ``with``: the
-encodings too. Targets (issue 52): the batch with encodings at most 10% slower than without;
-peak memory under 12 GB. Rows go to ``--json`` (default
-``benchmarks/results/sampled_batches.json``).
-"""
+GraphSAGE (3 layers, 128 wide; LapPE's DeepSets 16 wide, as GraphGPS's) on each batch.
+``without``: features only; ``with``: the encodings too. Targets (issue 52): the batch with
+encodings at most 10% slower than without; peak memory under 12 GB. Rows go to ``--json``
+(default ``benchmarks/results/sampled_batches.json``)."""
 
 from __future__ import annotations
 
@@ -76,7 +75,7 @@ def run_case(path: Path, encodings: bool, batches: int) -> dict:
         data.lap_pe, data.lap_eigvals = torch.randn(n, K), torch.rand(n, K)
         data.lap_mask = torch.ones(n, K, dtype=torch.bool)
         data.rwse = torch.rand(n, K)
-        pe = pe_model_config(resolve_pe(f"lap:k={K},rwse:walk_length={K}"))
+        pe = pe_model_config(resolve_pe(f"lap:k={K}:hidden=16,rwse:walk_length={K}"))
     seeds = torch.randperm(n)[: BATCH * (batches + 2)]
     loader = neighbor_loader(data, FANOUTS, input_nodes=seeds, batch_size=BATCH)
 

@@ -64,7 +64,7 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
     assert record["config"]["weight_decay"] == 3e-6
     assert record["pe"] == [{"name": "rwse", "walk_length": 6},
                             {"name": "lap", "k": 3, "normalization": "sym",
-                             "sign": "canonical"}]
+                             "sign": "canonical", "hidden": None}]
     assert "cache written" in err
     code, out, err = run_cli(["evaluate", "--checkpoint", str(ckpt), "--dataset",
                               "own_dataset:build", "--root", str(tmp_path)], capsys)

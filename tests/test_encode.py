@@ -23,7 +23,7 @@ def test_written_encodings_read_back_equal_to_the_transforms(tmp_path):
     assert sorted(written) == ["lap", "rwse"]
     record = json.loads((tmp_path / "enc" / "lap.json").read_text())
     assert record["encoding"] == {"name": "lap", "k": 4, "normalization": "sym",
-                                  "sign": "canonical"}
+                                  "sign": "canonical", "hidden": None}
     assert record["graph"] == {"digest": graph_digest(graph), "num_nodes": 300,
                                "num_edges": int(graph.edge_index.size(1))}
     assert record["attributes"] == ["lap_eigvals", "lap_mask", "lap_pe"]

@@ -22,7 +22,13 @@ from graphpe.layers.encoders import (
     node_blocks,
     parameter_dtype,
 )
-from graphpe.ops.checks import check_flag, check_positive_int, check_seed, check_size_limit
+from graphpe.ops.checks import (
+    check_flag,
+    check_optional_positive_int,
+    check_positive_int,
+    check_seed,
+    check_size_limit,
+)
 from graphpe.ops.eigen import DENSE_MAX_NODES, check_eigenpair_options, laplacian_eigenpairs
 from graphpe.ops.graph import per_node
 from graphpe.ops.plan import ExecPlan, execution_plan
@@ -402,9 +408,12 @@ class LapSpec(_Eigenpairs):
     encoder_class = LapPEEncoder
 
     sign: str = setting_of(LaplacianPE, "sign")
+    # the DeepSets' width (phi and rho's hidden layer): None, the model's channels; GraphGPS
+    # uses 16, and on a large graph each of the N * k (node, eigenpair) rows carries it
+    hidden: int | None = setting(None, check_optional_positive_int)
 
     def encoder(self, channels: int) -> nn.Module:
-        return LapPEEncoder(self.k, channels, attr_names=self.attr_names)
+        return LapPEEncoder(self.k, channels, hidden=self.hidden, attr_names=self.attr_names)
 
 
 @register

@@ -178,3 +178,16 @@ def test_setting_of_names_a_missing_option():
 
     with pytest.raises(TypeError, match="^RWSE has no option 'steps'$"):
         setting_of(RWSE, "steps")
+
+
+def test_lap_hidden_sets_the_deepsets_width():
+    """lap's hidden: the width of LapPE's DeepSets (phi and rho's hidden layer), the model's
+    channels where unset (as before the setting existed)."""
+    from graphpe.encodings import resolve_pe
+
+    wide = resolve_pe("lap:k=4")[0].encoder(64)
+    narrow = resolve_pe("lap:k=4:hidden=16")[0].encoder(64)
+    assert wide.phi[0].out_features == 64 and narrow.phi[0].out_features == 16
+    assert narrow.rho[-1].out_features == 64
+    with pytest.raises(ValueError, match="hidden"):
+        resolve_pe("lap:k=4:hidden=0")
