@@ -110,7 +110,7 @@ def run_case(path: Path, encodings: bool, batches: int) -> dict:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--nodes", type=int, default=2_000_000)
-    p.add_argument("--batches", type=int, default=20)
+    p.add_argument("--batches", type=int, default=10)
     p.add_argument("--cache-dir", type=Path,
                    default=Path.home() / ".cache" / "graphpe" / "sampled_batches")
     p.add_argument("--json", type=Path, default=HERE / "results" / "sampled_batches.json")

@@ -11,6 +11,7 @@ its seed nodes, the ones a loss or a metric scores.
 
 from __future__ import annotations
 
+import copy
 import threading
 import warnings
 from collections.abc import Sequence
@@ -116,16 +117,53 @@ class CompiledNeighborSampler(NeighborSampler):
                              num_sampled_edges=hop_edges.tolist())
 
 
+def constant_rows(data: Data) -> dict[str, Tensor]:
+    """The node attributes of ``data`` whose rows are all equal, each as its first row
+    ``[1, ...]``."""
+    n = data.num_nodes
+    found = {}
+    for key, value in data.items():
+        if (isinstance(value, Tensor) and value.dim() >= 1 and n and value.size(0) == n
+                and data.is_node_attr(key) and bool((value == value[:1]).all())):
+            found[key] = value[:1].clone()
+    return found
+
+
+class _ExpandRows:
+    """A batch's shared rows (:func:`constant_rows`) expanded to its nodes, then the user's
+    transform."""
+
+    def __init__(self, rows: dict[str, Tensor], transform: Any = None) -> None:
+        self.rows, self.transform = rows, transform
+
+    def __call__(self, batch: Data) -> Data:
+        count = batch.n_id.numel()
+        for key, row in self.rows.items():
+            batch[key] = row.expand(count, *row.shape[1:])
+        return batch if self.transform is None else self.transform(batch)
+
+
 def neighbor_loader(data: Data, num_neighbors: Sequence[int], *,
                     input_nodes: Tensor | None = None, batch_size: int = 1024,
                     shuffle: bool = False, seed: int | None = None, replace: bool = False,
-                    num_workers: int = 0, **kwargs: Any) -> NeighborLoader:
+                    num_workers: int = 0, share_constant_rows: bool = True,
+                    **kwargs: Any) -> NeighborLoader:
     """PyG's ``NeighborLoader`` over ``input_nodes`` (a mask or ids; all nodes when ``None``)
     with :class:`CompiledNeighborSampler` (``num_neighbors``, ``replace``, ``seed`` as
     there): batches of ``batch_size`` seed nodes and their sampled ``len(num_neighbors)``-hop
-    in-neighbourhoods, every node attribute (encodings included) cut to the batch's nodes.
-    ``kwargs`` go to the loader (``pin_memory``, ``persistent_workers``, ...)."""
+    in-neighbourhoods, every node attribute (encodings included) cut to the batch's nodes;
+    with ``share_constant_rows`` an attribute whose rows are all equal is expanded from its
+    one row rather than copied (see the module docstring). ``kwargs`` go to the loader
+    (``pin_memory``, ``persistent_workers``, ``transform``, ...)."""
     sampler = CompiledNeighborSampler(data, num_neighbors, replace=replace, seed=seed)
+    shared = constant_rows(data) if share_constant_rows else {}
+    if shared:
+        num_nodes = data.num_nodes
+        data = copy.copy(data)
+        for key in shared:
+            del data[key]
+        data.num_nodes = num_nodes
+        kwargs["transform"] = _ExpandRows(shared, kwargs.get("transform"))
     return NeighborLoader(data, num_neighbors=list(num_neighbors), input_nodes=input_nodes,
                           batch_size=batch_size, shuffle=shuffle, num_workers=num_workers,
                           neighbor_sampler=sampler, **kwargs)

@@ -154,3 +154,30 @@ def test_what_the_sampler_does_not_cover_is_refused():
         CompiledNeighborSampler(data, [2], subgraph_type="induced")
     with pytest.raises(TypeError, match="samples a homogeneous Data, got HeteroData"):
         CompiledNeighborSampler(HeteroData(), [2])
+
+
+def test_rows_all_equal_are_shared_not_copied():
+    """A node attribute whose rows are all equal (LapPE's eigenvalues of one graph) reaches
+    each batch as its one row expanded (stride 0), equal to the rows it stands for; the graph
+    keeps it; a user's transform still runs; share_constant_rows=False copies it."""
+    n = 120
+    data = Data(edge_index=random_graph(n, 600), num_nodes=n, pe=torch.randn(n, 4),
+                eigvals=torch.arange(4.0).expand(n, 4).clone(),
+                valid=torch.ones(n, 4, dtype=torch.bool))
+    marked = []
+
+    def mark(batch):
+        marked.append(1)
+        return batch
+
+    for workers in (0, 2):
+        loader = neighbor_loader(data, [4, 2], batch_size=30, seed=0, num_workers=workers,
+                                 transform=mark)
+        for batch in loader:
+            for key in ("pe", "eigvals", "valid"):
+                assert torch.equal(batch[key], data[key][batch.n_id]), key
+            assert batch.eigvals.stride(0) == 0 and batch.valid.stride(0) == 0
+            assert batch.pe.stride(0) == 4
+    assert marked and "eigvals" in data and data.eigvals.stride(0) == 4
+    batch = next(iter(neighbor_loader(data, [4, 2], batch_size=30, share_constant_rows=False)))
+    assert batch.eigvals.stride(0) == 4
