@@ -659,7 +659,8 @@ def arxiv_nodes_table(data: dict) -> str:
 
     rows = data["rows"]
     lines = [
-        f"`python benchmarks/arxiv_nodes.py --accuracy --epochs {data['epochs']}` (one thread; "
+        f"`{data.get('command') or 'python benchmarks/arxiv_nodes.py --accuracy'}` "
+        f"({data['epochs']} epochs, one thread per run; "
         f"{data['channels']} channels, {data['layers']} layers, full batch, every node's input "
         "the same constant: what a model learns beyond the degree comes from the encoding; "
         "test accuracy at the best validation epoch, mean and standard deviation over seeds; "
@@ -683,6 +684,16 @@ def arxiv_nodes_table(data: dict) -> str:
                     if base and encoding != "none" else "")
             lines.append(f"| {model} | {encoding} | {len(runs)} | {spread(test)} | "
                          f"{spread([r['val'] for r in runs])} | {gain} |")
+    local = data.get("lap_localization")
+    if local:
+        sizes = local["effective_nodes"]
+        lines += ["", f"LapPE's {len(sizes)} eigenvectors (`--localization`) each live on "
+                      f"{min(sizes):.0f} to {max(sizes):.0f} of the {local['num_nodes']:,} nodes "
+                      "(inverse participation ratio), eigenvalues "
+                      f"{min(local['eigenvalues']):.1e} to {max(local['eigenvalues']):.1e}: they "
+                      "describe a few hundred nodes and tell the model nothing about the rest."]
+    if data.get("note"):
+        lines += ["", f"Run: {data['note']}."]
     return "\n".join(lines)
 
 
