@@ -68,7 +68,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DEFAULT_SHARED, write_json_atomic  # noqa: E402
+from common import DEFAULT_SHARED, exact_landing_on_nodes, write_json_atomic  # noqa: E402
 
 DEFAULT_JSON = Path("benchmarks/results/arxiv_encodings.json")
 GRAPH_DIR = "ogbn-arxiv-graph"
@@ -195,30 +195,6 @@ def child(spec: dict) -> dict:
     return result
 
 
-def exact_on_nodes(edge_index, n: int, nodes, steps: int):
-    """``(P^t)_jj``, ``t = 1..steps``, of ``nodes`` by ``steps`` sparse products (scipy, float64)
-    with ``P = D^-1 (A + L)`` on the undirected simple graph and its self loops ``L`` (counted
-    once in the degree), as RWSE defines it: independent of graphpe's walk kernels."""
-    import numpy as np
-    import scipy.sparse as sp
-
-    from graphpe.ops.host import simple_csr
-
-    csr = simple_csr(edge_index, n)
-    adj = sp.csr_matrix((csr.weight, csr.indices, csr.indptr), shape=(n, n)) + sp.diags(
-        csr.loops)
-    deg = np.asarray(adj.sum(axis=1)).ravel()
-    walk = (sp.diags(1.0 / np.maximum(deg, 1e-300)) @ adj).tocsr()
-    x = np.zeros((n, nodes.shape[0]))
-    cols = np.arange(nodes.shape[0])
-    x[nodes, cols] = 1.0
-    out = np.empty((nodes.shape[0], steps))
-    for t in range(steps):
-        x = walk @ x
-        out[:, t] = x[nodes, cols]
-    return out
-
-
 def rwse_check(data, out, check_nodes: int) -> dict:
     """RWSE's standard errors, and its values against exact ones on sampled nodes."""
     import numpy as np
@@ -227,7 +203,9 @@ def rwse_check(data, out, check_nodes: int) -> dict:
     se = out["rwse_stderr"].double().numpy()
     n, steps = est.shape
     nodes = np.sort(np.random.default_rng(0).choice(n, min(n, check_nodes), replace=False))
-    want = exact_on_nodes(data.edge_index, n, nodes, steps)
+    from graphpe.ops.host import simple_csr
+
+    want = exact_landing_on_nodes(simple_csr(data.edge_index, n), nodes, steps)
     diff = np.abs(est[nodes] - want)
     estimated = bool(se.any())
     return {"estimated": estimated, "mean_stderr": float(se.mean()),

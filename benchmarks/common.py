@@ -110,3 +110,26 @@ def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1))
     os.replace(tmp, path)
+
+
+def exact_landing_on_nodes(csr, nodes, steps: int):
+    """``(P^t)_jj``, ``t = 1..steps``, of ``nodes`` by ``steps`` sparse products (scipy, float64)
+    with their columns of the identity, ``P = D^-1 (A + L)`` on ``csr`` (a
+    ``graphpe.ops.host.HostCSR``: the undirected simple graph) and its self loops ``L`` counted
+    once in the degree, as RWSE defines it: independent of graphpe's walk kernels."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    n = csr.indptr.shape[0] - 1
+    adj = sp.csr_matrix((csr.weight, csr.indices, csr.indptr), shape=(n, n)) + sp.diags(
+        csr.loops)
+    deg = np.asarray(adj.sum(axis=1)).ravel()
+    walk = (sp.diags(1.0 / np.maximum(deg, 1e-300)) @ adj).tocsr()
+    x = np.zeros((n, nodes.shape[0]))
+    cols = np.arange(nodes.shape[0])
+    x[nodes, cols] = 1.0
+    out = np.empty((nodes.shape[0], steps))
+    for t in range(steps):
+        x = walk @ x
+        out[:, t] = x[nodes, cols]
+    return out

@@ -43,7 +43,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write_json_atomic  # noqa: E402
+from common import exact_landing_on_nodes, write_json_atomic  # noqa: E402
 
 DEFAULT_JSON = Path("benchmarks/results/rwse_estimator.json")
 DEFAULT_ARXIV = Path(__file__).resolve().parents[2] / "shared" / "data" / "ogbn-arxiv-graph" \
@@ -73,25 +73,6 @@ def read_arxiv(path: Path) -> tuple[np.ndarray, int]:
     n = adj.shape[0]
     keys = np.unique(pairs[:, 0] * n + pairs[:, 1])
     return np.stack([keys // n, keys % n]), n
-
-
-def exact_on_nodes(csr, nodes: np.ndarray, steps: int) -> np.ndarray:
-    """``(P^t)_jj``, ``t = 1..steps``, of ``nodes`` by ``steps`` products of ``P = D^-1 A``
-    with their columns of the identity (scipy, float64): independent of graphpe's kernels."""
-    import scipy.sparse as sp
-
-    n = csr.indptr.shape[0] - 1
-    adj = sp.csr_matrix((csr.weight, csr.indices, csr.indptr), shape=(n, n))
-    deg = np.asarray(adj.sum(axis=1)).ravel()
-    walk = sp.diags(1.0 / np.maximum(deg, 1e-300)) @ adj
-    x = np.zeros((n, nodes.shape[0]))
-    cols = np.arange(nodes.shape[0])
-    x[nodes, cols] = 1.0
-    out = np.empty((nodes.shape[0], steps))
-    for t in range(steps):
-        x = walk @ x
-        out[:, t] = x[nodes, cols]
-    return out
 
 
 def errors(estimate: np.ndarray, stderr: np.ndarray, exact: np.ndarray) -> dict:
@@ -140,7 +121,7 @@ def bench_arxiv(args, emit) -> str | None:
             "prediction_seconds": time.perf_counter() - start}
     nodes = np.sort(np.random.default_rng(0).choice(n, min(n, args.check_nodes),
                                                     replace=False))
-    want = exact_on_nodes(csr, nodes, WALK)
+    want = exact_landing_on_nodes(csr, nodes, WALK)
     for estimator in args.estimators:
         for walks in args.walks:
             seconds, estimate, stderr = timed_estimate(csr, walks, estimator)
