@@ -209,6 +209,63 @@ class MagLapEncoder(nn.Module):
         return self.out(h)
 
 
+class MagLapNodeEncoder(nn.Module):
+    r"""A node-wise encoder of complex eigenvectors, for graphs too large for
+    :class:`MagLapEncoder`'s ``n x n`` matrices: MagLapNet of Geisler et al. ("Transformers Meet
+    Directed Graphs", ICML 2023; their ``MagLapNet`` with an MLP per element, the SignNet
+    symmetrization and the eigenvalues concatenated). Node :math:`i`'s entry of eigenvector
+    :math:`j` of potential :math:`q`, :math:`x = (\operatorname{Re} v_{qij},
+    \operatorname{Im} v_{qij})`, goes through an MLP :math:`\phi` symmetrized over the sign,
+    its eigenvalue is appended, padded columns are zeroed, and the ``Q k`` results are
+    concatenated in the eigenvalues' order and mapped to ``channels`` by an MLP :math:`\rho`:
+
+    .. math:: h_i = \rho\Big(\big\Vert_{q, j}\, \mathrm{mask}_{ij}
+       \big[\phi(x_{qij}) + \phi(-x_{qij}),\ \lambda_{qj}\big]\Big).
+
+    Cost ``O(n Q k hidden)``: linear in the graph's nodes. Invariant to each eigenvector's
+    sign; its other unit phases are fixed by the transform's canonical phase, and a basis of
+    a repeated eigenvalue is taken as the solver gives it (unlike :class:`MagLapEncoder`, not
+    invariant to it). The reference flips no sign of the first (trivial) column and may add
+    attention between a node's columns; here every column is symmetrized, without attention.
+
+    Args:
+        k: eigenpairs per potential.
+        num_q: the number of potentials ``Q``.
+        channels: output channels.
+        hidden: width of ``phi`` (default 16).
+        attr_names: the (eigenvectors, eigenvalues, mask) attributes.
+    """
+
+    def __init__(self, k: int, num_q: int, channels: int, hidden: int = 16,
+                 attr_names: tuple[str, str, str] = ("maglap_pe", "maglap_eigvals",
+                                                     "maglap_mask")) -> None:
+        super().__init__()
+        for name, value in (("k", k), ("num_q", num_q), ("channels", channels),
+                            ("hidden", hidden)):
+            check_positive_int(name, value)
+        self.k, self.num_q, self.attr_names = k, num_q, tuple(attr_names)
+        self.phi = nn.Sequential(mlp([2, hidden, hidden]), nn.ReLU())
+        self.rho = mlp([num_q * k * (hidden + 1), channels, channels])
+
+    def forward(self, batch) -> Tensor:
+        """``batch`` with ``attr_names`` (``[N, Q, k, 2]``, ``[N, Q, k]``, ``[N, k]`` as
+        :class:`MagneticLaplacianPE` writes them) -> ``[N, channels]``."""
+        producer = f"MagneticLaplacianPE(k={self.k}) of graphpe.encodings.maglap"
+        vec_name, val_name, mask_name = self.attr_names
+        vecs = read_attribute(batch, vec_name, producer)
+        shape = (self.num_q, self.k, 2)
+        if vecs.dim() != 4 or tuple(vecs.shape[1:]) != shape:
+            raise ValueError(f"expected {vec_name} [N, {', '.join(map(str, shape))}], got "
+                             f"{list(vecs.shape)}")
+        dtype = parameter_dtype(self)
+        vecs = vecs.to(dtype)
+        vals = read_attribute(batch, val_name, producer).to(dtype)
+        mask = read_attribute(batch, mask_name, producer).to(dtype)
+        h = self.phi(vecs) + self.phi(-vecs)  # [N, Q, k, hidden]
+        h = torch.cat([h, vals.unsqueeze(-1)], -1) * mask[:, None, :, None]
+        return self.rho(h.flatten(1))
+
+
 @register
 class MagLapSpec(Encoding):
     name = "maglap"
@@ -227,10 +284,16 @@ class MagLapSpec(Encoding):
     q: tuple[float, ...] = setting_of(MagneticLaplacianPE, "q")
     relative_q: bool = setting_of(MagneticLaplacianPE, "relative_q")
     normalization: str = setting_of(MagneticLaplacianPE, "normalization")
+    # False: MagLapEncoder, pairwise over each graph's nodes (m, rho_hidden, rho_layers);
+    # True: MagLapNodeEncoder, linear in the nodes, for one large graph (hidden)
+    nodewise: bool = setting(False, check_flag)
     m: int = setting(8, check_positive_int)
     rho_hidden: int = setting(32, check_positive_int)
     rho_layers: int = setting(2, check_positive_int)
+    hidden: int = setting(16, check_positive_int)
 
     def encoder(self, channels: int) -> nn.Module:
+        if self.nodewise:
+            return MagLapNodeEncoder(self.k, len(self.q), channels, hidden=self.hidden)
         return MagLapEncoder(self.k, len(self.q), channels, m=self.m,
                              rho_hidden=self.rho_hidden, rho_layers=self.rho_layers)

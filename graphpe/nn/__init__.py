@@ -12,7 +12,7 @@ from graphpe.encodings.directed_walk import DirectedRWSEEncoder
 from graphpe.encodings.gpse import GPSEEncoder
 from graphpe.encodings.laplacian import LapPEEncoder, SignNetEncoder, SPEEncoder
 from graphpe.encodings.learned import DegreeEncoder, PEARLEncoder
-from graphpe.encodings.maglap import MagLapEncoder
+from graphpe.encodings.maglap import MagLapEncoder, MagLapNodeEncoder
 from graphpe.encodings.rfp import LearnedRFP, RFPEncoder
 from graphpe.encodings.spectral import ElstaticSEEncoder, HKdiagSEEncoder
 from graphpe.encodings.svd import SVDEncoder
@@ -69,6 +69,7 @@ __all__ = [
     "LinearAttention",
     "LinearSEEncoder",
     "MagLapEncoder",
+    "MagLapNodeEncoder",
     "MultiheadGraphAttention",
     "PEARLEncoder",
     "PEGGate",

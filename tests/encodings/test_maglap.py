@@ -4,7 +4,7 @@ import torch
 from torch_geometric.data import Batch, Data
 
 from graphpe.encodings import pe_spec, resolve_pe
-from graphpe.encodings.maglap import MagLapEncoder, MagneticLaplacianPE
+from graphpe.encodings.maglap import MagLapEncoder, MagLapNodeEncoder, MagneticLaplacianPE
 from graphpe.nn.build import build_model
 from graphpe.ops.eigen.magnetic import magnetic_eigenpairs
 from graphpe.transforms import LaplacianPE, OnTheFlyPE, precompute
@@ -214,5 +214,87 @@ def test_bad_settings_and_inputs_name_the_problem():
         "MagneticLaplacianPE(k=3, q=(0.1, 0.2), relative_q=False, normalization='sym', "
         "attr_names=('maglap_pe', 'maglap_eigvals', 'maglap_mask'), dense_max_nodes=640)")
     assert repr(pe_spec("maglap", k=3)) == (
-        "MagLapSpec(k=3, q=[0.1], relative_q=False, normalization='sym', m=8, rho_hidden=32, "
-        "rho_layers=2)")
+        "MagLapSpec(k=3, q=[0.1], relative_q=False, normalization='sym', nodewise=False, m=8, "
+        "rho_hidden=32, rho_layers=2, hidden=16)")
+    with pytest.raises(ValueError, match="^nodewise must be True or False, got 'yes'$"):
+        pe_spec("maglap", nodewise="yes")
+    with pytest.raises(ValueError, match="^hidden must be a positive int, got 0$"):
+        MagLapNodeEncoder(4, 1, 8, hidden=0)
+    with pytest.raises(ValueError,
+                       match=r"^expected maglap_pe \[N, 1, 4, 2\], got \[3, 1, 5, 2\]$"):
+        MagLapNodeEncoder(4, 1, 8)(Data(maglap_pe=torch.zeros(3, 1, 5, 2), num_nodes=3))
+
+
+# ---------------------------------------------------------------------------------------------
+# The node-wise encoder (MagLapNet), for one large graph
+
+
+def _node_encoder(q_count, k, hidden=5):
+    torch.manual_seed(0)
+    return MagLapNodeEncoder(k, q_count, 6, hidden=hidden).double().eval()
+
+
+def test_the_node_encoder_equals_its_formula_per_node():
+    k, q = 5, (0.1, 0.25)
+    ei, _, n = random_digraph(710, sizes=(6, 3), isolated=1)
+    small = Data(edge_index=torch.tensor([[0, 1], [1, 2]]), num_nodes=3)  # 3 < k: padded
+    data = Batch.from_data_list([MagneticLaplacianPE(k, q)(g) for g in
+                                 (Data(edge_index=ei, num_nodes=n), small)])
+    n = data.num_nodes
+    assert not data.maglap_mask.all()
+    encoder = _node_encoder(len(q), k)
+    out = encoder(data)
+    phi, rho = encoder.phi, encoder.rho
+    vecs, vals = data.maglap_pe.double(), data.maglap_eigvals.double()
+    for i in range(n):
+        parts = []
+        for slot in range(len(q)):
+            for j in range(k):
+                x = vecs[i, slot, j]
+                h = torch.cat([phi(x) + phi(-x), vals[i, slot, j:j + 1]])
+                parts.append(h if data.maglap_mask[i, j] else torch.zeros_like(h))
+        torch.testing.assert_close(out[i], rho(torch.cat(parts)), atol=1e-12, rtol=0)
+
+
+def test_the_node_encoder_is_sign_invariant_and_permutation_equivariant():
+    k, q = 4, (0.2,)
+    graphs = [MagneticLaplacianPE(k, q)(g) for g in _graphs(3)]
+    batch = Batch.from_data_list(graphs)
+    encoder = _node_encoder(len(q), k)
+    out = encoder(batch)
+    # each eigenvector's sign, and whatever sits in a padded column
+    gen = torch.Generator().manual_seed(2)
+    signs = torch.randint(0, 2, (1, len(q), k, 1), generator=gen).double() * 2 - 1
+    other = batch.clone()
+    other.maglap_pe = batch.maglap_pe.double() * signs
+    other.maglap_pe[~batch.maglap_mask[:, None, :].expand(-1, len(q), -1)] = 7.0
+    torch.testing.assert_close(encoder(other), out, atol=1e-12, rtol=0)
+    # rows are nodes: a batch is each graph alone, a permutation permutes the rows
+    alone = torch.cat([encoder(Batch.from_data_list([g])) for g in graphs])
+    torch.testing.assert_close(out, alone, atol=1e-12, rtol=0)
+    perm = torch.randperm(batch.num_nodes, generator=gen)
+    moved = Data(maglap_pe=batch.maglap_pe[perm], maglap_eigvals=batch.maglap_eigvals[perm],
+                 maglap_mask=batch.maglap_mask[perm], num_nodes=batch.num_nodes)
+    torch.testing.assert_close(encoder(moved), out[perm], atol=1e-12, rtol=0)
+
+
+def test_nodewise_maglap_trains_on_a_graph_past_the_pairwise_encoder():
+    (spec,) = resolve_pe("maglap:k=4:nodewise=true:hidden=8")
+    assert isinstance(spec.encoder(16), MagLapNodeEncoder)
+    assert isinstance(pe_spec("maglap", k=4).encoder(16), MagLapEncoder)
+    # 200,000 nodes of one graph: the pairwise encoder's n^2 rows would be 4e10
+    n, gen = 200_000, torch.Generator().manual_seed(3)
+    src = torch.arange(n - 1)
+    graph = Data(edge_index=torch.stack([src, src + 1]), num_nodes=n,
+                 x=torch.zeros(n, 1, dtype=torch.long), y=torch.randint(0, 3, (n,)),
+                 maglap_pe=torch.randn(n, 1, 4, 2, generator=gen) / n ** 0.5,
+                 maglap_eigvals=torch.rand(1, 1, 4, generator=gen).expand(n, 1, 4),
+                 maglap_mask=torch.ones(n, 4, dtype=torch.bool))
+    config = {"model": "gcn", "channels": 16, "layers": 2, "node_vocab": 1, "out_dim": 3,
+              "task": "node_classification", "pe": {"maglap": spec.settings}}
+    model = build_model(config)
+    out = model(Batch.from_data_list([graph]))
+    torch.nn.functional.cross_entropy(out, graph.y).backward()
+    assert out.shape == (n, 3) and torch.isfinite(out).all()
+    grads = [p.grad for p in model.parameters() if p.requires_grad]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
