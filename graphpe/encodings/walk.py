@@ -164,6 +164,11 @@ class RWSESpec(Encoding):
     encoder_class = RWSEEncoder
 
     walk_length: int = setting_of(RWSE, "walk_length")
+    # a graph past the exact paths' budget: estimated by random walks (see RWSE)
+    estimate: str = setting_of(RWSE, "estimate")
+    walks: int = setting_of(RWSE, "walks")
+    walk_seed: int = setting_of(RWSE, "walk_seed")
+    max_exact_seconds: float | None = setting_of(RWSE, "max_exact_seconds")
 
     def encoder(self, channels: int) -> nn.Module:
         return RWSEEncoder(self.walk_length, channels)

@@ -8,6 +8,7 @@ from torch_geometric.data import Batch
 from graphpe.encodings import GATE, NODE, PAIR, encodings, pe_model_config, pe_spec, resolve_pe
 from graphpe.nn import build_model
 from graphpe.synthetic import molecule_like_graphs
+from graphpe.transforms import RWSE
 
 
 def test_one_spec_builds_the_transform_and_the_matching_encoder():
@@ -30,7 +31,14 @@ def test_one_spec_builds_the_transform_and_the_matching_encoder():
 def test_the_forms_a_pe_can_take():
     by_name = resolve_pe("rwse, lap")
     assert [s.name for s in by_name] == ["rwse", "lap"]
-    assert by_name[0].settings == {"walk_length": 16}
+    assert by_name[0].settings == {"walk_length": 16, "estimate": "auto", "walks": 256,
+                                   "walk_seed": 0, "max_exact_seconds": None}
+    # the estimate's settings reach the transform, which keys them only where set
+    (estimated,) = resolve_pe("rwse:estimate=sampled:walks=64")
+    assert repr(estimated.transform()) == (
+        "RWSE(walk_length=16, attr_name='rwse', self_loops=True, dense_max_nodes=512, "
+        "estimate='sampled', walks=64)")
+    assert repr(by_name[0].transform()) == repr(RWSE())
     assert resolve_pe("none") == [] and resolve_pe(None) == []
     assert resolve_pe(["rwse"]) == resolve_pe({"rwse": None}) == by_name[:1]
     tuned = resolve_pe([{"name": "rwse", "walk_length": 20}])
@@ -46,7 +54,8 @@ def test_bad_specs_name_what_is_allowed():
                                                    f"{sorted(encodings())}")):
         pe_spec("magic")
     with pytest.raises(ValueError, match=r"unknown setting\(s\) \['length'\] for PE 'rwse'; "
-                                         r"allowed: \['walk_length'\]"):
+                                         r"allowed: \['estimate', 'max_exact_seconds', "
+                                         r"'walk_length', 'walk_seed', 'walks'\]"):
         resolve_pe({"rwse": {"length": 3}})
     with pytest.raises(ValueError, match="walk_length must be a positive int, got 0"):
         pe_spec("rwse", walk_length=0)

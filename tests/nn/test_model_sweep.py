@@ -491,7 +491,8 @@ INVALID = [
     ({"model": "gps", "pe": {"pearl": {"variant": "nope"}}}, "variant must be one of"),
     # one declaration per encoding: its settings and nothing else, the same defaults everywhere
     ({"model": "gps", "pe": {"rwse": {"walk_lenght": 16}}},
-     r"^unknown setting\(s\) \['walk_lenght'\] for PE 'rwse'; allowed: \['walk_length'\]$"),
+     r"^unknown setting\(s\) \['walk_lenght'\] for PE 'rwse'; allowed: \['estimate', "
+     r"'max_exact_seconds', 'walk_length', 'walk_seed', 'walks'\]$"),
     ({"model": "gps", "pe": {"lap": {"attr_names": ("a", "b", "c")}}},
      r"^lap writes \('lap_pe', 'lap_eigvals', 'lap_mask'\), got attr_names="),
     ({"model": "gps", "pe": {"rrwp": {}}}, r"^\['rrwp'\] are pairwise encodings: give them as "
