@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
+from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
@@ -91,6 +92,10 @@ class TrainConfig:
     # graphpe.sampling.neighbor_loader; val/test the same way with a fixed sample. Empty: the
     # whole graph is one batch (full-batch training)
     num_neighbors: tuple[int, ...] = ()
+    # with num_neighbors: the encodings of each sampled subgraph, computed by the loader on
+    # the subgraph's own edges (OnTheFlyPE's mode), instead of the whole graph's computed once
+    # and cut to the batch's nodes (the default)
+    subgraph_pe: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -111,17 +116,21 @@ class TrainConfig:
                for k in self.num_neighbors):
             raise ValueError("num_neighbors must be ints >= 1 or -1 (all), got "
                              f"{self.num_neighbors!r}")
+        if self.subgraph_pe and not self.num_neighbors:
+            raise ValueError("subgraph_pe encodes each sampled subgraph: it needs "
+                             "num_neighbors (sampled mini-batches)")
 
 
 def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
-                  shapes: dict[str, int] | None = None) -> Any:
+                  shapes: dict[str, int] | None = None,
+                  subgraph_transform: Callable[[Any], Any] | None = None) -> Any:
     """The training batches: PyG ``Batch`` objects, or with ``shapes`` (static shapes)
     :class:`~graphpe.nn.static.StaticBatch` objects padded by the loader
     (:class:`~graphpe.nn.static.StaticCollate`), in ``config.num_workers`` worker processes
     (pinned for asynchronous copies to a GPU)."""
     check_non_negative_int("num_workers", config.num_workers)
     if config.num_neighbors:
-        return _node_loader(graphs, config, "train", rank, world)
+        return _node_loader(graphs, config, "train", rank, world, subgraph_transform)
     sampler = None
     if world > 1:
         from torch.utils.data.distributed import DistributedSampler
@@ -139,11 +148,12 @@ def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,
 
 
 def _node_loader(graphs: Any, config: TrainConfig, split: str, rank: int = 0,
-                 world: int = 1) -> Any:
+                 world: int = 1, subgraph_transform: Callable[[Any], Any] | None = None) -> Any:
     """Sampled mini-batches of the one graph of ``graphs`` (``config.num_neighbors``): the
     nodes of ``split`` as seeds, ``config.batch_size`` per training batch (this process's
     share of them under torchrun), in a fresh order and sample every epoch; for val/test
-    batches of at least 1,024 seeds with a sample fixed by ``config.seed``."""
+    batches of at least 1,024 seeds with a sample fixed by ``config.seed``. With
+    ``subgraph_transform`` (``config.subgraph_pe``), each batch's encodings computed on it."""
     from graphpe.sampling import neighbor_loader
 
     graph = graphs[0]
@@ -153,7 +163,7 @@ def _node_loader(graphs: Any, config: TrainConfig, split: str, rank: int = 0,
         graph, config.num_neighbors, input_nodes=seeds,
         batch_size=config.batch_size if training else max(config.batch_size, 1024),
         shuffle=training and config.shuffle, seed=None if training else config.seed,
-        num_workers=config.num_workers,
+        num_workers=config.num_workers, transform=subgraph_transform,
         pin_memory=config.num_workers > 0 and str(config.device).startswith("cuda"))
 
 
@@ -283,6 +293,7 @@ def fit(
     train_split: Callable[[int], Any] | None = None,
     model_config: dict[str, Any] | None = None,
     metadata: dict[str, Any] | None = None,
+    subgraph_transform: Callable[[Any], Any] | None = None,
 ) -> dict[str, Any]:
     """Train ``model`` on ``bundle.train``, select on ``bundle.val``, report ``bundle.test``;
     returns the record (also written to ``config.results``).
@@ -300,9 +311,10 @@ def fit(
     ``train_split(epoch)``, if given, supplies the training graphs of each epoch (e.g. to draw
     fresh random PEs every epoch). ``model_config`` (the ``build_model`` config of ``model``)
     goes into the checkpoint, so :func:`graphpe.nn.load_model` rebuilds the model from the file
-    alone; ``metadata`` (PE specs, ...) joins the record before it is written."""
+    alone; ``metadata`` (PE specs, ...) joins the record before it is written. With
+    ``config.subgraph_pe``, ``subgraph_transform`` computes every sampled batch's encodings."""
     seed_everything(config.seed)
-    setup = _set_up(model, bundle, config)
+    setup = _set_up(model, bundle, config, subgraph_transform)
     if config.resume:  # continue where the state left off, as if never stopped
         progress = restore_training_state(config.resume, setup.model, setup.opt, setup.sched,
                                           setup.scaler, model_config)
@@ -344,7 +356,8 @@ def fit(
     return record
 
 
-def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Setup:
+def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig,
+            subgraph_transform: Callable[[Any], Any] | None = None) -> _Setup:
     """The model on this process's device, its optimizer, schedule and loss scaler, the
     training forward and the loaders of the three splits."""
     rank, world, device = distributed_setup(config.device)
@@ -357,8 +370,9 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
         if not bundle.task.startswith("node_"):
             raise ValueError("num_neighbors (sampled mini-batches) is for node-level tasks on "
                              f"one graph; {bundle.name} is {bundle.task}")
-        val_loader = _node_loader(bundle.val, config, "val")
-        test_loader = _node_loader(bundle.test, config, "test")
+        val_loader = _node_loader(bundle.val, config, "val", subgraph_transform=subgraph_transform)
+        test_loader = _node_loader(bundle.test, config, "test",
+                                   subgraph_transform=subgraph_transform)
     elif _one_graph(bundle, world, config):
         # one graph, whole: collated once for every split and epoch (its tensors stay the
         # same objects, so what a model derives from them, e.g. GCN's operator, is kept)
@@ -376,7 +390,8 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig) -> _Se
     if _one_graph(bundle, world, config) and bundle.train is bundle.val:
         train_loader = val_loader
     else:
-        train_loader = _train_loader(bundle.train, config, rank, world, shapes)
+        train_loader = _train_loader(bundle.train, config, rank, world, shapes,
+                                     subgraph_transform)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
     # validation: the plain model under torchrun (the processes score their shards on their
     # own, with no DistributedDataParallel in between) and with static shapes (StaticGPS takes
@@ -486,8 +501,12 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     config = config or TrainConfig()
     specs = resolve_pe(pe)
     transforms = transforms_of(specs)
-    encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress,
-                                        cache_dir=config.cache_dir)
+    subgraph_transform = Compose(transforms) if config.subgraph_pe and transforms else None
+    if config.subgraph_pe:  # each sampled batch encoded by its loader
+        encoded, pe_seconds = bundle, 0.0
+    else:
+        encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress,
+                                            cache_dir=config.cache_dir)
     seed_everything(config.seed)
     model_config = {"model": model, "channels": channels, "layers": layers,
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}
@@ -499,7 +518,8 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
         model_config["pair"] = pair
     net = build_model(model_config)
     train_split = (redraw_random_pes(encoded.train, transforms, config.seed)
-                   if config.resample_pe else None)
+                   if config.resample_pe and not config.subgraph_pe else None)
     metadata = {"model": model, "pe": [s.to_dict() for s in specs], "pe_seconds": pe_seconds}
-    return fit(net, encoded, config, train_split, model_config=model_config, metadata=metadata)
+    return fit(net, encoded, config, train_split, model_config=model_config, metadata=metadata,
+               subgraph_transform=subgraph_transform)
 

@@ -62,7 +62,8 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
     assert record["model_config"]["model"] == "gps" and record["config"]["warmup_epochs"] == 1
     assert record["model_config"]["pool"] == "mean"
     assert record["config"]["weight_decay"] == 3e-6
-    assert record["pe"] == [{"name": "rwse", "walk_length": 6},
+    assert record["pe"] == [{"name": "rwse", "walk_length": 6, "estimate": "auto", "walks": 256,
+                             "walk_seed": 0, "max_exact_seconds": None},
                             {"name": "lap", "k": 3, "normalization": "sym",
                              "sign": "canonical", "hidden": None}]
     assert "cache written" in err
@@ -304,6 +305,13 @@ def test_sampled_mini_batches_from_the_cli_and_a_config(tmp_path, capsys):
     assert code == 0, err
     record = json.loads(results.read_text())
     assert record["config"]["num_neighbors"] == [10, 5] and record["model"] == "sage"
+    code, _, err = run_cli(["train", "--config", str(config), "--dataset", "Cora", "--root",
+                            str(tmp_path), "--channels", "16", "--layers", "2", "--epochs", "1",
+                            "--pe", "rwse:walk_length=4", "--subgraph-pe", "--results",
+                            str(results)], capsys)
+    assert code == 0, err
+    record = json.loads(results.read_text())
+    assert record["config"]["subgraph_pe"] is True and record["pe_seconds"] == 0.0
     code, _, err = run_cli(["train", "--dataset", "Cora", "--root", str(tmp_path),
                             "--num-neighbors", "10,x"], capsys)
     assert code == 2 and "argument --num-neighbors: expected ints like 15,10,5 (in-edges per " \

@@ -3,11 +3,13 @@ import math
 
 import pytest
 import torch
+from torch_geometric.data import Data
 
 from graphpe.datasets import DatasetBundle, load_dataset, stratified_split
 from graphpe.encode import pe_transforms
 from graphpe.synthetic import csl_graphs
 from graphpe.train import TrainConfig, fit, lr_lambda, run
+from graphpe.transforms import RWSE, LaplacianPE
 from tests.conftest import SHARED_DATA, copy_shared
 
 
@@ -128,9 +130,44 @@ def test_node_classification_on_sampled_mini_batches(tmp_path, model, pe):
     assert len(record["history"]) == 15
 
 
+def test_encodings_of_each_sampled_subgraph(tmp_path, monkeypatch):
+    """subgraph_pe: nothing is encoded ahead; every batch, training and evaluation, carries
+    the encodings of its own subgraph (the transform applied to the batch's edges), not rows
+    of the whole graph's."""
+    import graphpe.train as train_module
+
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    bundle = load_dataset("Cora", tmp_path)
+    seen = []
+    loader = train_module._node_loader
+
+    def spy(*args, **kwargs):
+        out = loader(*args, **kwargs)
+        seen.append(next(iter(out)))
+        return out
+
+    monkeypatch.setattr(train_module, "_node_loader", spy)
+    config = TrainConfig(epochs=15, batch_size=32, lr=1e-2, progress=False,
+                         num_neighbors=(10, 5), subgraph_pe=True)
+    record = run(bundle, "rwse:walk_length=8,lap:k=4", model="sage", channels=32,
+                 layers=2, config=config)
+    assert record["test"] > 0.4 and record["pe_seconds"] == 0.0  # chance: 1/7
+    assert record["config"]["subgraph_pe"] is True
+    assert "rwse" not in bundle.train[0]  # the whole graph is never encoded
+    assert len(seen) == 3  # val, test, train
+    rwse, lap = RWSE(walk_length=8), LaplacianPE(k=4)
+    for batch in seen:
+        alone = Data(edge_index=batch.edge_index, num_nodes=batch.num_nodes)
+        torch.testing.assert_close(batch.rwse, rwse(alone.clone()).rwse)
+        torch.testing.assert_close(batch.lap_eigvals, lap(alone.clone()).lap_eigvals)
+
+
 def test_sampled_mini_batches_are_for_one_graph_and_checked():
     with pytest.raises(ValueError, match="num_neighbors must be ints >= 1 or -1"):
         TrainConfig(num_neighbors=(10, 0))
+    with pytest.raises(ValueError, match="^subgraph_pe encodes each sampled subgraph: it needs "
+                                         r"num_neighbors \(sampled mini-batches\)$"):
+        TrainConfig(subgraph_pe=True)
     with pytest.raises(ValueError, match="is for node-level tasks on one graph; CSL is "
                                          "graph_classification"):
         run(csl_bundle(), [], model="gin", channels=8, layers=1,

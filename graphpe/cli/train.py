@@ -75,6 +75,10 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                               "e.g. 15,10,5 (in-edges per node in each hop, -1 all; PyG's "
                               "NeighborLoader with graphpe's sampler); val/test the same way. "
                               "Default: the whole graph in one batch")
+    p_train.add_argument("--subgraph-pe", action=argparse.BooleanOptionalAction, default=False,
+                         help="with --num-neighbors: compute the encodings of each sampled "
+                              "subgraph in the loader, on the subgraph's own edges, instead of "
+                              "the whole graph's once, cut to each batch's nodes (the default)")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
     p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
     p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
@@ -156,7 +160,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        results=args.results, compile=args.compile,
                        static_shapes=args.static_shapes, num_workers=args.num_workers,
                        cache_dir=args.cache_dir, resume=args.resume,
-                       precision=args.precision, num_neighbors=args.num_neighbors)
+                       precision=args.precision, num_neighbors=args.num_neighbors,
+                       subgraph_pe=args.subgraph_pe)
 
 
 def model_options(args: argparse.Namespace) -> dict:
