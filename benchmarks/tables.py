@@ -658,31 +658,33 @@ def arxiv_nodes_table(data: dict) -> str:
     import statistics
 
     rows = data["rows"]
+    budgets = dict.fromkeys((r["model"], r["epochs"]) for r in rows)
+    commands = "; ".join(f"`python benchmarks/arxiv_nodes.py --accuracy --models {model} "
+                         f"--epochs {epochs}`" for model, epochs in budgets)
     lines = [
-        f"`{data.get('command') or 'python benchmarks/arxiv_nodes.py --accuracy'}` "
-        f"({data['epochs']} epochs, one thread per run; "
-        f"{data['channels']} channels, {data['layers']} layers, full batch, every node's input "
-        "the same constant: what a model learns beyond the degree comes from the encoding; "
-        "test accuracy at the best validation epoch, mean and standard deviation over seeds; "
-        "the epochs' times are in the timing table below):",
+        f"{commands} (one thread per run; {data['channels']} channels, {data['layers']} layers, "
+        "full batch, every node's input the same constant: what a model learns beyond the "
+        "degree comes from the encoding; test accuracy at the best validation epoch, mean and "
+        "standard deviation over seeds; the epochs' times are in the timing table below):",
         "",
-        "| model | encoding | seeds | test accuracy | validation accuracy | test vs no encoding |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
+        "| model | epochs | encoding | seeds | test accuracy | validation accuracy | "
+        "test vs no encoding |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
 
     def spread(values: list[float]) -> str:
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
         return f"{statistics.mean(values):.4f} ± {sd:.4f}"
 
-    for model in dict.fromkeys(r["model"] for r in rows):
-        mine = [r for r in rows if r["model"] == model]
+    for model, epochs in budgets:
+        mine = [r for r in rows if r["model"] == model and r["epochs"] == epochs]
         base = [r["test"] for r in mine if r["encoding"] == "none"]
         for encoding in dict.fromkeys(r["encoding"] for r in mine):
             runs = [r for r in mine if r["encoding"] == encoding]
             test = [r["test"] for r in runs]
             gain = (f"{statistics.mean(test) - statistics.mean(base):+.4f}"
                     if base and encoding != "none" else "")
-            lines.append(f"| {model} | {encoding} | {len(runs)} | {spread(test)} | "
+            lines.append(f"| {model} | {epochs} | {encoding} | {len(runs)} | {spread(test)} | "
                          f"{spread([r['val'] for r in runs])} | {gain} |")
     local = data.get("lap_localization")
     if local:

@@ -96,6 +96,9 @@ class TrainConfig:
     # the subgraph's own edges (OnTheFlyPE's mode), instead of the whole graph's computed once
     # and cut to the batch's nodes (the default)
     subgraph_pe: bool = False
+    # classification: the cross-entropy's classes weighted by their rarity in each batch
+    # (GraphGPS's weighted_cross_entropy; see loss_fn)
+    class_weights: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -198,10 +201,14 @@ def lr_lambda(warmup: int, total: int):
     return factor
 
 
-def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor,
+            class_weights: bool = False) -> torch.Tensor:
     """The training loss of ``task``: L1 (mean absolute error) for graph regression, binary
     cross-entropy on the logits of the labelled entries for multi-label classification, and
-    cross-entropy otherwise."""
+    cross-entropy otherwise. With ``class_weights`` (classification), class ``c`` is
+    weighted by ``(n - n_c) / n`` over the ``n`` labels of the batch, ``n_c`` of them ``c``
+    (GraphGPS's ``weighted_cross_entropy``, for PATTERN, CLUSTER and LRGB's superpixel
+    sets): the rarer a class in the batch, the more its errors count."""
     if task == "graph_regression":
         return F.l1_loss(out.view(-1), y.view(-1).float()) if out.size(-1) == 1 \
             else F.l1_loss(out, y.float())
@@ -209,7 +216,14 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         y = y.view(out.shape).float()
         labelled = ~torch.isnan(y)  # OGB marks missing labels with NaN
         return F.binary_cross_entropy_with_logits(out[labelled], y[labelled])
-    return F.cross_entropy(out, y.view(-1).long())
+    y = y.view(-1).long()
+    if not class_weights:
+        return F.cross_entropy(out, y)
+    counts = torch.bincount(y, minlength=out.size(-1)).to(out.dtype)
+    weight = (y.numel() - counts) / y.numel()
+    # the weighted mean; a batch of one class weighs nothing, its loss is 0 (not 0 / 0)
+    total = F.cross_entropy(out, y, weight=weight, reduction="sum")
+    return total / weight[y].sum().clamp_min(torch.finfo(out.dtype).tiny)
 
 
 def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | slice | None:
@@ -366,6 +380,9 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig,
     # node-level tasks: one graph shared by the splits, evaluated whole by every process
     shard_eval = world > 1 and not bundle.task.startswith("node_")
     eval_split = (lambda split: shard(split, rank, world)) if shard_eval else (lambda s: s)
+    if config.class_weights and (bundle.task.endswith(("regression", "multilabel"))):
+        raise ValueError(f"class_weights weighs the classes of a classification task; "
+                         f"{bundle.name} is {bundle.task}")
     if config.num_neighbors:
         if not bundle.task.startswith("node_"):
             raise ValueError("num_neighbors (sampled mini-batches) is for node-level tasks on "
@@ -444,7 +461,8 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
         setup.opt.zero_grad()
         with autocast(setup.device, config.precision):
             out, y = _forward_batch(setup, bundle, config, batch)
-        loss = loss_fn(bundle.task, out.float(), y)  # in float32 under mixed precision
+        # in float32 under mixed precision
+        loss = loss_fn(bundle.task, out.float(), y, config.class_weights)
         setup.scaler.scale(loss).backward()
         setup.scaler.unscale_(setup.opt)  # clip the true gradients
         nn.utils.clip_grad_norm_(setup.model.parameters(), 5.0)

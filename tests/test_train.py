@@ -398,3 +398,49 @@ def test_a_node_sets_one_graph_is_encoded_once(monkeypatch):
     encoded, _ = encode.encode_bundle(bundle, pe_transforms(["rwse"])[0])
     assert len(calls) == 1 and encoded.train is encoded.val is encoded.test
     assert encoded.train[0].rwse.shape == (200, 16)
+
+
+def graphgps_weighted_cross_entropy(pred, true):
+    """GraphGPS's ``weighted_cross_entropy`` (rampasek/GraphGPS,
+    graphgps/loss/weighted_cross_entropy.py, MIT licence), its multiclass branch, without the
+    cfg switch: the reference of ``loss_fn(..., class_weights=True)``."""
+    V = true.size(0)
+    n_classes = pred.shape[1]
+    label_count = torch.bincount(true)
+    label_count = label_count[label_count.nonzero(as_tuple=True)].squeeze()
+    cluster_sizes = torch.zeros(n_classes, device=pred.device).long()
+    cluster_sizes[torch.unique(true)] = label_count
+    weight = (V - cluster_sizes).float() / V
+    weight *= (cluster_sizes > 0).float()
+    pred = torch.nn.functional.log_softmax(pred, dim=-1)
+    return torch.nn.functional.nll_loss(pred, true, weight=weight)
+
+
+def test_class_weighted_loss_equals_graphgps():
+    from graphpe.train import loss_fn
+
+    gen = torch.Generator().manual_seed(0)
+    for n, classes in ((50, 6), (7, 3), (200, 2)):
+        out = torch.randn(n, classes, generator=gen, requires_grad=True)
+        y = torch.randint(0, classes, (n,), generator=gen)
+        y[0] = 1  # at least two classes present; some may be absent
+        ours = loss_fn("node_classification", out, y, class_weights=True)
+        torch.testing.assert_close(ours, graphgps_weighted_cross_entropy(out, y))
+        assert not torch.equal(ours, loss_fn("node_classification", out, y))
+    # one class in the batch: it weighs nothing, the loss is 0 rather than 0 / 0
+    out = torch.randn(5, 3, generator=gen, requires_grad=True)
+    loss = loss_fn("graph_classification", out, torch.full((5,), 2), class_weights=True)
+    loss.backward()
+    assert loss.item() == 0.0 and torch.isfinite(out.grad).all()
+
+
+def test_class_weighted_training_and_its_checks():
+    record = run(csl_bundle(), [], model="gin", channels=8, layers=1,
+                 config=TrainConfig(epochs=1, progress=False, class_weights=True))
+    assert record["config"]["class_weights"] is True and math.isfinite(record["val"])
+    bundle = csl_bundle()
+    bundle.task = "graph_regression"
+    with pytest.raises(ValueError, match="^class_weights weighs the classes of a classification "
+                                         "task; CSL is graph_regression$"):
+        run(bundle, [], model="gin", channels=8, layers=1,
+            config=TrainConfig(epochs=1, progress=False, class_weights=True))

@@ -79,6 +79,11 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                          help="with --num-neighbors: compute the encodings of each sampled "
                               "subgraph in the loader, on the subgraph's own edges, instead of "
                               "the whole graph's once, cut to each batch's nodes (the default)")
+    p_train.add_argument("--class-weights", action=argparse.BooleanOptionalAction,
+                         default=False,
+                         help="classification: weigh each class by its rarity in the batch, "
+                              "(n - n_c) / n (GraphGPS's weighted cross-entropy, for PATTERN, "
+                              "CLUSTER, PascalVOC-SP and COCO-SP)")
     p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
     p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
     p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
@@ -161,7 +166,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        static_shapes=args.static_shapes, num_workers=args.num_workers,
                        cache_dir=args.cache_dir, resume=args.resume,
                        precision=args.precision, num_neighbors=args.num_neighbors,
-                       subgraph_pe=args.subgraph_pe)
+                       subgraph_pe=args.subgraph_pe, class_weights=args.class_weights)
 
 
 def model_options(args: argparse.Namespace) -> dict:
