@@ -748,6 +748,77 @@ def sampled_batches_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def subgraph_pe_table(data: dict) -> str:
+    """Sampled batches of ogbn-arxiv carrying the whole graph's encodings or computing each
+    subgraph's own (from ``benchmarks/subgraph_pe.py``)."""
+    import statistics
+
+    fanouts = ", ".join(str(k) for k in data["fanouts"])
+    lines = [f"`python benchmarks/subgraph_pe.py --timing` ({data['batch_size']:,} training "
+             f"nodes per batch, fan-outs {fanouts}, `--pe {data['pe']}`, one thread):", ""]
+    t = data.get("timing")
+    if t:
+        per = t["batch_seconds"]
+        batches = t["train_batches_per_epoch"]
+        lines += [
+            "| mode | encoded once (s) | loader s / batch (the same batches, in turn) | "
+            "encodings' seconds per training epoch |",
+            "| --- | ---: | ---: | ---: |",
+            f"| no encodings | | {per['none']:.3f} | |",
+            f"| whole graph, rows cut to the batch (default) | "
+            f"{t['whole_graph_encoding_seconds']:.1f} | {per['whole graph']:.3f} | "
+            f"{batches * (per['whole graph'] - per['none']):.1f} |",
+            f"| each subgraph (`--subgraph-pe`) | | {per['each subgraph']:.3f} | "
+            f"{batches * (per['each subgraph'] - per['none']):.1f} |",
+            "",
+            f"A subgraph has {t['subgraph_nodes_median']:,.0f} nodes (median of "
+            f"{t['batches']} batches; arxiv {t['num_nodes']:,}); an epoch is {batches} "
+            "training batches, and validation and test batches are encoded again every epoch "
+            "in the subgraph mode."]
+    if data.get("note"):
+        lines += ["", f"Run: {data['note']}."]
+    rows = data.get("rows", [])
+    if rows:
+        lines += ["", f"`python benchmarks/subgraph_pe.py --accuracy --epochs "
+                      f"{rows[0]['epochs']}` (GraphSAGE 2 x 64, structure only, test accuracy "
+                      "at the best validation epoch, mean and standard deviation over seeds):",
+                  "", "| mode | seeds | test accuracy | validation accuracy | s / epoch |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for mode in dict.fromkeys(r["mode"] for r in rows):
+            runs = [r for r in rows if r["mode"] == mode]
+
+            def spread(values: list[float]) -> str:
+                sd = statistics.stdev(values) if len(values) > 1 else 0.0
+                return f"{statistics.mean(values):.4f} ± {sd:.4f}"
+
+            lines.append(f"| {mode} | {len(runs)} | {spread([r['test'] for r in runs])} | "
+                         f"{spread([r['val'] for r in runs])} | "
+                         f"{statistics.mean(r['seconds_per_epoch'] for r in runs):.1f} |")
+    return "\n".join(lines)
+
+
+def peptides_func_table(data: dict) -> str:
+    """Peptides-func AP at the budget run beside the paper's (from
+    ``benchmarks/peptides_func.py``)."""
+    import statistics
+
+    paper, rows = data["paper"], data["rows"]
+    lines = ["| run | epochs | seeds | test AP | validation AP | s / epoch (one thread) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for epochs in sorted({r["epochs"] for r in rows}):
+        runs = [r for r in rows if r["epochs"] == epochs]
+        test, val = [r["test"] for r in runs], [r["val"] for r in runs]
+        sd = statistics.stdev(test) if len(test) > 1 else 0.0
+        sd_val = statistics.stdev(val) if len(val) > 1 else 0.0
+        lines.append(f"| graphpe, `python benchmarks/peptides_func.py --epochs {epochs}` | "
+                     f"{epochs} | {len(runs)} | {statistics.mean(test):.4f} ± {sd:.4f} | "
+                     f"{statistics.mean(val):.4f} ± {sd_val:.4f} | "
+                     f"{statistics.mean(r['seconds_per_epoch'] for r in runs):.0f} |")
+    lines.append(f"| {paper['source']} | {paper['epochs']} | {paper['seeds']} | "
+                 f"{paper['test_ap']:.4f} ± {paper['std']:.4f} | | |")
+    return "\n".join(lines)
+
+
 def sparse_eigen_table(data: dict) -> str:
     """graphpe's Chebyshev subspace iteration against ARPACK on generated graphs (from
     ``benchmarks/sparse_eigen.py``): one row per graph, one column group per graphpe mode."""
@@ -1148,6 +1219,8 @@ TABLES = {
     "arxiv_nodes_timing": ("benchmarks/results/arxiv_nodes_timing.json",
                            arxiv_nodes_timing_table),
     "sampled_batches": ("benchmarks/results/sampled_batches.json", sampled_batches_table),
+    "subgraph_pe": ("benchmarks/results/subgraph_pe.json", subgraph_pe_table),
+    "peptides_func": ("benchmarks/results/peptides_func.json", peptides_func_table),
 }
 
 

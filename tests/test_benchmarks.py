@@ -746,3 +746,45 @@ def test_arxiv_encodings_benchmark_runs_every_encoding(tmp_path, monkeypatch):
     for r in data["rows"]:
         assert r["direct"]["status"] == "ok", r
         assert r["cache"]["hit_was_hit"] and r["cache"]["hit_equals_direct"], r["name"]
+
+
+def test_subgraph_pe_benchmark_runs(tmp_path, monkeypatch):
+    """benchmarks/subgraph_pe.py on a 400-node stand-in in arxiv's GraphSAINT layout: the
+    three modes' batch times, and a training row per mode; the table reads both."""
+    from tests.datasets.test_graph_files import write_graphsaint
+
+    (tmp_path / "data").mkdir()
+    write_graphsaint(tmp_path / "data" / "ogbn-arxiv-graph", n=400)
+    out = tmp_path / "r.json"
+    common = ["--root", str(tmp_path / "data"), "--json", str(out)]
+    _run_script("subgraph_pe", ["--timing", "--batches", "1", *common], monkeypatch)
+    _run_script("subgraph_pe", ["--accuracy", "--epochs", "1", "--seeds", "0", *common],
+                monkeypatch)
+    data = json.loads(out.read_text())
+    assert set(data["timing"]["batch_seconds"]) == {"none", "whole graph", "each subgraph"}
+    assert [r["mode"] for r in data["rows"]] == ["none", "whole graph", "each subgraph"]
+    assert data["rows"][2]["pe_seconds"] == 0.0 < data["rows"][1]["pe_seconds"]
+    tables = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")
+    table = tables["subgraph_pe_table"](data)
+    assert "| each subgraph | 1 |" in table and "`--subgraph-pe`" in table
+
+
+def test_peptides_func_benchmark_runs(tmp_path, monkeypatch):
+    """benchmarks/peptides_func.py on eight molecules in LRGB's layout: one seed through
+    graphpe train with the tuned config, its AP beside the paper's in the table."""
+    pytest.importorskip("rdkit", reason="Peptides-func needs rdkit")
+    from tests.datasets.test_lrgb import SMILES, write_layout
+
+    labels = [[int(i == j % 10 or i == (j + 3) % 10) for i in range(10)] for j in range(8)]
+    write_layout(tmp_path / "data", list(zip(SMILES, labels, strict=True)),
+                 {"train": [0, 1, 2, 3], "val": [4, 5], "test": [6, 7]})
+    out = tmp_path / "r.json"
+    _run_script("peptides_func", ["--root", str(tmp_path / "data"), "--cache-dir",
+                                  str(tmp_path / "cache"), "--epochs", "1", "--seeds", "0",
+                                  "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    (row,) = data["rows"]
+    assert (row["seed"], row["epochs"], row["metric"]) == (0, 1, "ap") and 0 <= row["test"] <= 1
+    tables = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")
+    table = tables["peptides_func_table"](data)
+    assert "| 0.6534 ± 0.0091 |" in table and "--epochs 1` | 1 | 1 |" in table
