@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -60,7 +61,9 @@ def train_row(root: Path, epochs: int, seed: int, cache_dir: Path, out: Path) ->
             "test": record["test"], "best_epoch": record["best_epoch"],
             "seconds_per_epoch": record["seconds_per_epoch"],
             "pe_seconds": record["pe_seconds"], "params": record["params"],
-            "seconds": time.perf_counter() - start}
+            "seconds": time.perf_counter() - start,
+            # the largest of the runs so far (getrusage's children's peak)
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20}
 
 
 def main(argv: list[str] | None = None) -> None:

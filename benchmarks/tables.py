@@ -810,12 +810,16 @@ def peptides_func_table(data: dict) -> str:
         test, val = [r["test"] for r in runs], [r["val"] for r in runs]
         sd = statistics.stdev(test) if len(test) > 1 else 0.0
         sd_val = statistics.stdev(val) if len(val) > 1 else 0.0
-        lines.append(f"| graphpe, `python benchmarks/peptides_func.py --epochs {epochs}` | "
+        seeds = ",".join(str(r["seed"]) for r in runs)
+        lines.append(f"| graphpe, `python benchmarks/peptides_func.py --epochs {epochs} "
+                     f"--seeds {seeds}` | "
                      f"{epochs} | {len(runs)} | {statistics.mean(test):.4f} ± {sd:.4f} | "
                      f"{statistics.mean(val):.4f} ± {sd_val:.4f} | "
                      f"{statistics.mean(r['seconds_per_epoch'] for r in runs):.0f} |")
     lines.append(f"| {paper['source']} | {paper['epochs']} | {paper['seeds']} | "
                  f"{paper['test_ap']:.4f} ± {paper['std']:.4f} | | |")
+    if data.get("note"):
+        lines += ["", f"Run: {data['note']}."]
     return "\n".join(lines)
 
 

@@ -787,4 +787,4 @@ def test_peptides_func_benchmark_runs(tmp_path, monkeypatch):
     assert (row["seed"], row["epochs"], row["metric"]) == (0, 1, "ap") and 0 <= row["test"] <= 1
     tables = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")
     table = tables["peptides_func_table"](data)
-    assert "| 0.6534 ± 0.0091 |" in table and "--epochs 1` | 1 | 1 |" in table
+    assert "| 0.6534 ± 0.0091 |" in table and "--epochs 1 --seeds 0` | 1 | 1 |" in table
