@@ -1,0 +1,44 @@
+"""The kernels of one graph partitioned by rows over the processes of a ``torch.distributed``
+group (gloo on the CPU, NCCL on GPUs): the partition and its halo exchange
+(:mod:`.partition`), LapPE by distributed Lanczos (:mod:`.eigen`), RFP by distributed
+propagation and CholeskyQR2 (:mod:`.propagate`) and RWSE's random-walk estimate with walks
+crossing the partition (:mod:`.walk`). The single-process kernels are the reference each
+equals."""
+
+from graphpe.ops.distributed.eigen import (
+    LocalEigenpairs,
+    canonical_signs_distributed,
+    distributed_laplacian_eigenpairs,
+    laplacian_operator,
+    null_space,
+)
+from graphpe.ops.distributed.partition import (
+    DistributedOperator,
+    HaloExchange,
+    LocalRows,
+    RowPartition,
+    all_max,
+    all_sum,
+    connected_labels,
+    halo_exchange,
+    local_rows,
+    row_partition,
+)
+
+__all__ = [
+    "DistributedOperator",
+    "HaloExchange",
+    "LocalEigenpairs",
+    "LocalRows",
+    "RowPartition",
+    "all_max",
+    "all_sum",
+    "canonical_signs_distributed",
+    "connected_labels",
+    "distributed_laplacian_eigenpairs",
+    "halo_exchange",
+    "laplacian_operator",
+    "local_rows",
+    "null_space",
+    "row_partition",
+]
