@@ -24,6 +24,13 @@ from graphpe.ops.distributed.partition import (
     local_rows,
     row_partition,
 )
+from graphpe.ops.distributed.propagate import (
+    distributed_rfp,
+    normalize_distributed,
+    orthonormalize_distributed,
+    own_draws,
+    propagation_operator_rows,
+)
 
 __all__ = [
     "DistributedOperator",
@@ -36,9 +43,14 @@ __all__ = [
     "canonical_signs_distributed",
     "connected_labels",
     "distributed_laplacian_eigenpairs",
+    "distributed_rfp",
     "halo_exchange",
     "laplacian_operator",
     "local_rows",
+    "normalize_distributed",
     "null_space",
+    "orthonormalize_distributed",
+    "own_draws",
+    "propagation_operator_rows",
     "row_partition",
 ]
