@@ -31,6 +31,7 @@ from graphpe.ops.distributed.propagate import (
     own_draws,
     propagation_operator_rows,
 )
+from graphpe.ops.distributed.walk import distributed_sampled_landing_probs
 
 __all__ = [
     "DistributedOperator",
@@ -44,6 +45,7 @@ __all__ = [
     "connected_labels",
     "distributed_laplacian_eigenpairs",
     "distributed_rfp",
+    "distributed_sampled_landing_probs",
     "halo_exchange",
     "laplacian_operator",
     "local_rows",
