@@ -10,12 +10,12 @@ single process draws: the walks, hence the estimate, are the single process's.
 
 The sources are taken in rounds (every rank the same number, a fixed budget of walks each).
 In a round every walk of the round's sources advances a step at a time: each rank moves the
-walks standing on its rows, then sends each walk to the owner of its new node (``[source,
-walk, node]`` per walk, point-to-point). Each move is recorded (``[source, walk, step, node,
-1 / d(node)]``); at the end of the round the records go to the sources' owners, which
-assemble each source's ``W x (h + 1)`` positions and compute its estimate and jackknife
-standard error by the single process's formulas (``_collisions``, compiled). Memory: the
-rows, ``O(round)`` walks and records; no rank holds the whole graph.
+walks standing on its rows, then sends each walk to the owner of its new node (two int64 per
+walk: its number and node, point-to-point). Each move is recorded (three int64: the walk and
+step, the node, ``1 / d(node)``); at the end of the round the records go to the sources'
+owners, which assemble each source's ``W x (h + 1)`` positions and compute its estimate and
+jackknife standard error by the single process's formulas (``_collisions``, compiled).
+Memory: the rows, ``O(round)`` walks and records; no rank holds the whole graph.
 """
 
 from __future__ import annotations
@@ -48,18 +48,18 @@ _walk_tables = sampled._walk_tables
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _TO_UNIT = 1.0 / 2.0**53
 # walk steps (walks times positions) of one round, on every rank
-ROUND_POSITIONS = 1 << 22
+ROUND_POSITIONS = 1 << 19
 
 
 @aot.njit(cache=True, nogil=True)
-def _advance(walkers, s, steps, base, lo, indptr, indices, cum, loops, deg, inv_deg_ext,
-             halo, unit, nxt, inv):  # pragma: no cover - compiled
-    """One step of the walks ``walkers`` (rows ``[source, walk, node]``, every node this
-    rank's): ``nxt[j]`` the node walk ``j`` moves to, ``inv[j]`` its ``1 / d``; the draw and
-    the choice of :func:`~graphpe.ops.walk.sampled._walk`."""
+def _advance(walkers, walks, s, steps, base, lo, indptr, indices, cum, loops, deg,
+             inv_deg_ext, halo, unit, nxt, inv):  # pragma: no cover - compiled
+    """One step of the walks ``walkers`` (rows ``[source * walks + walk, node]``, every node
+    this rank's): ``nxt[j]`` the node walk ``j`` moves to, ``inv[j]`` its ``1 / d``; the draw
+    and the choice of :func:`~graphpe.ops.walk.sampled._walk`."""
     own = indptr.shape[0] - 1
     for j in range(walkers.shape[0]):
-        src, k, x = walkers[j, 0], walkers[j, 1], walkers[j, 2]
+        src, k, x = walkers[j, 0] // walks, walkers[j, 0] % walks, walkers[j, 1]
         r0 = x - lo
         stream = _mix(base ^ np.uint64(src))
         draw = _mix(stream + np.uint64(k * steps + s) * _GOLDEN)
@@ -247,23 +247,28 @@ def _walk_round(src: np.ndarray, walks: int, steps: int, base: np.uint64, rows: 
     """The walks of one round (``walks`` from each of this rank's sources ``src``, every
     rank in step), their positions written into ``pos`` / ``inv_pos`` ``[src, walk, step]``."""
     part, group = rows.partition, exchange.group
-    walkers = np.empty((src.size * walks, 3), dtype=np.int64)
-    walkers[:, 0] = np.repeat(src, walks)
-    walkers[:, 1] = np.tile(np.arange(walks), src.size)
-    walkers[:, 2] = walkers[:, 0]
+    # a walk is [source * walks + walk, node]; a record [walk * (steps + 1) + step, node,
+    # the bits of 1 / d(node)]
+    walkers = np.empty((src.size * walks, 2), dtype=np.int64)
+    walkers[:, 0] = (src[:, None] * walks + np.arange(walks)).ravel()
+    walkers[:, 1] = np.repeat(src, walks)
     records = []
     for s in range(1, steps + 1):
         nxt = np.empty(walkers.shape[0], dtype=np.int64)
         inv = np.empty(walkers.shape[0])
-        _advance(walkers, s, steps, base, part.lo, rows.indptr, rows.indices, cum, loops,
-                 deg, inv_ext, exchange.halo, unit, nxt, inv)
-        walkers[:, 2] = nxt
-        records.append(np.stack([walkers[:, 0], walkers[:, 1], np.full_like(nxt, s), nxt,
-                                 inv.view(np.int64)], axis=1))
+        _advance(walkers, walks, s, steps, base, part.lo, rows.indptr, rows.indices, cum,
+                 loops, deg, inv_ext, exchange.halo, unit, nxt, inv)
+        walkers[:, 1] = nxt
+        records.append(np.stack([walkers[:, 0] * (steps + 1) + s, nxt, inv.view(np.int64)],
+                                axis=1))
         walkers = _route(torch.from_numpy(walkers), part.owner(nxt), part, group,
                          sent).numpy()
     rec = np.concatenate(records)
-    rec = _route(torch.from_numpy(rec), part.owner(rec[:, 0]), part, group, sent).numpy()
-    q = np.searchsorted(src, rec[:, 0])
-    pos[q, rec[:, 1], rec[:, 2]] = rec[:, 3]
-    inv_pos[q, rec[:, 1], rec[:, 2]] = rec[:, 4].view(np.float64)
+    del records
+    owner = part.owner(rec[:, 0] // ((steps + 1) * walks))
+    rec = _route(torch.from_numpy(rec), owner, part, group, sent).numpy()
+    walk, step = np.divmod(rec[:, 0], steps + 1)
+    source, k = np.divmod(walk, walks)
+    q = np.searchsorted(src, source)
+    pos[q, k, step] = rec[:, 1]
+    inv_pos[q, k, step] = rec[:, 2].view(np.float64)
