@@ -6,6 +6,7 @@ crossing the partition (:mod:`.walk`). The single-process kernels are the refere
 equals."""
 
 from graphpe.ops.distributed.eigen import (
+    ComponentNullSpace,
     LocalEigenpairs,
     canonical_signs_distributed,
     distributed_laplacian_eigenpairs,
@@ -34,6 +35,7 @@ from graphpe.ops.distributed.propagate import (
 from graphpe.ops.distributed.walk import distributed_sampled_landing_probs
 
 __all__ = [
+    "ComponentNullSpace",
     "DistributedOperator",
     "HaloExchange",
     "LocalEigenpairs",

@@ -7,10 +7,11 @@ undirected simple graph): ``sym`` ``I - D^-1/2 A D^-1/2`` (Chung's 0 on an isola
 diagonal), ``rw`` the same matrix with eigenvectors mapped by ``D^-1/2`` and renormalized,
 ``none`` ``D - A``. Its null space is known, one vector per connected component (``D^1/2 1``,
 ``1`` for ``none``, normalized over the component; components found by min-label propagation
-over the halo exchange), and deflated: Lanczos runs on its orthogonal complement, where the
-``k`` smallest eigenvalues are the wanted non-trivial ones. One Lanczos over the whole graph
-(the single process solves component by component): equal spectra as long as no eigenvalue
-among the wanted ones is shared by several components.
+over the halo exchange; kept sparse, :class:`ComponentNullSpace`), and deflated: Lanczos
+runs on its orthogonal complement, where the ``k`` smallest eigenvalues are the wanted
+non-trivial ones. One Lanczos over the whole graph (the single process solves component by
+component): equal spectra as long as no eigenvalue among the wanted ones is shared by
+several components.
 
 Signs are :func:`~graphpe.ops.eigen.canonical_signs`' rule with every sum and maximum taken
 over all ranks; eigenvalue and mask columns are padded as :func:`~graphpe.ops.eigen.
@@ -38,9 +39,6 @@ from graphpe.ops.distributed.partition import (
 )
 from graphpe.ops.eigen.lanczos import thick_restart_lanczos
 from graphpe.ops.eigen.tensor import check_eigenpair_options
-
-# the null space is deflated as dense columns: at most this many connected components
-MAX_COMPONENTS = 64
 
 
 class LocalEigenpairs(NamedTuple):
@@ -73,12 +71,55 @@ def laplacian_operator(rows: LocalRows, exchange: HaloExchange,
     return DistributedOperator(rows, exchange, off, (deg > 0).astype(np.float64)), deg
 
 
+class ComponentNullSpace:
+    """This rank's rows of the Laplacian's null space, one unit vector per connected
+    component (values ``values`` ``[rows]`` on the component's nodes), kept sparse:
+    ``column[i]`` is row ``i``'s component in the order of the components' smallest nodes.
+    A projection ``x - Z Z^T x`` sums ``Z^T x`` locally for the components inside this rank
+    and all-reduces the sums of the components that span several ranks (``shared``, their
+    place among those), so isolated nodes and small components cost no communication."""
+
+    def __init__(self, values: np.ndarray, column: np.ndarray, count: int,
+                 shared: np.ndarray, group: dist.ProcessGroup | None) -> None:
+        self.values, self.column, self.count, self.group = values, column, count, group
+        self.shape = (values.size, count)
+        place = np.full(count, -1, dtype=np.int64)
+        place[shared] = np.arange(shared.size)
+        self.shared_place = place[column]  # -1: a component inside this rank
+        self.num_shared = int(shared.size)
+        self.local = self.shared_place < 0
+        _, self.local_index = np.unique(column[self.local], return_inverse=True)
+
+    def project_(self, x: np.ndarray) -> None:
+        """``x -= Z Z^T x`` in place (``x``: this rank's rows of one vector)."""
+        vx = self.values * x
+        coef = np.zeros(x.size)
+        if self.local.any():
+            sums = np.bincount(self.local_index, weights=vx[self.local])
+            coef[self.local] = sums[self.local_index]
+        if self.num_shared:
+            on = ~self.local
+            sums = all_sum(np.bincount(self.shared_place[on], weights=vx[on],
+                                       minlength=self.num_shared), self.group)
+            coef[on] = sums[self.shared_place[on]]
+        x -= self.values * coef
+
+    def columns(self, count: int) -> np.ndarray:
+        """The first ``count`` vectors as dense columns ``[rows, count]``."""
+        out = np.zeros((self.values.size, count))
+        mine = self.column < count
+        out[np.flatnonzero(mine), self.column[mine]] = self.values[mine]
+        return out
+
+
 def null_space(rows: LocalRows, exchange: HaloExchange, deg: np.ndarray,
-               normalization: str) -> np.ndarray:
-    """This rank's rows ``[rows, c]`` of the Laplacian's null space, one orthonormal column
-    per connected component in the order of the components' smallest nodes (as
+               normalization: str) -> ComponentNullSpace:
+    """This rank's rows of the Laplacian's null space, one orthonormal vector per connected
+    component, components in the order of their smallest nodes (as
     :func:`~graphpe.ops.eigen.component_basis`: ``sqrt(deg)``, ones for ``none``, the
-    indicator of an isolated node)."""
+    indicator of an isolated node). Collective: every rank tells the others the components
+    its rows meet and their partial squared norms (an all-gather of one pair per such
+    component)."""
     group = exchange.group
     labels = connected_labels(rows, exchange)
     weight = np.ones(rows.rows) if normalization == "none" else np.sqrt(np.maximum(deg, 0))
@@ -86,10 +127,7 @@ def null_space(rows: LocalRows, exchange: HaloExchange, deg: np.ndarray,
     sums = np.bincount(inverse, weights=weight * weight, minlength=mine.size)
     gathered: list = [None] * exchange.partition.world
     dist.all_gather_object(gathered, (mine, sums), group=group)
-    every = np.unique(np.concatenate([g[0] for g in gathered]))
-    if every.size > MAX_COMPONENTS:
-        raise ValueError(f"the graph has {every.size} connected components; the distributed "
-                         f"LapPE deflates at most {MAX_COMPONENTS}")
+    every, seen = np.unique(np.concatenate([g[0] for g in gathered]), return_counts=True)
     norm2 = np.zeros(every.size)
     for labs, s in gathered:
         np.add.at(norm2, np.searchsorted(every, labs), s)
@@ -97,9 +135,8 @@ def null_space(rows: LocalRows, exchange: HaloExchange, deg: np.ndarray,
     empty = norm2[column] <= 0  # an isolated node: its indicator
     weight = np.where(empty, 1.0, weight)
     norm2 = np.where(norm2 <= 0, 1.0, norm2)
-    out = np.zeros((rows.rows, every.size))
-    out[np.arange(rows.rows), column] = weight / np.sqrt(norm2[column])
-    return out
+    return ComponentNullSpace(weight / np.sqrt(norm2[column]), column, every.size,
+                              np.flatnonzero(seen > 1), group)
 
 
 def canonical_signs_distributed(vecs: Tensor, lo: int, valid: Tensor,
@@ -164,7 +201,7 @@ def distributed_laplacian_eigenpairs(
     n = part.num_nodes
     op, deg = laplacian_operator(rows, exchange, normalization)
     null = null_space(rows, exchange, deg, normalization)
-    count = null.shape[1]
+    count = null.count
     upper = 2.0 * all_max(deg.max(initial=0.0), group) * (1 + 1e-6) \
         if normalization == "none" else 2.0
     tol = 1e-8 * upper / 2.0 if tol is None else tol
@@ -175,7 +212,7 @@ def distributed_laplacian_eigenpairs(
                          f"outside the null space ({n - count} here); encode a graph this "
                          "small in one process")
     vals = np.zeros(trivial)
-    vecs = null[:, :trivial]
+    vecs = null.columns(trivial)
     products, residual = 0, 0.0
     if want > 0:
         start = np.random.default_rng([seed, part.rank]).standard_normal(rows.rows)
@@ -183,7 +220,7 @@ def distributed_laplacian_eigenpairs(
         def reduce(partial: np.ndarray) -> np.ndarray:
             return all_sum(partial, group)
 
-        solved = thick_restart_lanczos(op.matvec, n, want, null=np.ascontiguousarray(null),
+        solved = thick_restart_lanczos(op.matvec, n, want, null=null,
                                        tol=tol, norm_bound=upper, start=start,
                                        seed=seed + part.rank, reduce=reduce)
         lv = op.matvec(solved.vectors)

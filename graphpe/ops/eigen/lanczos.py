@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -70,6 +70,17 @@ MIN_REORTH_THRESHOLD = EPS**0.75
 DGKS_RATIO = 0.717
 # rows per block of the in-place restart product ``V[:, :l] = V[:, :m] Y``
 _RESTART_ROWS = 1024
+
+
+@runtime_checkable
+class NullSpace(Protocol):
+    """Known orthonormal eigenvectors ``Z`` ``[n, c]`` held in any form: ``shape`` is
+    ``(rows, c)`` and ``project_(x)`` takes them out of a vector in place (``x -= Z Z^H x``,
+    summed over the processes holding the other rows where the vectors are spread)."""
+
+    shape: tuple[int, int]
+
+    def project_(self, x: np.ndarray) -> None: ...
 
 
 class LanczosResult(NamedTuple):
@@ -107,7 +118,7 @@ def thick_restart_lanczos(
     k: int,
     *,
     which: str = "smallest",
-    null: np.ndarray | None = None,
+    null: np.ndarray | NullSpace | None = None,
     tol: float = 1e-8,
     norm_bound: float = 1.0,
     ncv: int | None = None,
@@ -131,7 +142,8 @@ def thick_restart_lanczos(
         n: the operator's size.
         k: eigenpairs wanted; ``k + 1`` at most the dimension outside ``null``.
         which: ``"smallest"`` or ``"largest"`` eigenvalues.
-        null: ``[n, c]`` orthonormal columns to exclude (eigenvectors of ``A``), or None.
+        null: ``[n, c]`` orthonormal columns to exclude (eigenvectors of ``A``), or None; or a
+            :class:`NullSpace` that projects them out itself (many columns kept sparse).
         tol: residual ``||A x - theta x||`` every returned pair must reach (estimated).
         norm_bound: an upper bound of ``||A||``; scales the rounding terms of the
             orthogonality estimates and the breakdown test.
@@ -159,6 +171,7 @@ def thick_restart_lanczos(
     if which not in ("smallest", "largest"):
         raise ValueError(f"which must be 'smallest' or 'largest', got {which!r}")
     free = n - (0 if null is None else null.shape[1])
+    projector = null if isinstance(null, NullSpace) else None
     if not 0 < k < free:
         raise ValueError(f"k={k} must be in [1, {free - 1}] (the dimension outside the null "
                          f"space is {free})")
@@ -203,7 +216,9 @@ def thick_restart_lanczos(
     def project(x: np.ndarray) -> None:
         if null is None:
             return
-        if null.shape[1] == 1:  # one component: two vector operations, not a matmul
+        if projector is not None:
+            projector.project_(x)
+        elif null.shape[1] == 1:  # one component: two vector operations, not a matmul
             axpy(null[:, 0], x, a=-dot(null[:, 0], x))
         elif reduce is None and hermitian:
             x -= null @ (null.conj().T @ x)

@@ -32,6 +32,17 @@ def _eigenpairs(rank: int, world: int) -> dict:
     for name, options in CASES.items():
         pairs = distributed_laplacian_eigenpairs(rows, exchange, 6, **options)
         out[name] = pairs._asdict()
+    lonely = two_components(isolated=9)  # 11 components, 9 of them isolated nodes
+    part = row_partition(lonely.num_nodes, world, rank)
+    lonely_rows = local_rows(simple_csr(lonely.edge_index, lonely.num_nodes), part)
+    lonely_exchange = halo_exchange(lonely_rows)
+    out["isolated"] = distributed_laplacian_eigenpairs(lonely_rows, lonely_exchange,
+                                                       6)._asdict()
+    from graphpe.ops.distributed import laplacian_operator, null_space
+
+    _, deg = laplacian_operator(lonely_rows, lonely_exchange)
+    null = null_space(lonely_rows, lonely_exchange, deg, "sym")
+    out["null"] = (null.count, null.num_shared)
     try:
         distributed_laplacian_eigenpairs(rows, exchange, graph.num_nodes - 3)
     except ValueError as error:
@@ -84,3 +95,15 @@ def test_too_few_eigenpairs_for_lanczos_is_a_clear_error(ranks):
     assert ranks[0]["error"] == ("k=124: the distributed LapPE needs more than k + 1 "
                                  "eigenpairs outside the null space (125 here); encode a "
                                  "graph this small in one process")
+
+
+def test_isolated_nodes_are_deflated_without_communication(ranks):
+    graph = two_components(isolated=9)
+    want = LaplacianPE(k=6)(graph.clone())
+    vecs = torch.cat([r["isolated"]["eigvecs"] for r in ranks])
+    np.testing.assert_allclose(ranks[0]["isolated"]["eigvals"].numpy(),
+                               want.lap_eigvals[0].double(), atol=1e-6)
+    np.testing.assert_allclose(vecs.float().numpy(), want.lap_pe.numpy(), atol=1e-6)
+    # 11 components; only the random part spans both ranks (the path and the isolated
+    # nodes are rank 1's): one sum all-reduced per projection
+    assert [r["null"] for r in ranks] == [(11, 1), (11, 1)]
