@@ -86,8 +86,8 @@ def test_eigenvalues_to_1e8_of_the_float64_solver(ranks):
     np.testing.assert_allclose(ranks[0]["sym"]["eigvals"].numpy(), want.eigvals[0].numpy(),
                                rtol=0, atol=1e-8)
     vecs = torch.cat([r["sym"]["eigvecs"] for r in ranks])
-    overlap = vecs.T @ want.eigvecs  # ||P1 - P2||_F^2 = 2k - 2 ||V1^T V2||_F^2
-    distance = (2 * 6 - 2 * overlap.square().sum()).clamp(min=0).sqrt()
+    v1 = want.eigvecs  # ||P1 - P2||_F = sqrt(2) ||(I - P1) V2||_F, without n x n
+    distance = 2**0.5 * (vecs - v1 @ (v1.T @ vecs)).norm()
     assert float(distance) <= 1e-6
 
 
