@@ -142,11 +142,16 @@ PATHS: list[tuple[type, Callable]] = [(LaplacianPE, _laplacian_rows), (RFP, _rfp
 
 
 def graph_rows(graph: Data, world: int, rank: int) -> LocalRows:
-    """Rank ``rank``'s rows of ``graph``'s undirected simple graph (the whole CSR is built,
-    then freed: each rank reads the whole graph)."""
+    """Rank ``rank``'s rows of ``graph``'s undirected simple graph: the CSR of the edges with
+    an end among the rank's nodes only (both directions of each, duplicates and self loops
+    merged as the whole graph's CSR merges them), then its rows kept."""
     part = row_partition(graph.num_nodes, world, rank)
-    return local_rows(simple_csr(graph.edge_index, graph.num_nodes, graph.get("edge_weight")),
-                      part)
+    ei, weight = graph.edge_index, graph.get("edge_weight")
+    touches = ((ei >= part.lo) & (ei < part.hi)).any(0)
+    if not bool(touches.all()):
+        ei = ei[:, touches]
+        weight = None if weight is None else weight[touches]
+    return local_rows(simple_csr(ei, graph.num_nodes, weight), part)
 
 
 def encode_graph_distributed(graph: Data, pe: Any, out_dir: str | os.PathLike,

@@ -135,3 +135,21 @@ def test_torchrun_graphpe_encode_writes_each_ranks_rows(tmp_path):
     want = read_encodings(Path(encode_graph(whole, "lap:k=3", tmp_path / "one")["lap"]).parent)
     torch.testing.assert_close(got["lap_pe"], want["lap_pe"], rtol=0, atol=1e-6)
     torch.testing.assert_close(got["lap_eigvals"], want["lap_eigvals"], rtol=0, atol=1e-6)
+
+
+def test_a_ranks_rows_are_read_from_the_edges_that_touch_them():
+    from graphpe.encode_distributed import graph_rows
+    from graphpe.ops.distributed import local_rows, row_partition
+    from graphpe.ops.host import simple_csr
+
+    graph = two_components(weighted=True)
+    graph.edge_index = torch.cat([graph.edge_index, graph.edge_index[:, :40],
+                                  torch.tensor([[5, 70], [5, 70]])], dim=1)  # duplicates, loops
+    graph.edge_weight = torch.cat([graph.edge_weight, graph.edge_weight[:40] * 3,
+                                   torch.tensor([0.5, 2.0])])
+    whole = simple_csr(graph.edge_index, graph.num_nodes, graph.edge_weight)
+    for rank in range(3):
+        got = graph_rows(graph, 3, rank)
+        want = local_rows(whole, row_partition(graph.num_nodes, 3, rank))
+        for field in ("indptr", "indices", "weight", "loops"):
+            assert (getattr(got, field) == getattr(want, field)).all(), field

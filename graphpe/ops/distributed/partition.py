@@ -269,8 +269,6 @@ class DistributedOperator:
 
     def __init__(self, rows: LocalRows, exchange: HaloExchange, values: np.ndarray,
                  diag: np.ndarray | None = None, dtype: torch.dtype = torch.float64) -> None:
-        import scipy.sparse as sp
-
         part = rows.partition
         indptr, cols, vals = rows.indptr, rows.indices, np.asarray(values, np.float64)
         if diag is not None:
@@ -292,19 +290,37 @@ class DistributedOperator:
         ext = LocalRows(part, indptr, cols, vals, rows.loops)
         self.exchange = exchange
         self.rows = part.rows
-        width = part.rows + exchange.size
-        self.columns = extended_columns(ext, exchange)
-        self.matrix = sp.csr_matrix((vals, self.columns, indptr), shape=(part.rows, width))
-        self.matrix.has_sorted_indices = True  # (keep the stored order: scipy would sort)
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
-            self.tensor = torch.sparse_csr_tensor(
-                torch.from_numpy(indptr.astype(np.int64)),
-                torch.from_numpy(self.columns.astype(np.int64)),
-                torch.from_numpy(vals).to(dtype), (part.rows, width), check_invariants=False)
+        self.width = part.rows + exchange.size
+        self.indptr, self.columns, self.values = indptr, extended_columns(ext, exchange), vals
+        self.dtype = dtype
+        self._matrix = self._tensor = None  # built on first use: one copy, not two
         self.products = 0
+
+    @property
+    def matrix(self):
+        """The rows as a scipy CSR matrix ``[rows, rows + |halo|]`` (float64)."""
+        if self._matrix is None:
+            import scipy.sparse as sp
+
+            self._matrix = sp.csr_matrix((self.values, self.columns, self.indptr),
+                                         shape=(self.rows, self.width))
+            self._matrix.has_sorted_indices = True  # (keep the stored order: no sort)
+        return self._matrix
+
+    @property
+    def tensor(self) -> Tensor:
+        """The rows as a torch sparse CSR tensor in the operator's dtype."""
+        if self._tensor is None:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
+                self._tensor = torch.sparse_csr_tensor(
+                    torch.from_numpy(self.indptr.astype(np.int64, copy=False)),
+                    torch.from_numpy(self.columns.astype(np.int64, copy=False)),
+                    torch.from_numpy(self.values).to(self.dtype), (self.rows, self.width),
+                    check_invariants=False)
+        return self._tensor
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``A_r x`` for this rank's rows ``x`` ``[rows]`` or ``[rows, d]`` (float64 numpy)."""

@@ -158,11 +158,12 @@ def distributed_rfp(rows: LocalRows, exchange: HaloExchange, x0: Tensor, steps: 
         raise ValueError(f"x0 must be [rows={part.rows}, draws, d], got {list(x0.shape)}")
     draws, d = x0.size(1), x0.size(2)
     op = propagation_operator_rows(rows, exchange, operator, dtype)
-    traj = torch.empty(steps + 1, part.rows, draws * d, dtype=dtype)
-    traj[0] = normalize_distributed(x0.to(dtype).reshape(part.rows, draws * d), part,
-                                    normalization, d, group)
+    # written straight into the output's layout [rows, draws, step, d]: no trajectory copy
+    out = torch.empty(part.rows, draws, steps + 1, d, dtype=dtype)
+    x = normalize_distributed(x0.to(dtype).reshape(part.rows, draws * d), part,
+                              normalization, d, group)
+    out[:, :, 0] = x.reshape(part.rows, draws, d)
     for step in range(1, steps + 1):
-        traj[step] = normalize_distributed(op.matmul(traj[step - 1]), part, normalization, d,
-                                           group)
-    return traj.reshape(steps + 1, part.rows, draws, d).permute(1, 2, 0, 3).reshape(
-        part.rows, draws, (steps + 1) * d)
+        x = normalize_distributed(op.matmul(x), part, normalization, d, group)
+        out[:, :, step] = x.reshape(part.rows, draws, d)
+    return out.reshape(part.rows, draws, (steps + 1) * d)
