@@ -154,6 +154,75 @@ def graph_rows(graph: Data, world: int, rank: int) -> LocalRows:
     return local_rows(simple_csr(ei, graph.num_nodes, weight), part)
 
 
+def adjacency_file(path: Path) -> Path | None:
+    """The ``scipy.sparse.save_npz`` adjacency of a graph file or GraphSAINT folder, or
+    None for another format."""
+    if path.is_dir() and (path / "adj_full.npz").exists():
+        return path / "adj_full.npz"
+    return path if path.suffix == ".npz" and path.is_file() else None
+
+
+def adjacency_rows(path: Path, world: int, rank: int,
+                   digest: bool = True) -> tuple[LocalRows, dict[str, Any]]:
+    """Rank ``rank``'s rows of the graph of the adjacency file ``path`` (as
+    :func:`graph_rows` of :func:`graphpe.datasets.read_graph`'s graph, one edge per nonzero),
+    read without forming the whole graph's edge list: the rank's rows of the matrix and the
+    entries of its columns (one pass over the column indices), and the record's graph
+    fields: node and edge counts and, with ``digest``, the digest
+    :func:`graphpe.encode.graph_digest` gives the read graph (hashed a block of rows at a
+    time)."""
+    import hashlib
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    adj = sp.csr_matrix(sp.load_npz(path))
+    adj.sum_duplicates()
+    adj.eliminate_zeros()
+    n = adj.shape[0]
+    part = row_partition(n, world, rank)
+    indptr, indices = adj.indptr, adj.indices
+    a, b = int(indptr[part.lo]), int(indptr[part.hi])
+    out_rows = np.repeat(np.arange(part.lo, part.hi), np.diff(indptr[part.lo : part.hi + 1]))
+    inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
+    in_rows = np.searchsorted(indptr, inward, side="right") - 1
+    edges = np.stack([np.concatenate([out_rows, in_rows]),
+                      np.concatenate([indices[a:b], indices[inward]])]).astype(np.int64)
+    rows = local_rows(simple_csr(torch.from_numpy(edges), n), part)
+    meta: dict[str, Any] = {"num_nodes": n, "num_edges": int(indices.size)}
+    if digest:  # sha256 of (int64 [n], int64 edge_index [2, E]) as fingerprint_of hashes them
+        h = hashlib.sha256()
+        h.update(b"torch.int64")
+        h.update(np.array([n], dtype=np.int64).tobytes())
+        h.update(b"torch.int64")
+        block = 1 << 20
+        for lo in range(0, n, block):
+            hi = min(n, lo + block)
+            h.update(np.repeat(np.arange(lo, hi, dtype=np.int64),
+                               np.diff(indptr[lo : hi + 1])).tobytes())
+        for lo in range(0, indices.size, 1 << 23):
+            h.update(indices[lo : lo + (1 << 23)].astype(np.int64).tobytes())
+        meta["digest"] = h.hexdigest()
+    return rows, meta
+
+
+def encode_file_distributed(path: Path, pe: Any, out_dir: str | os.PathLike,
+                            group: dist.ProcessGroup | None = None) -> dict[str, Path]:
+    """:func:`encode_graph_distributed` of the graph file ``path``: an adjacency (``.npz``,
+    a GraphSAINT folder) is read by :func:`adjacency_rows` (each rank its rows; rank 0 the
+    digest), any other format whole by :func:`graphpe.datasets.read_graph`."""
+    adjacency = adjacency_file(path)
+    if adjacency is None:
+        from graphpe.datasets import read_graph
+
+        return encode_graph_distributed(read_graph(path), pe, out_dir, group)
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    specs = resolve_pe(pe)
+    transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
+    rows, meta = adjacency_rows(adjacency, world, rank, digest=rank == 0)
+    return encode_rows(rows, specs, transforms, out_dir, meta, group)
+
+
 def encode_graph_distributed(graph: Data, pe: Any, out_dir: str | os.PathLike,
                              group: dist.ProcessGroup | None = None,
                              digest: str | None = None) -> dict[str, Path]:

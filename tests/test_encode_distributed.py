@@ -153,3 +153,27 @@ def test_a_ranks_rows_are_read_from_the_edges_that_touch_them():
         want = local_rows(whole, row_partition(graph.num_nodes, 3, rank))
         for field in ("indptr", "indices", "weight", "loops"):
             assert (getattr(got, field) == getattr(want, field)).all(), field
+
+
+def test_an_adjacency_files_rows_and_digest_are_those_of_the_read_graph(tmp_path):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from graphpe.datasets import read_graph
+    from graphpe.encode import graph_digest
+    from graphpe.encode_distributed import adjacency_rows, graph_rows
+
+    graph = two_components(isolated=3)
+    n = graph.num_nodes
+    ei = graph.edge_index.numpy()
+    # duplicate entries of the file are summed by scipy (one edge), as read_graph reads them
+    sp.save_npz(tmp_path / "g.npz", sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])),
+                                                  shape=(n, n)))
+    whole = read_graph(tmp_path / "g.npz")
+    for rank in range(3):
+        got, meta = adjacency_rows(tmp_path / "g.npz", 3, rank)
+        want = graph_rows(whole, 3, rank)
+        for field in ("indptr", "indices", "weight", "loops"):
+            assert (getattr(got, field) == getattr(want, field)).all(), field
+        assert meta == {"digest": graph_digest(whole), "num_nodes": n,
+                        "num_edges": int(whole.edge_index.size(1))}

@@ -33,11 +33,14 @@ def run_encode(args: argparse.Namespace) -> dict:
     (:func:`graphpe.encode_distributed.encode_graph_distributed`, gloo) and rank 0 prints."""
     from graphpe.encode import encode_graph
 
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if args.graph is not None:
         from graphpe.datasets import read_graph
 
         if not args.graph.exists():
             raise FileNotFoundError(f"--graph {args.graph}: not found")
+        if distributed:  # each rank reads its rows of an adjacency file
+            return _run_distributed(args.graph, args)
         graph = read_graph(args.graph)
     else:
         from graphpe.datasets import load_dataset
@@ -48,7 +51,7 @@ def run_encode(args: argparse.Namespace) -> dict:
                              "writes the encodings of one graph (graphpe precompute encodes "
                              "datasets)")
         graph = bundle.train[0]
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if distributed:
         return _run_distributed(graph, args)
     written = encode_graph(graph, args.pe, args.out)
     report = {name: json.loads(path.with_suffix(".json").read_text())
@@ -60,15 +63,20 @@ def run_encode(args: argparse.Namespace) -> dict:
 
 
 def _run_distributed(graph, args: argparse.Namespace) -> dict:
-    """This process's rows of the encodings (a torchrun process); rank 0 prints the records."""
+    """This process's rows of the encodings of ``graph`` (a ``Data``, or a graph file whose
+    adjacency each rank reads its rows of) in a torchrun process; rank 0 prints the
+    records."""
     import torch.distributed as dist
 
-    from graphpe.encode_distributed import encode_graph_distributed
+    from graphpe.encode_distributed import encode_file_distributed, encode_graph_distributed
     from graphpe.runtime import distributed_setup
 
     rank, world, _ = distributed_setup("cpu")
     try:
-        written = encode_graph_distributed(graph, args.pe, args.out)
+        if isinstance(graph, Path):
+            written = encode_file_distributed(graph, args.pe, args.out)
+        else:
+            written = encode_graph_distributed(graph, args.pe, args.out)
     finally:
         dist.destroy_process_group()
     summary = {}
