@@ -11,10 +11,11 @@ single process draws: the walks, hence the estimate, are the single process's.
 The sources are taken in rounds (every rank the same number, a fixed budget of walks each).
 In a round every walk of the round's sources advances a step at a time: each rank moves the
 walks standing on its rows, then sends each walk to the owner of its new node (two int64 per
-walk: its number and node, point-to-point). Each move is recorded (three int64: the walk and
-step, the node, ``1 / d(node)``); at the end of the round the records go to the sources'
-owners, which assemble each source's ``W x (h + 1)`` positions and compute its estimate and
-jackknife standard error by the single process's formulas (``_collisions``, compiled).
+walk: its number and node, point-to-point). Each move is recorded (three int64: the walk, the
+node, ``1 / d(node)``) and sent at once to the source's owner, which writes it into the
+source's ``W x (h + 1)`` positions; at the end of the round the owners compute each source's
+estimate and jackknife standard error by the single process's formulas (``_collisions``,
+compiled).
 Memory: the rows, ``O(round)`` walks and records; no rank holds the whole graph.
 """
 
@@ -47,10 +48,9 @@ _walk_tables = sampled._walk_tables
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _TO_UNIT = 1.0 / 2.0**53
-# walk positions (walks times steps) of one round, on every rank: a round's walks, records and
-# their routed copies take about 150 bytes a position (20 MB here; 2^19 measured 75 MB on
-# arxiv against the one process's 144 MB in all)
-ROUND_POSITIONS = 1 << 17
+# walk positions (walks times steps) of one round, on every rank: 16 bytes a position for the
+# positions kept, and a step's walks and records in flight
+ROUND_POSITIONS = 1 << 18
 
 
 @aot.njit(cache=True, nogil=True)
@@ -249,28 +249,24 @@ def _walk_round(src: np.ndarray, walks: int, steps: int, base: np.uint64, rows: 
     """The walks of one round (``walks`` from each of this rank's sources ``src``, every
     rank in step), their positions written into ``pos`` / ``inv_pos`` ``[src, walk, step]``."""
     part, group = rows.partition, exchange.group
-    # a walk is [source * walks + walk, node]; a record [walk * (steps + 1) + step, node,
-    # the bits of 1 / d(node)]
+    # a walk is [source * walks + walk, node]; a record of a step [walk, node, the bits of
+    # 1 / d(node)], sent to the source's owner as soon as the step is taken
     walkers = np.empty((src.size * walks, 2), dtype=np.int64)
     walkers[:, 0] = (src[:, None] * walks + np.arange(walks)).ravel()
     walkers[:, 1] = np.repeat(src, walks)
-    records = []
     for s in range(1, steps + 1):
         nxt = np.empty(walkers.shape[0], dtype=np.int64)
         inv = np.empty(walkers.shape[0])
         _advance(walkers, walks, s, steps, base, part.lo, rows.indptr, rows.indices, cum,
                  loops, deg, inv_ext, exchange.halo, unit, nxt, inv)
         walkers[:, 1] = nxt
-        records.append(np.stack([walkers[:, 0] * (steps + 1) + s, nxt, inv.view(np.int64)],
-                                axis=1))
+        rec = np.stack([walkers[:, 0], nxt, inv.view(np.int64)], axis=1)
+        rec = _route(torch.from_numpy(rec), part.owner(walkers[:, 0] // walks), part, group,
+                     sent).numpy()
+        source, k = np.divmod(rec[:, 0], walks)
+        q = np.searchsorted(src, source)
+        pos[q, k, s] = rec[:, 1]
+        inv_pos[q, k, s] = rec[:, 2].view(np.float64)
+        del rec, source, k, q
         walkers = _route(torch.from_numpy(walkers), part.owner(nxt), part, group,
                          sent).numpy()
-    rec = np.concatenate(records)
-    del records
-    owner = part.owner(rec[:, 0] // ((steps + 1) * walks))
-    rec = _route(torch.from_numpy(rec), owner, part, group, sent).numpy()
-    walk, step = np.divmod(rec[:, 0], steps + 1)
-    source, k = np.divmod(walk, walks)
-    q = np.searchsorted(src, source)
-    pos[q, k, step] = rec[:, 1]
-    inv_pos[q, k, step] = rec[:, 2].view(np.float64)
