@@ -182,13 +182,7 @@ def adjacency_rows(path: Path, world: int, rank: int,
     n = adj.shape[0]
     part = row_partition(n, world, rank)
     indptr, indices = adj.indptr, adj.indices
-    a, b = int(indptr[part.lo]), int(indptr[part.hi])
-    out_rows = np.repeat(np.arange(part.lo, part.hi), np.diff(indptr[part.lo : part.hi + 1]))
-    inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
-    in_rows = np.searchsorted(indptr, inward, side="right") - 1
-    edges = np.stack([np.concatenate([out_rows, in_rows]),
-                      np.concatenate([indices[a:b], indices[inward]])]).astype(np.int64)
-    rows = local_rows(simple_csr(torch.from_numpy(edges), n), part)
+    del adj
     meta: dict[str, Any] = {"num_nodes": n, "num_edges": int(indices.size)}
     if digest:  # sha256 of (int64 [n], int64 edge_index [2, E]) as fingerprint_of hashes them
         h = hashlib.sha256()
@@ -203,6 +197,16 @@ def adjacency_rows(path: Path, world: int, rank: int,
         for lo in range(0, indices.size, 1 << 23):
             h.update(indices[lo : lo + (1 << 23)].astype(np.int64).tobytes())
         meta["digest"] = h.hexdigest()
+    a, b = int(indptr[part.lo]), int(indptr[part.hi])
+    inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
+    edges = np.empty((2, (b - a) + inward.size), dtype=np.int64)
+    edges[0, : b - a] = np.repeat(np.arange(part.lo, part.hi),
+                                  np.diff(indptr[part.lo : part.hi + 1]))
+    edges[1, : b - a] = indices[a:b]
+    edges[0, b - a :] = np.searchsorted(indptr, inward, side="right") - 1
+    edges[1, b - a :] = indices[inward]
+    del indptr, indices, inward  # (the whole matrix: freed before the rows' CSR is built)
+    rows = local_rows(simple_csr(torch.from_numpy(edges), n), part)
     return rows, meta
 
 
