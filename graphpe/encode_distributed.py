@@ -95,7 +95,9 @@ def _generator(transform: PETransform, group: dist.ProcessGroup | None) -> torch
     on every rank."""
     with transform.shared_stream():
         seed = transform.draw_generator().initial_seed()
-    seed = int(_shared(torch.tensor([seed], dtype=torch.int64), group)[0])
+    # (a drawn seed is any uint64: rank 0's, folded into int64 for the broadcast; a given
+    # seed is below 2^63 and stays itself)
+    seed = int(_shared(torch.tensor([seed % 2**63], dtype=torch.int64), group)[0])
     return torch.Generator().manual_seed(seed)
 
 

@@ -25,6 +25,7 @@ PE = "lap:k=4,rfp:dim=4:steps=3:num_draws=2,rwse:walk_length=6"
 
 def _encode(rank: int, world: int, out: str) -> dict:
     written = encode_graph_distributed(two_components(), PE, out)
+    encode_graph_distributed(two_components(), "lap:k=4:sign=random", out + "-random")
     errors = {}
     for name, call in {
         "too_many_ranks": lambda: encode_graph_distributed(Data(
@@ -60,6 +61,14 @@ def test_the_ranks_rows_assemble_into_what_encode_graph_writes(encoded, tmp_path
         else:  # RFP: the compiled float64 kernel of a graph this small, to 1e-5
             torch.testing.assert_close(got[key], want[key], rtol=0,
                                        atol=1e-5 if key == "rfp" else 1e-6)
+
+
+def test_random_signs_are_one_flip_per_column_on_every_rank(encoded):
+    out, _ = encoded
+    got = read_encodings(Path(str(out / "enc") + "-random"), two_components())["lap_pe"]
+    canonical = read_encodings(out / "enc")["lap_pe"]
+    flips = (got * canonical).sum(0).sign()  # one sign per column, drawn once (rank 0)
+    torch.testing.assert_close(got, canonical * flips, rtol=0, atol=1e-7)
 
 
 def test_the_record_holds_the_partition_and_the_halo_traffic(encoded):
