@@ -652,6 +652,198 @@ def arxiv_encodings_table(data: dict) -> str:
     return "\n".join(lines + ([""] + notes if notes else []))
 
 
+def _distributed_rows(data: dict) -> tuple[dict, list[dict]]:
+    """``({encoding: the one process's measurement}, [the ranks' rows])`` of
+    ``distributed_encode.json``."""
+    single = {r["encoding"]: r["processes"][0] for r in data["rows"]
+              if r["ranks"] == 0 and r["processes"]}
+    return single, [r for r in data["rows"] if r["ranks"] > 0]
+
+
+def distributed_encode_table(data: dict) -> str:
+    """ogbn-arxiv's encodings by 1, 2 and 4 gloo ranks against one process (from
+    ``benchmarks/distributed_encode.py``)."""
+    single, ranked = _distributed_rows(data)
+    lines = [
+        f"`{data['command']}` (one thread per process, gloo on one machine of "
+        f"{data['cpu_count']} cores, shared with other work; contiguous row blocks, no "
+        "reordering; RWSE's estimate from "
+        f"{data['walks']} walks a node; peaks per rank, the graph and the encodings "
+        "included; *above baseline*: less the process's resident size after imports and a "
+        "warm-up call):",
+        "",
+        "| encoding | ranks | equality with one process | peak GB (x one process) | "
+        "above baseline GB (x) | halo rows (all ranks) | values sent per product | "
+        "seconds |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    if data.get("merged"):
+        lines[0] += (f" the rows of {', '.join(data['merged'])} are kept from an earlier run "
+                     "of the same script with the same settings (`--merge`);")
+    for e, one in single.items():
+        lines.append(f"| {e} | 1 process | reference | {one['peak_rss_gb']:.3f} | "
+                     f"{one['peak_above_baseline_gb']:.3f} | | | {one['seconds']:.1f} |")
+        for r in (r for r in ranked if r["encoding"] == e):
+            if r["failed"]:
+                lines.append(f"| {e} | {r['ranks']} | failed: {r['failed'][:80]} | | | | | |")
+                continue
+            peak = max(p["peak_rss_gb"] for p in r["processes"])
+            above = max(p["peak_above_baseline_gb"] for p in r["processes"])
+            c = r["communication"]
+            if e == "lap":
+                equal = (f"eigenvalues {r['eigval_max_error']:.1e}, projectors "
+                         f"{r['projector_distance']:.1e}, vectors {r['vector_max_error']:.1e}")
+                if "projector_distance_tight" in r:
+                    equal += (f"; against the same solver at 1e-10: eigenvalues "
+                              f"{r['eigval_max_error_tight']:.1e}, projectors "
+                              f"{r['projector_distance_tight']:.1e}, vectors "
+                              f"{r['vector_max_error_tight']:.1e}")
+                equal += f" ({r['products']} products)"
+                sent = c["values_sent_total"] / c["exchanges"]
+            elif e == "rfp":
+                equal = f"max error {r['rfp_max_error']:.1e}"
+                sent = c["values_sent_total"] / c["exchanges"]
+            else:
+                equal = (f"estimate {r['rwse_max_error']:.1e}, standard error "
+                         f"{r['stderr_max_error']:.1e}")
+                sent = None
+            sent_cell = (f"{sent:,.0f}" if sent is not None else
+                         f"walks: {r['walk_values_sent']:,} int64 in all")
+            lines.append(f"| {e} | {r['ranks']} | {equal} | {peak:.3f} ({r['peak_ratio']:.2f}x) "
+                         f"| {above:.3f} ({r['peak_above_baseline_ratio']:.2f}x) | "
+                         f"{c['halo_rows_total']:,} | {sent_cell} | {r['seconds']:.1f} |")
+    return "\n".join(lines)
+
+
+# ogbn-papers100M (OGB): nodes and directed citation edges; the undirected CSR holds each edge
+# in both directions (at most twice the edges)
+PAPERS_NODES = 111_059_956
+PAPERS_EDGES = 1_615_685_872
+# the cost model's bytes: the Lanczos basis (ncv + 1 = 65 float64 vectors for k = 16), per stored
+# entry the rank's CSR rows (int64 column, float64 weight) and the operator (int64 column,
+# float64 value), per halo row 3 float64 buffers, and the adjacency file every rank reads whole
+# (int32 column and bool value per directed edge, int64 row pointer per node)
+BASIS_VECTORS = 65
+BYTES_PER_ENTRY = 32
+BYTES_PER_HALO_ROW = 24
+NETWORK_BYTES_PER_S = 10e9  # 100 Gb/s between machines
+MACHINE_BYTES = 64e9  # the memory a rank may use
+
+
+def _halo_model(n: int, entries: float, world: int) -> float:
+    """Halo rows of one rank if its entries' columns fell uniformly over the graph: the other
+    ranks' nodes it touches at least once."""
+    rows = n / world
+    return (n - rows) * (1.0 - float(np.exp(-entries / world / n)))
+
+
+def _memory_model(n: int, entries: float, edges: int, world: int, halo: float) -> float:
+    rows = n / world
+    return (8 * BASIS_VECTORS * rows + BYTES_PER_ENTRY * entries / world
+            + BYTES_PER_HALO_ROW * halo), 5.0 * edges + 8.0 * n
+
+
+def papers_distributed_cost_table(data: dict) -> str:
+    """A cost model of LapPE (k = 16) on ogbn-papers100M by distributed Lanczos, its rates
+    measured on ogbn-arxiv (``distributed_encode.json``)."""
+    g = data.get("graph_stats")
+    lap = {r["ranks"]: r for r in data["rows"] if r["encoding"] == "lap" and r["ranks"] > 0
+           and not r["failed"]}
+    if g is None or 1 not in lap:
+        return "(the cost model needs distributed_encode.json's graph_stats and a 1-rank row)"
+    n, entries, edges = g["num_nodes"], g["csr_entries"], g["file_edges"]
+    one = lap[1]
+    per_entry = one["seconds"] / one["products"] / entries  # seconds per stored entry
+    lines = ["Model, checked on arxiv (per rank: memory above baseline, the halo, seconds per "
+             "Lanczos product):", "",
+             "| ranks | halo model / measured | memory model (GB) | measured (GB) | "
+             "measured / model | s per product | of which halo exchange |",
+             "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    factors, per_halo = [], []
+    for world, r in sorted(lap.items()):
+        halo = max(r["communication"]["halo_rows"])
+        model_halo = _halo_model(n, entries, world)
+        mem, read = _memory_model(n, entries, edges, world, halo)
+        measured = max(p["peak_above_baseline_gb"] for p in r["processes"]) * 1e9
+        factors.append(measured / (mem + read))
+        step = r["seconds"] / r["products"]
+        exchange = step - per_entry * entries / world
+        if world > 1:
+            per_halo.append(max(exchange, 0.0) / halo)
+        lines.append(f"| {world} | {model_halo / max(halo, 1):.2f} | {(mem + read) / 1e9:.3f} "
+                     f"| {measured / 1e9:.3f} | {factors[-1]:.2f} | {step * 1e3:.1f} ms | "
+                     f"{max(exchange, 0.0) * 1e3:.1f} ms |")
+    factor = max(factors)
+    halo_rate = max(per_halo) if per_halo else 0.0
+    products = one["products"]
+    p_entries = 2.0 * PAPERS_EDGES
+    lines += ["", f"ogbn-papers100M ({PAPERS_NODES:,} nodes, {PAPERS_EDGES:,} edges, at most "
+              f"{p_entries:,.0f} stored entries): memory = {factor:.2f} (the largest measured / "
+              "model above) x the model; seconds per product = arxiv's per stored entry "
+              f"({per_entry * 1e9:.2f} ns, 1 rank) x the rank's entries + its halo's values "
+              f"at {NETWORK_BYTES_PER_S / 1e9:.0f} GB/s (on this machine's loopback: "
+              f"{halo_rate * 1e9:.1f} ns a halo row); {products:,} products as on arxiv, and "
+              "5x that for a more clustered spectrum:", "",
+              "| ranks | rows a rank | halo rows a rank (model) | memory a rank (GB) | "
+              "of which the file read whole | sent per product, all ranks (GB) | hours "
+              f"({products:,} products) | hours (5x) |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    fits = None
+    for world in (8, 16, 32, 64, 128):
+        halo = _halo_model(PAPERS_NODES, p_entries, world)
+        mem, read = _memory_model(PAPERS_NODES, p_entries, PAPERS_EDGES, world, halo)
+        step = per_entry * p_entries / world + 8.0 * halo / NETWORK_BYTES_PER_S
+        if fits is None and factor * (mem + read) <= MACHINE_BYTES:
+            fits = (world, factor * (mem + read), step * products)
+        lines.append(f"| {world} | {PAPERS_NODES / world:,.0f} | {halo:,.0f} | "
+                     f"{factor * (mem + read) / 1e9:.1f} | {read / 1e9:.1f} | "
+                     f"{8.0 * halo * world / 1e9:.1f} | {step * products / 3600:.2f} | "
+                     f"{5 * step * products / 3600:.2f} |")
+    if fits is not None:
+        world, need, seconds = fits
+        lines += ["", f"The fewest ranks whose LapPE fits {MACHINE_BYTES / 1e9:.0f} GB a rank: "
+                  f"**{world}** ({need / 1e9:.1f} GB a rank), about **{seconds / 3600:.1f} h** "
+                  f"at arxiv's product count, {5 * seconds / 3600:.1f} h at 5x."]
+        lines += _papers_other_rows(data, n)
+    return "\n".join(lines)
+
+
+def _papers_other_rows(data: dict, n: int) -> list[str]:
+    """RFP and RWSE on ogbn-papers100M, scaled from arxiv's 4-rank rows: memory above
+    baseline by the rows a rank holds (their outputs and halo buffers dominate), plus the file
+    read whole; seconds by the entries a rank multiplies (RFP) or the nodes it starts walks
+    from (RWSE), plus what it sends at the network's rate; at the fewest ranks that fit."""
+    out = ["", "RFP and RWSE, scaled from arxiv's 4-rank rows (memory above baseline by a "
+           "rank's rows, plus the file read whole; seconds by a rank's entries (RFP) or nodes "
+           f"(RWSE), plus what it sends at {NETWORK_BYTES_PER_S / 1e9:.0f} GB/s; arxiv's 4 ranks "
+           f"shared {data['cpu_count']} cores, so its seconds are upper bounds), at the fewest "
+           f"ranks that fit {MACHINE_BYTES / 1e9:.0f} GB a rank:", "",
+           "| encoding | arxiv, 4 ranks: GB above baseline, s | ranks | papers100M: GB a rank | "
+           "hours |", "| --- | ---: | ---: | ---: | ---: |"]
+    p_entries = 2.0 * PAPERS_EDGES
+    read = 5.0 * PAPERS_EDGES + 8.0 * PAPERS_NODES
+    for r in data["rows"]:
+        if r["ranks"] != 4 or r["encoding"] not in ("rfp", "rwse") or r["failed"]:
+            continue
+        above = max(p["peak_above_baseline_gb"] for p in r["processes"]) * 1e9
+        for world in (8, 16, 32, 64, 128, 256):
+            grow = (PAPERS_NODES / world) / (n / 4)
+            need = above * grow + read
+            if need <= MACHINE_BYTES or world == 256:
+                break
+        halo = _halo_model(PAPERS_NODES, p_entries, world)
+        if r["encoding"] == "rfp":  # 8 products of 4 draws x 16 float32 columns
+            seconds = (r["seconds"] * grow * p_entries / PAPERS_NODES
+                       / (data["graph_stats"]["csr_entries"] / n)
+                       + 8 * 64 * 4.0 * halo / NETWORK_BYTES_PER_S)
+        else:
+            sent = 8.0 * r["walk_values_sent"] / 4 * grow
+            seconds = r["seconds"] * grow + sent / NETWORK_BYTES_PER_S
+        out.append(f"| {r['encoding']} | {above / 1e9:.3f}, {r['seconds']:.1f} | {world} | "
+                   f"{need / 1e9:.1f} | {seconds / 3600:.2f} |")
+    return out
+
+
 def arxiv_nodes_table(data: dict) -> str:
     """Structure-only node classification on ogbn-arxiv per model and encoding, over seeds
     (from ``benchmarks/arxiv_nodes.py --accuracy``)."""
@@ -1225,6 +1417,10 @@ TABLES = {
     "sampled_batches": ("benchmarks/results/sampled_batches.json", sampled_batches_table),
     "subgraph_pe": ("benchmarks/results/subgraph_pe.json", subgraph_pe_table),
     "peptides_func": ("benchmarks/results/peptides_func.json", peptides_func_table),
+    "distributed_encode": ("benchmarks/results/distributed_encode.json",
+                           distributed_encode_table),
+    "papers_distributed_cost": ("benchmarks/results/distributed_encode.json",
+                                papers_distributed_cost_table),
 }
 
 

@@ -116,8 +116,10 @@ def encode_graph(graph: Data, pe: Any, out_dir: str | os.PathLike) -> dict[str, 
 
 
 def read_encodings(out_dir: str | os.PathLike, graph: Data | None = None) -> dict[str, Tensor]:
-    """The attributes of every encoding :func:`encode_graph` wrote to ``out_dir``; with
-    ``graph``, checked to be of that graph (its digest) first, and attached to it."""
+    """The attributes of every encoding :func:`encode_graph` wrote to ``out_dir`` (or the
+    ranks of :func:`graphpe.encode_distributed.encode_graph_distributed`, their rows
+    assembled); with ``graph``, checked to be of that graph (its digest) first, and attached
+    to it."""
     out = Path(out_dir)
     records = sorted(out.glob("*.json"))
     if not records:
@@ -134,8 +136,28 @@ def read_encodings(out_dir: str | os.PathLike, graph: Data | None = None) -> dic
             raise ValueError(f"{path}: encodings of another graph (digest "
                              f"{record['graph']['digest'][:12]}..., this graph's "
                              f"{digest[:12]}...)")
-        tensors.update(torch.load(path.with_suffix(".pt"), weights_only=True))
+        if "partition" in record:  # written by the ranks of graphpe.encode_distributed
+            tensors.update(assemble_ranks(path, record))
+        else:
+            tensors.update(torch.load(path.with_suffix(".pt"), weights_only=True))
     if graph is not None:
         for key, value in tensors.items():
             graph[key] = value
     return tensors
+
+
+def assemble_ranks(record_path: Path, record: dict[str, Any]) -> dict[str, Tensor]:
+    """The whole graph's attributes from the ranks' files ``record`` names (rows in rank
+    order), checked to cover the graph's nodes."""
+    files = [record_path.parent / name for name in record["partition"]["files"]]
+    missing = [f.name for f in files if not f.exists()]
+    if missing:
+        raise FileNotFoundError(f"{record_path}: missing the rows of {', '.join(missing)}")
+    parts = [torch.load(f, weights_only=True) for f in files]
+    whole = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
+    n = record["graph"]["num_nodes"]
+    for key, value in whole.items():
+        if value.size(0) != n:
+            raise ValueError(f"{record_path}: the ranks' rows of {key} cover {value.size(0)} "
+                             f"of the graph's {n} nodes")
+    return whole

@@ -121,9 +121,10 @@ LAYERS = (
     ("graphpe.transforms", "graphpe.synthetic", "graphpe.sampling"),
     ("graphpe.nn",),
     ("graphpe.datasets",),
-    ("graphpe.train", "graphpe.encode", "graphpe.records", "graphpe.runtime", "graphpe.warmup"),
+    ("graphpe.train", "graphpe.encode", "graphpe.encode_distributed", "graphpe.records",
+     "graphpe.runtime", "graphpe.warmup"),
     ("graphpe.pretrain", "graphpe.demo"),
-    ("graphpe.cli",),
+    ("graphpe.cli", "graphpe.__main__"),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 from graphpe.cli.options import PE_HELP
@@ -27,14 +28,19 @@ def add_encode_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_encode(args: argparse.Namespace) -> dict:
-    """``graphpe encode``: :func:`graphpe.encode.encode_graph`; prints what was written."""
+    """``graphpe encode``: :func:`graphpe.encode.encode_graph`; prints what was written.
+    Under ``torchrun`` (``WORLD_SIZE`` > 1), every process encodes its rows of the graph
+    (:func:`graphpe.encode_distributed.encode_graph_distributed`, gloo) and rank 0 prints."""
     from graphpe.encode import encode_graph
 
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
     if args.graph is not None:
         from graphpe.datasets import read_graph
 
         if not args.graph.exists():
             raise FileNotFoundError(f"--graph {args.graph}: not found")
+        if distributed:  # each rank reads its rows of an adjacency file
+            return _run_distributed(args.graph, args)
         graph = read_graph(args.graph)
     else:
         from graphpe.datasets import load_dataset
@@ -45,10 +51,40 @@ def run_encode(args: argparse.Namespace) -> dict:
                              "writes the encodings of one graph (graphpe precompute encodes "
                              "datasets)")
         graph = bundle.train[0]
+    if distributed:
+        return _run_distributed(graph, args)
     written = encode_graph(graph, args.pe, args.out)
     report = {name: json.loads(path.with_suffix(".json").read_text())
               for name, path in written.items()}
     summary = {name: {"file": str(written[name]), "attributes": r["attributes"],
                       "seconds": round(r["seconds"], 3)} for name, r in report.items()}
     print(json.dumps(summary, indent=2))
+    return summary
+
+
+def _run_distributed(graph, args: argparse.Namespace) -> dict:
+    """This process's rows of the encodings of ``graph`` (a ``Data``, or a graph file whose
+    adjacency each rank reads its rows of) in a torchrun process; rank 0 prints the
+    records."""
+    import torch.distributed as dist
+
+    from graphpe.encode_distributed import encode_file_distributed, encode_graph_distributed
+    from graphpe.runtime import distributed_setup
+
+    rank, world, _ = distributed_setup("cpu")
+    try:
+        if isinstance(graph, Path):
+            written = encode_file_distributed(graph, args.pe, args.out)
+        else:
+            written = encode_graph_distributed(graph, args.pe, args.out)
+    finally:
+        dist.destroy_process_group()
+    summary = {}
+    for name in written:
+        record = json.loads((args.out / f"{name}.json").read_text())
+        summary[name] = {"files": [str(args.out / f) for f in record["partition"]["files"]],
+                         "attributes": record["attributes"],
+                         "seconds": round(record["seconds"], 3), "ranks": world}
+    if rank == 0:
+        print(json.dumps(summary, indent=2))
     return summary

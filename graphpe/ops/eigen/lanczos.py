@@ -39,6 +39,12 @@ the norms ``beta`` are real), so the projected problem, the restarts and the ort
 estimates are unchanged (the magnetic Laplacian's eigenpairs,
 :mod:`graphpe.ops.eigen.magnetic`).
 
+Rows spread over processes (``reduce``): the vectors may hold one process's rows of an
+operator partitioned by rows (:mod:`graphpe.ops.distributed`). Every inner product and norm is
+then a sum of per-process partial sums, all-reduced by ``reduce``; ``H``, the orthogonality
+estimates and every decision taken from them are then the same in every process, so the
+processes run the same recurrence on their own rows.
+
 Memory: ``(ncv + 1) n`` float64 (or complex128) values (the basis) plus the operator.
 """
 
@@ -46,7 +52,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -64,6 +70,17 @@ MIN_REORTH_THRESHOLD = EPS**0.75
 DGKS_RATIO = 0.717
 # rows per block of the in-place restart product ``V[:, :l] = V[:, :m] Y``
 _RESTART_ROWS = 1024
+
+
+@runtime_checkable
+class NullSpace(Protocol):
+    """Known orthonormal eigenvectors ``Z`` ``[n, c]`` held in any form: ``shape`` is
+    ``(rows, c)`` and ``project_(x)`` takes them out of a vector in place (``x -= Z Z^H x``,
+    summed over the processes holding the other rows where the vectors are spread)."""
+
+    shape: tuple[int, int]
+
+    def project_(self, x: np.ndarray) -> None: ...
 
 
 class LanczosResult(NamedTuple):
@@ -101,7 +118,7 @@ def thick_restart_lanczos(
     k: int,
     *,
     which: str = "smallest",
-    null: np.ndarray | None = None,
+    null: np.ndarray | NullSpace | None = None,
     tol: float = 1e-8,
     norm_bound: float = 1.0,
     ncv: int | None = None,
@@ -113,6 +130,7 @@ def thick_restart_lanczos(
     max_seconds: float | None = None,
     on_restart: Callable[[int, int], None] | None = None,
     dtype: type = np.float64,
+    reduce: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> LanczosResult:
     """The ``k`` smallest (or largest) eigenpairs of a symmetric operator ``A`` restricted to
     the orthogonal complement of ``null``, by thick-restart Lanczos with partial
@@ -124,7 +142,8 @@ def thick_restart_lanczos(
         n: the operator's size.
         k: eigenpairs wanted; ``k + 1`` at most the dimension outside ``null``.
         which: ``"smallest"`` or ``"largest"`` eigenvalues.
-        null: ``[n, c]`` orthonormal columns to exclude (eigenvectors of ``A``), or None.
+        null: ``[n, c]`` orthonormal columns to exclude (eigenvectors of ``A``), or None; or a
+            :class:`NullSpace` that projects them out itself (many columns kept sparse).
         tol: residual ``||A x - theta x||`` every returned pair must reach (estimated).
         norm_bound: an upper bound of ``||A||``; scales the rounding terms of the
             orthogonality estimates and the breakdown test.
@@ -143,10 +162,16 @@ def thick_restart_lanczos(
         dtype: ``np.float64`` (a symmetric operator) or ``np.complex128`` (a Hermitian one:
             ``matvec`` takes and returns complex vectors, ``null``, ``start`` and the Ritz
             vectors are complex; a random start has independent real and imaginary parts).
+        reduce: the vectors are this process's rows of vectors partitioned over processes
+            (``n`` the total size): ``reduce`` sums an array of partial inner products over
+            the processes (an all-reduce, the same result in every process). ``matvec`` then
+            maps this process's rows of ``x`` to its rows of ``A x``; ``null`` and ``start``
+            (required) hold this process's rows; random vectors are drawn per process.
     """
     if which not in ("smallest", "largest"):
         raise ValueError(f"which must be 'smallest' or 'largest', got {which!r}")
     free = n - (0 if null is None else null.shape[1])
+    projector = null if isinstance(null, NullSpace) else None
     if not 0 < k < free:
         raise ValueError(f"k={k} must be in [1, {free - 1}] (the dimension outside the null "
                          f"space is {free})")
@@ -161,7 +186,28 @@ def thick_restart_lanczos(
     if not hermitian and np.dtype(dtype) != np.float64:
         raise ValueError(f"dtype must be float64 or complex128, got {np.dtype(dtype)}")
     axpy, nrm2, scal = (zaxpy, dznrm2, _zdscal) if hermitian else (daxpy, dnrm2, dscal)
-    dot = np.vdot if hermitian else np.dot
+    local_dot = np.vdot if hermitian else np.dot
+    rows = n
+    if reduce is not None:
+        if start is None:
+            raise ValueError("with reduce, start must hold this process's rows of the first "
+                             "vector")
+        rows = len(start)
+
+    def dot(a: np.ndarray, b: np.ndarray):
+        if reduce is None:
+            return local_dot(a, b)
+        return reduce(np.atleast_1d(local_dot(a, b)))[0]
+
+    def norm(x: np.ndarray, blas: bool = False) -> float:
+        if reduce is None:
+            return float(nrm2(x)) if blas else float(np.linalg.norm(x))
+        return float(np.sqrt(reduce(np.atleast_1d(local_dot(x, x).real))[0]))
+
+    def gram(basis: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``basis^H x`` (all rows)."""
+        partial = np.conj(np.conj(x) @ basis) if hermitian else basis.T @ x
+        return partial if reduce is None else reduce(partial)
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     sign = 1.0 if which == "smallest" else -1.0
     threshold = reorth_threshold(tol, norm_bound)
@@ -170,26 +216,28 @@ def thick_restart_lanczos(
     def project(x: np.ndarray) -> None:
         if null is None:
             return
-        if null.shape[1] == 1:  # one component: two vector operations, not a matmul
+        if projector is not None:
+            projector.project_(x)
+        elif null.shape[1] == 1:  # one component: two vector operations, not a matmul
             axpy(null[:, 0], x, a=-dot(null[:, 0], x))
-        elif hermitian:
+        elif reduce is None and hermitian:
             x -= null @ (null.conj().T @ x)
         else:
-            x -= null @ (null.T @ x)
+            x -= null @ gram(null, x)
 
     def draw() -> np.ndarray:
         if hermitian:
-            return rng.standard_normal(n) + 1j * rng.standard_normal(n)
-        return rng.standard_normal(n)
+            return rng.standard_normal(rows) + 1j * rng.standard_normal(rows)
+        return rng.standard_normal(rows)
 
-    basis = np.zeros((n, m + 1), dtype=dtype, order="F")
+    basis = np.zeros((rows, m + 1), dtype=dtype, order="F")
     # H = V^T A V: an arrowhead for the kept Ritz vectors after a restart, tridiagonal below
     proj = np.zeros((m + 1, m + 1))
     omega = np.eye(m + 1)  # estimated v_i^T v_j
     noise = 3.0 * EPS * norm_bound  # rounding added to the estimates each step
     v = draw() if start is None else np.array(start, dtype=dtype)
     project(v)
-    basis[:, 0] = v / np.linalg.norm(v)
+    basis[:, 0] = v / norm(v)
     lo = 0  # first new Lanczos vector of the cycle (the kept Ritz vectors come before)
     products = restarts = reorths = 0
     force = True  # orthogonalize the next vector in full: the first of a cycle, and the one
@@ -210,7 +258,7 @@ def thick_restart_lanczos(
                 w -= basis[:, :j] @ proj[:j, j]
             project(w)
             proj[j, j] = alpha
-            beta = float(nrm2(w))
+            beta = norm(w, blas=True)
             if j > 0 and not force:
                 est = (proj[: j + 1, :j].T @ omega[j, : j + 1]
                        - omega[:j, : j + 1] @ proj[: j + 1, j])
@@ -222,7 +270,7 @@ def thick_restart_lanczos(
                 need = True
             omega[j + 1, j] = omega[j, j + 1] = noise
             if need:
-                beta = _orthogonalize(w, basis[:, : j + 1], beta, project, hermitian)
+                beta = _orthogonalize(w, basis[:, : j + 1], beta, project, gram, norm)
                 reorths += 1
                 omega[j + 1, : j + 1] = omega[: j + 1, j + 1] = noise
                 force = not force  # Simon: the next vector too, then stop
@@ -230,9 +278,8 @@ def thick_restart_lanczos(
                 # an invariant subspace: continue with a random vector orthogonal to it
                 w = draw()
                 project(w)
-                _orthogonalize(w, basis[:, : j + 1], float(np.linalg.norm(w)), project,
-                               hermitian)
-                w /= np.linalg.norm(w)
+                _orthogonalize(w, basis[:, : j + 1], norm(w), project, gram, norm)
+                w /= norm(w)
                 beta = 0.0
             else:
                 scal(1.0 / beta, w)
@@ -247,10 +294,14 @@ def thick_restart_lanczos(
             on_restart(products, int(met.sum()))
         late = deadline is not None and time.perf_counter() > deadline
         if done or products >= max_products or late:
-            out = np.empty((n, k if vectors else 0), dtype=dtype)
+            out = np.empty((rows, k if vectors else 0), dtype=dtype)
             if vectors:
                 _combine(basis[:, :m], vecs[:, :k], out)
-                out /= np.linalg.norm(out, axis=0)  # unit to rounding (a semi-orthogonal basis)
+                # unit to rounding (a semi-orthogonal basis)
+                if reduce is None:
+                    out /= np.linalg.norm(out, axis=0)
+                else:
+                    out /= np.sqrt(reduce((out * np.conj(out)).real.sum(axis=0)))
             return LanczosResult(theta[:k], out, estimates[:k], products, restarts, reorths,
                                  done)
         # thick restart: keep the ``keep`` Ritz vectors nearest the wanted end and v_m
@@ -286,17 +337,17 @@ def reorth_threshold(tol: float, norm_bound: float) -> float:
 
 
 def _orthogonalize(w: np.ndarray, basis: np.ndarray, norm: float,
-                   project: Callable[[np.ndarray], None], hermitian: bool = False) -> float:
+                   project: Callable[[np.ndarray], None],
+                   gram: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                   vector_norm: Callable[[np.ndarray], float]) -> float:
     """``w`` minus its components along ``basis`` (classical Gram-Schmidt, repeated while the
     norm drops by more than :data:`DGKS_RATIO`, at most twice more), in place; its new norm.
-    ``hermitian``: complex vectors, the components ``basis^H w``."""
+    ``gram(basis, w)``: the components ``basis^H w`` (summed over the processes holding the
+    other rows, where they are spread), ``vector_norm`` the norm over all rows."""
     for _ in range(3):
-        if hermitian:  # basis^H w = conj(w^H basis), without a conjugated copy of the basis
-            w -= basis @ np.conj(np.conj(w) @ basis)
-        else:
-            w -= basis @ (basis.T @ w)
+        w -= basis @ gram(basis, w)
         project(w)
-        new = float(np.linalg.norm(w))
+        new = vector_norm(w)
         if new > DGKS_RATIO * norm:
             return new
         norm = new

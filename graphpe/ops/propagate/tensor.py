@@ -179,13 +179,13 @@ def orthonormalize(x: Tensor, out: Tensor | None = None, scale_columns: bool = F
         raise ValueError(f"scale_columns takes one [n, d] block, got shape {tuple(x.shape)}")
     if n < d or n == 0:
         return _into(_gram_schmidt(x), out)
-    gram = _gram(x)
+    gram = gram_matrix(x)
     scale = None
     if scale_columns:
         norms = gram.diagonal().sqrt()
         scale = torch.where(norms > 1e-150, 1.0 / norms, torch.zeros_like(norms))
         gram = gram * scale.unsqueeze(0) * scale.unsqueeze(1)
-    r1, ok1 = _cholesky_r_inv(gram, x.dtype)
+    r1, ok1 = cholesky_r_inv(gram, x.dtype)
     if ok1 is None:
         return _into(_gram_schmidt(x if scale is None else x * scale.to(x.dtype)), out)
     if scale is not None:
@@ -198,14 +198,14 @@ def orthonormalize(x: Tensor, out: Tensor | None = None, scale_columns: bool = F
         gram2 = torch.zeros(d, d, dtype=torch.float64, device=x.device)
         for lo in range(0, n, chunk):
             q = x[lo : lo + chunk] @ r1.to(x.dtype)
-            gram2 += _gram(q)
-        r2, ok2 = _cholesky_r_inv(gram2, x.dtype)
+            gram2 += gram_matrix(q)
+        r2, ok2 = cholesky_r_inv(gram2, x.dtype)
         if ok2 is None or not bool(ok1 & ok2):
             return _into(_gram_schmidt(x if scale is None else x * scale.to(x.dtype)), out)
         combined = (r1 @ r2).to(x.dtype)
         return x @ combined if out is None else torch.matmul(x, combined, out=out)
     q1 = x @ r1.to(x.dtype)
-    r2, ok2 = _cholesky_r_inv(_gram(q1), x.dtype)
+    r2, ok2 = cholesky_r_inv(gram_matrix(q1), x.dtype)
     if ok2 is None:
         return _into(_gram_schmidt(x), out)
     good = ok1 & ok2
@@ -222,11 +222,12 @@ def _into(value: Tensor, out: Tensor | None) -> Tensor:
     return value if out is None else out.copy_(value)
 
 
-def _gram(x: Tensor) -> Tensor:
+def gram_matrix(x: Tensor) -> Tensor:
+    """``X^T X`` of each ``[..., n, d]`` block, formed in ``x``'s dtype, as float64."""
     return (x.transpose(-2, -1) @ x).double()
 
 
-def _cholesky_r_inv(gram: Tensor, data_dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
+def cholesky_r_inv(gram: Tensor, data_dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
     """``R^-1`` (float32/64 as the caller's data, from a float64 Gram) of Cholesky-QR, and which
     blocks succeeded; None where none did.
 

@@ -1,0 +1,288 @@
+"""The encodings of one graph partitioned by rows over the processes of a
+``torch.distributed`` group (``torchrun ... -m graphpe encode``): each rank computes its rows
+with the kernels of :mod:`graphpe.ops.distributed` and writes them to
+``NAME.rank<r>of<R>.pt``; rank 0 writes ``NAME.json`` (the single process's record plus the
+partition and the communication measured). :func:`graphpe.encode.read_encodings` assembles the
+ranks' rows into the whole graph's attributes.
+
+Distributed paths: LapPE and the other encodings of Laplacian eigenpairs (``LaplacianPE``:
+distributed Lanczos), RFP (distributed propagation and CholeskyQR2, the single process's draws)
+and RWSE's random-walk estimate (walks handed from rank to rank, the single process's
+``RWSE(estimate="sampled")`` for the same seed: an RWSE of ``estimate="auto"`` is estimated).
+Exact RWSE and every other encoding stay single-process (``ValueError``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+from torch_geometric.data import Data
+
+from graphpe.encode import ENCODINGS_FORMAT, graph_digest
+from graphpe.encodings import resolve_pe
+from graphpe.ops.distributed import (
+    HaloExchange,
+    LocalRows,
+    distributed_laplacian_eigenpairs,
+    distributed_rfp,
+    halo_exchange,
+    local_rows,
+    own_draws,
+    row_partition,
+)
+from graphpe.ops.eigen import random_signs
+from graphpe.ops.host import simple_csr
+from graphpe.records import versions
+from graphpe.transforms import RFP, RWSE, LaplacianPE, PETransform
+
+DISTRIBUTED_ENCODINGS = "LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's estimate"
+
+
+def shard_name(name: str, rank: int, world: int) -> str:
+    """The file of rank ``rank``'s rows of encoding ``name``."""
+    return f"{name}.rank{rank}of{world}.pt"
+
+
+def distributed_transform(name: str, transform: PETransform | None) -> PETransform:
+    """The transform the distributed path computes for encoding ``name``: ``transform``
+    itself, or for RWSE its random-walk estimate (``estimate="auto"`` becomes ``"sampled"``,
+    with the transform's walks, seed and estimator: exact RWSE has no distributed path).
+    ``ValueError`` naming ``name`` where there is no distributed path."""
+    if transform is None:
+        raise ValueError(f"{name} is learned inside the model: it has nothing to compute ahead")
+    if isinstance(transform, LaplacianPE):
+        if transform.attr_names[0] is None:
+            raise ValueError(f"{name}: eigenvectors appended to x have no distributed path; "
+                             "name their attribute")
+        return transform
+    if isinstance(transform, RWSE):
+        if transform.estimate == "exact":
+            raise ValueError(f"{name}: estimate='exact' has no distributed path; the "
+                             "distributed RWSE is the random-walk estimate (exact RWSE runs "
+                             "in one process)")
+        if transform.attr_name is None:
+            raise ValueError(f"{name}: RWSE appended to x has no distributed path; name its "
+                             "attribute")
+        if transform.estimate == "auto":
+            transform = copy.copy(transform)
+            transform.estimate = "sampled"
+        return transform
+    if isinstance(transform, RFP):
+        return transform
+    raise ValueError(f"{name} ({type(transform).__name__}) has no distributed path; the "
+                     f"distributed encodings are {DISTRIBUTED_ENCODINGS}")
+
+
+def _shared(value: Tensor, group: dist.ProcessGroup | None) -> Tensor:
+    """Rank 0's ``value`` on every rank (the draws of a transform without a seed)."""
+    value = value.clone()
+    dist.broadcast(value, dist.get_global_rank(group, 0) if group is not None else 0,
+                   group=group)
+    return value
+
+
+def _generator(transform: PETransform, group: dist.ProcessGroup | None) -> torch.Generator:
+    """The transform's own stream (its seed, or rank 0's seed where it has none), the same
+    on every rank."""
+    with transform.shared_stream():
+        seed = transform.draw_generator().initial_seed()
+    # (a drawn seed is any uint64: rank 0's, folded into int64 for the broadcast; a given
+    # seed is below 2^63 and stays itself)
+    seed = int(_shared(torch.tensor([seed % 2**63], dtype=torch.int64), group)[0])
+    return torch.Generator().manual_seed(seed)
+
+
+def _laplacian_rows(t: LaplacianPE, rows: LocalRows, exchange: HaloExchange
+                    ) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    flips = None
+    if t.sign == "random":
+        flips = random_signs(1, t.k, _generator(t, exchange.group), torch.float64)[0]
+    pairs = distributed_laplacian_eigenpairs(
+        rows, exchange, t.k, normalization=t.normalization, keep_trivial=t.keep_trivial,
+        sign=t.sign, flips=flips, pad_value=t.pad_value)
+    n = rows.rows
+    vec, val, mask = t.attr_names
+    tensors = {vec: pairs.eigvecs.float(), val: pairs.eigvals.float().expand(n, -1).clone(),
+               mask: pairs.mask.expand(n, -1).clone()}
+    return tensors, {"method": "distributed thick-restart Lanczos", "products": pairs.products,
+                     "residual": pairs.residual}
+
+
+def _rfp_rows(t: RFP, rows: LocalRows, exchange: HaloExchange
+              ) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    x0 = own_draws(_generator(t, exchange.group), rows.partition, t.num_draws, t.dim)
+    products = exchange.calls
+    rfp = distributed_rfp(rows, exchange, x0, t.steps, t.operator, t.normalization)
+    return {t.attr_name: rfp}, {"method": "distributed propagation, CholeskyQR2",
+                                "products": exchange.calls - products}
+
+
+def _rwse_rows(t: RWSE, rows: LocalRows, exchange: HaloExchange
+               ) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    from graphpe.ops.distributed.walk import distributed_sampled_landing_probs
+
+    estimate, stderr, stats = distributed_sampled_landing_probs(
+        rows, exchange, t.walk_length, t.walks, t.walk_seed, self_loops=t.self_loops,
+        estimator=t.estimator)
+    tensors = {t.attr_name: torch.from_numpy(estimate).float()}
+    if t.stderr_attr is not None:
+        tensors[t.stderr_attr] = torch.from_numpy(stderr).float()
+    return tensors, {"method": "random walks crossing the partition", **stats}
+
+
+PATHS: list[tuple[type, Callable]] = [(LaplacianPE, _laplacian_rows), (RFP, _rfp_rows),
+                                      (RWSE, _rwse_rows)]
+
+
+def graph_rows(graph: Data, world: int, rank: int) -> LocalRows:
+    """Rank ``rank``'s rows of ``graph``'s undirected simple graph: the CSR of the edges with
+    an end among the rank's nodes only (both directions of each, duplicates and self loops
+    merged as the whole graph's CSR merges them), then its rows kept."""
+    part = row_partition(graph.num_nodes, world, rank)
+    ei, weight = graph.edge_index, graph.get("edge_weight")
+    touches = ((ei >= part.lo) & (ei < part.hi)).any(0)
+    if not bool(touches.all()):
+        ei = ei[:, touches]
+        weight = None if weight is None else weight[touches]
+    return local_rows(simple_csr(ei, graph.num_nodes, weight), part)
+
+
+def adjacency_file(path: Path) -> Path | None:
+    """The ``scipy.sparse.save_npz`` adjacency of a graph file or GraphSAINT folder, or
+    None for another format."""
+    if path.is_dir() and (path / "adj_full.npz").exists():
+        return path / "adj_full.npz"
+    return path if path.suffix == ".npz" and path.is_file() else None
+
+
+def adjacency_rows(path: Path, world: int, rank: int,
+                   digest: bool = True) -> tuple[LocalRows, dict[str, Any]]:
+    """Rank ``rank``'s rows of the graph of the adjacency file ``path`` (as
+    :func:`graph_rows` of :func:`graphpe.datasets.read_graph`'s graph, one edge per nonzero),
+    read without forming the whole graph's edge list: the rank's rows of the matrix and the
+    entries of its columns (one pass over the column indices), and the record's graph
+    fields: node and edge counts and, with ``digest``, the digest
+    :func:`graphpe.encode.graph_digest` gives the read graph (hashed a block of rows at a
+    time)."""
+    import hashlib
+
+    import numpy as np
+    import scipy.sparse as sp
+
+    adj = sp.csr_matrix(sp.load_npz(path))
+    adj.sum_duplicates()
+    adj.eliminate_zeros()
+    n = adj.shape[0]
+    part = row_partition(n, world, rank)
+    indptr, indices = adj.indptr, adj.indices
+    del adj
+    meta: dict[str, Any] = {"num_nodes": n, "num_edges": int(indices.size)}
+    if digest:  # sha256 of (int64 [n], int64 edge_index [2, E]) as fingerprint_of hashes them
+        h = hashlib.sha256()
+        h.update(b"torch.int64")
+        h.update(np.array([n], dtype=np.int64).tobytes())
+        h.update(b"torch.int64")
+        block = 1 << 20
+        for lo in range(0, n, block):
+            hi = min(n, lo + block)
+            h.update(np.repeat(np.arange(lo, hi, dtype=np.int64),
+                               np.diff(indptr[lo : hi + 1])).tobytes())
+        for lo in range(0, indices.size, 1 << 23):
+            h.update(indices[lo : lo + (1 << 23)].astype(np.int64).tobytes())
+        meta["digest"] = h.hexdigest()
+    a, b = int(indptr[part.lo]), int(indptr[part.hi])
+    inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
+    edges = np.empty((2, (b - a) + inward.size), dtype=np.int64)
+    edges[0, : b - a] = np.repeat(np.arange(part.lo, part.hi),
+                                  np.diff(indptr[part.lo : part.hi + 1]))
+    edges[1, : b - a] = indices[a:b]
+    edges[0, b - a :] = np.searchsorted(indptr, inward, side="right") - 1
+    edges[1, b - a :] = indices[inward]
+    del indptr, indices, inward  # (the whole matrix: freed before the rows' CSR is built)
+    rows = local_rows(simple_csr(torch.from_numpy(edges), n), part)
+    return rows, meta
+
+
+def encode_file_distributed(path: Path, pe: Any, out_dir: str | os.PathLike,
+                            group: dist.ProcessGroup | None = None) -> dict[str, Path]:
+    """:func:`encode_graph_distributed` of the graph file ``path``: an adjacency (``.npz``,
+    a GraphSAINT folder) is read by :func:`adjacency_rows` (each rank its rows; rank 0 the
+    digest), any other format whole by :func:`graphpe.datasets.read_graph`."""
+    adjacency = adjacency_file(path)
+    if adjacency is None:
+        from graphpe.datasets import read_graph
+
+        return encode_graph_distributed(read_graph(path), pe, out_dir, group)
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    specs = resolve_pe(pe)
+    transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
+    rows, meta = adjacency_rows(adjacency, world, rank, digest=rank == 0)
+    return encode_rows(rows, specs, transforms, out_dir, meta, group)
+
+
+def encode_graph_distributed(graph: Data, pe: Any, out_dir: str | os.PathLike,
+                             group: dist.ProcessGroup | None = None,
+                             digest: str | None = None) -> dict[str, Path]:
+    """Inside an initialized process group (every rank calls it with the same graph and
+    ``pe``): compute each encoding of ``pe`` (anything :func:`~graphpe.encodings.resolve_pe`
+    takes) on this rank's rows of ``graph`` and write them to
+    ``out_dir/NAME.rank<r>of<R>.pt``; rank 0 writes ``out_dir/NAME.json``. Returns
+    ``{name: this rank's file}``. ``ValueError`` where an encoding has no distributed path or
+    the graph has fewer nodes than the group has ranks. ``digest``: the graph's
+    (:func:`graphpe.encode.graph_digest`), computed here where None."""
+    rank, world = dist.get_rank(group), dist.get_world_size(group)
+    specs = resolve_pe(pe)
+    transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
+    rows = graph_rows(graph, world, rank)
+    digest = graph_digest(graph) if digest is None else digest
+    meta = {"digest": digest, "num_nodes": graph.num_nodes,
+            "num_edges": int(graph.edge_index.size(1))}
+    return encode_rows(rows, specs, transforms, out_dir, meta, group)
+
+
+def encode_rows(rows: LocalRows, specs: list, transforms: list[PETransform],
+                out_dir: str | os.PathLike, graph_meta: dict[str, Any],
+                group: dist.ProcessGroup | None = None) -> dict[str, Path]:
+    """:func:`encode_graph_distributed` from this rank's rows (``graph_meta``: the whole
+    graph's digest, node and edge counts, for the record)."""
+    part = rows.partition
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    exchange = halo_exchange(rows, group)
+    written = {}
+    for spec, transform in zip(specs, transforms, strict=True):
+        compute = next(fn for cls, fn in PATHS if isinstance(transform, cls))
+        exchange.reset_counts()
+        start = time.perf_counter()
+        tensors, stats = compute(transform, rows, exchange)
+        seconds = time.perf_counter() - start
+        path = out / shard_name(spec.name, part.rank, part.world)
+        torch.save(tensors, path)
+        stats.update(seconds=seconds, rows=part.rows, halo=exchange.size,
+                     halo_sent_rows=exchange.send_size(), exchanges=exchange.calls,
+                     values_sent=exchange.values_sent, bytes_sent=exchange.bytes_sent)
+        every: list = [None] * part.world
+        dist.all_gather_object(every, stats, group=group)
+        if part.rank == 0:
+            record = {"format": ENCODINGS_FORMAT, "encoding": spec.to_dict(),
+                      "transform": repr(transform), "attributes": sorted(tensors),
+                      "graph": graph_meta, "seconds": max(s["seconds"] for s in every),
+                      "versions": versions(),
+                      "partition": {"world": part.world, "bounds": list(part.bounds),
+                                    "reordering": None,
+                                    "files": [shard_name(spec.name, r, part.world)
+                                              for r in range(part.world)],
+                                    "ranks": every}}
+            (out / f"{spec.name}.json").write_text(json.dumps(record, indent=1) + "\n")
+        written[spec.name] = path
+    dist.barrier(group=group)
+    return written

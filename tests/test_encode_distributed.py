@@ -1,0 +1,188 @@
+"""graphpe.encode_distributed: one graph's encodings computed by 2 gloo ranks, each writing
+its rows, assembled by read_encodings into what encode_graph writes; bad inputs refused by
+name; ``torchrun -m graphpe encode``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+from graphpe.encode import encode_graph, read_encodings
+from graphpe.encode_distributed import distributed_transform, encode_graph_distributed
+from graphpe.transforms import RWSE
+from tests.ops.distributed.graphs import two_components
+from tests.ops.distributed.spawn import free_port, run_ranks
+
+PE = "lap:k=4,rfp:dim=4:steps=3:num_draws=2,rwse:walk_length=6"
+
+
+def _encode(rank: int, world: int, out: str) -> dict:
+    written = encode_graph_distributed(two_components(), PE, out)
+    encode_graph_distributed(two_components(), "lap:k=4:sign=random", out + "-random")
+    errors = {}
+    for name, call in {
+        "too_many_ranks": lambda: encode_graph_distributed(Data(
+            edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=1), "lap", out),
+        "no_path": lambda: encode_graph_distributed(two_components(), "lap,cycles", out),
+    }.items():
+        try:
+            call()
+        except ValueError as error:
+            errors[name] = str(error)
+    return {"written": {k: str(v) for k, v in written.items()}, "errors": errors}
+
+
+@pytest.fixture(scope="module")
+def encoded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("encoded")
+    return out, run_ranks(_encode, 2, out, str(out / "enc"))
+
+
+def test_the_ranks_rows_assemble_into_what_encode_graph_writes(encoded, tmp_path):
+    out, ranks = encoded
+    graph = two_components()
+    assert ranks[1]["written"]["lap"] == str(out / "enc" / "lap.rank1of2.pt")
+    got = read_encodings(out / "enc", graph.clone())
+    want = read_encodings(Path(encode_graph(graph, "lap:k=4,rfp:dim=4:steps=3:num_draws=2",
+                                            tmp_path)["lap"]).parent)
+    want.update(RWSE(6, estimate="sampled")(graph.clone()).to_dict())
+    assert sorted(got) == ["lap_eigvals", "lap_mask", "lap_pe", "rfp", "rwse", "rwse_stderr"]
+    for key in got:
+        assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, key
+        if key == "lap_mask":
+            assert torch.equal(got[key], want[key])
+        else:  # RFP: the compiled float64 kernel of a graph this small, to 1e-5
+            torch.testing.assert_close(got[key], want[key], rtol=0,
+                                       atol=1e-5 if key == "rfp" else 1e-6)
+
+
+def test_random_signs_are_one_flip_per_column_on_every_rank(encoded):
+    out, _ = encoded
+    got = read_encodings(Path(str(out / "enc") + "-random"), two_components())["lap_pe"]
+    canonical = read_encodings(out / "enc")["lap_pe"]
+    flips = (got * canonical).sum(0).sign()  # one sign per column, drawn once (rank 0)
+    torch.testing.assert_close(got, canonical * flips, rtol=0, atol=1e-7)
+
+
+def test_the_record_holds_the_partition_and_the_halo_traffic(encoded):
+    out, _ = encoded
+    record = json.loads((out / "enc" / "rfp.json").read_text())
+    part = record["partition"]
+    assert part["world"] == 2 and part["bounds"] == [0, 63, 127]
+    assert part["files"] == ["rfp.rank0of2.pt", "rfp.rank1of2.pt"]
+    for me, other in ((0, 1), (1, 0)):
+        rank = part["ranks"][me]
+        # what a rank sends per product is the other rank's halo, 2 draws x 4 columns a row
+        assert rank["halo_sent_rows"] == part["ranks"][other]["halo"]
+        assert rank["exchanges"] == rank["products"] == 3
+        assert rank["values_sent"] == rank["halo_sent_rows"] * 8 * 3
+        assert rank["bytes_sent"] == 4 * rank["values_sent"]  # float32
+    lap = json.loads((out / "enc" / "lap.json").read_text())["partition"]["ranks"]
+    assert all(r["products"] > 0 and r["residual"] <= 1e-8 for r in lap)
+    rwse = json.loads((out / "enc" / "rwse.json").read_text())
+    assert "estimate='sampled'" in rwse["transform"]
+
+
+def test_a_missing_rank_file_is_named(encoded, tmp_path):
+    out, _ = encoded
+    for f in (out / "enc").glob("rfp.*"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "rfp.rank1of2.pt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"rfp.json: missing the rows of "
+                                                r"rfp.rank1of2.pt$"):
+        read_encodings(tmp_path)
+
+
+def test_bad_inputs_are_refused_by_name(encoded):
+    errors = encoded[1][0]["errors"]
+    assert errors == {
+        "too_many_ranks": "cannot partition a graph of 1 nodes over 2 ranks: every rank "
+                          "needs at least one node",
+        "no_path": "cycles (CycleCounts) has no distributed path; the distributed encodings "
+                   "are LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's estimate"}
+    with pytest.raises(ValueError, match=r"^rwse: estimate='exact' has no distributed path; "
+                                         r"the distributed RWSE is the random-walk estimate "
+                                         r"\(exact RWSE runs in one process\)$"):
+        distributed_transform("rwse", RWSE(4, estimate="exact"))
+    assert distributed_transform("rwse", RWSE(4)).estimate == "sampled"
+
+
+def test_torchrun_graphpe_encode_writes_each_ranks_rows(tmp_path):
+    import numpy as np
+    import scipy.sparse as sp
+
+    graph = two_components()
+    n = graph.num_nodes
+    ei = graph.edge_index.numpy()
+    sp.save_npz(tmp_path / "g.npz", sp.csr_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])),
+                                                  shape=(n, n)))
+    env = dict(os.environ, OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                           os.environ.get("PYTHONPATH", "")]))
+    env.pop("WORLD_SIZE", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-port", str(free_port()), "-m", "graphpe", "encode", "--graph",
+         str(tmp_path / "g.npz"), "--pe", "lap:k=3", "--out", str(tmp_path / "out")],
+        env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout[done.stdout.index("{"):])
+    assert summary["lap"]["ranks"] == 2
+    assert summary["lap"]["files"] == [str(tmp_path / "out" / f"lap.rank{r}of2.pt")
+                                       for r in range(2)]
+    from graphpe.datasets import read_graph
+
+    whole = read_graph(tmp_path / "g.npz")
+    got = read_encodings(tmp_path / "out", whole.clone())
+    want = read_encodings(Path(encode_graph(whole, "lap:k=3", tmp_path / "one")["lap"]).parent)
+    torch.testing.assert_close(got["lap_pe"], want["lap_pe"], rtol=0, atol=1e-6)
+    torch.testing.assert_close(got["lap_eigvals"], want["lap_eigvals"], rtol=0, atol=1e-6)
+
+
+def test_a_ranks_rows_are_read_from_the_edges_that_touch_them():
+    from graphpe.encode_distributed import graph_rows
+    from graphpe.ops.distributed import local_rows, row_partition
+    from graphpe.ops.host import simple_csr
+
+    graph = two_components(weighted=True)
+    graph.edge_index = torch.cat([graph.edge_index, graph.edge_index[:, :40],
+                                  torch.tensor([[5, 70], [5, 70]])], dim=1)  # duplicates, loops
+    graph.edge_weight = torch.cat([graph.edge_weight, graph.edge_weight[:40] * 3,
+                                   torch.tensor([0.5, 2.0])])
+    whole = simple_csr(graph.edge_index, graph.num_nodes, graph.edge_weight)
+    for rank in range(3):
+        got = graph_rows(graph, 3, rank)
+        want = local_rows(whole, row_partition(graph.num_nodes, 3, rank))
+        for field in ("indptr", "indices", "weight", "loops"):
+            assert (getattr(got, field) == getattr(want, field)).all(), field
+
+
+def test_an_adjacency_files_rows_and_digest_are_those_of_the_read_graph(tmp_path):
+    import numpy as np
+    import scipy.sparse as sp
+
+    from graphpe.datasets import read_graph
+    from graphpe.encode import graph_digest
+    from graphpe.encode_distributed import adjacency_rows, graph_rows
+
+    graph = two_components(isolated=3)
+    n = graph.num_nodes
+    ei = graph.edge_index.numpy()
+    # duplicate entries of the file are summed by scipy (one edge), as read_graph reads them
+    sp.save_npz(tmp_path / "g.npz", sp.coo_matrix((np.ones(ei.shape[1]), (ei[0], ei[1])),
+                                                  shape=(n, n)))
+    whole = read_graph(tmp_path / "g.npz")
+    for rank in range(3):
+        got, meta = adjacency_rows(tmp_path / "g.npz", 3, rank)
+        want = graph_rows(whole, 3, rank)
+        for field in ("indptr", "indices", "weight", "loops"):
+            assert (getattr(got, field) == getattr(want, field)).all(), field
+        assert meta == {"digest": graph_digest(whole), "num_nodes": n,
+                        "num_edges": int(whole.edge_index.size(1))}
