@@ -117,6 +117,22 @@ class MagneticLaplacianPE(PETransform):
                 mask_name: per_node(pairs.mask, ptr, num_nodes)}
 
 
+def _maglap_inputs(batch, attr_names: tuple[str, str, str], k: int, num_q: int,
+                   dtype: torch.dtype) -> tuple[Tensor, Tensor, Tensor]:
+    """``(eigenvectors [N, Q, k, 2], eigenvalues [N, Q, k], mask [N, k])`` of a batch as
+    :class:`MagneticLaplacianPE` writes them, the first two in ``dtype``; a missing attribute
+    or a wrong shape is a ValueError naming it."""
+    producer = f"MagneticLaplacianPE(k={k}) of graphpe.encodings.maglap"
+    vec_name, val_name, mask_name = attr_names
+    vecs = read_attribute(batch, vec_name, producer)
+    shape = (num_q, k, 2)
+    if vecs.dim() != 4 or tuple(vecs.shape[1:]) != shape:
+        raise ValueError(f"expected {vec_name} [N, {', '.join(map(str, shape))}], got "
+                         f"{list(vecs.shape)}")
+    vals = read_attribute(batch, val_name, producer).to(dtype)
+    return vecs.to(dtype), vals, read_attribute(batch, mask_name, producer)
+
+
 class MagLapEncoder(nn.Module):
     r"""The stable, basis-invariant encoder of complex eigenvectors (Huang et al., "What Are
     Good Positional Encodings for Directed Graphs?", ICLR 2025; their code's ``PEEncoder``
@@ -174,21 +190,12 @@ class MagLapEncoder(nn.Module):
         """``batch`` with ``attr_names`` (``[N, Q, k, 2]``, ``[N, Q, k]``, ``[N, k]`` as
         :class:`MagneticLaplacianPE` writes them; ``batch.batch`` and ``edge_index``) ->
         ``[N, channels]``."""
-        producer = f"MagneticLaplacianPE(k={self.k}) of graphpe.encodings.maglap"
-        vec_name, val_name, mask_name = self.attr_names
-        vecs = read_attribute(batch, vec_name, producer)
-        shape = (self.num_q, self.k, 2)
-        if vecs.dim() != 4 or tuple(vecs.shape[1:]) != shape:
-            raise ValueError(f"expected {vec_name} [N, {', '.join(map(str, shape))}], got "
-                             f"{list(vecs.shape)}")
-        dtype = parameter_dtype(self)
-        vecs = vecs.to(dtype)
-        vals = read_attribute(batch, val_name, producer).to(dtype)
-        mask = read_attribute(batch, mask_name, producer)
+        vecs, vals, mask = _maglap_inputs(batch, self.attr_names, self.k, self.num_q,
+                                          parameter_dtype(self))
         num_nodes = vecs.size(0)
         graph, num_graphs, ptr, local, n_max, first = node_blocks(batch, num_nodes)
         weights = self.phi(vals[first].unsqueeze(-1))  # [G, Q, k, m]
-        weights = weights * mask[first][:, None, :, None].to(dtype)
+        weights = weights * mask[first][:, None, :, None].to(vecs.dtype)
         # real arithmetic on (a + ib): V_i conj(V_j) = a_i a_j + b_i b_j + i (b_i a_j - a_i b_j)
         re, im = vecs[..., 0], vecs[..., 1]  # [N, Q, k]
         wa = re.unsqueeze(-1) * weights[graph]  # [N, Q, k, m]
@@ -250,17 +257,9 @@ class MagLapNodeEncoder(nn.Module):
     def forward(self, batch) -> Tensor:
         """``batch`` with ``attr_names`` (``[N, Q, k, 2]``, ``[N, Q, k]``, ``[N, k]`` as
         :class:`MagneticLaplacianPE` writes them) -> ``[N, channels]``."""
-        producer = f"MagneticLaplacianPE(k={self.k}) of graphpe.encodings.maglap"
-        vec_name, val_name, mask_name = self.attr_names
-        vecs = read_attribute(batch, vec_name, producer)
-        shape = (self.num_q, self.k, 2)
-        if vecs.dim() != 4 or tuple(vecs.shape[1:]) != shape:
-            raise ValueError(f"expected {vec_name} [N, {', '.join(map(str, shape))}], got "
-                             f"{list(vecs.shape)}")
-        dtype = parameter_dtype(self)
-        vecs = vecs.to(dtype)
-        vals = read_attribute(batch, val_name, producer).to(dtype)
-        mask = read_attribute(batch, mask_name, producer).to(dtype)
+        vecs, vals, mask = _maglap_inputs(batch, self.attr_names, self.k, self.num_q,
+                                          parameter_dtype(self))
+        mask = mask.to(vecs.dtype)
         h = self.phi(vecs) + self.phi(-vecs)  # [N, Q, k, hidden]
         h = torch.cat([h, vals.unsqueeze(-1)], -1) * mask[:, None, :, None]
         return self.rho(h.flatten(1))
