@@ -191,7 +191,9 @@ def test_sgformer_trains_on_cora_with_a_pe(tmp_path):
                  dropout=0.2)
     losses = [h["train_loss"] for h in record["history"]]
     assert losses[-1] < 0.7 * losses[0], losses
-    assert record["model_config"]["pe"] == {"rwse": {"walk_length": 8}}
+    assert record["model_config"]["pe"] == {"rwse": {"walk_length": 8, "estimate": "auto",
+                                                     "walks": 256, "walk_seed": 0,
+                                                     "max_exact_seconds": None}}
     assert record["val"] > 1 / 7
 
 
