@@ -971,8 +971,10 @@ def subgraph_pe_table(data: dict) -> str:
         lines += ["", f"Run: {data['note']}."]
     rows = data.get("rows", [])
     if rows:
+        seeds = ",".join(str(x) for x in sorted({r["seed"] for r in rows}))
         lines += ["", f"`python benchmarks/subgraph_pe.py --accuracy --epochs "
-                      f"{rows[0]['epochs']}` (GraphSAGE 2 x 64, structure only, test accuracy "
+                      f"{rows[0]['epochs']} --seeds {seeds}` (GraphSAGE 2 x 64, structure "
+                      "only, test accuracy "
                       "at the best validation epoch, mean and standard deviation over seeds):",
                   "", "| mode | seeds | test accuracy | validation accuracy | s / epoch |",
                   "| --- | ---: | ---: | ---: | ---: |"]

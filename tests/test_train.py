@@ -31,8 +31,9 @@ def test_run_records_checkpoint_and_json(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["test"] == record["test"]
     assert [p["name"] for p in record["pe"]] == ["rwse", "lcp"]
     saved = json.loads((tmp_path / "r.json").read_text())
-    assert saved["pe"][0] == {"name": "rwse", "walk_length": 16}
-    assert saved["model_config"]["pe"]["rwse"] == {"walk_length": 16}
+    estimate = {"estimate": "auto", "walks": 256, "walk_seed": 0, "max_exact_seconds": None}
+    assert saved["pe"][0] == {"name": "rwse", "walk_length": 16, **estimate}
+    assert saved["model_config"]["pe"]["rwse"] == {"walk_length": 16, **estimate}
     assert saved["versions"]["torch"] == torch.__version__ and saved["model"] == "gps"
     # the checkpoint alone rebuilds the model
     from graphpe.nn import load_model

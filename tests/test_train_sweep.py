@@ -463,7 +463,7 @@ def test_cache_dir_is_reused_and_never_stale(tmp_path, capsys):
     # other settings or other graphs: computed afresh, never the stale entries
     hits, written, longer = train("rwse:walk_length=6,lap:k=3", "c.json")
     assert (hits, written) == (0, 3)
-    assert longer["model_config"]["pe"]["rwse"] == {"walk_length": 6}
+    assert longer["model_config"]["pe"]["rwse"]["walk_length"] == 6
     hits, written, _ = train("rwse:walk_length=4,lap:k=3", "d.json", "--seed", "1")
     assert (hits, written) == (0, 3)
     code, _, err = run_cli(["precompute", "--dataset", REG, "--root", str(tmp_path), "--pe",
