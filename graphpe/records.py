@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,10 +52,13 @@ class Progress:
 
     best: dict[str, Any]  # {"epoch", "val"}: the best validation metric so far
     best_state: dict[str, Any] | None  # the model's weights after that epoch
-    history: list[dict[str, Any]]  # {"epoch", "train_loss", "val"} per epoch run
+    history: list[dict[str, Any]]  # {"epoch", "train_loss", "val", "lr"} per epoch run
     waited: int = 0  # epochs since the best one (early stopping)
     first: int = 0  # the first epoch still to run
     earlier_seconds: float = 0.0  # training time before an interruption
+    # the seconds of each epoch's training pass: timings, kept out of the history, which the
+    # seed alone determines
+    epoch_seconds: list[float] = field(default_factory=list)
 
 
 def run_record(bundle: DatasetBundle, config: Any, progress: Progress, test: float,
@@ -71,7 +74,8 @@ def run_record(bundle: DatasetBundle, config: Any, progress: Progress, test: flo
         "train_seconds": train_seconds, "seconds_per_epoch": train_seconds / max(epochs_run, 1),
         "params": params,
         "config": asdict(config), "model_config": model_config, **(metadata or {}),
-        "versions": versions(), "history": progress.history, "world_size": world,
+        "versions": versions(), "history": progress.history,
+        "epoch_train_seconds": progress.epoch_seconds, "world_size": world,
     }
 
 
@@ -113,7 +117,7 @@ def _set_rng_states(states: dict[str, Any]) -> None:
 
 
 def training_state(progress: Progress, epoch: int, model: nn.Module,
-                   opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LambdaLR,
+                   opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LRScheduler,
                    scaler: torch.amp.GradScaler, model_config: dict[str, Any] | None,
                    seconds: float) -> dict[str, Any]:
     """Everything :func:`restore_training_state` needs to continue after ``epoch``."""
@@ -121,7 +125,8 @@ def training_state(progress: Progress, epoch: int, model: nn.Module,
             "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
             "scaler": scaler.state_dict(), "best": progress.best,
             "best_state": progress.best_state, "history": progress.history,
-            "waited": progress.waited, "rng": _rng_states(), "model_config": model_config,
+            "waited": progress.waited, "epoch_seconds": progress.epoch_seconds,
+            "rng": _rng_states(), "model_config": model_config,
             "train_seconds": seconds}
 
 
@@ -134,7 +139,7 @@ def save_training_state(path: Path, state: dict[str, Any]) -> None:
 
 
 def restore_training_state(path: str, model: nn.Module, opt: torch.optim.Optimizer,
-                           sched: torch.optim.lr_scheduler.LambdaLR,
+                           sched: torch.optim.lr_scheduler.LRScheduler,
                            scaler: torch.amp.GradScaler,
                            model_config: dict[str, Any] | None) -> Progress:
     """Loads the training state at ``path`` into ``model``, ``opt``, ``sched`` and ``scaler``
@@ -154,15 +159,18 @@ def restore_training_state(path: str, model: nn.Module, opt: torch.optim.Optimiz
     model.load_state_dict(state["model"])
     opt.load_state_dict(state["optimizer"])
     sched.load_state_dict(state["scheduler"])
-    # the learning rate from this run's schedule (a resumed run may be given more epochs)
-    for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas,
-                                   strict=True):
-        group["lr"] = base * factor(sched.last_epoch)
+    if isinstance(sched, torch.optim.lr_scheduler.LambdaLR):
+        # the learning rate from this run's schedule (a resumed run may be given more epochs;
+        # a plateau schedule's rate is the optimizer's own, restored above)
+        for group, base, factor in zip(opt.param_groups, sched.base_lrs, sched.lr_lambdas,
+                                       strict=True):
+            group["lr"] = base * factor(sched.last_epoch)
     if state.get("scaler") and scaler.is_enabled():  # an fp16 run's loss scale
         scaler.load_state_dict(state["scaler"])
     progress = Progress(best=state["best"], best_state=state["best_state"],
                         history=state["history"], waited=state["waited"],
-                        first=state["epoch"] + 1)
+                        first=state["epoch"] + 1,
+                        epoch_seconds=list(state.get("epoch_seconds", [])))
     _set_rng_states(state["rng"])
     # the epochs before the interruption, in the run's timings
     progress.earlier_seconds = float(state.get("train_seconds", 0.0))

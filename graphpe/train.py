@@ -55,6 +55,10 @@ from graphpe.runtime import (
     sum_over_processes,
 )
 
+OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
+SCHEDULES = ("cosine", "plateau")
+Schedule = torch.optim.lr_scheduler.LambdaLR | torch.optim.lr_scheduler.ReduceLROnPlateau
+
 
 @dataclass
 class TrainConfig:
@@ -65,7 +69,19 @@ class TrainConfig:
     batch_size: int = 64
     lr: float = 1e-3
     weight_decay: float = 1e-5
-    warmup_epochs: int = 5  # linear warm-up of the learning rate, then cosine decay
+    # "adamw" (decoupled weight decay, as GraphGPS's adamW) or "adam" (the weight decay added
+    # to the gradient: torch.optim.Adam, as PyG's examples)
+    optimizer: str = "adamw"
+    # the learning rate's schedule (see make_schedule): "cosine", a linear warm-up over
+    # warmup_epochs then cosine decay to 0 at the last epoch; or "plateau", multiplied by
+    # plateau_factor after plateau_patience epochs without a better validation metric, never
+    # below min_lr (torch's ReduceLROnPlateau, GraphGPS's reduce_on_plateau; no warm-up)
+    schedule: str = "cosine"
+    warmup_epochs: int = 5
+    plateau_factor: float = 0.1
+    plateau_patience: int = 10
+    min_lr: float = 0.0
+    clip_norm: float = 5.0  # the gradients' total norm is clipped to this; 0: not clipped
     patience: int = 30  # epochs without validation improvement before stopping
     seed: int = 0
     device: str = "cpu"
@@ -104,12 +120,20 @@ class TrainConfig:
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, "
                              f"got {self.precision!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {tuple(OPTIMIZERS)}, "
+                             f"got {self.optimizer!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
         for name, low in (("epochs", 1), ("batch_size", 1), ("patience", 0),
-                          ("warmup_epochs", 0)):
+                          ("warmup_epochs", 0), ("plateau_patience", 0)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        for name in ("lr", "weight_decay"):  # (lr 0: a frozen model, for checks)
+        if not (isinstance(self.plateau_factor, (int, float)) and 0 < self.plateau_factor < 1):
+            raise ValueError(f"plateau_factor must be in (0, 1), got {self.plateau_factor!r}")
+        for name in ("lr", "weight_decay", "min_lr", "clip_norm"):
+            # (lr 0: a frozen model, for checks)
             value = getattr(self, name)
             number = not isinstance(value, bool) and isinstance(value, (int, float))
             if not (number and math.isfinite(value) and value >= 0):
@@ -170,14 +194,38 @@ def _node_loader(graphs: Any, config: TrainConfig, split: str, rank: int = 0,
         pin_memory=config.num_workers > 0 and str(config.device).startswith("cuda"))
 
 
-def make_optimizer(model: nn.Module, lr: float, weight_decay: float) -> torch.optim.Optimizer:
-    """AdamW, fused into one kernel per step where PyTorch has it for the parameters' device
-    (the same update as the per-parameter loop, in a fraction of the calls)."""
+def make_optimizer(model: nn.Module, lr: float, weight_decay: float,
+                   kind: str = "adamw") -> torch.optim.Optimizer:
+    """``OPTIMIZERS[kind]`` (AdamW or Adam) over the trainable parameters, fused into one
+    kernel per step where PyTorch has it for the parameters' device (the same update as the
+    per-parameter loop, in a fraction of the calls)."""
     params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = OPTIMIZERS[kind]
     try:
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, fused=True)
+        return optimizer(params, lr=lr, weight_decay=weight_decay, fused=True)
     except (RuntimeError, ValueError):
-        return torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+        return optimizer(params, lr=lr, weight_decay=weight_decay)
+
+
+def make_schedule(opt: torch.optim.Optimizer, config: TrainConfig,
+                  higher_is_better: bool) -> Schedule:
+    """``config.schedule``'s learning-rate schedule on ``opt``, stepped once per epoch after
+    validation by :func:`step_schedule`: ``cosine`` (:func:`lr_lambda` over
+    ``config.epochs``) or ``plateau`` (torch's ``ReduceLROnPlateau`` on the validation metric,
+    maximized where ``higher_is_better``)."""
+    if config.schedule == "plateau":
+        return torch.optim.lr_scheduler.ReduceLROnPlateau(
+            opt, mode="max" if higher_is_better else "min", factor=config.plateau_factor,
+            patience=config.plateau_patience, min_lr=config.min_lr)
+    return torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
+
+
+def step_schedule(sched: Schedule, val: float) -> None:
+    """The schedule's step at the end of an epoch whose validation metric is ``val``."""
+    if isinstance(sched, torch.optim.lr_scheduler.ReduceLROnPlateau):
+        sched.step(val)
+    else:
+        sched.step()
 
 
 def seed_everything(seed: int) -> None:
@@ -288,7 +336,7 @@ class _Setup:
     forward: Callable[[Any], torch.Tensor]  # the training step's forward (see _set_up)
     evaluator: Callable[[Any], torch.Tensor]  # the validation forward (see _set_up)
     opt: torch.optim.Optimizer
-    sched: torch.optim.lr_scheduler.LambdaLR
+    sched: Schedule
     scaler: torch.amp.GradScaler
     train_loader: Any
     val_loader: DataLoader
@@ -312,9 +360,10 @@ def fit(
     """Train ``model`` on ``bundle.train``, select on ``bundle.val``, report ``bundle.test``;
     returns the record (also written to ``config.results``).
 
-    Every epoch is one pass over the training batches (AdamW, gradients clipped to norm 5, the
-    learning rate of :func:`lr_lambda`; first ``model.set_epoch(epoch)`` where the model has it,
-    as :class:`~graphpe.nn.scalable.Polynormer`'s stages), then the validation metric, then, with
+    Every epoch is one pass over the training batches (``config.optimizer``, gradients clipped
+    to norm ``config.clip_norm``; first ``model.set_epoch(epoch)`` where the model has it, as
+    :class:`~graphpe.nn.scalable.Polynormer`'s stages), then the validation metric, the
+    learning rate's schedule step (:func:`make_schedule`), then, with
     ``config.checkpoint``, the state to resume from
     (:func:`~graphpe.records.training_state_path`). Training stops after ``config.epochs``
     epochs or ``config.patience`` epochs without improvement; the best epoch's weights are then
@@ -344,10 +393,15 @@ def fit(
         if train_split is not None and epoch > 0:
             setup.train_loader = _train_loader(train_split(epoch), config, setup.rank,
                                                setup.world, setup.shapes)
+        lr, epoch_start = setup.opt.param_groups[0]["lr"], time.perf_counter()
         train_loss = _train_epoch(setup, bundle, config, epoch)
+        progress.epoch_seconds.append(time.perf_counter() - epoch_start)
         val = evaluate(setup.evaluator, setup.val_loader, bundle, setup.device, "val",
                        gather=setup.shard_eval, precision=config.precision)
-        _update_progress(progress, setup.model, epoch, train_loss, val, bundle.higher_is_better)
+        step_schedule(setup.sched, val)
+        _update_progress(progress, setup.model, {"epoch": epoch, "train_loss": train_loss,
+                                                 "val": val, "lr": lr},
+                         bundle.higher_is_better)
         bar.set_postfix(loss=f"{train_loss:.4f}", val=f"{val:.4f}",
                         best=f"{progress.best['val']:.4f}")
         if config.checkpoint and setup.rank == 0:  # everything needed to resume after this epoch
@@ -398,7 +452,7 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig,
         val_loader = DataLoader(eval_split(bundle.val), batch_size=max(config.batch_size, 256))
         test_loader = DataLoader(eval_split(bundle.test),
                                  batch_size=max(config.batch_size, 256))
-    opt = make_optimizer(model, config.lr, config.weight_decay)
+    opt = make_optimizer(model, config.lr, config.weight_decay, config.optimizer)
     # fp16: the loss scaled up before backward, the gradients unscaled before clipping, and a
     # step with inf/nan gradients skipped (the scale then halves); a no-op otherwise
     scaler = torch.amp.GradScaler(torch.device(device).type,
@@ -409,7 +463,7 @@ def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig,
     else:
         train_loader = _train_loader(bundle.train, config, rank, world, shapes,
                                      subgraph_transform)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
+    sched = make_schedule(opt, config, bundle.higher_is_better)
     # validation: the plain model under torchrun (the processes score their shards on their
     # own, with no DistributedDataParallel in between) and with static shapes (StaticGPS takes
     # padded batches); otherwise the training forward, compiled or not
@@ -465,7 +519,8 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
         loss = loss_fn(bundle.task, out.float(), y, config.class_weights)
         setup.scaler.scale(loss).backward()
         setup.scaler.unscale_(setup.opt)  # clip the true gradients
-        nn.utils.clip_grad_norm_(setup.model.parameters(), 5.0)
+        if config.clip_norm:
+            nn.utils.clip_grad_norm_(setup.model.parameters(), config.clip_norm)
         setup.scaler.step(setup.opt)
         setup.scaler.update()
         graphs = batch.graph_count if setup.shapes is not None else (
@@ -473,7 +528,6 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
         total += loss.detach().double() * graphs
         count += graphs
     total = float(total)
-    setup.sched.step()
     if setup.world > 1:
         total, count = sum_over_processes(total, count, setup.device)
     return total / max(count, 1)
@@ -496,14 +550,15 @@ def _forward_batch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig,
     return out, y
 
 
-def _update_progress(progress: Progress, model: nn.Module, epoch: int, train_loss: float,
-                     val: float, higher_is_better: bool) -> None:
-    """Adds the epoch to the history; keeps the weights of a better validation metric, or
-    counts one more epoch without improvement."""
-    progress.history.append({"epoch": epoch, "train_loss": train_loss, "val": val})
-    best = progress.best["val"]
+def _update_progress(progress: Progress, model: nn.Module, entry: dict[str, Any],
+                     higher_is_better: bool) -> None:
+    """Adds the epoch's ``entry`` (its number, training loss, validation metric and learning
+    rate) to the history; keeps the weights of a better validation
+    metric, or counts one more epoch without improvement."""
+    progress.history.append(entry)
+    best, val = progress.best["val"], entry["val"]
     if (val > best) if higher_is_better else (val < best):
-        progress.best = {"epoch": epoch, "val": val}
+        progress.best = {"epoch": entry["epoch"], "val": val}
         progress.best_state = copy.deepcopy(model.state_dict())
         progress.waited = 0
     else:

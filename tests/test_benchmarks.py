@@ -788,3 +788,94 @@ def test_peptides_func_benchmark_runs(tmp_path, monkeypatch):
     tables = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")
     table = tables["peptides_func_table"](data)
     assert "| 0.6534 ± 0.0091 |" in table and "--epochs 1 --seeds 0` | 1 | 1 |" in table
+
+
+def _zinc_parity():
+    """benchmarks/zinc_parity.py as a module."""
+    sys.path.insert(0, str(BENCH))
+    try:
+        import zinc_parity
+    finally:
+        sys.path.remove(str(BENCH))
+    return zinc_parity
+
+
+def test_zinc_parity_models_are_the_same_function():
+    """graphpe's model of the parity benchmark, given the weights of PyG's example model, is
+    the same function in training and in evaluation (same parameters, one for one), in
+    float64: in float32 the two orders of summation part by ~1e-4 relative after 10 layers."""
+    import torch
+
+    from graphpe.nn import build_model
+    from graphpe.synthetic import molecule_like_graphs
+
+    bench = _zinc_parity()
+    torch.manual_seed(0)
+    pyg = bench.PygGPS()
+    ours = build_model({**bench.GRAPHPE_MODEL, "out_dim": 1, "node_vocab": 28, "edge_vocab": 4,
+                        "pe": {"rwse": {"walk_length": bench.WALK}}})
+    rename = {"node_emb.": "node_input.layer.", "pe_lin.": "pe_encoders.0.lin.",
+              "pe_norm.": "pe_encoders.0.norm.", "edge_emb.": "edge_input.layer.",
+              "convs.": "layers.", "mlp.": "head."}
+    state = {}
+    for key, value in pyg.state_dict().items():
+        prefix = next(p for p in rename if key.startswith(p))
+        state[rename[prefix] + key[len(prefix):]] = value
+    ours.load_state_dict(state)  # strict: every parameter and buffer matched
+    assert sum(p.numel() for p in ours.parameters()) == 423_857  # the example's count
+
+    from torch_geometric.data import Batch
+
+    gen = torch.Generator().manual_seed(1)
+    graphs = molecule_like_graphs(6, min_nodes=8, max_nodes=20, seed=1)
+    for g in graphs:
+        g.x = torch.randint(0, 28, (g.num_nodes, 1), generator=gen)
+        g.edge_attr = torch.randint(0, 4, (g.edge_index.size(1),), generator=gen)
+        g.rwse = torch.rand(g.num_nodes, bench.WALK, generator=gen, dtype=torch.float64)
+    batch = Batch.from_data_list(graphs)
+    pyg.double()
+    ours.double()
+    from graphpe.layers.attention import MultiheadGraphAttention
+
+    for mode in ("eval", "train"):
+        if mode == "train":  # (the two draw their attention-dropout masks differently)
+            for module in pyg.modules():
+                if isinstance(module, torch.nn.MultiheadAttention):
+                    module.dropout = 0.0
+            for module in ours.modules():
+                if isinstance(module, MultiheadGraphAttention):
+                    module.dropout = 0.0
+        pyg.train(mode == "train")
+        ours.train(mode == "train")
+        want = pyg(batch.x, batch.rwse, batch.edge_index, batch.edge_attr, batch.batch)
+        torch.testing.assert_close(ours(batch), want, rtol=1e-10, atol=1e-8, msg=mode)
+
+
+@pytest.mark.slow
+def test_zinc_parity_benchmark_runs_and_resumes(tmp_path, capsys):
+    _needs_zinc()
+    bench = _zinc_parity()
+
+    def args(json_dir, seeds, epochs=2):
+        return ["--seeds", seeds, "--epochs", str(epochs), "--limit", "64", "--state-dir",
+                str(tmp_path / "state" / json_dir), "--json-dir", str(tmp_path / json_dir)]
+
+    for side in ("pyg", "graphpe"):
+        bench.main(["--side", side, *args("json", "0,1")])
+    # PyG's loop stopped after 1 of 2 epochs and started again: the run it would have been
+    bench.main(["--side", "pyg", "--epochs-now", "1", *args("split", "1")])
+    half = json.loads((tmp_path / "split" / "pyg_seed1.json").read_text())
+    assert not half["done"] and half["epochs_done"] == 1
+    bench.main(["--side", "pyg", *args("split", "1")])
+    split, straight = (json.loads((tmp_path / d / "pyg_seed1.json").read_text())
+                       for d in ("split", "json"))
+    assert split["done"] and split["epochs_done"] == 2
+    for key in ("train_loss", "val", "test", "lr"):
+        assert [h[key] for h in split["history"]] == [h[key] for h in straight["history"]]
+    bench.main(["--table", "--json-dir", str(tmp_path / "json")])
+    out = capsys.readouterr().out
+    assert "graphpe - pyg:" in out and "faster per training epoch" in out
+    summary = json.loads((tmp_path / "json" / "summary.json").read_text())
+    assert summary["sides"]["pyg"]["seeds"] == summary["sides"]["graphpe"]["seeds"] == [0, 1]
+    assert all(h["train_seconds"] > 0 for h in json.loads(
+        (tmp_path / "json" / "graphpe_seed0.json").read_text())["history"])

@@ -126,9 +126,9 @@ def test_version_and_help(capsys):
     code, out, _ = run_cli(["--version"], capsys)
     assert code == 0 and out.strip() == f"graphpe {__version__}"
     code, out, _ = run_cli(["train", "--help"], capsys)
-    assert code == 0 and "epochs of linear learning-rate warm-up" in out
-    assert "(default: 64)" in out and "module:function" in out
+    assert code == 0 and "(default: 64)" in out and "module:function" in out
     help_words = "".join(out.split())  # (argparse wraps the help at spaces and hyphens)
+    assert "epochsoflinearlearning-ratewarm-up" in help_words
     for name in ("PubMed", "ogbn-arxiv", "ogbn-proteins", "ogbn-papers100M", "Flickr", "Reddit",
                  "WikiCS", "Amazon-Photo", "Coauthor-Physics", "graph:PATH"):
         assert name in help_words, name
@@ -378,3 +378,39 @@ def test_an_offline_download_is_one_line(tmp_path, capsys, monkeypatch):
                             "--epochs", "1"], capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "EXP has no download" in err and "shared" not in err
+
+
+def test_pyg_example_config_is_the_parity_benchmarks_graphpe_side(tmp_path):
+    """configs/zinc_gps_pyg_example.toml gives ``graphpe train`` the model and the fit that
+    benchmarks/zinc_parity.py trains against PyG's examples/graph_gps.py."""
+    import sys
+    from pathlib import Path
+
+    from graphpe.cli import build_parser
+    from graphpe.cli.__init__ import _parse_with_config_file
+    from graphpe.cli.train import model_options, train_config
+
+    repo = Path(__file__).resolve().parents[1]
+    config = str(repo / "configs" / "zinc_gps_pyg_example.toml")
+    argv = ["train", "--dataset", "ZINC", "--root", str(tmp_path), "--config", config]
+    args = _parse_with_config_file(build_parser(), argv, config)
+    sys.path.insert(0, str(repo / "benchmarks"))
+    try:
+        import zinc_parity as bench
+    finally:
+        sys.path.remove(str(repo / "benchmarks"))
+    model = {"model": args.model, "channels": args.channels, "layers": args.layers,
+             **model_options(args)}
+    assert model == {**bench.GRAPHPE_MODEL, "dropout": 0.0}
+    assert args.pe == bench.GRAPHPE_PE
+    fit = train_config(args)
+    assert (fit.optimizer, fit.schedule, fit.lr, fit.weight_decay, fit.batch_size) == \
+        ("adam", "plateau", bench.LR, bench.WEIGHT_DECAY, bench.BATCH)
+    assert (fit.plateau_factor, fit.plateau_patience, fit.min_lr, fit.clip_norm, fit.epochs) \
+        == (bench.FACTOR, bench.PLATEAU_PATIENCE, bench.MIN_LR, 0.0, 100)
+    assert fit.patience >= fit.epochs  # no early stopping
+
+
+def test_head_hidden_flag_checks_its_widths(capsys):
+    code, _, err = run_cli(["train", "--dataset", "ZINC", "--head-hidden", "32,0"], capsys)
+    assert code == 2 and "expected positive ints like 32,16 (layer widths), got '32,0'" in err

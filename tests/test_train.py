@@ -182,6 +182,72 @@ def test_optimizer_is_fused_where_supported():
     assert isinstance(opt, torch.optim.AdamW) and opt.defaults["fused"]
 
 
+def test_adam_and_plateau_schedule():
+    """optimizer='adam' is torch's Adam (weight decay added to the gradient); the plateau
+    schedule multiplies the rate by plateau_factor once plateau_patience epochs pass without a
+    better validation metric, never below min_lr, in the metric's direction."""
+    from graphpe.train import make_optimizer, make_schedule, step_schedule
+
+    opt = make_optimizer(torch.nn.Linear(3, 2), lr=1e-3, weight_decay=1e-5, kind="adam")
+    assert type(opt) is torch.optim.Adam and opt.defaults["weight_decay"] == 1e-5
+    config = TrainConfig(schedule="plateau", plateau_factor=0.5, plateau_patience=1,
+                         min_lr=3e-4)
+    for higher_is_better, vals in ((False, [1.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]),
+                                   (True, [0.1, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2])):
+        opt = make_optimizer(torch.nn.Linear(3, 2), lr=1e-3, weight_decay=0.0)
+        sched = make_schedule(opt, config, higher_is_better)
+        rates = []
+        for val in vals:
+            step_schedule(sched, val)
+            rates.append(opt.param_groups[0]["lr"])
+        assert rates == pytest.approx([1e-3, 1e-3, 1e-3, 5e-4, 5e-4, 3e-4, 3e-4])
+    cosine = make_schedule(opt, TrainConfig(epochs=10, warmup_epochs=2), False)
+    assert isinstance(cosine, torch.optim.lr_scheduler.LambdaLR)
+
+
+def test_the_run_records_each_epochs_rate_and_seconds_and_clips_as_told(monkeypatch):
+    from graphpe.nn import build_model
+
+    clipped = []
+    original = torch.nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_",
+                        lambda params, norm: clipped.append(norm) or original(params, norm))
+    bundle = csl_bundle()
+    for clip_norm in (0.0, 2.0):
+        clipped.clear()
+        model = build_model({"channels": 8, "layers": 1, **bundle.model_kwargs()})
+        record = fit(model, bundle, TrainConfig(
+            epochs=3, batch_size=8, progress=False, schedule="plateau", plateau_patience=0,
+            plateau_factor=0.5, clip_norm=clip_norm))
+        assert clipped == ([] if clip_norm == 0 else [2.0] * len(clipped)) and (
+            clip_norm == 0 or clipped)
+        history = record["history"]
+        assert len(record["epoch_train_seconds"]) == 3
+        assert all(seconds > 0 for seconds in record["epoch_train_seconds"])
+        # the rate each epoch trained with: halved after every epoch whose validation accuracy
+        # is no better than the best before it
+        best, rate = -math.inf, 1e-3
+        for h in history:
+            assert h["lr"] == pytest.approx(rate)
+            best, rate = (h["val"], rate) if h["val"] > best else (best, rate / 2)
+        assert record["config"]["schedule"] == "plateau"
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"optimizer": "sgd"}, "optimizer must be one of ('adamw', 'adam'), got 'sgd'"),
+    ({"schedule": "step"}, "schedule must be one of ('cosine', 'plateau'), got 'step'"),
+    ({"plateau_factor": 1.0}, "plateau_factor must be in (0, 1), got 1.0"),
+    ({"plateau_patience": -1}, "plateau_patience must be an int >= 0, got -1"),
+    ({"min_lr": -1e-5}, "min_lr must be a finite number >= 0, got -1e-05"),
+    ({"clip_norm": float("inf")}, "clip_norm must be a finite number >= 0, got inf"),
+])
+def test_bad_optimizer_and_schedule_settings(settings, message):
+    import re
+
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        TrainConfig(**settings)
+
+
 def test_compile_falls_back_with_a_warning_where_unsupported(monkeypatch):
     import graphpe.runtime as runtime
 
@@ -253,7 +319,9 @@ def test_static_compiled_training_matches_eager():
         assert a["train_loss"] == pytest.approx(b["train_loss"], rel=1e-3, abs=1e-4)
 
 
-def test_resuming_continues_the_run_exactly(tmp_path):
+@pytest.mark.parametrize("schedule", [{}, {"schedule": "plateau", "plateau_patience": 0,
+                                           "plateau_factor": 0.5, "optimizer": "adam"}])
+def test_resuming_continues_the_run_exactly(tmp_path, schedule):
     """Stopped after 2 epochs and resumed to 4: the same curve and weights as 4 epochs at once
     (optimizer, schedule, best model, early-stopping count and every RNG restored)."""
     from graphpe.nn import build_model
@@ -266,7 +334,7 @@ def test_resuming_continues_the_run_exactly(tmp_path):
 
     def config(epochs, name, resume=None):
         return TrainConfig(epochs=epochs, batch_size=8, progress=False, warmup_epochs=1,
-                           checkpoint=str(tmp_path / name), resume=resume)
+                           checkpoint=str(tmp_path / name), resume=resume, **schedule)
 
     straight_model = model()
     straight = fit(straight_model, csl_bundle(), config(4, "a.pt"))
@@ -274,8 +342,8 @@ def test_resuming_continues_the_run_exactly(tmp_path):
     resumed_model = model()
     resumed = fit(resumed_model, csl_bundle(),
                   config(4, "c.pt", resume=str(training_state_path(str(tmp_path / "b.pt")))))
-    assert [h["train_loss"] for h in resumed["history"]] == \
-        [h["train_loss"] for h in straight["history"]]
+    for key in ("train_loss", "val", "lr"):
+        assert [h[key] for h in resumed["history"]] == [h[key] for h in straight["history"]]
     assert resumed["test"] == straight["test"]
     for a, b in zip(straight_model.state_dict().values(), resumed_model.state_dict().values(),
                     strict=True):

@@ -41,6 +41,22 @@ def fanouts(value: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
             f"{value!r}") from None
 
 
+def widths(value: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
+    """``--head-hidden``: ``"32,16"`` (or a config file's list ``[32, 16]``) as a tuple of
+    positive ints."""
+    parts = value.split(",") if isinstance(value, str) else list(value)
+    try:
+        if any(isinstance(p, (bool, float)) for p in parts):
+            raise ValueError
+        sizes = tuple(int(p) for p in parts)
+        if any(size < 1 for size in sizes):
+            raise ValueError
+        return sizes
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected positive ints like 32,16 (layer widths), got {value!r}") from None
+
+
 def load_config(path: str) -> dict:
     """A TOML (or JSON) file of ``train`` options, keys spelled as the flags
     (``batch-size`` or ``batch_size``)."""

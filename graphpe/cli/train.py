@@ -7,7 +7,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from graphpe.cli.options import add_data_arguments, check_device, fanouts
+from graphpe.cli.options import add_data_arguments, check_device, fanouts, widths
 
 if TYPE_CHECKING:  # (the command imports what it runs when it runs)
     from graphpe.train import TrainConfig
@@ -61,11 +61,22 @@ def _add_model_args(p_train: argparse.ArgumentParser) -> None:
     p_train.add_argument("--attn-dropout", type=float, default=None,
                          help="dropout on the attention weights (gps, grit: default 0; "
                               "graphormer: 0.1)")
+    p_train.add_argument("--pe-combine", choices=["sum", "concat", "split"], default=None,
+                         help="how the node embedding takes the encodings (default sum: each "
+                              "encoder --channels wide, added); concat: concatenated, then "
+                              "projected; split: the channels split, --pe-channels per "
+                              "encoder and the rest for the node embedding (GraphGPS's "
+                              "dim_pe, PyG's examples/graph_gps.py)")
+    p_train.add_argument("--pe-channels", type=int, default=None,
+                         help="each node encoder's width (default --channels)")
+    p_train.add_argument("--head-hidden", type=widths, default=None,
+                         help="graph- and node-level heads: the hidden widths of the output "
+                              "MLP, e.g. 32,16 (default: one layer of --channels)")
 
 
 def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: epochs, batches, AdamW, the readout (``--pool``,
-    ``--graph-token``), warm-up, early stopping and the seed."""
+    """``graphpe train``: epochs, batches, the optimizer and its schedule, the readout
+    (``--pool``, ``--graph-token``), early stopping and the seed."""
     p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
     p_train.add_argument("--batch-size", type=int, default=64,
                          help="graphs per batch (seed nodes with --num-neighbors)")
@@ -84,8 +95,24 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                          help="classification: weigh each class by its rarity in the batch, "
                               "(n - n_c) / n (GraphGPS's weighted cross-entropy, for PATTERN, "
                               "CLUSTER, PascalVOC-SP and COCO-SP)")
-    p_train.add_argument("--lr", type=float, default=1e-3, help="AdamW learning rate")
-    p_train.add_argument("--weight-decay", type=float, default=1e-5, help="AdamW weight decay")
+    p_train.add_argument("--optimizer", choices=["adamw", "adam"], default="adamw",
+                         help="adamw (decoupled weight decay) or adam (the weight decay added "
+                              "to the gradient, as torch.optim.Adam in PyG's examples)")
+    p_train.add_argument("--lr", type=float, default=1e-3, help="learning rate")
+    p_train.add_argument("--weight-decay", type=float, default=1e-5, help="weight decay")
+    p_train.add_argument("--schedule", choices=["cosine", "plateau"], default="cosine",
+                         help="the learning rate's schedule: cosine (after --warmup epochs of "
+                              "linear warm-up) or plateau (multiplied by --plateau-factor "
+                              "after --plateau-patience epochs without a better validation "
+                              "metric, not below --min-lr; no warm-up)")
+    p_train.add_argument("--plateau-factor", type=float, default=0.1,
+                         help="--schedule plateau: the rate's factor on a plateau")
+    p_train.add_argument("--plateau-patience", type=int, default=10,
+                         help="--schedule plateau: epochs without improvement before a cut")
+    p_train.add_argument("--min-lr", type=float, default=0.0,
+                         help="--schedule plateau: the lowest learning rate")
+    p_train.add_argument("--clip-norm", type=float, default=5.0,
+                         help="clip the gradients' total norm to this (0: no clipping)")
     p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
                          help="graph pooling (graph-level tasks; default sum, graphormer: "
                               "token); token: the final state of the graph token "
@@ -95,7 +122,8 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                               "and from every node, with a learned bias per head); read it "
                               "out with --pool token")
     p_train.add_argument("--warmup", type=int, default=5,
-                         help="epochs of linear learning-rate warm-up before cosine decay")
+                         help="--schedule cosine: epochs of linear learning-rate warm-up "
+                              "before the cosine decay")
     p_train.add_argument("--patience", type=int, default=30,
                          help="stop after this many epochs without validation improvement")
     p_train.add_argument("--seed", type=int, default=0, help="seed of split, model and draws")
@@ -159,7 +187,10 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
     from graphpe.train import TrainConfig
 
     return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                       weight_decay=args.weight_decay, warmup_epochs=args.warmup,
+                       weight_decay=args.weight_decay, optimizer=args.optimizer,
+                       schedule=args.schedule, plateau_factor=args.plateau_factor,
+                       plateau_patience=args.plateau_patience, min_lr=args.min_lr,
+                       clip_norm=args.clip_norm, warmup_epochs=args.warmup,
                        patience=args.patience, seed=args.seed,
                        device=args.device, checkpoint=args.checkpoint,
                        results=args.results, compile=args.compile,
@@ -173,8 +204,9 @@ def model_options(args: argparse.Namespace) -> dict:
     """The model's keyword arguments beyond model, channels and layers, from the flags; a flag
     the chosen model does not take is an error."""
     extra = {"dropout": args.dropout}
-    if args.pool is not None:
-        extra["pool"] = args.pool
+    for name in ("pool", "pe_combine", "pe_channels", "head_hidden"):
+        if getattr(args, name) is not None:
+            extra[name] = getattr(args, name)
     attention = ("heads", "attn_dropout")
     takes = {"gps": attention, "grit": attention, "graphormer": attention,
              "sgformer": ("heads",), "polynormer": ("heads", "local_epochs")}.get(args.model, ())

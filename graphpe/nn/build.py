@@ -40,10 +40,11 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     ``gcn``, ``sage`` (GraphSAGE), ``gin``, ``gatedgcn``, ``graphormer``, or for node
     classification on large graphs ``sgformer`` or ``polynormer`` (:mod:`graphpe.nn.scalable`;
     ``layers`` counts their message-passing layers); ``channels`` (64), ``layers`` (4) and
-    ``out_dim`` (1) are its first arguments; ``pe`` and ``pair`` give the encoders; every other
-    key is passed to the model class. A pairwise encoding is an attention bias for ``gps`` and
-    ``graphormer`` and the pair features of ``grit`` (or of ``gps`` with
-    ``attention='grit'``).
+    ``out_dim`` (1) are its first arguments; ``pe`` and ``pair`` give the encoders, each node
+    encoder ``pe_channels`` wide (default ``channels``; narrower with ``pe_combine='concat'``
+    or ``'split'``); every other key is passed to the model class. A pairwise encoding is an
+    attention bias for ``gps`` and ``graphormer`` and the pair features of ``grit`` (or of
+    ``gps`` with ``attention='grit'``).
     """
     config = dict(config)
     kind = config.pop("model", "gine")
@@ -52,6 +53,7 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     channels = config.pop("channels", 64)
     layers = config.pop("layers", 4)
     out_dim = config.pop("out_dim", 1)
+    pe_channels = config.pop("pe_channels", None)
     specs = [from_model_config(name, settings)
              for name, settings in (config.pop("pe", None) or {}).items()]
     if any(spec.kind == PAIR for spec in specs):
@@ -77,7 +79,8 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
         if kind not in GATED_MODELS:
             raise ValueError("peg gates the messages of model='gine', 'gps' or 'gatedgcn'")
         config["peg_attr"] = gates[0].gate_attr
-    encoders = [spec.encoder(channels) for spec in specs if spec.kind not in (GATE, PAIR)]
+    encoders = [spec.encoder(channels if pe_channels is None else pe_channels)
+                for spec in specs if spec.kind not in (GATE, PAIR)]
     return MODELS[kind](channels, layers, out_dim, pe_encoders=encoders, **config)
 
 

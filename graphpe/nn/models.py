@@ -28,7 +28,7 @@ from graphpe.ops.checks import check_positive_int
 
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
 TASKS = ("graph_regression", "graph_classification", "node_classification")
-PE_COMBINE = ("sum", "concat")
+PE_COMBINE = ("sum", "concat", "split")
 
 
 class PEGraphModel(nn.Module):
@@ -44,13 +44,18 @@ class PEGraphModel(nn.Module):
             or continuous ones (width).
         edge_vocab / edge_dim: the same for edges (None for neither: no edge features).
         pe_encoders: encoders, each ``batch -> [N, pe_channels]``.
-        pe_combine: ``sum`` (each encoder's output must have ``channels``) or ``concat``
-            (node embedding and encoders concatenated, then projected to ``channels``).
+        pe_combine: ``sum`` (each encoder's output must have ``channels``), ``concat``
+            (node embedding and encoders concatenated, then projected to ``channels``) or
+            ``split`` (the channels split: the node embedding gets ``channels`` minus the
+            encoders' widths and the encoders' outputs fill the rest, concatenated without a
+            projection; GraphGPS's ``dim_pe`` layout and PyG's ``examples/graph_gps.py``).
         reinject_pe: add a per-layer projection of the PE embedding before every layer.
         pool: ``sum``, ``mean`` or ``max`` over the nodes for graph-level tasks, or
             ``token``: the final state of Graphormer's graph token (:class:`GPS` with
             ``graph_token=True``).
         dropout: dropout in layers and head.
+        head_hidden: the widths of the head's hidden layers (None: one of ``channels``);
+            e.g. ``(32, 16)`` for GraphGPS's ``san_graph`` head on 64 channels.
     """
 
     #: whether the model can carry Graphormer's graph token (``pool='token'`` reads it)
@@ -71,6 +76,7 @@ class PEGraphModel(nn.Module):
         reinject_pe: bool = False,
         pool: str = "sum",
         dropout: float = 0.0,
+        head_hidden: Sequence[int] | None = None,
     ) -> None:
         super().__init__()
         if task not in TASKS:
@@ -89,12 +95,8 @@ class PEGraphModel(nn.Module):
         if reinject_pe and not pe_encoders:
             raise ValueError("reinject_pe needs at least one PE encoder")
         self.channels, self.task, self.pool, self.pe_combine = channels, task, pool, pe_combine
-        self.node_input = FeatureInput(node_vocab, node_dim, channels, "node")
-        self.edge_input = None
-        if edge_vocab is not None or edge_dim is not None:
-            self.edge_input = FeatureInput(edge_vocab, edge_dim, channels, "edge")
-        self.pe_encoders = nn.ModuleList(pe_encoders)
         pe_width = sum(getattr(e, "channels", channels) for e in pe_encoders)
+        node_width = channels
         if pe_combine == "sum":
             for e in pe_encoders:
                 if getattr(e, "channels", channels) != channels:
@@ -102,15 +104,28 @@ class PEGraphModel(nn.Module):
                         f"pe_combine='sum' needs encoders with {channels} channels; "
                         f"{type(e).__name__} has {e.channels}"
                     )
-            self.combine = None
-        else:
-            self.combine = nn.Linear(channels + pe_width, channels)
+        elif pe_combine == "split":
+            node_width = channels - pe_width
+            if node_width < 1:
+                raise ValueError(f"pe_combine='split' leaves the node embedding channels minus "
+                                 f"the encoders' widths: {channels} - {pe_width} < 1 (give the "
+                                 f"encoders fewer channels, e.g. pe_channels in build_model)")
+        self.node_input = FeatureInput(node_vocab, node_dim, node_width, "node")
+        self.edge_input = None
+        if edge_vocab is not None or edge_dim is not None:
+            self.edge_input = FeatureInput(edge_vocab, edge_dim, channels, "edge")
+        self.pe_encoders = nn.ModuleList(pe_encoders)
+        self.combine = (nn.Linear(channels + pe_width, channels) if pe_combine == "concat"
+                        else None)
         self.reinject = nn.ModuleList(
-            nn.Linear(pe_width if pe_combine == "concat" else channels, channels)
+            nn.Linear(channels if pe_combine == "sum" else pe_width, channels)
             for _ in range(num_layers)
         ) if reinject_pe else None
         self.dropout = dropout
-        self.head = mlp([channels, channels, out_dim], dropout)
+        hidden = (channels,) if head_hidden is None else tuple(head_hidden)
+        for width in hidden:
+            check_positive_int("head_hidden's widths", width)
+        self.head = mlp([channels, *hidden, out_dim], dropout)
 
     def layers_forward(self, h: Tensor, batch, edge_attr: Tensor | None,
                        pe: Tensor | None) -> Tensor:
@@ -159,16 +174,28 @@ class PEGraphModel(nn.Module):
     def encode_pe(self, batch) -> Tensor | None:
         if not self.pe_encoders:
             return None
-        outs = [enc(batch) for enc in self.pe_encoders]
-        return torch.cat(outs, -1) if self.pe_combine == "concat" else sum(outs)
+        return self.join_pe([enc(batch) for enc in self.pe_encoders])
+
+    def join_pe(self, outs: list[Tensor]) -> Tensor:
+        """The encoders' outputs as one PE embedding: summed (``pe_combine='sum'``) or
+        concatenated."""
+        return sum(outs) if self.pe_combine == "sum" else torch.cat(outs, -1)
+
+    def combine_pe(self, h: Tensor, pe: Tensor | None) -> Tensor:
+        """The node embedding ``h`` with the PE embedding ``pe`` (see ``pe_combine``)."""
+        if pe is None:
+            return h
+        if self.pe_combine == "sum":
+            return h + pe
+        h = torch.cat([h, pe], -1)
+        return self.combine(h) if self.combine is not None else h
 
     def forward(self, batch) -> Tensor:
         if batch.get("x") is None:
             raise ValueError("the model needs node features batch.x")
         h = self.node_input(batch.x)
         pe = self.encode_pe(batch)
-        if pe is not None:
-            h = self.combine(torch.cat([h, pe], -1)) if self.combine is not None else h + pe
+        h = self.combine_pe(h, pe)
         edge_attr = None
         if self.edge_input is not None:
             if batch.get("edge_attr") is None:

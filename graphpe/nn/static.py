@@ -408,7 +408,7 @@ class StaticGPS(nn.Module):
             else:
                 outs.append(enc(read_attribute(sb.node_attrs, enc.attr_name,
                                                enc.producer.format(enc))))
-        return torch.cat(outs, -1) if model.pe_combine == "concat" else sum(outs)
+        return model.join_pe(outs)
 
     def _pair_bias(self, sb: StaticBatch) -> Tensor:
         """The pair encoder's biases as a dense ``[G, heads, S, S]`` (0 on pairs not listed,
@@ -504,8 +504,7 @@ class StaticGPS(nn.Module):
             raise ValueError("the model was built with edge features but the batch has none")
         h = model.node_input(sb.x)
         pe = self._encode_pe(sb, mask, count)
-        if pe is not None:
-            h = model.combine(torch.cat([h, pe], -1)) if model.combine is not None else h + pe
+        h = model.combine_pe(h, pe)
         edge_attr = model.edge_input(sb.edge_attr) if model.edge_input is not None else None
         edge_attr = model._edge_states(sb, edge_attr)  # GatedGCN without edge features
         # Padding rows start every layer at 0. Left alone they would not stay finite: the sink

@@ -475,6 +475,10 @@ INVALID = [
     ({"model": "gine", "task": "regression"}, "task must be one of"),
     ({"model": "gps", "pool": "attention"}, "pool must be one of"),
     ({"model": "gine", "pe_combine": "mean"}, "pe_combine must be one of"),
+    ({"model": "gps", "channels": 16, "pe_combine": "split", "pe": {"rwse": {}}},
+     r"pe_combine='split' leaves the node embedding channels minus the encoders' widths: "
+     r"16 - 16 < 1"),
+    ({"model": "gine", "head_hidden": (32, 0)}, "head_hidden's widths must be a positive int"),
     ({"model": "gine", "reinject_pe": True}, "reinject_pe needs at least one PE encoder"),
     ({"model": "gatedgcn", "channels": 0}, "channels must be a positive int"),
     ({"model": "gcn", "layers": 0}, "num_layers must be a positive int"),

@@ -101,13 +101,18 @@ def _kind(kind):
 
 
 @pytest.mark.parametrize("kind", ["gine", "gps", "gatedgcn", "gps+gatedgcn", "gps+performer"])
-@pytest.mark.parametrize("combine", ["sum", "concat"])
+@pytest.mark.parametrize("combine", ["sum", "concat", "split"])
 def test_every_parameter_gets_a_gradient(kind, combine):
     batch = make_batch()
     kind, extra = _kind(kind)
-    model = build_model({"model": kind, "channels": 16, "layers": 2, "out_dim": 1,
+    channels = 64 if combine == "split" else 16
+    if combine == "split":  # six encoders of 8 channels, the node embedding the other 16
+        extra = {**extra, "pe_channels": 8}
+    model = build_model({"model": kind, "channels": channels, "layers": 2, "out_dim": 1,
                          "node_vocab": 5, "edge_vocab": 3, "pe": ALL_PE,
                          "pe_combine": combine, "reinject_pe": True, **extra})
+    if combine == "split":
+        assert model.node_input.layer.embedding_dim == 64 - 6 * 8
     model.train()
     model(batch).pow(2).sum().backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None or not p.grad.any()]

@@ -66,7 +66,8 @@ def test_static_equals_eager_in_training(pe, pool):
 def test_static_equals_eager_in_eval_and_gin():
     batch = make_batch(5, seed=3)
     for kwargs in ({}, {"mpnn": "gin"}, {"mpnn": "gatedgcn"}, {"attention": None}, {"mpnn": None},
-                   {"reinject_pe": True, "pe_combine": "concat"}):
+                   {"reinject_pe": True, "pe_combine": "concat"},
+                   {"pe_combine": "split", "pe_channels": 4, "head_hidden": (8, 4)}):
         eager = gps(**kwargs)
         static_model = copy.deepcopy(eager)
         sb = static_batch(batch)
