@@ -1017,6 +1017,34 @@ def peptides_func_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def zinc_parity_table(data: dict) -> str:
+    """PyG's examples/graph_gps.py against graphpe train at equal settings on ZINC (from
+    ``benchmarks/zinc_parity.py --table``)."""
+    sides = data["sides"]
+    lines = ["| side | seeds finished | epochs | test MAE (mean ± std) | training s / epoch "
+             "(median) | unfinished (seed: epochs run) |",
+             "| --- | --- | ---: | ---: | ---: | --- |"]
+    names = {"pyg": "PyG `examples/graph_gps.py`",
+             "graphpe": "graphpe train, `configs/zinc_gps_pyg_example.toml`"}
+    for side in ("pyg", "graphpe"):
+        row = sides[side]
+        mae = "-" if row["mean"] is None else (
+            f"{row['mean']:.4f} ± {row['std']:.4f}" if row["std"] is not None
+            else f"{row['mean']:.4f}")
+        sec = row["train_seconds_per_epoch"]
+        unfinished = ", ".join(f"{k}: {v}" for k, v in row["unfinished"].items()) or "-"
+        lines.append(f"| {names[side]} | {','.join(map(str, row['seeds'])) or '-'} | "
+                     f"{','.join(map(str, row['epochs'])) or '-'} | {mae} | "
+                     f"{'-' if sec is None else f'{sec:.1f}'} | {unfinished} |")
+    if "difference" in data:
+        verdict = "within" if data["within_two_se"] else "not within"
+        lines += ["", f"graphpe − PyG: {data['difference']:+.4f} MAE, {verdict} two standard "
+                      f"errors of the difference ({data['two_standard_errors']:.4f}); graphpe "
+                      f"{data['speedup']:.2f}x PyG's speed per training epoch (target "
+                      f"{data['target_speedup']}x)."]
+    return "\n".join(lines)
+
+
 def sparse_eigen_table(data: dict) -> str:
     """graphpe's Chebyshev subspace iteration against ARPACK on generated graphs (from
     ``benchmarks/sparse_eigen.py``): one row per graph, one column group per graphpe mode."""
@@ -1419,6 +1447,7 @@ TABLES = {
     "sampled_batches": ("benchmarks/results/sampled_batches.json", sampled_batches_table),
     "subgraph_pe": ("benchmarks/results/subgraph_pe.json", subgraph_pe_table),
     "peptides_func": ("benchmarks/results/peptides_func.json", peptides_func_table),
+    "zinc_parity": ("benchmarks/results/zinc_parity/summary.json", zinc_parity_table),
     "distributed_encode": ("benchmarks/results/distributed_encode.json",
                            distributed_encode_table),
     "papers_distributed_cost": ("benchmarks/results/distributed_encode.json",
