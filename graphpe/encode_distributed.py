@@ -164,52 +164,168 @@ def adjacency_file(path: Path) -> Path | None:
     return path if path.suffix == ".npz" and path.is_file() else None
 
 
-def adjacency_rows(path: Path, world: int, rank: int,
-                   digest: bool = True) -> tuple[LocalRows, dict[str, Any]]:
+# entries of the column indices read at a time when a rank streams an adjacency file
+READ_CHUNK = 1 << 20
+
+
+def adjacency_rows(path: Path, world: int, rank: int, digest: bool = True,
+                   chunk: int = READ_CHUNK) -> tuple[LocalRows, dict[str, Any]]:
     """Rank ``rank``'s rows of the graph of the adjacency file ``path`` (as
     :func:`graph_rows` of :func:`graphpe.datasets.read_graph`'s graph, one edge per nonzero),
     read without forming the whole graph's edge list: the rank's rows of the matrix and the
-    entries of its columns (one pass over the column indices), and the record's graph
-    fields: node and edge counts and, with ``digest``, the digest
-    :func:`graphpe.encode.graph_digest` gives the read graph (hashed a block of rows at a
-    time)."""
+    entries of its columns, and the record's graph fields: node and edge counts and, with
+    ``digest``, the digest :func:`graphpe.encode.graph_digest` gives the read graph.
+
+    A CSR file in canonical form (each row's columns strictly ascending, no stored zeros), as
+    ``scipy.sparse.save_npz`` writes a canonical matrix, is streamed: the row pointers are read
+    whole, the column indices and values ``chunk`` entries at a time, so a rank never holds
+    the whole matrix. Any other file (another format, duplicate or unsorted entries, stored
+    zeros) is read whole and made canonical first, as ``read_graph`` reads it."""
+    import numpy as np
+
+    streamed = _streamed_csr(path, digest, chunk)
+    if streamed is None:
+        import scipy.sparse as sp
+
+        adj = sp.csr_matrix(sp.load_npz(path))
+        adj.sum_duplicates()
+        adj.eliminate_zeros()
+        streamed = _streamed_arrays(adj.indptr, lambda: iter([(adj.indices, adj.data)]),
+                                    digest)
+    n, indptr, chunks, meta = streamed
+    part = row_partition(n, world, rank)
+    a, b = int(indptr[part.lo]), int(indptr[part.hi])
+    own, inward_rows, inward_cols = [], [], []
+    offset = 0
+    for indices, hash_chunk in chunks():
+        hi = offset + indices.size
+        if hash_chunk is not None:
+            hash_chunk(indices)
+        if a < hi and offset < b:  # this rank's rows' entries
+            own.append(indices[max(a, offset) - offset : min(b, hi) - offset].astype(np.int64))
+        inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
+        inward_rows.append(np.searchsorted(indptr, inward + offset, side="right") - 1)
+        inward_cols.append(indices[inward].astype(np.int64))
+        offset = hi
+    meta = meta()
+    # every entry touching the rank's rows, oriented so that its row is the rank's: the rows'
+    # own entries and the others' entries into them, reversed (the undirected graph)
+    sources = np.concatenate([np.repeat(np.arange(part.lo, part.hi),
+                                        np.diff(indptr[part.lo : part.hi + 1])),
+                              *inward_cols])
+    targets = np.concatenate([*own, *inward_rows])
+    del indptr, own, inward_rows, inward_cols
+    return _unweighted_rows(sources, targets, n, part), meta
+
+
+def _unweighted_rows(sources, targets, n: int, part) -> LocalRows:
+    """The rows of ``part`` of the undirected simple graph whose edges touching them are
+    ``sources[e] - targets[e]`` (every source among the rows), one edge per pair: as
+    :func:`graphpe.ops.host.simple_csr` and :func:`local_rows` give them, without building
+    the other rows."""
+    import numpy as np
+
+    loop = sources == targets
+    loops = np.zeros(part.rows)
+    loops[sources[loop] - part.lo] = 1.0
+    keys = np.unique((sources[~loop] - part.lo) * n + targets[~loop])
+    del loop
+    counts = np.bincount(keys // n, minlength=part.rows)
+    indptr = np.zeros(part.rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return LocalRows(part, indptr, keys % n, np.ones(keys.size), loops)
+
+
+def _streamed_arrays(indptr, chunks, digest: bool):
+    """``(n, indptr, chunks, meta)`` for :func:`adjacency_rows`: ``chunks()`` yields each
+    block of column indices with the digest's update for it (None without ``digest``), in
+    order; ``meta()``, called after the last block, the record's graph fields. The digest is
+    sha256 of (int64 ``[n]``, int64 edge_index ``[2, E]``) as ``fingerprint_of`` hashes them."""
     import hashlib
 
     import numpy as np
-    import scipy.sparse as sp
 
-    adj = sp.csr_matrix(sp.load_npz(path))
-    adj.sum_duplicates()
-    adj.eliminate_zeros()
-    n = adj.shape[0]
-    part = row_partition(n, world, rank)
-    indptr, indices = adj.indptr, adj.indices
-    del adj
-    meta: dict[str, Any] = {"num_nodes": n, "num_edges": int(indices.size)}
-    if digest:  # sha256 of (int64 [n], int64 edge_index [2, E]) as fingerprint_of hashes them
-        h = hashlib.sha256()
+    n = indptr.size - 1
+    h = hashlib.sha256() if digest else None
+    if h is not None:
         h.update(b"torch.int64")
         h.update(np.array([n], dtype=np.int64).tobytes())
         h.update(b"torch.int64")
         block = 1 << 20
-        for lo in range(0, n, block):
+        for lo in range(0, n, block):  # the sources, a block of rows at a time
             hi = min(n, lo + block)
             h.update(np.repeat(np.arange(lo, hi, dtype=np.int64),
                                np.diff(indptr[lo : hi + 1])).tobytes())
-        for lo in range(0, indices.size, 1 << 23):
-            h.update(indices[lo : lo + (1 << 23)].astype(np.int64).tobytes())
-        meta["digest"] = h.hexdigest()
-    a, b = int(indptr[part.lo]), int(indptr[part.hi])
-    inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
-    edges = np.empty((2, (b - a) + inward.size), dtype=np.int64)
-    edges[0, : b - a] = np.repeat(np.arange(part.lo, part.hi),
-                                  np.diff(indptr[part.lo : part.hi + 1]))
-    edges[1, : b - a] = indices[a:b]
-    edges[0, b - a :] = np.searchsorted(indptr, inward, side="right") - 1
-    edges[1, b - a :] = indices[inward]
-    del indptr, indices, inward  # (the whole matrix: freed before the rows' CSR is built)
-    rows = local_rows(simple_csr(torch.from_numpy(edges), n), part)
-    return rows, meta
+
+    def update(indices):
+        h.update(indices.astype(np.int64).tobytes())
+
+    def blocks():
+        for indices, _ in chunks():
+            yield indices, update if h is not None else None
+
+    def meta():
+        fields = {"num_nodes": n, "num_edges": int(indptr[-1])}
+        if h is not None:
+            fields["digest"] = h.hexdigest()
+        return fields
+
+    return n, indptr, blocks, meta
+
+
+def _streamed_csr(path: Path, digest: bool, chunk: int):
+    """:func:`_streamed_arrays` of a canonical CSR ``save_npz`` file, its column indices and
+    values read ``chunk`` entries at a time; None for any other file (checked in a first
+    pass over the values and indices, streamed the same way)."""
+    import zipfile
+
+    import numpy as np
+
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        if not {"format.npy", "indptr.npy", "indices.npy", "data.npy"} <= names:
+            return None
+        with zf.open("format.npy") as f:
+            if np.lib.format.read_array(f).item() not in ("csr", b"csr"):
+                return None
+        with zf.open("indptr.npy") as f:
+            indptr = np.lib.format.read_array(f)
+
+    def chunks():
+        with zipfile.ZipFile(path) as zf, zf.open("indices.npy") as fi, \
+                zf.open("data.npy") as fd:
+            readers = [_npy_reader(fi, chunk), _npy_reader(fd, chunk)]
+            yield from zip(*readers, strict=True)
+
+    # first pass: every row's columns strictly ascending and no stored zero
+    pos, last_col = 0, -1
+    for indices, data in chunks():
+        if not data.all():
+            return None
+        positions = np.arange(pos, pos + indices.size)
+        opens = indptr[np.searchsorted(indptr, positions, side="right") - 1] == positions
+        if bool(((np.diff(indices, prepend=last_col) <= 0) & ~opens).any()):
+            return None
+        pos += indices.size
+        last_col = int(indices[-1]) if indices.size else last_col
+    return _streamed_arrays(indptr, chunks, digest)
+
+
+def _npy_reader(f, chunk: int):
+    """The array of the ``.npy`` stream ``f``, ``chunk`` entries at a time."""
+    import numpy as np
+
+    version = np.lib.format.read_magic(f)
+    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                   else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read_header(f)
+    total = int(np.prod(shape))
+    done = 0
+    while done < total:
+        count = min(chunk, total - done)
+        buffer = f.read(count * dtype.itemsize)
+        yield np.frombuffer(buffer, dtype=dtype)
+        done += count
 
 
 def encode_file_distributed(path: Path, pe: Any, out_dir: str | os.PathLike,

@@ -186,3 +186,58 @@ def test_an_adjacency_files_rows_and_digest_are_those_of_the_read_graph(tmp_path
             assert (getattr(got, field) == getattr(want, field)).all(), field
         assert meta == {"digest": graph_digest(whole), "num_nodes": n,
                         "num_edges": int(whole.edge_index.size(1))}
+
+
+def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_path,
+                                                                        monkeypatch):
+    """A canonical CSR file (scipy's save_npz of a sorted matrix) is read a few entries at a
+    time, never loaded whole: each rank's rows and the digest equal the read graph's, for a
+    symmetric and a directed matrix; a file with unsorted columns or a stored zero is read
+    whole and made canonical first, as read_graph reads it."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    import graphpe.encode_distributed as ed
+    from graphpe.datasets import read_graph
+    from graphpe.encode import graph_digest
+    from graphpe.encode_distributed import graph_rows
+
+    n = 120
+    sym = sp.random(n, n, density=0.04, random_state=1, format="csr")
+    sym = sp.csr_matrix(((sym + sym.T) > 0).astype(np.float64) + sp.eye(n, format="csr"))
+    directed = sp.random(n, n, density=0.04, random_state=2, format="csr")
+    directed.data[:] = 1.0
+    for name, matrix in (("sym", sym), ("directed", directed)):
+        matrix.sort_indices()
+        sp.save_npz(tmp_path / f"{name}.npz", matrix)
+    unsorted = directed.copy()
+    row = int(np.flatnonzero(np.diff(unsorted.indptr) >= 2)[0])
+    a = unsorted.indptr[row]
+    unsorted.indices[[a, a + 1]] = unsorted.indices[[a + 1, a]]
+    unsorted.has_sorted_indices = False
+    sp.save_npz(tmp_path / "unsorted.npz", unsorted, compressed=False)
+    zero = directed.copy()
+    zero.data[3] = 0.0
+    sp.save_npz(tmp_path / "zero.npz", zero)
+
+    wholes = {name: read_graph(tmp_path / f"{name}.npz")
+              for name in ("sym", "directed", "unsorted", "zero")}
+
+    def check(name, world, chunk):
+        whole = wholes[name]
+        for rank in range(world):
+            got, meta = ed.adjacency_rows(tmp_path / f"{name}.npz", world, rank, chunk=chunk)
+            want = graph_rows(whole, world, rank)
+            for field in ("indptr", "indices", "weight", "loops"):
+                assert (getattr(got, field) == getattr(want, field)).all(), (name, field)
+            assert meta == {"digest": graph_digest(whole), "num_nodes": n,
+                            "num_edges": int(whole.edge_index.size(1))}
+
+    for name in ("unsorted", "zero"):
+        assert ed._streamed_csr(tmp_path / f"{name}.npz", True, 7) is None
+        check(name, 2, 7)
+    # the canonical files never go through scipy's whole-file load (read_graph does, above)
+    monkeypatch.setattr(sp, "load_npz", lambda path: pytest.fail(f"{path} read whole"))
+    for name in ("sym", "directed"):
+        for world, chunk in ((1, 1 << 20), (3, 7), (4, 1)):
+            check(name, world, chunk)
