@@ -721,13 +721,20 @@ PAPERS_NODES = 111_059_956
 PAPERS_EDGES = 1_615_685_872
 # the cost model's bytes: the Lanczos basis (ncv + 1 = 65 float64 vectors for k = 16), per stored
 # entry the rank's CSR rows (int64 column, float64 weight) and the operator (int64 column,
-# float64 value), per halo row 3 float64 buffers, and the adjacency file every rank reads whole
-# (int32 column and bool value per directed edge, int64 row pointer per node)
+# float64 value), per halo row 3 float64 buffers, and the adjacency file's read (_read_model)
 BASIS_VECTORS = 65
 BYTES_PER_ENTRY = 32
 BYTES_PER_HALO_ROW = 24
 NETWORK_BYTES_PER_S = 10e9  # 100 Gb/s between machines
 MACHINE_BYTES = 64e9  # the memory a rank may use
+# a rank streams a canonical CSR file: its row pointers whole (int64), and a chunk of column
+# indices, values and their positions at a time (encode_distributed.READ_CHUNK entries)
+READ_CHUNK_BYTES = (1 << 20) * (8 + 8 + 8)
+
+
+def _read_model(n: int) -> float:
+    """Bytes a rank holds to read its rows of an ``n``-node adjacency file."""
+    return 8.0 * (n + 1) + READ_CHUNK_BYTES
 
 
 def _halo_model(n: int, entries: float, world: int) -> float:
@@ -737,10 +744,10 @@ def _halo_model(n: int, entries: float, world: int) -> float:
     return (n - rows) * (1.0 - float(np.exp(-entries / world / n)))
 
 
-def _memory_model(n: int, entries: float, edges: int, world: int, halo: float) -> float:
+def _memory_model(n: int, entries: float, world: int, halo: float) -> tuple[float, float]:
     rows = n / world
     return (8 * BASIS_VECTORS * rows + BYTES_PER_ENTRY * entries / world
-            + BYTES_PER_HALO_ROW * halo), 5.0 * edges + 8.0 * n
+            + BYTES_PER_HALO_ROW * halo), _read_model(n)
 
 
 def papers_distributed_cost_table(data: dict) -> str:
@@ -751,7 +758,7 @@ def papers_distributed_cost_table(data: dict) -> str:
            and not r["failed"]}
     if g is None or 1 not in lap:
         return "(the cost model needs distributed_encode.json's graph_stats and a 1-rank row)"
-    n, entries, edges = g["num_nodes"], g["csr_entries"], g["file_edges"]
+    n, entries = g["num_nodes"], g["csr_entries"]
     one = lap[1]
     per_entry = one["seconds"] / one["products"] / entries  # seconds per stored entry
     lines = ["Model, checked on arxiv (per rank: memory above baseline, the halo, seconds per "
@@ -763,7 +770,7 @@ def papers_distributed_cost_table(data: dict) -> str:
     for world, r in sorted(lap.items()):
         halo = max(r["communication"]["halo_rows"])
         model_halo = _halo_model(n, entries, world)
-        mem, read = _memory_model(n, entries, edges, world, halo)
+        mem, read = _memory_model(n, entries, world, halo)
         measured = max(p["peak_above_baseline_gb"] for p in r["processes"]) * 1e9
         factors.append(measured / (mem + read))
         step = r["seconds"] / r["products"]
@@ -785,13 +792,13 @@ def papers_distributed_cost_table(data: dict) -> str:
               f"{halo_rate * 1e9:.1f} ns a halo row); {products:,} products as on arxiv, and "
               "5x that for a more clustered spectrum:", "",
               "| ranks | rows a rank | halo rows a rank (model) | memory a rank (GB) | "
-              "of which the file read whole | sent per product, all ranks (GB) | hours "
+              "of which the file's row pointers | sent per product, all ranks (GB) | hours "
               f"({products:,} products) | hours (5x) |",
               "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     fits = None
     for world in (8, 16, 32, 64, 128):
         halo = _halo_model(PAPERS_NODES, p_entries, world)
-        mem, read = _memory_model(PAPERS_NODES, p_entries, PAPERS_EDGES, world, halo)
+        mem, read = _memory_model(PAPERS_NODES, p_entries, world, halo)
         step = per_entry * p_entries / world + 8.0 * halo / NETWORK_BYTES_PER_S
         if fits is None and factor * (mem + read) <= MACHINE_BYTES:
             fits = (world, factor * (mem + read), step * products)
@@ -810,18 +817,18 @@ def papers_distributed_cost_table(data: dict) -> str:
 
 def _papers_other_rows(data: dict, n: int) -> list[str]:
     """RFP and RWSE on ogbn-papers100M, scaled from arxiv's 4-rank rows: memory above
-    baseline by the rows a rank holds (their outputs and halo buffers dominate), plus the file
-    read whole; seconds by the entries a rank multiplies (RFP) or the nodes it starts walks
+    baseline by the rows a rank holds (their outputs and halo buffers dominate), plus the
+    file's row pointers; seconds by the entries a rank multiplies (RFP) or the nodes it starts walks
     from (RWSE), plus what it sends at the network's rate; at the fewest ranks that fit."""
     out = ["", "RFP and RWSE, scaled from arxiv's 4-rank rows (memory above baseline by a "
-           "rank's rows, plus the file read whole; seconds by a rank's entries (RFP) or nodes "
+           "rank's rows, plus the file's row pointers; seconds by a rank's entries (RFP) or nodes "
            f"(RWSE), plus what it sends at {NETWORK_BYTES_PER_S / 1e9:.0f} GB/s; arxiv's 4 ranks "
            f"shared {data['cpu_count']} cores, so its seconds are upper bounds), at the fewest "
            f"ranks that fit {MACHINE_BYTES / 1e9:.0f} GB a rank:", "",
            "| encoding | arxiv, 4 ranks: GB above baseline, s | ranks | papers100M: GB a rank | "
            "hours |", "| --- | ---: | ---: | ---: | ---: |"]
     p_entries = 2.0 * PAPERS_EDGES
-    read = 5.0 * PAPERS_EDGES + 8.0 * PAPERS_NODES
+    read = _read_model(PAPERS_NODES)
     for r in data["rows"]:
         if r["ranks"] != 4 or r["encoding"] not in ("rfp", "rwse") or r["failed"]:
             continue
