@@ -41,6 +41,7 @@ from graphpe.ops.distributed import (
 )
 from graphpe.ops.eigen import random_signs
 from graphpe.ops.host import simple_csr
+from graphpe.ops.memory import release_freed_host_memory
 from graphpe.records import versions
 from graphpe.transforms import RFP, RWSE, LaplacianPE, PETransform
 
@@ -215,7 +216,10 @@ def adjacency_rows(path: Path, world: int, rank: int, digest: bool = True,
                               *inward_cols])
     targets = np.concatenate([*own, *inward_rows])
     del indptr, own, inward_rows, inward_cols
-    return _unweighted_rows(sources, targets, n, part), meta
+    rows = _unweighted_rows(sources, targets, n, part)
+    del sources, targets
+    release_freed_host_memory()  # the read's blocks, so that the encoding can have the pages
+    return rows, meta
 
 
 def _unweighted_rows(sources, targets, n: int, part) -> LocalRows:

@@ -11,6 +11,8 @@ from typing import Any
 import torch
 from torch import nn
 
+from graphpe.ops.memory import retain_freed_host_memory as retain_freed_host_memory
+
 # TrainConfig.precision -> the dtype torch.autocast runs the products in (None: no autocast).
 # fp16 also scales the loss (torch.amp.GradScaler): float16 gradients underflow otherwise.
 PRECISIONS: dict[str, torch.dtype | None] = {
@@ -78,32 +80,6 @@ def sum_over_processes(total: float, count: int, device: str) -> tuple[float, in
                         device=device if "cuda" in str(device) else "cpu")
     dist.all_reduce(sums)
     return float(sums[0]), int(sums[1])
-
-
-# glibc's mallopt parameters (malloc.h)
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
-def retain_freed_host_memory() -> bool:
-    """Keep freed host memory in this process for reuse instead of handing it back to the
-    operating system (glibc's ``mallopt``: no ``mmap`` for large blocks, no trimming).
-
-    By default glibc maps every block above its threshold (128 KB, raised up to 32 MB as
-    blocks are freed) freshly and unmaps it when freed, so every large tensor of a training
-    step (GRIT's ``[pairs, channels]`` features: tens of MB) is new memory whose pages fault in
-    on first touch. With the blocks kept, later steps reuse them. Process-wide and permanent:
-    the resident memory stays at its peak. ``graphpe train`` calls it on the CPU
-    (``--no-retain-memory`` not to).
-    Returns whether it took effect (False where the C library is not glibc)."""
-    import ctypes
-    import ctypes.util
-
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return False
-    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1))
 
 
 def compile_support(device: str | torch.device) -> str | None:

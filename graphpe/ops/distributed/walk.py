@@ -36,6 +36,7 @@ from graphpe.ops.distributed.partition import (
     extended_columns,
     halo_values,
 )
+from graphpe.ops.memory import release_freed_host_memory
 from graphpe.ops.walk import sampled
 from graphpe.ops.walk.sampled import ESTIMATORS, MIN_WALKS
 
@@ -239,6 +240,9 @@ def distributed_sampled_landing_probs(
                         unit, pos, inv_pos, sent)
         _estimate(src, pos, inv_pos, lo, rows.indptr, rows.indices, rows.weight, ext_cols,
                   loops, deg, inv_ext, walk_length, estimate, stderr)
+        # the round's blocks (a few hundred KB each) stay in glibc's heap when freed, and the
+        # rounds' leftovers grew a rank's resident size as much as its estimates did
+        release_freed_host_memory()
     return estimate, stderr, {"walk_values_sent": sent[0], "rounds": rounds}
 
 
