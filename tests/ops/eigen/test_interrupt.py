@@ -19,8 +19,12 @@ ARXIV = REPO.parent / "shared" / "data" / "ogbn-arxiv-graph" / "adj_full.npz"
 # seconds from SIGINT to the process's exit that the issue allows
 RETURN_SECONDS = 2.0
 
-# the scripts' common end: say when the call starts, and how it ended
-RUN_TRANSFORM = '''print("start", flush=True)
+# the scripts' common end: say when the call starts, and how it ended. Python's own SIGINT
+# handler first: a process started in the background of a non-interactive shell inherits
+# SIGINT ignored, and Python then leaves it ignored (the signal would never reach the call)
+RUN_TRANSFORM = '''import signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
+print("start", flush=True)
 try:
     transform(data)
     print("finished", flush=True)
