@@ -71,6 +71,19 @@ def zinc_root(tmp_path_factory) -> Path:
     return root
 
 
+def bench_module(name: str):
+    """benchmarks/<name>.py as a module (the scripts import their siblings by name)."""
+    import importlib
+    import sys
+
+    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
+    sys.path.insert(0, bench)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(bench)
+
+
 def copy_shared(rel: str, dest: Path) -> Path:
     src = SHARED_DATA / rel
     if not src.exists():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED_DATA
+from tests.conftest import SHARED_DATA, bench_module
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -23,12 +23,7 @@ def _needs_zinc() -> None:
 
 def _tables():
     """benchmarks/tables.py as a module."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import tables
-    finally:
-        sys.path.remove(str(BENCH))
-    return tables
+    return bench_module("tables")
 
 
 def test_precompute_benchmark_runs(tmp_path, monkeypatch, capsys):
@@ -790,16 +785,6 @@ def test_peptides_func_benchmark_runs(tmp_path, monkeypatch):
     assert "| 0.6534 ± 0.0091 |" in table and "--epochs 1 --seeds 0` | 1 | 1 |" in table
 
 
-def _zinc_parity():
-    """benchmarks/zinc_parity.py as a module."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import zinc_parity
-    finally:
-        sys.path.remove(str(BENCH))
-    return zinc_parity
-
-
 def test_zinc_parity_models_are_the_same_function():
     """graphpe's model of the parity benchmark, given the weights of PyG's example model, is
     the same function in training and in evaluation (same parameters, one for one), in
@@ -809,7 +794,7 @@ def test_zinc_parity_models_are_the_same_function():
     from graphpe.nn import build_model
     from graphpe.synthetic import molecule_like_graphs
 
-    bench = _zinc_parity()
+    bench = bench_module("zinc_parity")
     torch.manual_seed(0)
     pyg = bench.PygGPS()
     ours = build_model({**bench.GRAPHPE_MODEL, "out_dim": 1, "node_vocab": 28, "edge_vocab": 4,
@@ -854,7 +839,7 @@ def test_zinc_parity_models_are_the_same_function():
 @pytest.mark.slow
 def test_zinc_parity_benchmark_runs_and_resumes(tmp_path, capsys):
     _needs_zinc()
-    bench = _zinc_parity()
+    bench = bench_module("zinc_parity")
 
     def args(json_dir, seeds, epochs=2):
         return ["--seeds", seeds, "--epochs", str(epochs), "--limit", "64", "--state-dir",

@@ -5,7 +5,7 @@ import pytest
 from graphpe.cli import main
 from graphpe.demo import demo
 from graphpe.encodings import parse_pe
-from tests.conftest import copy_shared
+from tests.conftest import bench_module, copy_shared
 
 
 def test_demo_runs_every_pe(capsys):
@@ -383,7 +383,6 @@ def test_an_offline_download_is_one_line(tmp_path, capsys, monkeypatch):
 def test_pyg_example_config_is_the_parity_benchmarks_graphpe_side(tmp_path):
     """configs/zinc_gps_pyg_example.toml gives ``graphpe train`` the model and the fit that
     benchmarks/zinc_parity.py trains against PyG's examples/graph_gps.py."""
-    import sys
     from pathlib import Path
 
     from graphpe.cli import build_parser
@@ -394,11 +393,7 @@ def test_pyg_example_config_is_the_parity_benchmarks_graphpe_side(tmp_path):
     config = str(repo / "configs" / "zinc_gps_pyg_example.toml")
     argv = ["train", "--dataset", "ZINC", "--root", str(tmp_path), "--config", config]
     args = _parse_with_config_file(build_parser(), argv, config)
-    sys.path.insert(0, str(repo / "benchmarks"))
-    try:
-        import zinc_parity as bench
-    finally:
-        sys.path.remove(str(repo / "benchmarks"))
+    bench = bench_module("zinc_parity")
     model = {"model": args.model, "channels": args.channels, "layers": args.layers,
              **model_options(args)}
     assert model == {**bench.GRAPHPE_MODEL, "dropout": 0.0}
