@@ -148,16 +148,30 @@ def read_encodings(out_dir: str | os.PathLike, graph: Data | None = None) -> dic
 
 def assemble_ranks(record_path: Path, record: dict[str, Any]) -> dict[str, Tensor]:
     """The whole graph's attributes from the ranks' files ``record`` names (rows in rank
-    order), checked to cover the graph's nodes."""
-    files = [record_path.parent / name for name in record["partition"]["files"]]
+    order, or, where the rows were reordered, each rank's rows put at the input's nodes its
+    node file names), checked to cover the graph's nodes."""
+    partition = record["partition"]
+    node_files = partition.get("node_files")
+    files = [record_path.parent / name for name in partition["files"] + (node_files or [])]
     missing = [f.name for f in files if not f.exists()]
     if missing:
         raise FileNotFoundError(f"{record_path}: missing the rows of {', '.join(missing)}")
-    parts = [torch.load(f, weights_only=True) for f in files]
+    world = len(partition["files"])
+    parts = [torch.load(f, weights_only=True) for f in files[:world]]
     whole = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
     n = record["graph"]["num_nodes"]
     for key, value in whole.items():
         if value.size(0) != n:
             raise ValueError(f"{record_path}: the ranks' rows of {key} cover {value.size(0)} "
                              f"of the graph's {n} nodes")
+    if node_files:
+        nodes = torch.cat([torch.load(f, weights_only=True) for f in files[world:]])
+        if (nodes.numel() != n or int(nodes.min()) < 0 or int(nodes.max()) >= n
+                or not bool(torch.bincount(nodes, minlength=n).eq(1).all())):
+            raise ValueError(f"{record_path}: the ranks' node files do not name each of the "
+                             f"graph's {n} nodes once")
+        for key, value in whole.items():
+            placed = torch.empty_like(value)
+            placed[nodes] = value
+            whole[key] = placed
     return whole

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor
@@ -29,6 +30,7 @@ from torch_geometric.data import Data
 
 from graphpe.encode import ENCODINGS_FORMAT, graph_digest
 from graphpe.encodings import resolve_pe
+from graphpe.ops.checks import check_choice
 from graphpe.ops.distributed import (
     HaloExchange,
     LocalRows,
@@ -39,6 +41,7 @@ from graphpe.ops.distributed import (
     own_draws,
     row_partition,
 )
+from graphpe.ops.distributed.partition import REORDERINGS, bandwidth_order
 from graphpe.ops.eigen import random_signs
 from graphpe.ops.host import simple_csr
 from graphpe.ops.memory import release_freed_host_memory
@@ -51,6 +54,12 @@ DISTRIBUTED_ENCODINGS = "LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's es
 def shard_name(name: str, rank: int, world: int) -> str:
     """The file of rank ``rank``'s rows of encoding ``name``."""
     return f"{name}.rank{rank}of{world}.pt"
+
+
+def nodes_name(name: str, rank: int, world: int) -> str:
+    """The file of the input's node ids of rank ``rank``'s rows of encoding ``name``, where
+    the rows were reordered."""
+    return f"{name}.rank{rank}of{world}.nodes.pt"
 
 
 def distributed_transform(name: str, transform: PETransform | None) -> PETransform:
@@ -144,17 +153,63 @@ PATHS: list[tuple[type, Callable]] = [(LaplacianPE, _laplacian_rows), (RFP, _rfp
                                       (RWSE, _rwse_rows)]
 
 
-def graph_rows(graph: Data, world: int, rank: int) -> LocalRows:
+def graph_rows(graph: Data, world: int, rank: int,
+               order: np.ndarray | None = None) -> LocalRows:
     """Rank ``rank``'s rows of ``graph``'s undirected simple graph: the CSR of the edges with
     an end among the rank's nodes only (both directions of each, duplicates and self loops
-    merged as the whole graph's CSR merges them), then its rows kept."""
-    part = row_partition(graph.num_nodes, world, rank)
+    merged as the whole graph's CSR merges them), then its rows kept. ``order``: the rows'
+    order (row ``i`` is node ``order[i]``, :func:`graph_order`), None for the graph's own."""
+    part = row_partition(graph.num_nodes, world, rank, order)
     ei, weight = graph.edge_index, graph.get("edge_weight")
+    if order is not None:
+        ei = torch.from_numpy(_inverse(order))[ei]
     touches = ((ei >= part.lo) & (ei < part.hi)).any(0)
     if not bool(touches.all()):
         ei = ei[:, touches]
         weight = None if weight is None else weight[touches]
     return local_rows(simple_csr(ei, graph.num_nodes, weight), part)
+
+
+def _inverse(order: np.ndarray) -> np.ndarray:
+    """The row of each node: ``inverse[order[i]] = i``."""
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size, dtype=order.dtype)
+    return inverse
+
+
+def _shared_order(compute: Callable[[], np.ndarray], num_nodes: int,
+                  group: dist.ProcessGroup | None) -> np.ndarray:
+    """The order ``compute()`` gives on rank 0, on every rank (one broadcast of ``n`` int64:
+    only rank 0 holds the whole graph to order it)."""
+    order = (torch.from_numpy(compute()) if dist.get_rank(group) == 0
+             else torch.empty(num_nodes, dtype=torch.int64))
+    dist.broadcast(order, dist.get_global_rank(group, 0) if group is not None else 0,
+                   group=group)
+    return order.numpy()
+
+
+def graph_order(graph: Data, reorder: str) -> np.ndarray | None:
+    """The rows' order of ``graph`` for ``reorder`` (``none``: None, the graph's own;
+    ``rcm``: :func:`~graphpe.ops.distributed.partition.bandwidth_order` of its pattern)."""
+    if check_choice("reorder", reorder, REORDERINGS) == "none":
+        return None
+    import scipy.sparse as sp
+
+    n = graph.num_nodes
+    ei = graph.edge_index.numpy()
+    pattern = sp.csr_matrix((np.ones(ei.shape[1], dtype=np.int8), (ei[0], ei[1])),
+                            shape=(n, n))
+    return bandwidth_order(pattern.indptr, pattern.indices, n)
+
+
+def file_order(path: Path, reorder: str) -> np.ndarray | None:
+    """:func:`graph_order` of the adjacency file ``path`` (read whole)."""
+    if check_choice("reorder", reorder, REORDERINGS) == "none":
+        return None
+    import scipy.sparse as sp
+
+    adj = sp.csr_matrix(sp.load_npz(path))
+    return bandwidth_order(adj.indptr, adj.indices, adj.shape[0])
 
 
 def adjacency_file(path: Path) -> Path | None:
@@ -170,20 +225,21 @@ READ_CHUNK = 1 << 20
 
 
 def adjacency_rows(path: Path, world: int, rank: int, digest: bool = True,
-                   chunk: int = READ_CHUNK) -> tuple[LocalRows, dict[str, Any]]:
+                   chunk: int = READ_CHUNK, order: np.ndarray | None = None
+                   ) -> tuple[LocalRows, dict[str, Any]]:
     """Rank ``rank``'s rows of the graph of the adjacency file ``path`` (as
     :func:`graph_rows` of :func:`graphpe.datasets.read_graph`'s graph, one edge per nonzero),
     read without forming the whole graph's edge list: the rank's rows of the matrix and the
     entries of its columns, and the record's graph fields: node and edge counts and, with
     ``digest``, the digest :func:`graphpe.encode.graph_digest` gives the read graph.
+    ``order``: the rows' order (row ``i`` is node ``order[i]``), None for the file's own.
 
     A CSR file in canonical form (each row's columns strictly ascending, no stored zeros), as
     ``scipy.sparse.save_npz`` writes a canonical matrix, is streamed: the row pointers are read
     whole, the column indices and values ``chunk`` entries at a time, so a rank never holds
-    the whole matrix. Any other file (another format, duplicate or unsorted entries, stored
-    zeros) is read whole and made canonical first, as ``read_graph`` reads it."""
-    import numpy as np
-
+    the whole matrix (with ``order``, it holds the row of every node, ``n`` int64). Any other
+    file (another format, duplicate or unsorted entries, stored zeros) is read whole and made
+    canonical first, as ``read_graph`` reads it."""
     streamed = _streamed_csr(path, digest, chunk)
     if streamed is None:
         import scipy.sparse as sp
@@ -194,28 +250,38 @@ def adjacency_rows(path: Path, world: int, rank: int, digest: bool = True,
         streamed = _streamed_arrays(adj.indptr, lambda: iter([(adj.indices, adj.data)]),
                                     digest)
     n, indptr, chunks, meta = streamed
-    part = row_partition(n, world, rank)
+    part = row_partition(n, world, rank, order)
+    row_of = None if order is None else _inverse(order)
     a, b = int(indptr[part.lo]), int(indptr[part.hi])
-    own, inward_rows, inward_cols = [], [], []
+    # every entry touching the rank's rows, oriented so that its source is the rank's: the
+    # rows' own entries and the others' entries into them, reversed (the undirected graph)
+    sources, targets = [], []
     offset = 0
     for indices, hash_chunk in chunks():
         hi = offset + indices.size
         if hash_chunk is not None:
             hash_chunk(indices)
-        if a < hi and offset < b:  # this rank's rows' entries
-            own.append(indices[max(a, offset) - offset : min(b, hi) - offset].astype(np.int64))
-        inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
-        inward_rows.append(np.searchsorted(indptr, inward + offset, side="right") - 1)
-        inward_cols.append(indices[inward].astype(np.int64))
+        if row_of is not None:
+            entry_rows = np.searchsorted(indptr, np.arange(offset, hi), side="right") - 1
+            r, c = row_of[entry_rows], row_of[indices]
+            del entry_rows
+            own = (r >= part.lo) & (r < part.hi)
+            inward = (c >= part.lo) & (c < part.hi)
+            sources += [r[own], c[inward]]
+            targets += [c[own], r[inward]]
+        else:
+            if a < hi and offset < b:  # this rank's rows' entries
+                first, last = max(a, offset), min(b, hi)
+                sources.append(np.searchsorted(indptr, np.arange(first, last),
+                                               side="right") - 1)
+                targets.append(indices[first - offset : last - offset].astype(np.int64))
+            inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
+            sources.append(indices[inward].astype(np.int64))
+            targets.append(np.searchsorted(indptr, inward + offset, side="right") - 1)
         offset = hi
     meta = meta()
-    # every entry touching the rank's rows, oriented so that its row is the rank's: the rows'
-    # own entries and the others' entries into them, reversed (the undirected graph)
-    sources = np.concatenate([np.repeat(np.arange(part.lo, part.hi),
-                                        np.diff(indptr[part.lo : part.hi + 1])),
-                              *inward_cols])
-    targets = np.concatenate([*own, *inward_rows])
-    del indptr, own, inward_rows, inward_cols
+    del indptr, row_of
+    sources, targets = np.concatenate(sources), np.concatenate(targets)
     rows = _unweighted_rows(sources, targets, n, part)
     del sources, targets
     release_freed_host_memory()  # the read's blocks, so that the encoding can have the pages
@@ -227,8 +293,6 @@ def _unweighted_rows(sources, targets, n: int, part) -> LocalRows:
     ``sources[e] - targets[e]`` (every source among the rows), one edge per pair: as
     :func:`graphpe.ops.host.simple_csr` and :func:`local_rows` give them, without building
     the other rows."""
-    import numpy as np
-
     loop = sources == targets
     loops = np.zeros(part.rows)
     loops[sources[loop] - part.lo] = 1.0
@@ -246,8 +310,6 @@ def _streamed_arrays(indptr, chunks, digest: bool):
     order; ``meta()``, called after the last block, the record's graph fields. The digest is
     sha256 of (int64 ``[n]``, int64 edge_index ``[2, E]``) as ``fingerprint_of`` hashes them."""
     import hashlib
-
-    import numpy as np
 
     n = indptr.size - 1
     h = hashlib.sha256() if digest else None
@@ -283,8 +345,6 @@ def _streamed_csr(path: Path, digest: bool, chunk: int):
     pass over the values and indices, streamed the same way)."""
     import zipfile
 
-    import numpy as np
-
     with zipfile.ZipFile(path) as zf:
         names = set(zf.namelist())
         if not {"format.npy", "indptr.npy", "indices.npy", "data.npy"} <= names:
@@ -317,8 +377,6 @@ def _streamed_csr(path: Path, digest: bool, chunk: int):
 
 def _npy_reader(f, chunk: int):
     """The array of the ``.npy`` stream ``f``, ``chunk`` entries at a time."""
-    import numpy as np
-
     version = np.lib.format.read_magic(f)
     read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                    else np.lib.format.read_array_header_2_0)
@@ -333,47 +391,72 @@ def _npy_reader(f, chunk: int):
 
 
 def encode_file_distributed(path: Path, pe: Any, out_dir: str | os.PathLike,
-                            group: dist.ProcessGroup | None = None) -> dict[str, Path]:
+                            group: dist.ProcessGroup | None = None,
+                            reorder: str = "none") -> dict[str, Path]:
     """:func:`encode_graph_distributed` of the graph file ``path``: an adjacency (``.npz``,
     a GraphSAINT folder) is read by :func:`adjacency_rows` (each rank its rows; rank 0 the
-    digest), any other format whole by :func:`graphpe.datasets.read_graph`."""
+    digest, and with ``reorder`` the whole file once to order it), any other format whole by
+    :func:`graphpe.datasets.read_graph`."""
+    check_choice("reorder", reorder, REORDERINGS)
     adjacency = adjacency_file(path)
     if adjacency is None:
         from graphpe.datasets import read_graph
 
-        return encode_graph_distributed(read_graph(path), pe, out_dir, group)
+        return encode_graph_distributed(read_graph(path), pe, out_dir, group, reorder=reorder)
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     specs = resolve_pe(pe)
     transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
-    rows, meta = adjacency_rows(adjacency, world, rank, digest=rank == 0)
-    return encode_rows(rows, specs, transforms, out_dir, meta, group)
+    order = None
+    if reorder != "none":
+        with np.load(adjacency) as npz:
+            n = int(npz["shape"][0])
+        order = _shared_order(lambda: file_order(adjacency, reorder), n, group)
+        release_freed_host_memory()  # rank 0's whole matrix
+    rows, meta = adjacency_rows(adjacency, world, rank, digest=rank == 0, order=order)
+    del order
+    return encode_rows(rows, specs, transforms, out_dir, meta, group, reorder)
 
 
 def encode_graph_distributed(graph: Data, pe: Any, out_dir: str | os.PathLike,
                              group: dist.ProcessGroup | None = None,
-                             digest: str | None = None) -> dict[str, Path]:
+                             digest: str | None = None,
+                             reorder: str = "none") -> dict[str, Path]:
     """Inside an initialized process group (every rank calls it with the same graph and
     ``pe``): compute each encoding of ``pe`` (anything :func:`~graphpe.encodings.resolve_pe`
     takes) on this rank's rows of ``graph`` and write them to
     ``out_dir/NAME.rank<r>of<R>.pt``; rank 0 writes ``out_dir/NAME.json``. Returns
     ``{name: this rank's file}``. ``ValueError`` where an encoding has no distributed path or
     the graph has fewer nodes than the group has ranks. ``digest``: the graph's
-    (:func:`graphpe.encode.graph_digest`), computed here where None."""
+    (:func:`graphpe.encode.graph_digest`), computed here where None.
+
+    ``reorder``: the rows' order before they are partitioned: ``none`` (the graph's), or
+    ``rcm`` (reverse Cuthill-McKee, computed on rank 0 and broadcast): contiguous blocks of
+    a banded order have smaller halos, so less is sent per product. The rows written are then
+    those of the input's nodes ``NAME.rank<r>of<R>.nodes.pt`` names, which
+    :func:`graphpe.encode.read_encodings` puts back in the input's order. LapPE and RFP are
+    the same with and without a reordering; RWSE's walks are the reordered graph's (the same
+    estimate in distribution, another sample: its walks draw by row number)."""
+    check_choice("reorder", reorder, REORDERINGS)
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     specs = resolve_pe(pe)
     transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
-    rows = graph_rows(graph, world, rank)
+    order = None
+    if reorder != "none":
+        order = _shared_order(lambda: graph_order(graph, reorder), graph.num_nodes, group)
+    rows = graph_rows(graph, world, rank, order)
     digest = graph_digest(graph) if digest is None else digest
     meta = {"digest": digest, "num_nodes": graph.num_nodes,
             "num_edges": int(graph.edge_index.size(1))}
-    return encode_rows(rows, specs, transforms, out_dir, meta, group)
+    return encode_rows(rows, specs, transforms, out_dir, meta, group, reorder)
 
 
 def encode_rows(rows: LocalRows, specs: list, transforms: list[PETransform],
                 out_dir: str | os.PathLike, graph_meta: dict[str, Any],
-                group: dist.ProcessGroup | None = None) -> dict[str, Path]:
+                group: dist.ProcessGroup | None = None,
+                reorder: str = "none") -> dict[str, Path]:
     """:func:`encode_graph_distributed` from this rank's rows (``graph_meta``: the whole
-    graph's digest, node and edge counts, for the record)."""
+    graph's digest, node and edge counts, for the record; ``reorder``: the name of the
+    rows' order, for the record)."""
     part = rows.partition
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -387,6 +470,9 @@ def encode_rows(rows: LocalRows, specs: list, transforms: list[PETransform],
         seconds = time.perf_counter() - start
         path = out / shard_name(spec.name, part.rank, part.world)
         torch.save(tensors, path)
+        if part.nodes is not None:
+            torch.save(torch.from_numpy(part.nodes),
+                       out / nodes_name(spec.name, part.rank, part.world))
         stats.update(seconds=seconds, rows=part.rows, halo=exchange.size,
                      halo_sent_rows=exchange.send_size(), exchanges=exchange.calls,
                      values_sent=exchange.values_sent, bytes_sent=exchange.bytes_sent)
@@ -398,9 +484,12 @@ def encode_rows(rows: LocalRows, specs: list, transforms: list[PETransform],
                       "graph": graph_meta, "seconds": max(s["seconds"] for s in every),
                       "versions": versions(),
                       "partition": {"world": part.world, "bounds": list(part.bounds),
-                                    "reordering": None,
+                                    "reordering": None if part.nodes is None else reorder,
                                     "files": [shard_name(spec.name, r, part.world)
                                               for r in range(part.world)],
+                                    "node_files": None if part.nodes is None else [
+                                        nodes_name(spec.name, r, part.world)
+                                        for r in range(part.world)],
                                     "ranks": every}}
             (out / f"{spec.name}.json").write_text(json.dumps(record, indent=1) + "\n")
         written[spec.name] = path

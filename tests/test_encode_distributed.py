@@ -26,11 +26,14 @@ PE = "lap:k=4,rfp:dim=4:steps=3:num_draws=2,rwse:walk_length=6"
 def _encode(rank: int, world: int, out: str) -> dict:
     written = encode_graph_distributed(two_components(), PE, out)
     encode_graph_distributed(two_components(), "lap:k=4:sign=random", out + "-random")
+    encode_graph_distributed(two_components(isolated=3), PE, out + "-rcm", reorder="rcm")
     errors = {}
     for name, call in {
         "too_many_ranks": lambda: encode_graph_distributed(Data(
             edge_index=torch.zeros(2, 0, dtype=torch.long), num_nodes=1), "lap", out),
         "no_path": lambda: encode_graph_distributed(two_components(), "lap,cycles", out),
+        "reorder": lambda: encode_graph_distributed(two_components(), "lap", out,
+                                                    reorder="metis"),
     }.items():
         try:
             call()
@@ -61,6 +64,53 @@ def test_the_ranks_rows_assemble_into_what_encode_graph_writes(encoded, tmp_path
         else:  # RFP: the compiled float64 kernel of a graph this small, to 1e-5
             torch.testing.assert_close(got[key], want[key], rtol=0,
                                        atol=1e-5 if key == "rfp" else 1e-6)
+
+
+def test_reordered_rows_are_put_back_in_the_graphs_order(encoded, tmp_path):
+    """Rows split after a reverse Cuthill-McKee order (two components and three isolated
+    nodes: the null space's columns and the sign convention's ties go by the input's ids):
+    LapPE and RFP are the single process's; RWSE is a sample of the reordered graph's walks,
+    checked against the single process's estimate on the graph relabeled by the same order,
+    put back."""
+    import numpy as np
+
+    from graphpe.encode_distributed import graph_order
+
+    out, _ = encoded
+    graph = two_components(isolated=3)
+    got = read_encodings(Path(str(out / "enc") + "-rcm"), graph.clone())
+    want = read_encodings(Path(encode_graph(graph, "lap:k=4,rfp:dim=4:steps=3:num_draws=2",
+                                            tmp_path)["lap"]).parent)
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], rtol=0,
+                                   atol=1e-5 if key == "rfp" else 1e-6)
+    order = torch.from_numpy(graph_order(graph, "rcm"))
+    assert not torch.equal(order, torch.arange(graph.num_nodes))  # a real reordering
+    row_of = torch.empty_like(order)
+    row_of[order] = torch.arange(order.numel())
+    relabeled = Data(edge_index=row_of[graph.edge_index], num_nodes=graph.num_nodes)
+    walks = RWSE(6, estimate="sampled")(relabeled)
+    for key in ("rwse", "rwse_stderr"):
+        torch.testing.assert_close(got[key][order], walks[key], rtol=0, atol=1e-6)
+    record = json.loads((Path(str(out / "enc") + "-rcm") / "lap.json").read_text())
+    part = record["partition"]
+    assert part["reordering"] == "rcm"
+    assert part["node_files"] == ["lap.rank0of2.nodes.pt", "lap.rank1of2.nodes.pt"]
+    nodes = [torch.load(Path(str(out / "enc") + "-rcm") / f) for f in part["node_files"]]
+    assert torch.equal(torch.cat(nodes), order)
+    assert np.array_equal(np.sort(order.numpy()), np.arange(graph.num_nodes))
+
+
+def test_node_files_that_do_not_cover_the_graph_are_refused(encoded, tmp_path):
+    out, _ = encoded
+    for f in Path(str(out / "enc") + "-rcm").glob("rfp.*"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    nodes = torch.load(tmp_path / "rfp.rank1of2.nodes.pt")
+    nodes[0] = nodes[1]
+    torch.save(nodes, tmp_path / "rfp.rank1of2.nodes.pt")
+    with pytest.raises(ValueError, match=r"rfp.json: the ranks' node files do not name each "
+                                         r"of the graph's 130 nodes once$"):
+        read_encodings(tmp_path)
 
 
 def test_random_signs_are_one_flip_per_column_on_every_rank(encoded):
@@ -106,7 +156,8 @@ def test_bad_inputs_are_refused_by_name(encoded):
         "too_many_ranks": "cannot partition a graph of 1 nodes over 2 ranks: every rank "
                           "needs at least one node",
         "no_path": "cycles (CycleCounts) has no distributed path; the distributed encodings "
-                   "are LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's estimate"}
+                   "are LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's estimate",
+        "reorder": "reorder must be one of ('none', 'rcm'), got 'metis'"}
     with pytest.raises(ValueError, match=r"^rwse: estimate='exact' has no distributed path; "
                                          r"the distributed RWSE is the random-walk estimate "
                                          r"\(exact RWSE runs in one process\)$"):
@@ -130,7 +181,8 @@ def test_torchrun_graphpe_encode_writes_each_ranks_rows(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
          "--master-port", str(free_port()), "-m", "graphpe", "encode", "--graph",
-         str(tmp_path / "g.npz"), "--pe", "lap:k=3", "--out", str(tmp_path / "out")],
+         str(tmp_path / "g.npz"), "--pe", "lap:k=3", "--out", str(tmp_path / "out"),
+         "--reorder", "rcm"],
         env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout[done.stdout.index("{"):])
@@ -144,6 +196,18 @@ def test_torchrun_graphpe_encode_writes_each_ranks_rows(tmp_path):
     want = read_encodings(Path(encode_graph(whole, "lap:k=3", tmp_path / "one")["lap"]).parent)
     torch.testing.assert_close(got["lap_pe"], want["lap_pe"], rtol=0, atol=1e-6)
     torch.testing.assert_close(got["lap_eigvals"], want["lap_eigvals"], rtol=0, atol=1e-6)
+
+
+def test_the_clis_reorderings_are_the_kernels():
+    import argparse
+
+    from graphpe.cli.encode import add_encode_arguments
+    from graphpe.ops.distributed.partition import REORDERINGS
+
+    parser = argparse.ArgumentParser()
+    add_encode_arguments(parser)
+    action = next(a for a in parser._actions if a.dest == "reorder")
+    assert tuple(action.choices) == REORDERINGS and action.default == "none"
 
 
 def test_a_ranks_rows_are_read_from_the_edges_that_touch_them():
@@ -162,6 +226,18 @@ def test_a_ranks_rows_are_read_from_the_edges_that_touch_them():
         want = local_rows(whole, row_partition(graph.num_nodes, 3, rank))
         for field in ("indptr", "indices", "weight", "loops"):
             assert (getattr(got, field) == getattr(want, field)).all(), field
+    # reordered: the rows of the graph relabeled by the order (node order[i] is row i)
+    order = torch.randperm(graph.num_nodes, generator=torch.Generator().manual_seed(1))
+    row_of = torch.empty_like(order)
+    row_of[order] = torch.arange(order.numel())
+    relabeled = simple_csr(row_of[graph.edge_index], graph.num_nodes, graph.edge_weight)
+    for rank in range(3):
+        got = graph_rows(graph, 3, rank, order.numpy())
+        want = local_rows(relabeled, row_partition(graph.num_nodes, 3, rank))
+        for field in ("indptr", "indices", "weight", "loops"):
+            assert (getattr(got, field) == getattr(want, field)).all(), field
+        assert (got.partition.nodes == order.numpy()[want.partition.lo:want.partition.hi]
+                ).all()
 
 
 def test_an_adjacency_files_rows_and_digest_are_those_of_the_read_graph(tmp_path):
@@ -223,11 +299,14 @@ def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_pat
     wholes = {name: read_graph(tmp_path / f"{name}.npz")
               for name in ("sym", "directed", "unsorted", "zero")}
 
-    def check(name, world, chunk):
+    order = np.random.default_rng(3).permutation(n)
+
+    def check(name, world, chunk, order=None):
         whole = wholes[name]
         for rank in range(world):
-            got, meta = ed.adjacency_rows(tmp_path / f"{name}.npz", world, rank, chunk=chunk)
-            want = graph_rows(whole, world, rank)
+            got, meta = ed.adjacency_rows(tmp_path / f"{name}.npz", world, rank, chunk=chunk,
+                                          order=order)
+            want = graph_rows(whole, world, rank, order)
             for field in ("indptr", "indices", "weight", "loops"):
                 assert (getattr(got, field) == getattr(want, field)).all(), (name, field)
             assert meta == {"digest": graph_digest(whole), "num_nodes": n,
@@ -236,8 +315,10 @@ def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_pat
     for name in ("unsorted", "zero"):
         assert ed._streamed_csr(tmp_path / f"{name}.npz", True, 7) is None
         check(name, 2, 7)
+        check(name, 3, 7, order)
     # the canonical files never go through scipy's whole-file load (read_graph does, above)
     monkeypatch.setattr(sp, "load_npz", lambda path: pytest.fail(f"{path} read whole"))
     for name in ("sym", "directed"):
         for world, chunk in ((1, 1 << 20), (3, 7), (4, 1)):
             check(name, world, chunk)
+            check(name, world, chunk, order)

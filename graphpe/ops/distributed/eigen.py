@@ -145,13 +145,13 @@ def null_space(rows: LocalRows, exchange: HaloExchange, deg: np.ndarray,
                               np.flatnonzero(seen > 1), group)
 
 
-def canonical_signs_distributed(vecs: Tensor, lo: int, valid: Tensor,
+def canonical_signs_distributed(vecs: Tensor, ids: np.ndarray, valid: Tensor,
                                 group: dist.ProcessGroup | None = None,
                                 tol: float = 1e-6) -> Tensor:
     """:func:`~graphpe.ops.eigen.canonical_signs` of row-partitioned ``vecs`` (this rank's
-    rows ``[rows, k]``, starting at global row ``lo``): ``sum_i v_i^3`` over all rows, and
-    where it is within ``tol`` of 0 the sign of the first entry (lowest global index) of
-    largest magnitude; ``[1, k]``, +1 where ``valid`` is False."""
+    rows ``[rows, k]``, of the input's nodes ``ids``): ``sum_i v_i^3`` over all rows, and
+    where it is within ``tol`` of 0 the sign of the entry of largest magnitude at the lowest
+    input id (the single process's first); ``[1, k]``, +1 where ``valid`` is False."""
     k = vecs.size(1)
     third = torch.from_numpy(all_sum(vecs.pow(3).sum(0).double().numpy(), group))
     mag = vecs.abs()
@@ -159,13 +159,16 @@ def canonical_signs_distributed(vecs: Tensor, lo: int, valid: Tensor,
     max_mag = max_mag.double().clone()
     dist.all_reduce(max_mag, op=dist.ReduceOp.MAX, group=group)
     near = mag >= (max_mag - tol).to(vecs.dtype)
-    has = near.any(0)
-    first = torch.where(has, torch.argmax(near.to(torch.uint8), 0) + lo,
-                        torch.full((k,), np.iinfo(np.int64).max, dtype=torch.long))
+    never = np.iinfo(np.int64).max
+    id_of = torch.as_tensor(np.asarray(ids, dtype=np.int64)).unsqueeze(1)
+    first = torch.where(near, id_of, never).amin(0) if vecs.size(0) else torch.full(
+        (k,), never, dtype=torch.long)
     dist.all_reduce(first, op=dist.ReduceOp.MIN, group=group)
-    mine = (first >= lo) & (first < lo + vecs.size(0))
-    local = torch.where(mine, first - lo, torch.zeros_like(first))
-    at_max = torch.where(mine, vecs[local, torch.arange(k)].double().sign(),
+    at_first = id_of == first.unsqueeze(0)
+    mine = at_first.any(0)
+    local = torch.argmax(at_first.to(torch.uint8), 0) if vecs.size(0) else first.clamp(max=0)
+    at_max = torch.where(mine, vecs[local, torch.arange(k)].double().sign()
+                         if vecs.size(0) else torch.zeros(k, dtype=torch.float64),
                          torch.zeros(k, dtype=torch.float64))
     at_max = torch.from_numpy(all_sum(at_max.numpy(), group))
     scale = max_mag.pow(3).clamp(min=1e-30)
@@ -248,7 +251,7 @@ def distributed_laplacian_eigenpairs(
         norms = np.sqrt(all_sum((out ** 2).sum(0).numpy(), group))
         out = out / torch.from_numpy(norms).clamp(min=1e-30)
     if sign != "none":
-        signs = canonical_signs_distributed(out, part.lo, valid, group)
+        signs = canonical_signs_distributed(out, part.input_ids(), valid, group)
         if sign == "random":
             signs = signs * flips.to(signs).reshape(1, k)
         out = out * signs

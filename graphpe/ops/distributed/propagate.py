@@ -48,16 +48,24 @@ DRAW_CHUNK_ROWS = 16 * 1024
 
 def own_draws(generator: torch.Generator, partition: RowPartition, draws: int,
               dim: int) -> Tensor:
-    """This rank's rows of ``torch.randn(n, draws, dim, generator=generator)`` (float32):
-    the stream drawn in chunks of :data:`DRAW_CHUNK_ROWS` rows up to the rank's last row,
-    the rows before its own dropped."""
+    """This rank's rows of ``torch.randn(n, draws, dim, generator=generator)`` (float32),
+    row ``i`` the draw of the input's node ``partition.input_ids()[i]``: the stream drawn in
+    chunks of :data:`DRAW_CHUNK_ROWS` rows up to the rank's last node, the others dropped."""
+    nodes = partition.input_ids()
     out = torch.empty(partition.rows, draws, dim)
-    for start in range(0, partition.hi, DRAW_CHUNK_ROWS):
+    if nodes.size == 0:
+        return out
+    # the rank's rows sorted by input id, so that each chunk of the stream fills a run of them
+    by_id = np.argsort(nodes, kind="stable")
+    sorted_ids = nodes[by_id]
+    last = int(sorted_ids[-1]) + 1
+    for start in range(0, last, DRAW_CHUNK_ROWS):
         stop = min(start + DRAW_CHUNK_ROWS, partition.num_nodes)
         chunk = torch.randn(stop - start, draws, dim, generator=generator)
-        a, b = max(start, partition.lo), min(stop, partition.hi)
+        a, b = np.searchsorted(sorted_ids, [start, stop])
         if a < b:
-            out[a - partition.lo : b - partition.lo] = chunk[a - start : b - start]
+            rows = torch.from_numpy(by_id[a:b])
+            out[rows] = chunk[torch.from_numpy(sorted_ids[a:b] - start)]
     return out
 
 

@@ -85,6 +85,34 @@ def test_components_are_labelled_by_their_smallest_node(ranks):
     assert [float(r["total"][0]) for r in ranks] == [3.0, 3.0]
 
 
+def test_the_bandwidth_order_narrows_a_shuffled_paths_band():
+    from graphpe.ops.distributed.partition import bandwidth_order
+
+    n = 50
+    shuffle = np.random.default_rng(0).permutation(n)
+    src, dst = shuffle[:-1], shuffle[1:]  # a path through the nodes in shuffled order, one
+    pattern = sp.csr_matrix((np.ones(n - 1), (src, dst)), shape=(n, n))  # direction only
+    order = bandwidth_order(pattern.indptr, pattern.indices, n)
+    assert np.array_equal(np.sort(order), np.arange(n))
+    row_of = np.empty(n, dtype=np.int64)
+    row_of[order] = np.arange(n)
+    assert np.abs(row_of[src] - row_of[dst]).max() == 1  # the path, in a row
+    assert np.abs(src - dst).max() > 1
+    # an isolated node and a second component keep every node
+    pattern = sp.csr_matrix(([1.0, 1.0], ([0, 3], [1, 4])), shape=(6, 6))
+    assert sorted(bandwidth_order(pattern.indptr, pattern.indices, 6)) == list(range(6))
+
+
+def test_a_reordered_partition_names_its_rows_input_nodes():
+    order = np.array([4, 2, 0, 1, 3])
+    part = row_partition(5, 2, 1, order)
+    assert (part.lo, part.hi) == (2, 5)
+    assert part.nodes.tolist() == [0, 1, 3] and part.input_ids().tolist() == [0, 1, 3]
+    assert row_partition(5, 2, 1).input_ids().tolist() == [2, 3, 4]
+    with pytest.raises(ValueError, match=r"^order has 4 entries for a graph of 5 nodes$"):
+        row_partition(5, 2, 0, order[:4])
+
+
 def test_a_partition_needs_a_node_per_rank():
     with pytest.raises(ValueError, match=r"^cannot partition a graph of 3 nodes over 4 ranks: "
                                          r"every rank needs at least one node$"):

@@ -74,11 +74,16 @@ def test_own_draws_are_the_rows_of_one_stream():
     full = torch.randn(100, 2, 3, generator=torch.Generator().manual_seed(3))
     import graphpe.ops.distributed.propagate as module
 
+    order = torch.randperm(100, generator=torch.Generator().manual_seed(4)).numpy()
     saved = module.DRAW_CHUNK_ROWS
     module.DRAW_CHUNK_ROWS = 16
     try:
         parts = [own_draws(torch.Generator().manual_seed(3), row_partition(100, 3, r), 2, 3)
                  for r in range(3)]
+        # reordered rows: row i draws what the input's node order[i] draws
+        reordered = [own_draws(torch.Generator().manual_seed(3),
+                               row_partition(100, 3, r, order), 2, 3) for r in range(3)]
     finally:
         module.DRAW_CHUNK_ROWS = saved
     assert torch.equal(torch.cat(parts), full)
+    assert torch.equal(torch.cat(reordered), full[torch.from_numpy(order)])
