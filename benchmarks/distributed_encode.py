@@ -1,9 +1,11 @@
 """ogbn-arxiv's encodings computed by 1, 2 and 4 gloo ranks (graphpe.ops.distributed, each rank
-its contiguous block of rows, no reordering) against one process: the equality figures, the peak
-memory per rank, the communication per product against the halo, and the seconds.
+a contiguous block of rows, of the file's node order or, with ``--reorder rcm``, of its reverse
+Cuthill-McKee order) against one process: the equality figures, the peak memory per rank, the
+communication per product against the halo, and the seconds.
 
     python benchmarks/distributed_encode.py                       # ../shared/data/ogbn-arxiv-graph
     python benchmarks/distributed_encode.py --ranks 2 --encodings lap --timeout 900
+    python benchmarks/distributed_encode.py --reorder rcm         # distributed_encode_rcm.json
 
 Encodings (``--encodings``, default ``lap,rfp,rwse``):
 
@@ -17,7 +19,13 @@ Encodings (``--encodings``, default ``lap,rfp,rwse``):
 - ``rfp``: ``RFP()`` (16 dims, 8 steps, 4 draws, seed 0): the largest entry error;
 - ``rwse``: ``RWSE(16, estimate="sampled", walks=W)`` (``--walks``, default 32, seed 0; the
   distributed path is the estimate): the largest error of the estimate and of its standard
-  error.
+  error. Reordered, the ranks' walks are those of the reordered graph (they draw by row
+  number), so the one process's reference is RWSE of the graph relabeled by the same order,
+  its rows put back in the file's order.
+
+With ``--reorder rcm`` rank 0 reads the whole file once, orders it
+(:func:`graphpe.ops.distributed.partition.bandwidth_order`) and broadcasts the order: that is
+timed with the rank's read, and counted in rank 0's peak.
 
 Each measurement is its own set of processes (one thread each; the ranks started by
 ``torch.distributed.run``): imports, a warm-up call on a 2,000-node graph (kernels loaded,
@@ -82,7 +90,7 @@ def warm_graph():
     return social_like_graph(WARM_NODES, mean_degree=5.0)
 
 
-def single(encoding: str, graph_path: Path, walks: int, out: Path) -> dict:
+def single(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str) -> dict:
     """The one-process reference of ``encoding``, in this process."""
     import torch
 
@@ -102,8 +110,17 @@ def single(encoding: str, graph_path: Path, walks: int, out: Path) -> dict:
             return {"vecs": pairs.eigvecs, "vals": pairs.eigvals[0]}
         if encoding == "rfp":
             return {"rfp": RFP()(graph.clone()).rfp}
-        done = RWSE(16, estimate="sampled", walks=walks)(graph.clone())
-        return {"rwse": done.rwse, "stderr": done.rwse_stderr}
+        if reorder == "none":
+            done = RWSE(16, estimate="sampled", walks=walks)(graph.clone())
+            return {"rwse": done.rwse, "stderr": done.rwse_stderr}
+        from graphpe.encode_distributed import graph_order
+
+        order = torch.from_numpy(graph_order(graph, reorder))
+        row_of = torch.empty_like(order)
+        row_of[order] = torch.arange(order.numel())
+        done = RWSE(16, estimate="sampled", walks=walks)(
+            Data(edge_index=row_of[graph.edge_index], num_nodes=graph.num_nodes))
+        return {"rwse": done.rwse[row_of], "stderr": done.rwse_stderr[row_of]}
 
     compute(warm_graph())
     baseline = _status_bytes("VmRSS")
@@ -125,14 +142,19 @@ def single(encoding: str, graph_path: Path, walks: int, out: Path) -> dict:
             "peak_rss_gb": peak / 1e9, "peak_above_baseline_gb": (peak - baseline) / 1e9}
 
 
-def rank(encoding: str, graph_path: Path, walks: int, out: Path) -> dict:
+def rank(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str) -> dict:
     """One rank's rows of ``encoding`` (inside ``torch.distributed.run``)."""
     import torch
     import torch.distributed as dist
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
-    from graphpe.encode_distributed import adjacency_rows, graph_rows
+    from graphpe.encode_distributed import (
+        adjacency_rows,
+        graph_rows,
+        shared_file_order,
+        shared_graph_order,
+    )
     from graphpe.ops.distributed import (
         distributed_laplacian_eigenpairs,
         distributed_rfp,
@@ -144,9 +166,13 @@ def rank(encoding: str, graph_path: Path, walks: int, out: Path) -> dict:
     world, me = dist.get_world_size(), dist.get_rank()
 
     def compute(graph):
-        rows = graph_rows(graph, world, me) if not isinstance(graph, Path) else \
-            adjacency_rows(graph, world, me, digest=False)[0]
-        del graph
+        if isinstance(graph, Path):
+            order = shared_file_order(graph, reorder)
+            rows = adjacency_rows(graph, world, me, digest=False, order=order)[0]
+        else:
+            order = shared_graph_order(graph, reorder)
+            rows = graph_rows(graph, world, me, order)
+        del graph, order
         exchange = halo_exchange(rows)
         exchange.reset_counts()
         if encoding == "lap":
@@ -162,7 +188,8 @@ def rank(encoding: str, graph_path: Path, walks: int, out: Path) -> dict:
                       "stderr": torch.from_numpy(err).float(), **stats}
         result.update(halo=exchange.size, halo_sent_rows=exchange.send_size(),
                       values_sent=exchange.values_sent, bytes_sent=exchange.bytes_sent,
-                      exchanges=exchange.calls, rows=rows.rows)
+                      exchanges=exchange.calls, rows=rows.rows,
+                      nodes=torch.from_numpy(rows.partition.input_ids()))
         return result
 
     compute(warm_graph())
@@ -220,9 +247,18 @@ def compare(encoding: str, out: Path, world: int) -> dict:
 
     want = torch.load(out / f"single_{encoding}.pt")
     parts = [torch.load(out / f"rank{r}of{world}_{encoding}.pt") for r in range(world)]
+    nodes = torch.cat([p["nodes"] for p in parts])
+
+    def whole(key: str):
+        """The ranks' rows of ``key`` in the file's node order."""
+        rows = torch.cat([p[key] for p in parts])
+        placed = torch.empty_like(rows)
+        placed[nodes] = rows
+        return placed
+
     figures: dict = {}
     if encoding == "lap":
-        v2 = torch.cat([p["vecs"] for p in parts]).double()
+        v2 = whole("vecs").double()
         tight = torch.load(out / "single_lap_tight.pt")
         for suffix, ref in (("", want), ("_tight", tight)):
             v1 = ref["vecs"].double()
@@ -237,7 +273,7 @@ def compare(encoding: str, out: Path, world: int) -> dict:
         figures["products"] = parts[0]["products"]
     else:
         for key in (("rfp",) if encoding == "rfp" else ("rwse", "stderr")):
-            got = torch.cat([p[key] for p in parts])
+            got = whole(key)
             figures[f"{key}_max_error"] = float((got - want[key]).abs().max())
         if encoding == "rwse":
             figures["walk_values_sent"] = sum(p["walk_values_sent"] for p in parts)
@@ -281,23 +317,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--encodings", default="lap,rfp,rwse")
     p.add_argument("--walks", type=int, default=32)
     p.add_argument("--timeout", type=float, default=1800.0)
-    p.add_argument("--json", type=Path, default=HERE / "results" / "distributed_encode.json")
+    p.add_argument("--reorder", choices=("none", "rcm"), default="none")
+    p.add_argument("--json", type=Path, default=None,
+                   help="default: benchmarks/results/distributed_encode.json, "
+                        "distributed_encode_rcm.json with --reorder rcm")
     p.add_argument("--merge", action="store_true",
                    help="keep --json's rows of the encodings not measured now")
     p.add_argument("--child", choices=("single", "rank"))
     p.add_argument("--encoding")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
+    if args.json is None:
+        suffix = "" if args.reorder == "none" else f"_{args.reorder}"
+        args.json = HERE / "results" / f"distributed_encode{suffix}.json"
     if args.child:
         fn = single if args.child == "single" else rank
-        result = fn(args.encoding, args.graph, args.walks, args.out)
+        result = fn(args.encoding, args.graph, args.walks, args.out, args.reorder)
         name = f"result_{args.encoding}_{args.child}{result.get('rank', '')}.json"
         (args.out / name).write_text(json.dumps(result))
         return
     command = "python benchmarks/distributed_encode.py " + " ".join(argv or sys.argv[1:])
     record = {"graph": str(args.graph), "command": command.strip(), "walks": args.walks,
               "cpu_count": os.cpu_count(), "threads_per_process": 1,
-              "reordering": None, "load_average_start": _load(), "rows": []}
+              "reordering": None if args.reorder == "none" else args.reorder,
+              "load_average_start": _load(), "rows": []}
     if not (args.graph / "adj_full.npz").exists():
         record["skipped"] = f"{args.graph} not found (ogbn-arxiv in GraphSAINT's layout)"
         write_json_atomic(args.json, record)
@@ -320,7 +363,7 @@ def main(argv: list[str] | None = None) -> None:
 def measure(encoding: str, args, out: Path, record: dict) -> None:
     """The one process, then each rank count, for ``encoding``; rows appended and written."""
     common = ["--encoding", encoding, "--graph", str(args.graph), "--walks", str(args.walks),
-              "--out", str(out)]
+              "--out", str(out), "--reorder", args.reorder]
     lines, why = run(["--child", "single", *common], None, args.timeout, out, encoding)
     one = {"encoding": encoding, "ranks": 0, "processes": lines, "failed": why,
            "load_average": _load()}

@@ -177,8 +177,8 @@ def _inverse(order: np.ndarray) -> np.ndarray:
     return inverse
 
 
-def _shared_order(compute: Callable[[], np.ndarray], num_nodes: int,
-                  group: dist.ProcessGroup | None) -> np.ndarray:
+def _broadcast_order(compute: Callable[[], np.ndarray], num_nodes: int,
+                     group: dist.ProcessGroup | None) -> np.ndarray:
     """The order ``compute()`` gives on rank 0, on every rank (one broadcast of ``n`` int64:
     only rank 0 holds the whole graph to order it)."""
     order = (torch.from_numpy(compute()) if dist.get_rank(group) == 0
@@ -186,6 +186,27 @@ def _shared_order(compute: Callable[[], np.ndarray], num_nodes: int,
     dist.broadcast(order, dist.get_global_rank(group, 0) if group is not None else 0,
                    group=group)
     return order.numpy()
+
+
+def shared_graph_order(graph: Data, reorder: str,
+                       group: dist.ProcessGroup | None = None) -> np.ndarray | None:
+    """:func:`graph_order` computed on rank 0, on every rank (collective)."""
+    if check_choice("reorder", reorder, REORDERINGS) == "none":
+        return None
+    return _broadcast_order(lambda: graph_order(graph, reorder), graph.num_nodes, group)
+
+
+def shared_file_order(path: Path, reorder: str,
+                      group: dist.ProcessGroup | None = None) -> np.ndarray | None:
+    """:func:`file_order` of the adjacency file ``path``, read whole by rank 0 only, on every
+    rank (collective)."""
+    if check_choice("reorder", reorder, REORDERINGS) == "none":
+        return None
+    with np.load(path) as npz:
+        num_nodes = int(npz["shape"][0])
+    order = _broadcast_order(lambda: file_order(path, reorder), num_nodes, group)
+    release_freed_host_memory()  # rank 0's whole matrix
+    return order
 
 
 def graph_order(graph: Data, reorder: str) -> np.ndarray | None:
@@ -203,12 +224,14 @@ def graph_order(graph: Data, reorder: str) -> np.ndarray | None:
 
 
 def file_order(path: Path, reorder: str) -> np.ndarray | None:
-    """:func:`graph_order` of the adjacency file ``path`` (read whole)."""
+    """:func:`graph_order` of the adjacency file ``path`` (read whole, its stored zeros no
+    edges, as :func:`graphpe.datasets.read_graph` reads it)."""
     if check_choice("reorder", reorder, REORDERINGS) == "none":
         return None
     import scipy.sparse as sp
 
     adj = sp.csr_matrix(sp.load_npz(path))
+    adj.eliminate_zeros()
     return bandwidth_order(adj.indptr, adj.indices, adj.shape[0])
 
 
@@ -406,12 +429,7 @@ def encode_file_distributed(path: Path, pe: Any, out_dir: str | os.PathLike,
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     specs = resolve_pe(pe)
     transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
-    order = None
-    if reorder != "none":
-        with np.load(adjacency) as npz:
-            n = int(npz["shape"][0])
-        order = _shared_order(lambda: file_order(adjacency, reorder), n, group)
-        release_freed_host_memory()  # rank 0's whole matrix
+    order = shared_file_order(adjacency, reorder, group)
     rows, meta = adjacency_rows(adjacency, world, rank, digest=rank == 0, order=order)
     del order
     return encode_rows(rows, specs, transforms, out_dir, meta, group, reorder)
@@ -440,9 +458,7 @@ def encode_graph_distributed(graph: Data, pe: Any, out_dir: str | os.PathLike,
     rank, world = dist.get_rank(group), dist.get_world_size(group)
     specs = resolve_pe(pe)
     transforms = [distributed_transform(spec.name, spec.transform()) for spec in specs]
-    order = None
-    if reorder != "none":
-        order = _shared_order(lambda: graph_order(graph, reorder), graph.num_nodes, group)
+    order = shared_graph_order(graph, reorder, group)
     rows = graph_rows(graph, world, rank, order)
     digest = graph_digest(graph) if digest is None else digest
     meta = {"digest": digest, "num_nodes": graph.num_nodes,

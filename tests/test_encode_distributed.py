@@ -312,6 +312,9 @@ def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_pat
             assert meta == {"digest": graph_digest(whole), "num_nodes": n,
                             "num_edges": int(whole.edge_index.size(1))}
 
+    for name in ("sym", "zero"):  # a file's order is its read graph's (a stored zero no edge)
+        assert (ed.file_order(tmp_path / f"{name}.npz", "rcm")
+                == ed.graph_order(wholes[name], "rcm")).all()
     for name in ("unsorted", "zero"):
         assert ed._streamed_csr(tmp_path / f"{name}.npz", True, 7) is None
         check(name, 2, 7)
