@@ -783,6 +783,15 @@ def test_peptides_func_benchmark_runs(tmp_path, monkeypatch):
     tables = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")
     table = tables["peptides_func_table"](data)
     assert "| 0.6534 ± 0.0091 |" in table and "--epochs 1 --seeds 0` | 1 | 1 |" in table
+    assert not row["resumed"] and len(row["epoch_train_seconds"]) == 1
+    # the same command again continues the seed's run from its state: nothing left to train,
+    # the same model evaluated
+    out.unlink()
+    _run_script("peptides_func", ["--root", str(tmp_path / "data"), "--cache-dir",
+                                  str(tmp_path / "cache"), "--epochs", "1", "--seeds", "0",
+                                  "--json", str(out)], monkeypatch)
+    (again,) = json.loads(out.read_text())["rows"]
+    assert again["resumed"] and (again["val"], again["test"]) == (row["val"], row["test"])
 
 
 def test_zinc_parity_models_are_the_same_function():
