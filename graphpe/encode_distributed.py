@@ -6,10 +6,12 @@ partition and the communication measured). :func:`graphpe.encode.read_encodings`
 ranks' rows into the whole graph's attributes.
 
 Distributed paths: LapPE and the other encodings of Laplacian eigenpairs (``LaplacianPE``:
-distributed Lanczos), RFP (distributed propagation and CholeskyQR2, the single process's draws)
-and RWSE's random-walk estimate (walks handed from rank to rank, the single process's
-``RWSE(estimate="sampled")`` for the same seed: an RWSE of ``estimate="auto"`` is estimated).
-Exact RWSE and every other encoding stay single-process (``ValueError``).
+distributed Lanczos), RFP (distributed propagation and CholeskyQR2, the single process's draws),
+RWSE's random-walk estimate (walks handed from rank to rank, the single process's
+``RWSE(estimate="sampled")`` for the same seed: an RWSE of ``estimate="auto"`` is estimated)
+and LCP's node profile (each rank its edges' curvatures, from the rows of its 1- or 2-hop
+ball fetched from their owners). Exact RWSE, LCP's per-edge attribute and every other encoding
+stay single-process (``ValueError``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from graphpe.ops.distributed import (
     HaloExchange,
     LocalRows,
     distributed_laplacian_eigenpairs,
+    distributed_lcp,
     distributed_rfp,
     halo_exchange,
     local_rows,
@@ -46,9 +49,10 @@ from graphpe.ops.eigen import random_signs
 from graphpe.ops.host import simple_csr
 from graphpe.ops.memory import release_freed_host_memory
 from graphpe.records import versions
-from graphpe.transforms import RFP, RWSE, LaplacianPE, PETransform
+from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, PETransform
 
-DISTRIBUTED_ENCODINGS = "LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's estimate"
+DISTRIBUTED_ENCODINGS = ("LaplacianPE (lap, signnet, spe, peg), RFP, RWSE's estimate and "
+                         "LCP's node profile")
 
 
 def shard_name(name: str, rank: int, world: int) -> str:
@@ -87,6 +91,14 @@ def distributed_transform(name: str, transform: PETransform | None) -> PETransfo
             transform.estimate = "sampled"
         return transform
     if isinstance(transform, RFP):
+        return transform
+    if isinstance(transform, LCP):
+        if transform.edge_attr_name is not None:
+            raise ValueError(f"{name}: the per-edge curvature (edge_attr_name) has no "
+                             "distributed path; the distributed LCP writes the node profile")
+        if transform.attr_name is None:
+            raise ValueError(f"{name}: LCP appended to x has no distributed path; name its "
+                             "attribute")
         return transform
     raise ValueError(f"{name} ({type(transform).__name__}) has no distributed path; the "
                      f"distributed encodings are {DISTRIBUTED_ENCODINGS}")
@@ -149,8 +161,16 @@ def _rwse_rows(t: RWSE, rows: LocalRows, exchange: HaloExchange
     return tensors, {"method": "random walks crossing the partition", **stats}
 
 
+def _lcp_rows(t: LCP, rows: LocalRows, exchange: HaloExchange
+              ) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    profile, stats = distributed_lcp(rows, t.curvature, t.alpha, t.stats,
+                                     t.max_transport_cells, exchange.group)
+    return {t.attr_name: profile.float()}, {"method": "curvatures of the rank's edges from "
+                                            "its ball's rows", **stats}
+
+
 PATHS: list[tuple[type, Callable]] = [(LaplacianPE, _laplacian_rows), (RFP, _rfp_rows),
-                                      (RWSE, _rwse_rows)]
+                                      (RWSE, _rwse_rows), (LCP, _lcp_rows)]
 
 
 def graph_rows(graph: Data, world: int, rank: int,

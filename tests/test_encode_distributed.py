@@ -16,11 +16,11 @@ from torch_geometric.data import Data
 
 from graphpe.encode import encode_graph, read_encodings
 from graphpe.encode_distributed import distributed_transform, encode_graph_distributed
-from graphpe.transforms import RWSE
+from graphpe.transforms import LCP, RWSE
 from tests.ops.distributed.graphs import two_components
 from tests.ops.distributed.spawn import free_port, run_ranks
 
-PE = "lap:k=4,rfp:dim=4:steps=3:num_draws=2,rwse:walk_length=6"
+PE = "lap:k=4,rfp:dim=4:steps=3:num_draws=2,rwse:walk_length=6,lcp"
 
 
 def _encode(rank: int, world: int, out: str) -> dict:
@@ -53,10 +53,11 @@ def test_the_ranks_rows_assemble_into_what_encode_graph_writes(encoded, tmp_path
     graph = two_components()
     assert ranks[1]["written"]["lap"] == str(out / "enc" / "lap.rank1of2.pt")
     got = read_encodings(out / "enc", graph.clone())
-    want = read_encodings(Path(encode_graph(graph, "lap:k=4,rfp:dim=4:steps=3:num_draws=2",
-                                            tmp_path)["lap"]).parent)
+    want = read_encodings(Path(encode_graph(
+        graph, "lap:k=4,rfp:dim=4:steps=3:num_draws=2,lcp", tmp_path)["lap"]).parent)
     want.update(RWSE(6, estimate="sampled")(graph.clone()).to_dict())
-    assert sorted(got) == ["lap_eigvals", "lap_mask", "lap_pe", "rfp", "rwse", "rwse_stderr"]
+    assert sorted(got) == ["lap_eigvals", "lap_mask", "lap_pe", "lcp", "rfp", "rwse",
+                           "rwse_stderr"]
     for key in got:
         assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, key
         if key == "lap_mask":
@@ -79,8 +80,8 @@ def test_reordered_rows_are_put_back_in_the_graphs_order(encoded, tmp_path):
     out, _ = encoded
     graph = two_components(isolated=3)
     got = read_encodings(Path(str(out / "enc") + "-rcm"), graph.clone())
-    want = read_encodings(Path(encode_graph(graph, "lap:k=4,rfp:dim=4:steps=3:num_draws=2",
-                                            tmp_path)["lap"]).parent)
+    want = read_encodings(Path(encode_graph(
+        graph, "lap:k=4,rfp:dim=4:steps=3:num_draws=2,lcp", tmp_path)["lap"]).parent)
     for key in want:
         torch.testing.assert_close(got[key], want[key], rtol=0,
                                    atol=1e-5 if key == "rfp" else 1e-6)
@@ -156,13 +157,18 @@ def test_bad_inputs_are_refused_by_name(encoded):
         "too_many_ranks": "cannot partition a graph of 1 nodes over 2 ranks: every rank "
                           "needs at least one node",
         "no_path": "cycles (CycleCounts) has no distributed path; the distributed encodings "
-                   "are LaplacianPE (lap, signnet, spe, peg), RFP and RWSE's estimate",
+                   "are LaplacianPE (lap, signnet, spe, peg), RFP, RWSE's estimate and LCP's "
+                   "node profile",
         "reorder": "reorder must be one of ('none', 'rcm'), got 'metis'"}
     with pytest.raises(ValueError, match=r"^rwse: estimate='exact' has no distributed path; "
                                          r"the distributed RWSE is the random-walk estimate "
                                          r"\(exact RWSE runs in one process\)$"):
         distributed_transform("rwse", RWSE(4, estimate="exact"))
     assert distributed_transform("rwse", RWSE(4)).estimate == "sampled"
+    with pytest.raises(ValueError, match=r"^lcp: the per-edge curvature \(edge_attr_name\) "
+                                         r"has no distributed path; the distributed LCP "
+                                         r"writes the node profile$"):
+        distributed_transform("lcp", LCP(edge_attr_name="orc"))
 
 
 def test_torchrun_graphpe_encode_writes_each_ranks_rows(tmp_path):

@@ -5,6 +5,7 @@ propagation and CholeskyQR2 (:mod:`.propagate`) and RWSE's random-walk estimate 
 crossing the partition (:mod:`.walk`). The single-process kernels are the reference each
 equals."""
 
+from graphpe.ops.distributed.curvature import distributed_lcp
 from graphpe.ops.distributed.eigen import (
     ComponentNullSpace,
     LocalEigenpairs,
@@ -46,6 +47,7 @@ __all__ = [
     "canonical_signs_distributed",
     "connected_labels",
     "distributed_laplacian_eigenpairs",
+    "distributed_lcp",
     "distributed_rfp",
     "distributed_sampled_landing_probs",
     "halo_exchange",
