@@ -7,7 +7,7 @@ communication per product against the halo, and the seconds.
     python benchmarks/distributed_encode.py --ranks 2 --encodings lap --timeout 900
     python benchmarks/distributed_encode.py --reorder rcm         # distributed_encode_rcm.json
 
-Encodings (``--encodings``, default ``lap,rfp,rwse``):
+Encodings (``--encodings``, default ``lap,rfp,rwse,lcp``):
 
 - ``lap``: the 16 smallest non-trivial eigenpairs of ``L_sym`` (LapPE ``k=16``): one process
   by :func:`graphpe.ops.eigen.laplacian_eigenpairs` (float64 output; the solver LaplacianPE
@@ -22,6 +22,11 @@ Encodings (``--encodings``, default ``lap,rfp,rwse``):
   error. Reordered, the ranks' walks are those of the reordered graph (they draw by row
   number), so the one process's reference is RWSE of the graph relabeled by the same order,
   its rows put back in the file's order.
+
+- ``lcp``: ``LCP(curvature="orc_bounds")`` (the midpoint of the Jost-Liu and triangle bounds
+  on Ollivier-Ricci curvature: each rank fetches its halo's rows; exact ``orc`` on arxiv is
+  past the default transport budget, 2.9e10 cells): the largest error of the profile, and
+  the rows and values the ranks fetched.
 
 With ``--reorder rcm`` rank 0 reads the whole file once, orders it
 (:func:`graphpe.ops.distributed.partition.bandwidth_order`) and broadcasts the order: that is
@@ -68,6 +73,7 @@ from benchmarks.common import write_json_atomic  # noqa: E402
 DEFAULT_GRAPH = Path(os.environ.get("GRAPHPE_SHARED_DATA", ROOT.parent / "shared" / "data")
                      ) / "ogbn-arxiv-graph"
 K = 16
+LCP_CURVATURE = "orc_bounds"
 WARM_NODES = 2000
 
 
@@ -100,7 +106,7 @@ def single(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str)
     from graphpe.datasets.graph_files import read_adjacency
     from graphpe.ops.eigen import laplacian_eigenpairs
     from graphpe.ops.plan import execution_plan
-    from graphpe.transforms import RFP, RWSE
+    from graphpe.transforms import LCP, RFP, RWSE
 
     def compute(graph, tol: float | None = None):
         if encoding == "lap":
@@ -110,6 +116,8 @@ def single(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str)
             return {"vecs": pairs.eigvecs, "vals": pairs.eigvals[0]}
         if encoding == "rfp":
             return {"rfp": RFP()(graph.clone()).rfp}
+        if encoding == "lcp":
+            return {"lcp": LCP(curvature=LCP_CURVATURE)(graph.clone()).lcp}
         if reorder == "none":
             done = RWSE(16, estimate="sampled", walks=walks)(graph.clone())
             return {"rwse": done.rwse, "stderr": done.rwse_stderr}
@@ -157,6 +165,7 @@ def rank(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str) -
     )
     from graphpe.ops.distributed import (
         distributed_laplacian_eigenpairs,
+        distributed_lcp,
         distributed_rfp,
         distributed_sampled_landing_probs,
         halo_exchange,
@@ -182,6 +191,9 @@ def rank(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str) -
         elif encoding == "rfp":
             x0 = own_draws(torch.Generator().manual_seed(0), rows.partition, 4, 16)
             result = {"rfp": distributed_rfp(rows, exchange, x0, 8), "products": 8}
+        elif encoding == "lcp":
+            profile, info = distributed_lcp(rows, LCP_CURVATURE)
+            result = {"lcp": profile.float(), "lcp_info": info}
         else:
             est, err, stats = distributed_sampled_landing_probs(rows, exchange, 16, walks, 0)
             result = {"rwse": torch.from_numpy(est).float(),
@@ -272,12 +284,17 @@ def compare(encoding: str, out: Path, world: int) -> dict:
         figures["eigvals"] = [float(x) for x in want["vals"]]
         figures["products"] = parts[0]["products"]
     else:
-        for key in (("rfp",) if encoding == "rfp" else ("rwse", "stderr")):
+        keys = {"rfp": ("rfp",), "lcp": ("lcp",)}.get(encoding, ("rwse", "stderr"))
+        for key in keys:
             got = whole(key)
             figures[f"{key}_max_error"] = float((got - want[key]).abs().max())
         if encoding == "rwse":
             figures["walk_values_sent"] = sum(p["walk_values_sent"] for p in parts)
             figures["rounds"] = parts[0]["rounds"]
+        if encoding == "lcp":
+            figures["lcp_rows_fetched"] = sum(p["lcp_info"]["rows_fetched"] for p in parts)
+            figures["lcp_values_sent"] = sum(p["lcp_info"]["values_sent"] for p in parts)
+            figures["lcp_ball_nodes"] = [p["lcp_info"]["ball_nodes"] for p in parts]
     halo = sum(p["halo"] for p in parts)
     per_product = sum(p["halo_sent_rows"] for p in parts)
     figures["communication"] = {
@@ -314,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--graph", type=Path, default=DEFAULT_GRAPH)
     p.add_argument("--ranks", default="1,2,4")
-    p.add_argument("--encodings", default="lap,rfp,rwse")
+    p.add_argument("--encodings", default="lap,rfp,rwse,lcp")
     p.add_argument("--walks", type=int, default=32)
     p.add_argument("--timeout", type=float, default=1800.0)
     p.add_argument("--reorder", choices=("none", "rcm"), default="none")
@@ -348,10 +365,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     record["graph_stats"] = graph_stats(args.graph)
     if args.merge and args.json.exists():
-        kept = [r for r in json.loads(args.json.read_text())["rows"]
-                if r["encoding"] not in args.encodings.split(",")]
+        earlier = json.loads(args.json.read_text())
+        kept = [r for r in earlier["rows"] if r["encoding"] not in args.encodings.split(",")]
         record["rows"] = kept
         record["merged"] = sorted({r["encoding"] for r in kept})
+        # the commands of the earlier runs, among which those that measured the kept rows
+        record["merged_commands"] = earlier.get("merged_commands", []) + [earlier["command"]]
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         for encoding in args.encodings.split(","):

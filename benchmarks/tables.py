@@ -674,9 +674,10 @@ def distributed_encode_table(data: dict) -> str:
     lines = [
         f"`{data['command']}` (one thread per process, gloo on one machine of "
         f"{data['cpu_count']} cores, shared with other work; {order}; RWSE's estimate from "
-        f"{data['walks']} walks a node; peaks per rank, the graph and the encodings "
-        "included; *above baseline*: less the process's resident size after imports and a "
-        "warm-up call):",
+        f"{data['walks']} walks a node; LCP of the `orc_bounds` curvature, each rank fetching "
+        "its halo's rows once (exact ORC on arxiv is past the transport budget); peaks per "
+        "rank, the graph and the encodings included; *above baseline*: less the process's "
+        "resident size after imports and a warm-up call):",
         "",
         "| encoding | ranks | equality with one process | peak GB (x one process) | "
         "above baseline GB (x) | halo rows (all ranks) | values sent per product | "
@@ -684,8 +685,11 @@ def distributed_encode_table(data: dict) -> str:
         "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     if data.get("merged"):
+        earlier = data.get("merged_commands")
         lines[0] += (f" the rows of {', '.join(data['merged'])} are kept from an earlier run "
-                     "of the same script with the same settings (`--merge`);")
+                     "of the same script with the same settings (`--merge`"
+                     + (f"; earlier: {', '.join(f'`{c}`' for c in earlier)}" if earlier
+                        else "") + ");")
     for e, one in single.items():
         lines.append(f"| {e} | 1 process | reference | {one['peak_rss_gb']:.3f} | "
                      f"{one['peak_above_baseline_gb']:.3f} | | | {one['seconds']:.1f} |")
@@ -709,12 +713,20 @@ def distributed_encode_table(data: dict) -> str:
             elif e == "rfp":
                 equal = f"max error {r['rfp_max_error']:.1e}"
                 sent = c["values_sent_total"] / c["exchanges"]
+            elif e == "lcp":
+                equal = f"max error {r['lcp_max_error']:.1e}"
+                sent = None
             else:
                 equal = (f"estimate {r['rwse_max_error']:.1e}, standard error "
                          f"{r['stderr_max_error']:.1e}")
                 sent = None
-            sent_cell = (f"{sent:,.0f}" if sent is not None else
-                         f"walks: {r['walk_values_sent']:,} int64 in all")
+            if sent is not None:
+                sent_cell = f"{sent:,.0f}"
+            elif e == "lcp":
+                sent_cell = (f"rows fetched once: {r['lcp_rows_fetched']:,} "
+                             f"({r['lcp_values_sent']:,} int64 in all)")
+            else:
+                sent_cell = f"walks: {r['walk_values_sent']:,} int64 in all"
             lines.append(f"| {e} | {r['ranks']} | {equal} | {peak:.3f} ({r['peak_ratio']:.2f}x) "
                          f"| {above:.3f} ({r['peak_above_baseline_ratio']:.2f}x) | "
                          f"{c['halo_rows_total']:,} | {sent_cell} | {r['seconds']:.1f} |")

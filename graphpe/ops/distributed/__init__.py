@@ -1,9 +1,9 @@
 """The kernels of one graph partitioned by rows over the processes of a ``torch.distributed``
 group (gloo on the CPU, NCCL on GPUs): the partition and its halo exchange
 (:mod:`.partition`), LapPE by distributed Lanczos (:mod:`.eigen`), RFP by distributed
-propagation and CholeskyQR2 (:mod:`.propagate`) and RWSE's random-walk estimate with walks
-crossing the partition (:mod:`.walk`). The single-process kernels are the reference each
-equals."""
+propagation and CholeskyQR2 (:mod:`.propagate`), RWSE's random-walk estimate with walks
+crossing the partition (:mod:`.walk`) and LCP from the rows of each rank's ball
+(:mod:`.curvature`). The single-process kernels are the reference each equals."""
 
 from graphpe.ops.distributed.curvature import distributed_lcp
 from graphpe.ops.distributed.eigen import (
