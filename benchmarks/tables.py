@@ -1067,6 +1067,14 @@ def zinc_parity_table(data: dict) -> str:
                       f"errors of the difference ({data['two_standard_errors']:.4f}); graphpe "
                       f"{data['speedup']:.2f}x PyG's speed per training epoch (target "
                       f"{data['target_speedup']}x)."]
+    if "speed" in data:
+        speed = data["speed"]
+        lines += ["", f"Speed alone (`{speed['command']}`: {speed['rounds']} rounds of one "
+                      "training epoch of each side in turn, in one process, "
+                      f"{speed['threads']} thread): PyG "
+                      f"{speed['median_seconds']['pyg']:.1f} s, graphpe "
+                      f"{speed['median_seconds']['graphpe']:.1f} s per epoch (medians): "
+                      f"graphpe {speed['speedup']:.2f}x (target {data['target_speedup']}x)."]
     return "\n".join(lines)
 
 

@@ -28,6 +28,14 @@ two sides as two processes, one per core, or one after the other.
 seeds, the difference against two standard errors of it, and the median training seconds per
 epoch (``pyg / graphpe``: how many times faster graphpe is). The target (issue 53): graphpe's
 mean within two standard errors of PyG's, and at least 1.8x faster per epoch.
+
+The long runs' seconds depend on what else the machine ran meanwhile. ``--speed R`` measures
+the speed alone: in one process, ``R`` rounds of one training epoch of each side in turn (a
+fresh model of seed 0 each, the same thread count), so that both sides meet the same load;
+the medians and their ratio go to ``--json-dir``'s ``speed.json``, which the table reports
+beside the long runs' figure. Run it on an otherwise idle machine:
+
+    python benchmarks/zinc_parity.py --speed 3
 """
 
 from __future__ import annotations
@@ -239,6 +247,14 @@ def print_table(json_dir: Path) -> None:
             "train_seconds_per_epoch": statistics.median(seconds) if seconds else None}
     pyg, ours = sides["pyg"], sides["graphpe"]
     summary = {"sides": sides, "target_speedup": TARGET_SPEEDUP}
+    speed_path = json_dir / "speed.json"
+    if speed_path.exists():
+        summary["speed"] = json.loads(speed_path.read_text())
+        speed = summary["speed"]
+        print(f"interleaved ({speed['rounds']} rounds, one process): PyG "
+              f"{speed['median_seconds']['pyg']:.1f} s, graphpe "
+              f"{speed['median_seconds']['graphpe']:.1f} s per training epoch: graphpe "
+              f"{speed['speedup']:.2f}x")
     for side, row in sides.items():
         mean = "-" if row["mean"] is None else f"{row['mean']:.4f}"
         std = "-" if row["std"] is None else f"{row['std']:.4f}"
@@ -258,6 +274,36 @@ def print_table(json_dir: Path) -> None:
               f"{2 * se:.4f}): {'within' if abs(diff) <= 2 * se else 'NOT within'}; "
               f"graphpe {speedup:.2f}x faster per training epoch (target {TARGET_SPEEDUP}x)")
     write_json(json_dir / "summary.json", summary)
+
+
+def measure_speed(root: Path, rounds: int, state_dir: Path, json_dir: Path,
+                  threads: int, limit: int | None = None) -> dict:
+    """``rounds`` rounds of one training epoch of PyG's example, then graphpe's, each from a
+    fresh model (seed 0, its state in a scratch folder); the seconds of each training pass."""
+    import os
+    import tempfile
+
+    times: dict[str, list[float]] = {"pyg": [], "graphpe": []}
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(dir=state_dir) as scratch:
+        for r in range(rounds):
+            for side in ("pyg", "graphpe"):
+                state = Path(scratch) / f"{side}_round{r}.pt"
+                out = Path(scratch) / f"{side}_round{r}.json"
+                data = root / side / "ZINC"
+                run = run_pyg if side == "pyg" else run_graphpe
+                record = run(data, 0, 1, state, out, limit)
+                times[side].append(record["history"][0]["train_seconds"])
+                print(f"speed round {r} {side}: {times[side][-1]:.1f} s", flush=True)
+            load.append(os.getloadavg()[0])
+    medians = {side: statistics.median(t) for side, t in times.items()}
+    command = f"python benchmarks/zinc_parity.py --speed {rounds}"
+    result = {"command": command + ("" if limit is None else f" --limit {limit}"),
+              "rounds": rounds, "threads": threads, "seconds": times,
+              "median_seconds": medians, "speedup": medians["pyg"] / medians["graphpe"],
+              "load_average_1min": load, "cpu_count": os.cpu_count()}
+    write_json(json_dir / "speed.json", result)
+    return result
 
 
 def write_json(path: Path, record: dict) -> None:
@@ -282,13 +328,28 @@ def main(argv=None) -> None:
                     help="pyg: run at most this many epochs now, then stop (a run split over "
                          "several sittings; started again, it continues)")
     ap.add_argument("--table", action="store_true", help="print the parity table of the JSONs")
+    ap.add_argument("--speed", type=int, default=None, metavar="ROUNDS",
+                    help="time ROUNDS rounds of one training epoch of each side in turn, in "
+                         "this process (speed.json); trains nothing to the end")
     args = ap.parse_args(argv)
     if args.table:
         print_table(args.json_dir)
         return
-    if args.side is None:
-        ap.error("give --side pyg or --side graphpe (or --table)")
+    if args.side is None and args.speed is None:
+        ap.error("give --side pyg or --side graphpe (or --table, or --speed)")
     torch.set_num_threads(args.threads)
+    if args.speed is not None:
+        for side in ("pyg", "graphpe"):
+            if not place("ZINC", args.state_dir / "data" / side, args.shared):
+                print("[skip] no offline ZINC copy: nothing timed", file=sys.stderr)
+                return
+        args.state_dir.mkdir(parents=True, exist_ok=True)
+        result = measure_speed(args.state_dir / "data", args.speed, args.state_dir,
+                               args.json_dir, args.threads, args.limit)
+        print(f"median training seconds per epoch: PyG {result['median_seconds']['pyg']:.1f}, "
+              f"graphpe {result['median_seconds']['graphpe']:.1f}: graphpe "
+              f"{result['speedup']:.2f}x")
+        return
     root = args.state_dir / "data" / args.side  # each side its own processed files
     if not place("ZINC", root, args.shared):
         print("[skip] no offline ZINC copy: nothing trained", file=sys.stderr)

@@ -873,3 +873,16 @@ def test_zinc_parity_benchmark_runs_and_resumes(tmp_path, capsys):
     assert summary["sides"]["pyg"]["seeds"] == summary["sides"]["graphpe"]["seeds"] == [0, 1]
     assert all(h["train_seconds"] > 0 for h in json.loads(
         (tmp_path / "json" / "graphpe_seed0.json").read_text())["history"])
+    # the speed alone: one epoch of each side in turn, in this process, into the table
+    bench.main(["--speed", "1", "--limit", "64", "--state-dir", str(tmp_path / "state" / "json"),
+                "--json-dir", str(tmp_path / "json")])
+    speed = json.loads((tmp_path / "json" / "speed.json").read_text())
+    assert speed["rounds"] == 1 and all(len(t) == 1 and t[0] > 0
+                                        for t in speed["seconds"].values())
+    assert speed["speedup"] == speed["median_seconds"]["pyg"] / speed["median_seconds"]["graphpe"]
+    bench.main(["--table", "--json-dir", str(tmp_path / "json")])
+    assert "interleaved (1 rounds, one process)" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "json" / "summary.json").read_text())
+    table = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")["zinc_parity_table"](
+        summary)
+    assert "Speed alone (`python benchmarks/zinc_parity.py --speed 1 --limit 64`" in table
