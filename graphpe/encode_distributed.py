@@ -44,7 +44,7 @@ from graphpe.ops.distributed import (
     own_draws,
     row_partition,
 )
-from graphpe.ops.distributed.partition import REORDERINGS, bandwidth_order
+from graphpe.ops.distributed.partition import REORDERINGS, bandwidth_order, global_rank
 from graphpe.ops.eigen import random_signs
 from graphpe.ops.host import simple_csr
 from graphpe.ops.memory import release_freed_host_memory
@@ -107,7 +107,7 @@ def distributed_transform(name: str, transform: PETransform | None) -> PETransfo
 def _shared(value: Tensor, group: dist.ProcessGroup | None) -> Tensor:
     """Rank 0's ``value`` on every rank (the draws of a transform without a seed)."""
     value = value.clone()
-    dist.broadcast(value, dist.get_global_rank(group, 0) if group is not None else 0,
+    dist.broadcast(value, global_rank(0, group),
                    group=group)
     return value
 
@@ -203,7 +203,7 @@ def _broadcast_order(compute: Callable[[], np.ndarray], num_nodes: int,
     only rank 0 holds the whole graph to order it)."""
     order = (torch.from_numpy(compute()) if dist.get_rank(group) == 0
              else torch.empty(num_nodes, dtype=torch.int64))
-    dist.broadcast(order, dist.get_global_rank(group, 0) if group is not None else 0,
+    dist.broadcast(order, global_rank(0, group),
                    group=group)
     return order.numpy()
 

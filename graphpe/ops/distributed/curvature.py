@@ -83,7 +83,7 @@ from graphpe.ops.curvature.tensor import (
     TransportCost,
     check_transport_budget,
 )
-from graphpe.ops.distributed.partition import LocalRows, RowPartition, _global
+from graphpe.ops.distributed.partition import LocalRows, RowPartition, global_rank
 from graphpe.ops.host import HostCSR
 
 # the single process's formulas and checks, reused (read from the module: their names stay
@@ -115,7 +115,7 @@ def _swap(send: list[Tensor], recv: list[Tensor], part: RowPartition,
     for p in range(part.world):
         if p == part.rank:
             continue
-        peer = _global(p, group)
+        peer = global_rank(p, group)
         if recv[p].numel():
             requests.append(dist.irecv(recv[p], src=peer, group=group))
         if send[p].numel():

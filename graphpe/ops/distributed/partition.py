@@ -179,14 +179,14 @@ class HaloExchange:
                 continue
             lo, hi = self._recv_offsets[p], self._recv_offsets[p + 1]
             if hi > lo:
-                requests.append(dist.irecv(out[lo:hi], src=_global(p, self.group),
+                requests.append(dist.irecv(out[lo:hi], src=global_rank(p, self.group),
                                            group=self.group))
             rows = self.send_rows[p]
             if rows.numel():
                 block = x.index_select(0, rows.to(x.device))
                 self.values_sent += block.numel()
                 self.bytes_sent += block.numel() * block.element_size()
-                requests.append(dist.isend(block, dst=_global(p, self.group),
+                requests.append(dist.isend(block, dst=global_rank(p, self.group),
                                            group=self.group))
         for request in requests:
             request.wait()
@@ -197,7 +197,9 @@ class HaloExchange:
         self.values_sent = self.bytes_sent = self.calls = 0
 
 
-def _global(rank: int, group: dist.ProcessGroup | None) -> int:
+def global_rank(rank: int, group: dist.ProcessGroup | None) -> int:
+    """The default group's rank of ``group``'s rank ``rank`` (point-to-point calls and
+    broadcasts name their peer by it)."""
     return rank if group is None else dist.get_global_rank(group, rank)
 
 
@@ -220,10 +222,10 @@ def halo_exchange(rows: LocalRows, group: dist.ProcessGroup | None = None) -> Ha
         if p == part.rank:
             continue
         if send_counts[p]:
-            requests.append(dist.irecv(send_rows[p], src=_global(p, group), group=group))
+            requests.append(dist.irecv(send_rows[p], src=global_rank(p, group), group=group))
         if recv_counts[p]:
             wanted = torch.from_numpy(halo[offsets[p] : offsets[p + 1]].astype(np.int64))
-            requests.append(dist.isend(wanted, dst=_global(p, group), group=group))
+            requests.append(dist.isend(wanted, dst=global_rank(p, group), group=group))
     for request in requests:
         request.wait()
     send_rows = [r - part.lo for r in send_rows]

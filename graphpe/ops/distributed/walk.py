@@ -34,6 +34,7 @@ from graphpe.ops.distributed.partition import (
     all_max,
     all_min,
     extended_columns,
+    global_rank,
     halo_values,
 )
 from graphpe.ops.memory import release_freed_host_memory
@@ -178,7 +179,7 @@ def _route(block: torch.Tensor, dest: np.ndarray, partition: RowPartition,
     for p in range(world):
         if p == rank:
             continue
-        glob = p if group is None else dist.get_global_rank(group, p)
+        glob = global_rank(p, group)
         if incoming[p]:
             requests.append(dist.irecv(parts[p], src=glob, group=group))
         if counts[p]:
