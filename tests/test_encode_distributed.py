@@ -97,7 +97,8 @@ def test_reordered_rows_are_put_back_in_the_graphs_order(encoded, tmp_path):
     part = record["partition"]
     assert part["reordering"] == "rcm"
     assert part["node_files"] == ["lap.rank0of2.nodes.pt", "lap.rank1of2.nodes.pt"]
-    nodes = [torch.load(Path(str(out / "enc") + "-rcm") / f) for f in part["node_files"]]
+    nodes = [torch.load(Path(str(out / "enc") + "-rcm") / f, weights_only=True)
+             for f in part["node_files"]]
     assert torch.equal(torch.cat(nodes), order)
     assert np.array_equal(np.sort(order.numpy()), np.arange(graph.num_nodes))
 
@@ -106,7 +107,7 @@ def test_node_files_that_do_not_cover_the_graph_are_refused(encoded, tmp_path):
     out, _ = encoded
     for f in Path(str(out / "enc") + "-rcm").glob("rfp.*"):
         (tmp_path / f.name).write_bytes(f.read_bytes())
-    nodes = torch.load(tmp_path / "rfp.rank1of2.nodes.pt")
+    nodes = torch.load(tmp_path / "rfp.rank1of2.nodes.pt", weights_only=True)
     nodes[0] = nodes[1]
     torch.save(nodes, tmp_path / "rfp.rank1of2.nodes.pt")
     with pytest.raises(ValueError, match=r"rfp.json: the ranks' node files do not name each "
