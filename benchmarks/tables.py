@@ -1027,13 +1027,17 @@ def peptides_func_table(data: dict) -> str:
     for epochs in sorted({r["epochs"] for r in rows}):
         runs = [r for r in rows if r["epochs"] == epochs]
         test, val = [r["test"] for r in runs], [r["val"] for r in runs]
-        sd = statistics.stdev(test) if len(test) > 1 else 0.0
-        sd_val = statistics.stdev(val) if len(val) > 1 else 0.0
+
+        def spread(values: list[float]) -> str:
+            """Mean ± std over the seeds; one seed's value alone (no spread to show)."""
+            if len(values) == 1:
+                return f"{values[0]:.4f}"
+            return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
+
         seeds = ",".join(str(r["seed"]) for r in runs)
         lines.append(f"| graphpe, `python benchmarks/peptides_func.py --epochs {epochs} "
                      f"--seeds {seeds}` | "
-                     f"{epochs} | {len(runs)} | {statistics.mean(test):.4f} ± {sd:.4f} | "
-                     f"{statistics.mean(val):.4f} ± {sd_val:.4f} | "
+                     f"{epochs} | {len(runs)} | {spread(test)} | {spread(val)} | "
                      f"{statistics.mean(r['seconds_per_epoch'] for r in runs):.0f} |")
     lines.append(f"| {paper['source']} | {paper['epochs']} | {paper['seeds']} | "
                  f"{paper['test_ap']:.4f} ± {paper['std']:.4f} | | |")
