@@ -704,7 +704,8 @@ def distributed_encode_table(data: dict) -> str:
                 equal = (f"eigenvalues {r['eigval_max_error']:.1e}, projectors "
                          f"{r['projector_distance']:.1e}, vectors {r['vector_max_error']:.1e}")
                 if "projector_distance_tight" in r:
-                    equal += (f"; against the same solver at 1e-10: eigenvalues "
+                    equal += (f"; against the same solver at "
+                              f"{r.get('converged_tol', 1e-10):.0e}: eigenvalues "
                               f"{r['eigval_max_error_tight']:.1e}, projectors "
                               f"{r['projector_distance_tight']:.1e}, vectors "
                               f"{r['vector_max_error_tight']:.1e}")

@@ -37,14 +37,14 @@ from graphpe.ops.distributed.partition import (
     connected_labels,
     halo_values,
 )
-from graphpe.ops.eigen.lanczos import thick_restart_lanczos
+from graphpe.ops.eigen.lanczos import SPARSE_TOL, thick_restart_lanczos
 from graphpe.ops.eigen.tensor import check_eigenpair_options
 
-# the residual every pair reaches by default (times half the spectrum's bound): a hundred times
-# below the single process's 1e-8. An eigenspace's error is about the residual over the gap to
-# the next eigenvalue; on clustered spectra (arxiv: gaps of 3e-5 among its 16 smallest) a
-# stop at 1e-8 leaves the two processes' eigenspaces up to ~1e-6 apart, this one well below
-DEFAULT_TOL = 1e-10
+# the residual every pair reaches by default (times half the spectrum's bound): a tenth of the
+# single process's. Two solves to the same residual differ by up to both their errors (each
+# about the residual over the gap to the rest of the spectrum: on arxiv, 1e-9 left 4e-7 at 4
+# ranks); a tenth of it leaves about the single process's own error, for a few more products
+DISTRIBUTED_TOL = SPARSE_TOL / 10
 
 
 class LocalEigenpairs(NamedTuple):
@@ -202,7 +202,8 @@ def distributed_laplacian_eigenpairs(
         flips: ``[k]`` signs (+-1) multiplying the canonical ones where ``sign="random"``:
             the same in every rank.
         tol: residual ``||L v - lambda v||`` every pair must reach (default
-            :data:`DEFAULT_TOL` times half the spectrum's bound).
+            :data:`DISTRIBUTED_TOL`, a tenth of the single process's, times half the
+            spectrum's bound).
         seed: seed of the Lanczos start (each rank draws its rows from ``(seed, rank)``).
     """
     check_eigenpair_options(k, normalization, sign)
@@ -213,7 +214,7 @@ def distributed_laplacian_eigenpairs(
     count = null.count
     upper = 2.0 * all_max(deg.max(initial=0.0), group) * (1 + 1e-6) \
         if normalization == "none" else 2.0
-    tol = DEFAULT_TOL * upper / 2.0 if tol is None else tol
+    tol = DISTRIBUTED_TOL * upper / 2.0 if tol is None else tol
     trivial = min(k, count) if keep_trivial else 0
     want = min(k - trivial, n - count)
     if 0 < want and want + 1 >= n - count:

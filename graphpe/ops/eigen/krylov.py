@@ -59,7 +59,7 @@ import numpy as np
 import torch
 
 from graphpe.ops.checks import check_positive_int
-from graphpe.ops.eigen.lanczos import default_ncv, thick_restart_lanczos
+from graphpe.ops.eigen.lanczos import SPARSE_TOL, default_ncv, thick_restart_lanczos
 from graphpe.ops.eigen.ordering import SymbolicFactor, symbolic_cholesky
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
 from graphpe.ops.progress import progress_bar, run_interruptible
@@ -215,7 +215,7 @@ def lanczos_eigenpairs(
     *,
     upper: float,
     deflate: ComponentBasis | None = None,
-    tol: float = 1e-8,
+    tol: float = SPARSE_TOL,
     ncv: int | None = None,
     max_products: int | None = None,
     max_basis_bytes: int | None = None,
@@ -275,7 +275,7 @@ def shift_invert_eigenpairs(
     upper: float,
     deflate: ComponentBasis | None = None,
     sigma: float | None = None,
-    tol: float = 1e-8,
+    tol: float = SPARSE_TOL,
     factor: Factor | None = None,
     symbolic: SymbolicFactor | None = None,
     max_factor_bytes: int | None = None,
@@ -427,7 +427,7 @@ def auto_eigenpairs(
     *,
     upper: float,
     deflate: ComponentBasis | None = None,
-    tol: float = 1e-8,
+    tol: float = SPARSE_TOL,
     max_factor_bytes: int = FACTOR_MAX_BYTES,
     max_factor_seconds: float = FACTOR_MAX_SECONDS,
     max_basis_bytes: int | None = None,

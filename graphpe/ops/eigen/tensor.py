@@ -33,6 +33,7 @@ from graphpe.ops.eigen.krylov import (
     lanczos_eigenpairs,
     shift_invert_eigenpairs,
 )
+from graphpe.ops.eigen.lanczos import SPARSE_TOL
 from graphpe.ops.eigen.sparse import (
     ComponentBasis,
     SparseEigenpairs,
@@ -124,9 +125,10 @@ def laplacian_eigenpairs(
             up to ``dense_max_nodes`` densely; ``auto``: ``chebyshev`` on a GPU, on the CPU
             a choice per component by :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`).
             Its ``sparse_tol`` is the residual ``||L v - lambda v||`` every pair must reach
-            (default ``1e-8``, times ``max deg`` for ``none``; ``chebyshev`` in float32:
-            ``1e-5``; a float64 Chebyshev solve filters its residuals in float32 products,
-            see :func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs`'s ``filter_dtype``).
+            (default :data:`~graphpe.ops.eigen.lanczos.SPARSE_TOL`, ``1e-9``, times ``max deg``
+            for ``none``; ``chebyshev`` in float32: ``1e-5``; a float64 Chebyshev solve
+            filters its residuals in float32 products, see
+            :func:`~graphpe.ops.eigen.sparse.chebyshev_eigenpairs`'s ``filter_dtype``).
     """
     check_eigenpair_options(k, normalization, sign)
     device = edge_index.device
@@ -402,7 +404,8 @@ def _sparse_smallest(
     :func:`~graphpe.ops.eigen.krylov.choose_sparse_solver`; ``arpack`` is ``lanczos``); then
     the ``k`` smallest are kept. Each component contributes exactly one trivial pair, set to
     its normalized ``D^1/2 1`` (``1`` for ``none``) when kept. ``tol``: the residual
-    ``||L v - lambda v||`` (default ``1e-8``, times ``max deg`` for ``none``).
+    ``||L v - lambda v||`` (default :data:`~graphpe.ops.eigen.lanczos.SPARSE_TOL`, times
+    ``max deg`` for ``none``).
     ``max_factor_bytes`` bounds shift-invert's sparse factor (auto does not choose it beyond;
     an explicit ``shift_invert`` raises ``MemoryError``), ``max_basis_bytes`` Lanczos' basis.
     """
@@ -418,7 +421,7 @@ def _sparse_smallest(
     weight = deg.detach().cpu().numpy().astype(np.float64)
     upper = 2.0 * float(weight.max()) * (1 + 1e-6) if normalization == "none" and n else 2.0
     if tol is None:
-        tol = 1e-8 * upper / 2.0
+        tol = SPARSE_TOL * upper / 2.0
     values: list[float] = []
     columns: list[tuple[np.ndarray, np.ndarray]] = []  # (node ids, vector on them)
     order = np.argsort(labels, kind="stable")
@@ -539,7 +542,7 @@ def _chebyshev_smallest(
     if want > 0:
         scale = upper / 2.0  # the residual floor grows with ||L||: 2 for L_sym
         if tol is None:
-            tol = (1e-8 if dtype == torch.float64 else _FLOAT32_TOL) * scale
+            tol = (SPARSE_TOL if dtype == torch.float64 else _FLOAT32_TOL) * scale
         solved = _chebyshev_solve(operator, want, upper, basis, tol, max_iter, warn)
         if not solved.converged and not warn:
             return None, None
