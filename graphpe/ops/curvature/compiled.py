@@ -507,12 +507,15 @@ def _profile(indptr, values, codes):  # pragma: no cover - compiled
 
 
 @aot.njit(cache=True, nogil=True)
-def edge_triangles_host(indptr, indices):  # pragma: no cover - compiled
-    """Common neighbours of every CSR entry ``(i, indices[p])`` (marker per row)."""
+def edge_triangles_host(indptr, indices, rows):  # pragma: no cover - compiled
+    """Common neighbours ``|row i & row j|`` of every CSR entry ``(i, j = indices[p])`` of the
+    rows ``rows`` (marker per row); 0 on the other rows' entries. Only row ``i`` is marked,
+    so the rows of a symmetric graph's CSR may be a subset of its nodes' (the other rows
+    empty): an entry's count then needs its two rows."""
     n = indptr.shape[0] - 1
     out = np.zeros(indices.shape[0])
     mark = np.full(n, -1, dtype=np.int64)
-    for i in range(n):
+    for i in rows:
         for p in range(indptr[i], indptr[i + 1]):
             mark[indices[p]] = i
         for p in range(indptr[i], indptr[i + 1]):

@@ -426,7 +426,7 @@ def local_curvature_profile(
             dx = torch.from_numpy(deg[row])
             dy = torch.from_numpy(deg[csr.indices])
             t = None if curvature == "forman" else torch.from_numpy(
-                edge_triangles_host(csr.indptr, csr.indices))
+                edge_triangles_host(csr.indptr, csr.indices, np.arange(num_nodes)))
             if curvature == "orc_bounds":
                 lower, upper = _bounds(dx, dy, t, alpha)
                 value = ((lower + upper) / 2).numpy()

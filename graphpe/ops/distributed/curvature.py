@@ -68,6 +68,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from graphpe.ops.checks import check_positive_int
 from graphpe.ops.curvature import tensor as _single
 from graphpe.ops.curvature.compiled import (
     ORC_CELLS_PER_SECOND,
@@ -93,6 +94,10 @@ _forman = _single._forman
 _check_alpha = _single._check_alpha
 _check_stats = _single._check_stats
 _check_budget = _single._check_budget
+
+
+# the fewest halo-row entries a rank receives in one round by default (afrc, orc_bounds)
+MIN_ROUND_ENTRIES = 1 << 16
 
 
 @dataclass
@@ -255,6 +260,7 @@ def distributed_lcp(
     alpha: float = 0.0,
     stats: tuple[str, ...] = PROFILE_STATS,
     max_transport_cells: int | None = DEFAULT_MAX_TRANSPORT_CELLS,
+    round_entries: int | None = None,
     group: dist.ProcessGroup | None = None,
 ) -> tuple[Tensor, dict[str, int]]:
     """This rank's rows of the Local Curvature Profile of the partitioned graph (collective).
@@ -276,12 +282,16 @@ def distributed_lcp(
             :class:`~graphpe.ops.curvature.TransportBudgetError`, the single process's
             message, after the halo's degrees are exchanged and before any row's entries
             are fetched or anything is solved. None: no limit.
+        round_entries: for ``afrc`` and ``orc_bounds``, the entries of halo rows a rank
+            receives in one round (plus at most one row's from each owner); None: as many as
+            the rank's own rows hold, at least :data:`MIN_ROUND_ENTRIES`.
         group: the process group (None: the default one).
 
     Returns ``(profile, info)``: ``profile`` float64 ``[rows.rows, len(stats)]``, the rows
     ``lo .. hi - 1`` of :func:`~graphpe.ops.curvature.local_curvature_profile` of the same
     graph (bit for bit); ``info``: ``rows_fetched`` (rows received from other ranks),
-    ``ball_nodes`` / ``ball_entries`` (the local CSR's size), ``values_sent`` /
+    ``ball_nodes`` / ``ball_entries`` (the local CSR's nodes and its largest entry count),
+    ``fetch_rounds`` (the rounds the halo rows came in: ``afrc``, ``orc_bounds``), ``values_sent`` /
     ``bytes_sent`` (point-to-point, this rank), ``edges_solved`` / ``cells_solved`` (the
     transport problems this rank solved, and their cells), ``transport_edges`` /
     ``transport_cells`` / ``transport_largest`` (the whole graph's budget count; 0 but for
@@ -293,6 +303,8 @@ def distributed_lcp(
     stats = tuple(stats)
     _check_stats(stats)
     max_transport_cells = _check_budget("max_transport_cells", max_transport_cells)
+    if round_entries is not None:
+        check_positive_int("round_entries", round_entries)
     part = rows.partition
     lo, hi = part.lo, part.hi
     traffic = _Traffic()
@@ -307,9 +319,11 @@ def distributed_lcp(
     deg_col = np.empty(cols.size, dtype=np.int64)
     deg_col[own_col] = deg_own[cols[own_col] - lo]
     deg_col[~own_col] = request.lengths[np.searchsorted(halo, cols[~own_col])]
+    if round_entries is None:
+        round_entries = max(int(cols.size), MIN_ROUND_ENTRIES)
     info = {"rows_fetched": 0, "ball_nodes": part.rows, "ball_entries": int(cols.size),
-            "edges_solved": 0, "cells_solved": 0, "transport_edges": 0, "transport_cells": 0,
-            "transport_largest": 0}
+            "fetch_rounds": 0, "edges_solved": 0, "cells_solved": 0, "transport_edges": 0,
+            "transport_cells": 0, "transport_largest": 0}
     own_block = (np.arange(lo, hi, dtype=np.int64), indptr, cols)
     if curvature == "orc":
         value = _orc(rows, row, cols, own_col, halo, deg_col, request, alpha,
@@ -320,15 +334,8 @@ def distributed_lcp(
         dy = torch.from_numpy(deg_col.astype(np.float64))
         t = None
         if curvature != "forman":
-            h_indptr, h_indices = _deliver(rows, request, group, traffic)
-            ball, b_indptr, b_indices = _ball_csr([own_block, (halo, h_indptr, h_indices)])
-            info.update(rows_fetched=int(halo.size), ball_nodes=int(ball.size),
-                        ball_entries=int(b_indices.size))
-            # the halo rows are restricted to B1, which holds N(x) of every own x: the
-            # common neighbours of the own rows' entries are whole; the halo rows' own
-            # counts (partial) are computed too, and dropped
-            tri = edge_triangles_host(b_indptr, b_indices)
-            t = torch.from_numpy(_own_entries(tri, ball, b_indptr, lo, hi, cols.size))
+            t = torch.from_numpy(_triangles(rows, request, halo, round_entries, group,
+                                            traffic, info))
         if curvature == "orc_bounds":
             lower, upper = _bounds(dx, dy, t, alpha)
             value = ((lower + upper) / 2).numpy()
@@ -340,16 +347,91 @@ def distributed_lcp(
     return torch.from_numpy(profile), info
 
 
-def _own_entries(values: np.ndarray, ball: np.ndarray, b_indptr: np.ndarray, lo: int, hi: int,
-                 nnz: int) -> np.ndarray:
-    """The own rows' entries of ``values`` (given on the ball CSR's entries): the own rows
-    are a contiguous run of the ball (its ids ascending), whole (not restricted), so their
-    entries are one slice in the own rows' order."""
-    start = int(np.searchsorted(ball, lo))
-    a, b = int(b_indptr[start]), int(b_indptr[start + hi - lo])
-    if b - a != nnz:  # pragma: no cover - an own row lost an entry: a bug, not an input
-        raise AssertionError("the local CSR restricted an own row")
-    return np.ascontiguousarray(values[a:b])
+def _round_of(lengths: np.ndarray, per_peer: int) -> np.ndarray:
+    """The round in which each of the rows one rank asks of one owner travels, in the order
+    asked: a row goes in round ``c`` where the entries of the rows before it number
+    ``c b .. (c + 1) b - 1`` (``b = per_peer``), so a round carries at most ``b`` entries
+    plus one row's. Both ends derive it from the rows' lengths."""
+    return (np.cumsum(lengths) - lengths) // per_peer
+
+
+def _triangles(rows: LocalRows, request: _RowRequest, halo: np.ndarray, round_entries: int,
+               group: dist.ProcessGroup | None, traffic: _Traffic, info: dict) -> np.ndarray:
+    """The common neighbours ``t_xy`` of every own entry ``(x, y)``, the halo's rows
+    received in rounds (collective).
+
+    On the 1-hop ball ``B1`` (compact ids ascending with the global ones), a CSR holds the
+    own rows and, in round ``c``, the halo rows of that round restricted to ``B1``;
+    :func:`~graphpe.ops.curvature.compiled.edge_triangles_host` counts the own rows'
+    entries first (those to own nodes are whole: the halo rows are empty then), then each
+    round's halo rows, whose entries ``(y, x)`` to own nodes give ``t_xy = |N(y) & N(x)|``
+    (``N(x)`` lies in ``B1``). A rank holds its rows and one round's."""
+    part = rows.partition
+    lo, hi = part.lo, part.hi
+    indptr = np.ascontiguousarray(rows.indptr, dtype=np.int64)
+    cols = np.ascontiguousarray(rows.indices, dtype=np.int64)
+    ball = np.union1d(np.arange(lo, hi, dtype=np.int64), halo)
+    size = ball.size
+    first = int(np.searchsorted(ball, lo))  # the own rows: a run of compact ids from here
+    own = np.arange(first, first + hi - lo, dtype=np.int64)
+    own_cols = np.searchsorted(ball, cols)
+    deg_own = np.diff(indptr)
+    # an own entry (x, y) is key x * |B1| + y, ascending in the rows' order
+    keys = np.repeat(own, deg_own) * size + own_cols
+    lengths = np.zeros(size, dtype=np.int64)
+    lengths[own] = deg_own
+    t = edge_triangles_host(np.concatenate([[0], np.cumsum(lengths)]), own_cols, own)
+    per_peer = max(1, round_entries // max(1, part.world - 1))
+    off = request.offsets
+    mine = [_round_of(request.lengths[off[p] : off[p + 1]], per_peer)
+            for p in range(part.world)]
+    own_lengths = np.diff(indptr)
+    served = [_round_of(own_lengths[a], per_peer) for a in request.asked]
+    rounds = max([int(r[-1]) + 1 for r in mine + served if r.size], default=0)
+    rounds = _all_reduce_int([rounds], group, dist.ReduceOp.MAX)[0]
+    held = int(cols.size)
+    for c in range(rounds):
+        send = [torch.from_numpy(_gather_rows(indptr, cols, a[r == c])[1])
+                for a, r in zip(request.asked, served, strict=True)]
+        wanted = [(halo[off[p] : off[p + 1]][mine[p] == c],
+                   request.lengths[off[p] : off[p + 1]][mine[p] == c])
+                  for p in range(part.world)]
+        recv = [torch.empty(int(w[1].sum()), dtype=torch.int64) for w in wanted]
+        got = _swap(send, recv, part, group, traffic)
+        nodes = np.concatenate([w[0] for w in wanted])
+        if not nodes.size:
+            continue
+        entries = torch.cat(got).numpy()
+        halo_rows = np.searchsorted(ball, nodes)  # ascending
+        pos = np.searchsorted(ball, entries)
+        inside = pos < size
+        inside[inside] = ball[pos[inside]] == entries[inside]
+        kept = np.bincount(np.repeat(np.arange(nodes.size), np.concatenate(
+            [w[1] for w in wanted]))[inside], minlength=nodes.size)
+        # the CSR of the own rows and this round's: rows in compact order, the halo rows
+        # below the own run first
+        lengths[halo_rows] = kept
+        below = int(np.searchsorted(halo_rows, first))
+        split = int(kept[:below].sum())
+        halo_cols = pos[inside]
+        b_indices = np.concatenate([halo_cols[:split], own_cols, halo_cols[split:]])
+        b_indptr = np.concatenate([[0], np.cumsum(lengths)])
+        held = max(held, int(b_indices.size))
+        tri = edge_triangles_host(b_indptr, b_indices, halo_rows)
+        lengths[halo_rows] = 0
+        # a halo row's entries (y, x) to own nodes: t_xy
+        y, x = np.repeat(halo_rows, kept), halo_cols
+        value = np.concatenate([tri[:split], tri[split + own_cols.size :]])
+        to_own = (x >= first) & (x < first + hi - lo)
+        want = x[to_own] * size + y[to_own]
+        where = np.searchsorted(keys, want)
+        if np.any(keys[np.minimum(where, keys.size - 1)] != want):  # pragma: no cover
+            raise AssertionError("a halo row names an own node whose row lacks it: the rows "
+                                 "are not symmetric")
+        t[where] = value[to_own]
+    info.update(rows_fetched=int(halo.size), ball_nodes=int(size), ball_entries=held,
+                fetch_rounds=rounds)
+    return t
 
 
 def _orc(rows: LocalRows, row: np.ndarray, cols: np.ndarray, own_col: np.ndarray,

@@ -29,6 +29,9 @@ CONFIGS = {"orc": ("orc", 0.0, None), "orc_lazy": ("orc", 0.5, None),
            "orc_bounds": ("orc_bounds", 0.0, None), "orc_bounds_lazy": ("orc_bounds", 0.5, None),
            "forman": ("forman", 0.0, None), "afrc": ("afrc", 0.0, None)}
 
+# the curvatures whose halo rows come in rounds
+ROUNDS = ("afrc", "orc_bounds_lazy")
+
 
 def _graph(name: str):
     """``random``: two components, two isolated nodes, self loops (one on an isolated node);
@@ -79,6 +82,9 @@ def _profiles(rank: int, world: int, reordered: bool,
         rows = _rows(graph, world, rank, order)
         for c in CONFIGS:
             out[g, c] = distributed_lcp(rows, **_config(c), group=group)
+        for c in ROUNDS:  # the halo rows in rounds of a few entries
+            out[g, c, "rounds"] = distributed_lcp(rows, **_config(c), round_entries=5,
+                                                  group=group)
     if reordered:
         return out
     graph = _graph("random")
@@ -175,6 +181,30 @@ def test_orc_solves_every_edge_once_and_counts_the_budget_of_the_whole_graph(ran
         assert all(i["edges_solved"] > 0 for i in infos)
 
 
+@pytest.mark.parametrize("graph", GRAPHS)
+@pytest.mark.parametrize("config", ROUNDS)
+def test_the_halo_rows_in_rounds_give_the_same_profile(ranks, three_ranks, graph, config):
+    got = torch.cat([r[graph, config, "rounds"][0] for r in ranks])
+    assert torch.equal(got, _single(_graph(graph), config))
+    # the rounds are many, the same on every rank, and each holds fewer entries than all
+    infos = [r[graph, config, "rounds"][1] for r in ranks]
+    whole = [r[graph, config][1] for r in ranks]
+    assert infos[0]["fetch_rounds"] > 2
+    assert len({i["fetch_rounds"] for i in infos}) == 1
+    assert all(w["fetch_rounds"] == 1 for w in whole)
+    for i, w in zip(infos, whole, strict=True):
+        assert i["rows_fetched"] == w["rows_fetched"]
+        assert i["ball_entries"] < w["ball_entries"]
+    # 3 ranks, reordered rows, a rank whose nodes are isolated (no halo, no rounds of its own)
+    for name in ("random", "sparse"):
+        g = _graph(name)
+        want = _single(g, config)
+        if name == "random":
+            want = want[torch.from_numpy(_order(g))]
+        assert torch.equal(torch.cat([r[name, config, "rounds"][0] for r in three_ranks]),
+                           want)
+
+
 def test_forman_fetches_degrees_only_and_afrc_the_halo_rows(ranks):
     for r in ranks:
         forman, afrc, orc = (r["random", c][1] for c in ("forman", "afrc", "orc"))
@@ -220,3 +250,5 @@ def test_bad_arguments_are_refused_before_any_message():
         distributed_lcp(rows, "forman", stats=("mode",))
     with pytest.raises(ValueError, match="max_transport_cells"):
         distributed_lcp(rows, "orc", max_transport_cells=-1)
+    with pytest.raises(ValueError, match=r"^round_entries must be a positive int, got 0$"):
+        distributed_lcp(rows, "afrc", round_entries=0)
