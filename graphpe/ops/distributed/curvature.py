@@ -84,7 +84,12 @@ from graphpe.ops.curvature.tensor import (
     TransportCost,
     check_transport_budget,
 )
-from graphpe.ops.distributed.partition import LocalRows, RowPartition, global_rank
+from graphpe.ops.distributed.partition import (
+    LocalRows,
+    RowPartition,
+    exchange_blocks,
+    incoming_counts,
+)
 from graphpe.ops.host import HostCSR
 
 # the single process's formulas and checks, reused (read from the module: their names stay
@@ -107,40 +112,14 @@ class _Traffic:
     values: int = 0
     bytes: int = 0
 
-    def add(self, block: Tensor) -> None:
-        self.values += block.numel()
-        self.bytes += block.numel() * block.element_size()
-
 
 def _swap(send: list[Tensor], recv: list[Tensor], part: RowPartition,
           group: dist.ProcessGroup | None, traffic: _Traffic) -> list[Tensor]:
-    """``send[p]`` to each other rank ``p`` and ``recv[p]`` filled from it (sizes known on
-    both sides; empty blocks are not sent); returns ``recv``."""
-    requests, keep = [], []
-    for p in range(part.world):
-        if p == part.rank:
-            continue
-        peer = global_rank(p, group)
-        if recv[p].numel():
-            requests.append(dist.irecv(recv[p], src=peer, group=group))
-        if send[p].numel():
-            block = send[p].contiguous()
-            keep.append(block)  # alive until the send completes
-            traffic.add(block)
-            requests.append(dist.isend(block, dst=peer, group=group))
-    for request in requests:
-        request.wait()
+    """:func:`~.partition.exchange_blocks`, its traffic counted; returns ``recv``."""
+    values, nbytes = exchange_blocks(send, recv, part.rank, group)
+    traffic.values += values
+    traffic.bytes += nbytes
     return recv
-
-
-def _incoming(counts: np.ndarray, part: RowPartition,
-              group: dist.ProcessGroup | None) -> np.ndarray:
-    """How many items each rank sends this one, from every rank's ``counts`` (``[world]``,
-    items it sends each rank): one ``all_gather``."""
-    every = [torch.zeros(part.world, dtype=torch.int64) for _ in range(part.world)]
-    dist.all_gather(every, torch.from_numpy(np.ascontiguousarray(counts, dtype=np.int64)),
-                    group=group)
-    return np.array([int(every[p][part.rank]) for p in range(part.world)], dtype=np.int64)
 
 
 def _gather_rows(indptr: np.ndarray, indices: np.ndarray,
@@ -179,7 +158,7 @@ def _ask(rows: LocalRows, nodes: np.ndarray, group: dist.ProcessGroup | None,
         raise ValueError("a rank cannot fetch its own rows")
     counts = np.bincount(owner, minlength=part.world).astype(np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    incoming = _incoming(counts, part, group)
+    incoming = incoming_counts(counts, part.rank, group)
     asked = _swap([torch.from_numpy(nodes[offsets[p] : offsets[p + 1]])
                    for p in range(part.world)],
                   [torch.empty(int(incoming[p]), dtype=torch.int64)

@@ -172,24 +172,13 @@ class HaloExchange:
     def exchange(self, x: Tensor) -> Tensor:
         """``x`` (this rank's rows ``[rows, ...]``) on the halo: ``[|halo|, ...]``."""
         out = x.new_empty((self.size,) + tuple(x.shape[1:]))
-        rank = self.partition.rank
-        requests = []
-        for p in range(self.partition.world):
-            if p == rank:
-                continue
-            lo, hi = self._recv_offsets[p], self._recv_offsets[p + 1]
-            if hi > lo:
-                requests.append(dist.irecv(out[lo:hi], src=global_rank(p, self.group),
-                                           group=self.group))
-            rows = self.send_rows[p]
-            if rows.numel():
-                block = x.index_select(0, rows.to(x.device))
-                self.values_sent += block.numel()
-                self.bytes_sent += block.numel() * block.element_size()
-                requests.append(dist.isend(block, dst=global_rank(p, self.group),
-                                           group=self.group))
-        for request in requests:
-            request.wait()
+        offsets = self._recv_offsets
+        send = [x.index_select(0, rows.to(x.device)) if rows.numel() else x[:0]
+                for rows in self.send_rows]
+        recv = [out[offsets[p] : offsets[p + 1]] for p in range(self.partition.world)]
+        values, nbytes = exchange_blocks(send, recv, self.partition.rank, self.group)
+        self.values_sent += values
+        self.bytes_sent += nbytes
         self.calls += 1
         return out
 
@@ -203,6 +192,43 @@ def global_rank(rank: int, group: dist.ProcessGroup | None) -> int:
     return rank if group is None else dist.get_global_rank(group, rank)
 
 
+def incoming_counts(counts: np.ndarray, rank: int,
+                    group: dist.ProcessGroup | None = None) -> np.ndarray:
+    """How many items each rank sends rank ``rank`` (this one), from every rank's ``counts``
+    (``[world]``: the items it sends each rank), by one ``all_gather`` (collective)."""
+    world = counts.size
+    every = [torch.zeros(world, dtype=torch.int64) for _ in range(world)]
+    dist.all_gather(every, torch.from_numpy(np.ascontiguousarray(counts, dtype=np.int64)),
+                    group=group)
+    return np.array([int(every[p][rank]) for p in range(world)], dtype=np.int64)
+
+
+def exchange_blocks(send: list[Tensor], recv: list[Tensor], rank: int,
+                    group: dist.ProcessGroup | None = None) -> tuple[int, int]:
+    """``send[p]`` to each other rank ``p`` of the group and ``recv[p]`` (contiguous, its size
+    known here, e.g. from :func:`incoming_counts`) filled from it, point-to-point (gloo has
+    no ``all_to_all``); empty blocks are not sent, and ``send[rank]``, ``recv[rank]`` are
+    left alone. Every pair of ranks that exchanges calls it (collective). Returns the
+    values and bytes this rank sent."""
+    requests, keep = [], []
+    values = nbytes = 0
+    for p in range(len(send)):
+        if p == rank:
+            continue
+        peer = global_rank(p, group)
+        if recv[p].numel():
+            requests.append(dist.irecv(recv[p], src=peer, group=group))
+        if send[p].numel():
+            block = send[p].contiguous()
+            keep.append(block)  # alive until the send completes
+            values += block.numel()
+            nbytes += block.numel() * block.element_size()
+            requests.append(dist.isend(block, dst=peer, group=group))
+    for request in requests:
+        request.wait()
+    return values, nbytes
+
+
 def halo_exchange(rows: LocalRows, group: dist.ProcessGroup | None = None) -> HaloExchange:
     """The halo of ``rows`` (the columns its rows read that other ranks own) and the plan of
     its exchange: every rank tells each owner which of its rows it needs (collective)."""
@@ -211,23 +237,12 @@ def halo_exchange(rows: LocalRows, group: dist.ProcessGroup | None = None) -> Ha
     halo = cols[(cols < part.lo) | (cols >= part.hi)]
     owner = part.owner(halo)
     recv_counts = np.bincount(owner, minlength=part.world).astype(np.int64)
-    # counts[p, q]: how many of q's rows p's halo holds
-    counts = [torch.zeros(part.world, dtype=torch.int64) for _ in range(part.world)]
-    dist.all_gather(counts, torch.from_numpy(recv_counts), group=group)
-    send_counts = [int(counts[p][part.rank]) for p in range(part.world)]
-    send_rows = [torch.empty(send_counts[p], dtype=torch.int64) for p in range(part.world)]
-    requests = []
+    send_counts = incoming_counts(recv_counts, part.rank, group)
+    send_rows = [torch.empty(int(send_counts[p]), dtype=torch.int64) for p in range(part.world)]
     offsets = np.concatenate([[0], np.cumsum(recv_counts)])
-    for p in range(part.world):
-        if p == part.rank:
-            continue
-        if send_counts[p]:
-            requests.append(dist.irecv(send_rows[p], src=global_rank(p, group), group=group))
-        if recv_counts[p]:
-            wanted = torch.from_numpy(halo[offsets[p] : offsets[p + 1]].astype(np.int64))
-            requests.append(dist.isend(wanted, dst=global_rank(p, group), group=group))
-    for request in requests:
-        request.wait()
+    wanted = [torch.from_numpy(halo[offsets[p] : offsets[p + 1]].astype(np.int64))
+              for p in range(part.world)]
+    exchange_blocks(wanted, send_rows, part.rank, group)
     send_rows = [r - part.lo for r in send_rows]
     return HaloExchange(part, halo, recv_counts.tolist(), send_rows, group)
 

@@ -33,9 +33,10 @@ from graphpe.ops.distributed.partition import (
     RowPartition,
     all_max,
     all_min,
+    exchange_blocks,
     extended_columns,
-    global_rank,
     halo_values,
+    incoming_counts,
 )
 from graphpe.ops.memory import release_freed_host_memory
 from graphpe.ops.walk import sampled
@@ -169,25 +170,12 @@ def _route(block: torch.Tensor, dest: np.ndarray, partition: RowPartition,
     order = np.argsort(dest, kind="stable")
     block = block[torch.from_numpy(order)]
     counts = np.bincount(dest, minlength=world).astype(np.int64)
-    every = [torch.zeros(world, dtype=torch.int64) for _ in range(world)]
-    dist.all_gather(every, torch.from_numpy(counts), group=group)
     offsets = np.concatenate([[0], np.cumsum(counts)])
-    incoming = [int(every[p][rank]) for p in range(world)]
-    parts = [block.new_empty((incoming[p], block.size(1))) for p in range(world)]
+    incoming = incoming_counts(counts, rank, group)
+    parts = [block.new_empty((int(incoming[p]), block.size(1))) for p in range(world)]
     parts[rank] = block[offsets[rank] : offsets[rank + 1]]
-    requests = []
-    for p in range(world):
-        if p == rank:
-            continue
-        glob = global_rank(p, group)
-        if incoming[p]:
-            requests.append(dist.irecv(parts[p], src=glob, group=group))
-        if counts[p]:
-            out = block[offsets[p] : offsets[p + 1]].contiguous()
-            sent[0] += out.numel()
-            requests.append(dist.isend(out, dst=glob, group=group))
-    for request in requests:
-        request.wait()
+    sent[0] += exchange_blocks([block[offsets[p] : offsets[p + 1]] for p in range(world)],
+                               parts, rank, group)[0]
     return torch.cat(parts)
 
 
