@@ -42,10 +42,12 @@ from graphpe.ops.memory import release_freed_host_memory
 from graphpe.ops.walk import sampled
 from graphpe.ops.walk.sampled import ESTIMATORS, MIN_WALKS
 
-# the single process's kernels, reused: the draw (SplitMix64's output function), the walk
-# tables and the collision estimator of one source (read from the module: their names stay
-# private there, as the compiled-ahead extension binds them by those names)
+# the single process's kernels, reused: the draw (SplitMix64's output function), the
+# weighted choice, the walk tables and the collision estimator of one source (read from the
+# module: their names stay private there, as the compiled-ahead extension binds them by those
+# names)
 _mix = sampled._mix
+_weighted_entry = sampled._weighted_entry
 _collisions = sampled._collisions
 _walk_tables = sampled._walk_tables
 
@@ -79,16 +81,7 @@ def _advance(walkers, walks, s, steps, base, lo, indptr, indices, cum, loops, de
         else:
             target = u * deg[r0]
             if target >= loops[r0]:
-                target -= loops[r0]
-                a = start
-                b = start + length - 1
-                while a < b:
-                    mid = (a + b) // 2
-                    if cum[mid] > target:
-                        b = mid
-                    else:
-                        a = mid + 1
-                e = a
+                e = _weighted_entry(cum, start, length, target - loops[r0])
         y = indices[e] if e >= 0 else x
         nxt[j] = y
         if y >= lo and y < lo + own:

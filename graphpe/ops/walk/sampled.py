@@ -171,6 +171,22 @@ def _mix(z):  # pragma: no cover - compiled
     return z ^ (z >> np.uint64(31))
 
 
+@aot.njit(cache=True, nogil=True, inline="always")
+def _weighted_entry(cum, first, count, target):  # pragma: no cover - compiled
+    """The first of the ``count`` entries from ``first`` whose running weight sum ``cum``
+    (ascending along the row) passes ``target``, by binary search: the entry a walk takes
+    for a uniform draw scaled to ``target`` in ``[0, the row's sum)``."""
+    a = first
+    b = first + count - 1
+    while a < b:
+        mid = (a + b) // 2
+        if cum[mid] > target:
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
 @aot.njit(cache=True, nogil=True)
 def _walk(source, stream, indices, cum, loops, deg, table, unit, pos,
           entry):  # pragma: no cover - compiled
@@ -198,16 +214,7 @@ def _walk(source, stream, indices, cum, loops, deg, table, unit, pos,
                 if target < loops[x]:
                     entry[k] = -1 - x
                     continue
-                target -= loops[x]
-                a = table[x, 0]  # the first entry whose running sum passes target
-                b = a + table[x, 1] - 1
-                while a < b:
-                    mid = (a + b) // 2
-                    if cum[mid] > target:
-                        b = mid
-                    else:
-                        a = mid + 1
-                entry[k] = a
+                entry[k] = _weighted_entry(cum, table[x, 0], table[x, 1], target - loops[x])
         for k in range(walks):
             if k + PREFETCH_WALKS < walks and entry[k + PREFETCH_WALKS] >= 0:
                 prefetch(rows, entry[k + PREFETCH_WALKS], 0)
