@@ -262,8 +262,9 @@ def distributed_lcp(
             message, after the halo's degrees are exchanged and before any row's entries
             are fetched or anything is solved. None: no limit.
         round_entries: for ``afrc`` and ``orc_bounds``, the entries of halo rows a rank
-            receives in one round (plus at most one row's from each owner); None: as many as
-            the rank's own rows hold, at least :data:`MIN_ROUND_ENTRIES`.
+            receives in one round (plus at most one row's from each owner), the same on
+            every rank; None: as many as a rank's own rows hold on average, at least
+            :data:`MIN_ROUND_ENTRIES`.
         group: the process group (None: the default one).
 
     Returns ``(profile, info)``: ``profile`` float64 ``[rows.rows, len(stats)]``, the rows
@@ -298,8 +299,6 @@ def distributed_lcp(
     deg_col = np.empty(cols.size, dtype=np.int64)
     deg_col[own_col] = deg_own[cols[own_col] - lo]
     deg_col[~own_col] = request.lengths[np.searchsorted(halo, cols[~own_col])]
-    if round_entries is None:
-        round_entries = max(int(cols.size), MIN_ROUND_ENTRIES)
     info = {"rows_fetched": 0, "ball_nodes": part.rows, "ball_entries": int(cols.size),
             "fetch_rounds": 0, "edges_solved": 0, "cells_solved": 0, "transport_edges": 0,
             "transport_cells": 0, "transport_largest": 0}
@@ -313,6 +312,16 @@ def distributed_lcp(
         dy = torch.from_numpy(deg_col.astype(np.float64))
         t = None
         if curvature != "forman":
+            # both ends of a round derive it from the round's size: the same on every rank
+            if round_entries is None:  # the ranks' mean
+                total = _all_reduce_int([int(cols.size)], group)[0]
+                round_entries = max(total // part.world, MIN_ROUND_ENTRIES)
+            else:
+                high, low = _all_reduce_int([round_entries, -round_entries], group,
+                                            dist.ReduceOp.MAX)
+                if high != -low:
+                    raise ValueError("round_entries must be the same on every rank, got "
+                                     f"{-low} to {high}")
             t = torch.from_numpy(_triangles(rows, request, halo, round_entries, group,
                                             traffic, info))
         if curvature == "orc_bounds":

@@ -15,6 +15,7 @@ from graphpe.ops.curvature import (
     local_curvature_profile,
     orc_transport_cost,
 )
+from graphpe.ops.distributed import curvature as curvature_module
 from graphpe.ops.distributed import distributed_lcp, local_rows, row_partition
 from graphpe.ops.distributed.curvature import fetch_rows
 from graphpe.ops.distributed.partition import bandwidth_order
@@ -85,6 +86,14 @@ def _profiles(rank: int, world: int, reordered: bool,
         for c in ROUNDS:  # the halo rows in rounds of a few entries
             out[g, c, "rounds"] = distributed_lcp(rows, **_config(c), round_entries=5,
                                                   group=group)
+        # the default: rounds of the ranks' mean own entries (which differ from rank to rank)
+        floor, curvature_module.MIN_ROUND_ENTRIES = curvature_module.MIN_ROUND_ENTRIES, 1
+        out[g, "afrc", "mean"] = distributed_lcp(rows, "afrc", group=group)
+        curvature_module.MIN_ROUND_ENTRIES = floor
+        try:  # a round's size differs between the ranks: refused on every rank
+            distributed_lcp(rows, "afrc", round_entries=5 + rows.partition.rank, group=group)
+        except ValueError as error:
+            out[g, "unequal_rounds"] = str(error)
     if reordered:
         return out
     graph = _graph("random")
@@ -195,6 +204,13 @@ def test_the_halo_rows_in_rounds_give_the_same_profile(ranks, three_ranks, graph
     for i, w in zip(infos, whole, strict=True):
         assert i["rows_fetched"] == w["rows_fetched"]
         assert i["ball_entries"] < w["ball_entries"]
+    # the default rounds: each rank's own entries differ, the round size does not
+    mean = [r[graph, "afrc", "mean"] for r in ranks]
+    assert torch.equal(torch.cat([m[0] for m in mean]), _single(_graph(graph), "afrc"))
+    assert {m[1]["fetch_rounds"] for m in mean} == {mean[0][1]["fetch_rounds"]}
+    assert mean[0][1]["fetch_rounds"] >= 1
+    assert [r[graph, "unequal_rounds"] for r in ranks] == [
+        "round_entries must be the same on every rank, got 5 to 6"] * 2
     # 3 ranks, reordered rows, a rank whose nodes are isolated (no halo, no rounds of its own)
     for name in ("random", "sparse"):
         g = _graph(name)
