@@ -88,6 +88,7 @@ from graphpe.ops.distributed.partition import (
     LocalRows,
     RowPartition,
     exchange_blocks,
+    extended_columns,
     incoming_counts,
 )
 from graphpe.ops.host import HostCSR
@@ -103,6 +104,8 @@ _check_budget = _single._check_budget
 
 # the fewest halo-row entries a rank receives in one round by default (afrc, orc_bounds)
 MIN_ROUND_ENTRIES = 1 << 16
+# the entries whose curvature is computed at once from degrees and triangles
+FORMULA_BLOCK = 1 << 18
 
 
 @dataclass
@@ -291,7 +294,6 @@ def distributed_lcp(
     indptr = np.ascontiguousarray(rows.indptr, dtype=np.int64)
     cols = np.ascontiguousarray(rows.indices, dtype=np.int64)
     deg_own = np.diff(indptr)
-    row = np.repeat(np.arange(lo, hi, dtype=np.int64), deg_own)
     own_col = (cols >= lo) & (cols < hi)
     halo = np.unique(cols[~own_col])
     # the halo's degrees: the lengths of its rows, which the owners send first
@@ -304,12 +306,11 @@ def distributed_lcp(
             "transport_cells": 0, "transport_largest": 0}
     own_block = (np.arange(lo, hi, dtype=np.int64), indptr, cols)
     if curvature == "orc":
+        row = np.repeat(np.arange(lo, hi, dtype=np.int64), deg_own)
         value = _orc(rows, row, cols, own_col, halo, deg_col, request, alpha,
                      max_transport_cells, own_block, group, traffic, info)
     else:
-        # the single process's formulas on the same float64 degrees and triangle counts
-        dx = torch.from_numpy(deg_own[row - lo].astype(np.float64))
-        dy = torch.from_numpy(deg_col.astype(np.float64))
+        del own_col
         t = None
         if curvature != "forman":
             # both ends of a round derive it from the round's size: the same on every rank
@@ -322,13 +323,22 @@ def distributed_lcp(
                 if high != -low:
                     raise ValueError("round_entries must be the same on every rank, got "
                                      f"{-low} to {high}")
-            t = torch.from_numpy(_triangles(rows, request, halo, round_entries, group,
-                                            traffic, info))
-        if curvature == "orc_bounds":
-            lower, upper = _bounds(dx, dy, t, alpha)
-            value = ((lower + upper) / 2).numpy()
-        else:
-            value = _forman(dx, dy, t).numpy()
+            t = _triangles(rows, request, halo, round_entries, group, traffic, info)
+        # the single process's formulas on the same float64 degrees and triangle counts,
+        # elementwise, so a block of entries at a time bounds their temporaries
+        deg_row = np.repeat(deg_own, deg_own)
+        value = np.empty(cols.size)
+        for a in range(0, cols.size, FORMULA_BLOCK):
+            b = min(a + FORMULA_BLOCK, cols.size)
+            dx = torch.from_numpy(deg_row[a:b].astype(np.float64))
+            dy = torch.from_numpy(deg_col[a:b].astype(np.float64))
+            tb = None if t is None else torch.from_numpy(t[a:b])
+            if curvature == "orc_bounds":
+                lower, upper = _bounds(dx, dy, tb, alpha)
+                value[a:b] = ((lower + upper) / 2).numpy()
+            else:
+                value[a:b] = _forman(dx, dy, tb).numpy()
+        del deg_row, deg_col, t
     profile = node_profile_host(HostCSR(indptr, cols, rows.weight, rows.loops),
                                 np.ascontiguousarray(value, dtype=np.float64), stats)
     info.update(values_sent=traffic.values, bytes_sent=traffic.bytes)
@@ -348,77 +358,83 @@ def _triangles(rows: LocalRows, request: _RowRequest, halo: np.ndarray, round_en
     """The common neighbours ``t_xy`` of every own entry ``(x, y)``, the halo's rows
     received in rounds (collective).
 
-    On the 1-hop ball ``B1`` (compact ids ascending with the global ones), a CSR holds the
-    own rows and, in round ``c``, the halo rows of that round restricted to ``B1``;
+    On the 1-hop ball ``B1`` in extended ids (:func:`~.partition.extended_columns`: the own
+    rows first, then the halo), a CSR holds the own rows and, in round ``c``, the halo rows
+    of that round restricted to ``B1``;
     :func:`~graphpe.ops.curvature.compiled.edge_triangles_host` counts the own rows'
     entries first (those to own nodes are whole: the halo rows are empty then), then each
     round's halo rows, whose entries ``(y, x)`` to own nodes give ``t_xy = |N(y) & N(x)|``
     (``N(x)`` lies in ``B1``). A rank holds its rows and one round's."""
     part = rows.partition
-    lo, hi = part.lo, part.hi
+    lo, hi, own, n = part.lo, part.hi, part.rows, part.num_nodes
     indptr = np.ascontiguousarray(rows.indptr, dtype=np.int64)
     cols = np.ascontiguousarray(rows.indices, dtype=np.int64)
-    ball = np.union1d(np.arange(lo, hi, dtype=np.int64), halo)
-    size = ball.size
-    first = int(np.searchsorted(ball, lo))  # the own rows: a run of compact ids from here
-    own = np.arange(first, first + hi - lo, dtype=np.int64)
-    own_cols = np.searchsorted(ball, cols)
-    deg_own = np.diff(indptr)
-    # an own entry (x, y) is key x * |B1| + y, ascending in the rows' order
-    keys = np.repeat(own, deg_own) * size + own_cols
-    lengths = np.zeros(size, dtype=np.int64)
-    lengths[own] = deg_own
-    t = edge_triangles_host(np.concatenate([[0], np.cumsum(lengths)]), own_cols, own)
-    per_peer = max(1, round_entries // max(1, part.world - 1))
+    nnz = cols.size
     off = request.offsets
+    per_peer = max(1, round_entries // max(1, part.world - 1))
     mine = [_round_of(request.lengths[off[p] : off[p + 1]], per_peer)
             for p in range(part.world)]
-    own_lengths = np.diff(indptr)
-    served = [_round_of(own_lengths[a], per_peer) for a in request.asked]
+    served = [_round_of(np.diff(indptr)[a], per_peer) for a in request.asked]
     rounds = max([int(r[-1]) + 1 for r in mine + served if r.size], default=0)
     rounds = _all_reduce_int([rounds], group, dist.ReduceOp.MAX)[0]
-    held = int(cols.size)
+    in_round = np.concatenate(mine) if mine else np.zeros(0, np.int64)  # of each halo row
+    largest = int(np.bincount(in_round, weights=request.lengths, minlength=1).max()) \
+        if in_round.size else 0
+    # the CSR's columns: the own rows' (whole, written once), then a round's rows'
+    columns = np.empty(nnz + largest, dtype=np.int64)
+    columns[:nnz] = extended_columns(rows, halo)
+    b_indptr = np.full(own + halo.size + 1, nnz, dtype=np.int64)
+    b_indptr[: own + 1] = indptr
+    t = edge_triangles_host(b_indptr, columns[:nnz], np.arange(own, dtype=np.int64))
+    # an own entry (x, y) is key (x - lo) n + y, ascending in the rows' order
+    keys = np.repeat(np.arange(own, dtype=np.int64) * n, np.diff(indptr)) + cols
+    counts = np.zeros(halo.size, dtype=np.int64)  # a round's rows' entries in B1
+    held = nnz
     for c in range(rounds):
         send = [torch.from_numpy(_gather_rows(indptr, cols, a[r == c])[1])
                 for a, r in zip(request.asked, served, strict=True)]
-        wanted = [(halo[off[p] : off[p + 1]][mine[p] == c],
-                   request.lengths[off[p] : off[p + 1]][mine[p] == c])
-                  for p in range(part.world)]
-        recv = [torch.empty(int(w[1].sum()), dtype=torch.int64) for w in wanted]
-        got = _swap(send, recv, part, group, traffic)
-        nodes = np.concatenate([w[0] for w in wanted])
-        if not nodes.size:
-            continue
-        entries = torch.cat(got).numpy()
-        halo_rows = np.searchsorted(ball, nodes)  # ascending
-        pos = np.searchsorted(ball, entries)
-        inside = pos < size
-        inside[inside] = ball[pos[inside]] == entries[inside]
-        kept = np.bincount(np.repeat(np.arange(nodes.size), np.concatenate(
-            [w[1] for w in wanted]))[inside], minlength=nodes.size)
-        # the CSR of the own rows and this round's: rows in compact order, the halo rows
-        # below the own run first
-        lengths[halo_rows] = kept
-        below = int(np.searchsorted(halo_rows, first))
-        split = int(kept[:below].sum())
-        halo_cols = pos[inside]
-        b_indices = np.concatenate([halo_cols[:split], own_cols, halo_cols[split:]])
-        b_indptr = np.concatenate([[0], np.cumsum(lengths)])
-        held = max(held, int(b_indices.size))
-        tri = edge_triangles_host(b_indptr, b_indices, halo_rows)
-        lengths[halo_rows] = 0
+        now = np.flatnonzero(in_round == c)  # this round's halo rows (ascending)
+        lengths = request.lengths[now]
+        entries = np.empty(int(lengths.sum()), dtype=np.int64)
+        ends = np.concatenate([[0], np.cumsum(np.bincount(
+            np.searchsorted(off, now, side="right") - 1, weights=lengths,
+            minlength=part.world).astype(np.int64))])
+        _swap(send, [torch.from_numpy(entries[ends[p] : ends[p + 1]])
+                     for p in range(part.world)], part, group, traffic)
+        del send
+        # the entries in B1, in extended ids; each row's count of them
+        inside = (entries >= lo) & (entries < hi)
+        ext = np.where(inside, entries - lo, 0)
+        place = np.searchsorted(halo, entries[~inside])
+        found = place < halo.size
+        found[found] = halo[place[found]] == entries[~inside][found]
+        ext[~inside] = own + np.where(found, place, 0)
+        inside[~inside] = found
+        del entries, place, found
+        kept = np.diff(np.concatenate([[0], np.cumsum(inside)])[
+            np.concatenate([[0], np.cumsum(lengths)])])
+        k = int(kept.sum())
+        columns[nnz : nnz + k] = ext[inside]
+        del ext, inside
+        counts[now] = kept
+        b_indptr[own + 1 :] = nnz + np.cumsum(counts)
+        counts[now] = 0
+        held = max(held, nnz + k)
+        tri = edge_triangles_host(b_indptr, columns[: nnz + k], own + now)
         # a halo row's entries (y, x) to own nodes: t_xy
-        y, x = np.repeat(halo_rows, kept), halo_cols
-        value = np.concatenate([tri[:split], tri[split + own_cols.size :]])
-        to_own = (x >= first) & (x < first + hi - lo)
-        want = x[to_own] * size + y[to_own]
+        halo_columns = columns[nnz : nnz + k]
+        to_own = halo_columns < own
+        per_row = np.diff(np.concatenate([[0], np.cumsum(to_own)])[
+            np.concatenate([[0], np.cumsum(kept)])])
+        want = halo_columns[to_own] * n + np.repeat(halo[now], per_row)
         where = np.searchsorted(keys, want)
         if np.any(keys[np.minimum(where, keys.size - 1)] != want):  # pragma: no cover
             raise AssertionError("a halo row names an own node whose row lacks it: the rows "
                                  "are not symmetric")
-        t[where] = value[to_own]
-    info.update(rows_fetched=int(halo.size), ball_nodes=int(size), ball_entries=held,
-                fetch_rounds=rounds)
+        t[where] = tri[nnz:][to_own]
+        del tri, to_own, want, where
+    info.update(rows_fetched=int(halo.size), ball_nodes=int(own + halo.size),
+                ball_entries=held, fetch_rounds=rounds)
     return t
 
 

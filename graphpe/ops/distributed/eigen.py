@@ -71,7 +71,7 @@ def laplacian_operator(rows: LocalRows, exchange: HaloExchange,
     dis_ext = halo_values(exchange, dis)
     from graphpe.ops.distributed.partition import extended_columns
 
-    cols = extended_columns(rows, exchange)
+    cols = extended_columns(rows, exchange.halo)
     row = np.repeat(np.arange(rows.rows), np.diff(rows.indptr))
     off = -dis[row] * rows.weight * dis_ext[cols]
     return DistributedOperator(rows, exchange, off, (deg > 0).astype(np.float64)), deg

@@ -247,13 +247,15 @@ def halo_exchange(rows: LocalRows, group: dist.ProcessGroup | None = None) -> Ha
     return HaloExchange(part, halo, recv_counts.tolist(), send_rows, group)
 
 
-def extended_columns(rows: LocalRows, exchange: HaloExchange) -> np.ndarray:
+def extended_columns(rows: LocalRows, halo: np.ndarray) -> np.ndarray:
     """The column of each stored entry in the rank's extended vector ``[own rows, halo]``:
-    ``c - lo`` for an own column ``c``, ``rows + (c's place in the halo)`` otherwise."""
+    ``c - lo`` for an own column ``c``, ``rows + (c's place in the halo)`` otherwise
+    (``halo``: the ascending ids of the other ranks' columns the rows read, e.g.
+    :attr:`HaloExchange.halo`)."""
     part = rows.partition
     own = (rows.indices >= part.lo) & (rows.indices < part.hi)
     out = np.where(own, rows.indices - part.lo, 0)
-    out[~own] = part.rows + np.searchsorted(exchange.halo, rows.indices[~own])
+    out[~own] = part.rows + np.searchsorted(halo, rows.indices[~own])
     return out
 
 
@@ -292,7 +294,7 @@ def connected_labels(rows: LocalRows, exchange: HaloExchange) -> np.ndarray:
     plus one; collective)."""
     part = rows.partition
     labels = np.array(part.input_ids(), dtype=np.int64)
-    ext_cols = extended_columns(rows, exchange)
+    ext_cols = extended_columns(rows, exchange.halo)
     has = np.diff(rows.indptr) > 0
     starts = rows.indptr[:-1][has]
     while True:
@@ -346,7 +348,7 @@ class DistributedOperator:
         self.exchange = exchange
         self.rows = part.rows
         self.width = part.rows + exchange.size
-        self.indptr, self.columns, self.values = indptr, extended_columns(ext, exchange), vals
+        self.indptr, self.columns, self.values = indptr, extended_columns(ext, exchange.halo), vals
         self.dtype = dtype
         self._matrix = self._tensor = None  # built on first use: one copy, not two
         self.products = 0

@@ -91,7 +91,7 @@ def propagation_operator_rows(rows: LocalRows, exchange: HaloExchange, kind: str
     row = np.repeat(np.arange(rows.rows), np.diff(rows.indptr))
     values = scale[row] * rows.weight
     if kind != "rw":
-        values = values * halo_values(exchange, scale)[extended_columns(rows, exchange)]
+        values = values * halo_values(exchange, scale)[extended_columns(rows, exchange.halo)]
     return DistributedOperator(rows, exchange, values, diag, dtype)
 
 

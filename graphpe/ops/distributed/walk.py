@@ -201,7 +201,7 @@ def distributed_sampled_landing_probs(
     inv_deg = np.zeros(rows.rows)
     np.divide(1.0, deg, out=inv_deg, where=deg > 0.0)
     inv_ext = halo_values(exchange, inv_deg)
-    ext_cols = extended_columns(rows, exchange)
+    ext_cols = extended_columns(rows, exchange.halo)
     steps = (walk_length + 1) // 2
     base = np.uint64(_mix(np.uint64(seed % 2**63)))
     estimate = np.zeros((rows.rows, walk_length))

@@ -86,10 +86,13 @@ def _profiles(rank: int, world: int, reordered: bool,
         for c in ROUNDS:  # the halo rows in rounds of a few entries
             out[g, c, "rounds"] = distributed_lcp(rows, **_config(c), round_entries=5,
                                                   group=group)
-        # the default: rounds of the ranks' mean own entries (which differ from rank to rank)
-        floor, curvature_module.MIN_ROUND_ENTRIES = curvature_module.MIN_ROUND_ENTRIES, 1
+        # the default: rounds of the ranks' mean own entries (which differ from rank to
+        # rank); the formulas over blocks of 7 entries
+        floor, block = curvature_module.MIN_ROUND_ENTRIES, curvature_module.FORMULA_BLOCK
+        curvature_module.MIN_ROUND_ENTRIES, curvature_module.FORMULA_BLOCK = 1, 7
         out[g, "afrc", "mean"] = distributed_lcp(rows, "afrc", group=group)
-        curvature_module.MIN_ROUND_ENTRIES = floor
+        out[g, "orc_bounds", "mean"] = distributed_lcp(rows, "orc_bounds", group=group)
+        curvature_module.MIN_ROUND_ENTRIES, curvature_module.FORMULA_BLOCK = floor, block
         try:  # a round's size differs between the ranks: refused on every rank
             distributed_lcp(rows, "afrc", round_entries=5 + rows.partition.rank, group=group)
         except ValueError as error:
@@ -207,6 +210,8 @@ def test_the_halo_rows_in_rounds_give_the_same_profile(ranks, three_ranks, graph
     # the default rounds: each rank's own entries differ, the round size does not
     mean = [r[graph, "afrc", "mean"] for r in ranks]
     assert torch.equal(torch.cat([m[0] for m in mean]), _single(_graph(graph), "afrc"))
+    assert torch.equal(torch.cat([r[graph, "orc_bounds", "mean"][0] for r in ranks]),
+                       _single(_graph(graph), "orc_bounds"))
     assert {m[1]["fetch_rounds"] for m in mean} == {mean[0][1]["fetch_rounds"]}
     assert mean[0][1]["fetch_rounds"] >= 1
     assert [r[graph, "unequal_rounds"] for r in ranks] == [
