@@ -9,8 +9,9 @@ What each curvature of an edge ``x ~ y`` reads (``x`` a rank's own node, ``y`` a
 - ``afrc``, ``4 - d_x - d_y + 3 t_xy``, and ``orc_bounds`` (Jost-Liu lower and triangle upper
   bounds, both from ``d_x``, ``d_y`` and ``t_xy``): the common neighbours
   ``t_xy = |N(x) & N(y)|``, so the rows of ``H``. As ``N(x)`` lies in the 1-hop ball
-  ``B1 = own + H``, a row of ``H`` restricted to ``B1`` has the same intersection with it:
-  the local CSR is ``B1``'s rows restricted to ``B1`` (the degrees kept apart, whole).
+  ``B1 = own + H``, a row of ``H`` restricted to ``B1`` has the same intersection with it.
+  The rows of ``H`` come in rounds (:func:`_triangles`): a local CSR on ``B1`` holds the own
+  rows and one round's rows restricted to ``B1`` (the degrees kept apart, whole).
 - ``orc``, ``1 - W1(m_x, m_y)``: the transport costs between ``supp m_x`` (in ``N[x]``) and
   ``supp m_y`` (in ``N[y]``, within distance 2 of ``x``) are 1 (adjacent), 2 (a common
   neighbour) or 3, read from the rows of ``N[x]`` and ``N[y]``
@@ -22,24 +23,28 @@ What each curvature of an edge ``x ~ y`` reads (``x`` a rank's own node, ``y`` a
   changes only the search, never the cost it finds. Every node of the local CSR has its row,
   so the kernel reads no absent row.
 
-The local CSR numbers the ball's nodes in ascending global id (compact ids increasing with
-the global ones), so every row keeps the single process's order and each transport problem
-is the single process's, entry for entry: the values are the same bit for bit.
+For ``orc`` the local CSR numbers the ball's nodes in ascending global id (compact ids
+increasing with the global ones), so every row keeps the single process's order and each
+transport problem is the single process's, entry for entry: the values are the same bit for
+bit. The triangle counts are integers, whatever the numbering.
 
 Exchanged (point-to-point ``isend``/``irecv``, gloo having no ``all_to_all``; one
 ``all_gather`` of ``world`` counts per request): :func:`fetch_rows` sends each owner the ids
 it wants (``|H|`` int64, then for ``orc`` the ``|B2 \\ B1|`` ids at distance 2), the owner
 returns the rows' lengths (the degrees: all that ``forman`` needs) and then their entries
 (``sum_{z in H} d_z`` int64; for ``orc`` also ``sum_{z in B2 \\ B1} d_z``: whole rows,
-restricted to ``B2`` on arrival). For ``orc`` an edge between two ranks' nodes is solved
+restricted to ``B2`` on arrival; for ``afrc`` and ``orc_bounds`` the entries of ``H``'s rows
+come in rounds of about ``round_entries``, each owner sending the rows of each round both
+ends derive from the rows' lengths). For ``orc`` an edge between two ranks' nodes is solved
 once, by the owner of its lower end where the ends' ids sum to an even number and of its
 upper end otherwise (so boundary edges are shared about evenly), which sends the other end's
 owner its curvature (one float64 per such edge, in an order both sides derive: no counts
 are exchanged). ``forman``, ``afrc`` and ``orc_bounds`` compute a boundary edge on both
 ranks (a few flops, cheaper than a message).
 
-Memory: a rank holds its rows and the fetched rows: for ``afrc`` / ``orc_bounds`` those of
-``B1`` (the triangle kernel counts the halo rows' entries too, and they are dropped); for
+Memory: a rank holds its rows and the fetched rows: for ``afrc`` / ``orc_bounds`` one round
+of ``H``'s rows (about as many entries as its own rows hold, by default), and the formulas
+run over blocks of entries (:data:`FORMULA_BLOCK`), so the memory divides with the ranks; for
 ``orc`` those of ``B2``, which on a small-world graph (social, web, citation graphs:
 diameter ~ log n, hubs) can be most of the graph on every rank, as a hub at distance 2
 brings its whole neighbourhood. ``orc`` suits graphs whose 2-hop balls stay small (meshes,
