@@ -886,3 +886,37 @@ def test_zinc_parity_benchmark_runs_and_resumes(tmp_path, capsys):
     table = runpy.run_path(str(BENCH / "tables.py"), run_name="tables")["zinc_parity_table"](
         summary)
     assert "Speed alone (`python benchmarks/zinc_parity.py --speed 1 --limit 64`" in table
+
+
+def test_distributed_encode_lift_keeps_degrees_and_the_source_spectrum(tmp_path):
+    import numpy as np
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import laplacian
+
+    lifted_graph = bench_module("distributed_encode").lifted_graph
+    rng = np.random.default_rng(0)
+    n = 120
+    row, col = rng.integers(0, n, 500), rng.integers(0, n, 500)  # directed, some loops
+    source = sp.csr_matrix((np.ones(500, np.uint8), (row, col)), shape=(n, n))
+    source.sum_duplicates()
+    source.data[:] = 1
+    (tmp_path / "src").mkdir()
+    sp.save_npz(tmp_path / "src" / "adj_full.npz", source)
+    folder = lifted_graph(tmp_path / "src", 3, tmp_path / "cache")
+    assert folder == tmp_path / "cache" / "arxiv_lift3"
+    lifted = sp.load_npz(folder / "adj_full.npz").tocsr()
+    assert lifted.shape == (3 * n, 3 * n) and lifted.nnz == 3 * source.nnz
+    assert lifted.has_sorted_indices
+
+    def undirected(a):
+        return ((a + a.T) > 0).astype(np.float64).toarray()
+
+    a, b = undirected(source), undirected(lifted)
+    np.testing.assert_array_equal(np.repeat(a.sum(1), 3), b.sum(1))  # node v -> 3v, 3v+1, 3v+2
+    big = np.linalg.eigvalsh(laplacian(b, normed=True))
+    for value in np.linalg.eigvalsh(laplacian(a, normed=True)):
+        assert np.abs(big - value).min() < 1e-10
+    # built once: a second call reads the file
+    stamp = (folder / "adj_full.npz").stat().st_mtime_ns
+    assert lifted_graph(tmp_path / "src", 3, tmp_path / "cache") == folder
+    assert (folder / "adj_full.npz").stat().st_mtime_ns == stamp
