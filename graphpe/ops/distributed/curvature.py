@@ -94,6 +94,7 @@ from graphpe.ops.distributed.partition import (
     RowPartition,
     exchange_blocks,
     extended_columns,
+    extended_ids,
     incoming_counts,
 )
 from graphpe.ops.host import HostCSR
@@ -371,7 +372,7 @@ def _triangles(rows: LocalRows, request: _RowRequest, halo: np.ndarray, round_en
     round's halo rows, whose entries ``(y, x)`` to own nodes give ``t_xy = |N(y) & N(x)|``
     (``N(x)`` lies in ``B1``). A rank holds its rows and one round's."""
     part = rows.partition
-    lo, hi, own, n = part.lo, part.hi, part.rows, part.num_nodes
+    own, n = part.rows, part.num_nodes
     indptr = np.ascontiguousarray(rows.indptr, dtype=np.int64)
     cols = np.ascontiguousarray(rows.indices, dtype=np.int64)
     nnz = cols.size
@@ -379,7 +380,8 @@ def _triangles(rows: LocalRows, request: _RowRequest, halo: np.ndarray, round_en
     per_peer = max(1, round_entries // max(1, part.world - 1))
     mine = [_round_of(request.lengths[off[p] : off[p + 1]], per_peer)
             for p in range(part.world)]
-    served = [_round_of(np.diff(indptr)[a], per_peer) for a in request.asked]
+    degree = np.diff(indptr)
+    served = [_round_of(degree[a], per_peer) for a in request.asked]
     rounds = max([int(r[-1]) + 1 for r in mine + served if r.size], default=0)
     rounds = _all_reduce_int([rounds], group, dist.ReduceOp.MAX)[0]
     in_round = np.concatenate(mine) if mine else np.zeros(0, np.int64)  # of each halo row
@@ -392,7 +394,7 @@ def _triangles(rows: LocalRows, request: _RowRequest, halo: np.ndarray, round_en
     b_indptr[: own + 1] = indptr
     t = edge_triangles_host(b_indptr, columns[:nnz], np.arange(own, dtype=np.int64))
     # an own entry (x, y) is key (x - lo) n + y, ascending in the rows' order
-    keys = np.repeat(np.arange(own, dtype=np.int64) * n, np.diff(indptr)) + cols
+    keys = np.repeat(np.arange(own, dtype=np.int64) * n, degree) + cols
     counts = np.zeros(halo.size, dtype=np.int64)  # a round's rows' entries in B1
     held = nnz
     for c in range(rounds):
@@ -408,14 +410,8 @@ def _triangles(rows: LocalRows, request: _RowRequest, halo: np.ndarray, round_en
                      for p in range(part.world)], part, group, traffic)
         del send
         # the entries in B1, in extended ids; each row's count of them
-        inside = (entries >= lo) & (entries < hi)
-        ext = np.where(inside, entries - lo, 0)
-        place = np.searchsorted(halo, entries[~inside])
-        found = place < halo.size
-        found[found] = halo[place[found]] == entries[~inside][found]
-        ext[~inside] = own + np.where(found, place, 0)
-        inside[~inside] = found
-        del entries, place, found
+        ext, inside = extended_ids(entries, part, halo)
+        del entries
         kept = np.diff(np.concatenate([[0], np.cumsum(inside)])[
             np.concatenate([[0], np.cumsum(lengths)])])
         k = int(kept.sum())

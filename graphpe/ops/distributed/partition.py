@@ -247,16 +247,27 @@ def halo_exchange(rows: LocalRows, group: dist.ProcessGroup | None = None) -> Ha
     return HaloExchange(part, halo, recv_counts.tolist(), send_rows, group)
 
 
+def extended_ids(ids: np.ndarray, partition: RowPartition,
+                 halo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each global id's place in the rank's extended vector ``[own rows, halo]`` (``i - lo``
+    for an own id ``i``, ``rows + (i's place in the ascending halo)`` otherwise), and whether
+    it has one: an id neither the rank's nor in ``halo`` has none (0 there)."""
+    own = (ids >= partition.lo) & (ids < partition.hi)
+    out = np.where(own, ids - partition.lo, 0)
+    other = ids[~own]
+    place = np.searchsorted(halo, other)
+    found = place < halo.size
+    found[found] = halo[place[found]] == other[found]
+    out[~own] = partition.rows + np.where(found, place, 0)
+    own[~own] = found
+    return out, own
+
+
 def extended_columns(rows: LocalRows, halo: np.ndarray) -> np.ndarray:
-    """The column of each stored entry in the rank's extended vector ``[own rows, halo]``:
-    ``c - lo`` for an own column ``c``, ``rows + (c's place in the halo)`` otherwise
-    (``halo``: the ascending ids of the other ranks' columns the rows read, e.g.
-    :attr:`HaloExchange.halo`)."""
-    part = rows.partition
-    own = (rows.indices >= part.lo) & (rows.indices < part.hi)
-    out = np.where(own, rows.indices - part.lo, 0)
-    out[~own] = part.rows + np.searchsorted(halo, rows.indices[~own])
-    return out
+    """The column of each stored entry in the rank's extended vector ``[own rows, halo]``
+    (:func:`extended_ids`; ``halo``: the ascending ids of the other ranks' columns the rows
+    read, e.g. :attr:`HaloExchange.halo`)."""
+    return extended_ids(rows.indices, rows.partition, halo)[0]
 
 
 def all_sum(values: np.ndarray | Tensor, group: dist.ProcessGroup | None = None) -> np.ndarray:
