@@ -26,16 +26,24 @@ from graphpe.datasets.bundle import (
 )
 from graphpe.datasets.exp import EXP, load_exp, read_exp
 from graphpe.datasets.graph_files import is_graph_spec, load_graph_files, read_graph
+from graphpe.datasets.heterophilous import HETEROPHILOUS_NAMES, load_heterophilous
 from graphpe.datasets.lrgb import load_peptides_func, load_peptides_struct
 from graphpe.datasets.lrgb_pyg import LRGB_PYG_NAMES, load_lrgb_pyg
-from graphpe.datasets.metrics import AveragePrecision, FilteredMRR, MacroF1, WeightedAccuracy
+from graphpe.datasets.metrics import (
+    AveragePrecision,
+    BinaryROCAUC,
+    FilteredMRR,
+    MacroF1,
+    WeightedAccuracy,
+)
 from graphpe.datasets.molecules import load_ogb_molecules, load_zinc
 from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, load_ogb_nodes, load_pyg_nodes
 from graphpe.datasets.ogb_graphs import OGBG_OTHER_NAMES, load_ogb_graphs, load_pcqm4mv2
 from graphpe.datasets.planetoid import load_planetoid
 from graphpe.datasets.tu import load_csl, load_tu
 
-__all__ = ["DATASETS", "EXP", "AveragePrecision", "DatasetBundle", "FilteredMRR", "MacroF1",
+__all__ = ["DATASETS", "EXP", "AveragePrecision", "BinaryROCAUC", "DatasetBundle",
+           "FilteredMRR", "MacroF1",
            "WeightedAccuracy", "check_split", "load_dataset", "node_split_masks", "read_exp",
            "read_graph", "require_files", "stratified_split"]
 
@@ -46,7 +54,7 @@ PLANETOID_NAMES = ("Cora", "CiteSeer", "PubMed")
 BENCHMARKS = ("Peptides-func", "Peptides-struct", *LRGB_PYG_NAMES, *BENCHMARK_NAMES,
               "MalNet-Tiny", "PCQM4Mv2", *OGBG_OTHER_NAMES)
 DATASETS = ("ZINC", "CSL", "EXP", *BENCHMARKS, *OGB_NAMES, *TU_NAMES, *PLANETOID_NAMES,
-            *OGBN_NAMES, *PYG_NODE_NAMES)
+            *OGBN_NAMES, *PYG_NODE_NAMES, *HETEROPHILOUS_NAMES)
 
 
 # the names load_dataset takes, as ``graphpe train --help`` lists them
@@ -58,8 +66,10 @@ DATASET_HELP = (
     "(ogbg-molhiv, ogbg-mollipo, ...), any TU dataset by name (MUTAG, PTC_MR, ...); nodes "
     "of one graph: Cora, CiteSeer, PubMed, "
     "ogbn-arxiv, ogbn-products, ogbn-proteins, ogbn-papers100M, Flickr, Reddit, WikiCS, "
-    "Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics, graph:PATH (a graph under "
-    "--root: an .npz adjacency, an edge list or a GraphSAINT folder); or module:function for "
+    "Amazon-Computers, Amazon-Photo, Coauthor-CS, Coauthor-Physics; the heterophilous sets "
+    "of Platonov et al. (ten fixed splits, --splits): Roman-empire, Amazon-ratings, "
+    "Minesweeper, Tolokers, Questions; graph:PATH (a graph under --root: an .npz "
+    "adjacency or split archive, an edge list or a GraphSAINT folder); or module:function for "
     "an own dataset (see examples/own_dataset.py)")
 
 
@@ -88,7 +98,10 @@ def load_dataset(
     (see ``examples/own_dataset.py``).
 
     Node property prediction on one graph (train/val/test the same graph, its
-    ``train_mask`` / ``val_mask`` / ``test_mask`` the split): Cora, CiteSeer, PubMed; OGB's
+    ``train_mask`` / ``val_mask`` / ``test_mask`` the split): Cora, CiteSeer, PubMed; the
+    heterophilous sets of Platonov et al. (Roman-empire, Amazon-ratings, Minesweeper,
+    Tolokers, Questions: ten fixed splits, ``fold`` picking one, ROC-AUC for the binary ones;
+    :mod:`graphpe.datasets.heterophilous`); OGB's
     ``ogbn-arxiv``, ``ogbn-products``, ``ogbn-proteins`` (``node_multilabel``: 112 binary
     tasks, ROC-AUC) and ``ogbn-papers100M`` with the official split and ``Evaluator``
     (:mod:`graphpe.datasets.nodes`); PyG's Flickr, Reddit, WikiCS (their split; WikiCS's
@@ -139,7 +152,8 @@ def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None
     graph_file = is_graph_spec(name, root)
     if split is not None:
         split = check_split(split)
-        if name in LOADERS or name in BENCHMARKS or name.startswith(("ogbg-", "ogbn-")) or (
+        if name in LOADERS or name in BENCHMARKS or name in HETEROPHILOUS_NAMES or \
+                name.startswith(("ogbg-", "ogbn-")) or (
                 ":" in name and not graph_file):
             raise ValueError(f"{name}: split applies to TU datasets and the node sets outside "
                              f"OGB (Cora, Amazon-Photo, graph:PATH, ...); {name} keeps its "
@@ -171,6 +185,8 @@ def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None
         return functools.partial(load_planetoid, name, split=split)
     if name in PYG_NODE_NAMES:
         return functools.partial(load_pyg_nodes, name, split=split)
+    if name in HETEROPHILOUS_NAMES:
+        return functools.partial(load_heterophilous, name)
     if name in LOADERS:
         return LOADERS[name]
     return functools.partial(load_tu, name, split=split)  # any other name is a TU dataset

@@ -4,6 +4,10 @@
 
 - an ``.npz`` sparse adjacency as ``scipy.sparse.save_npz`` writes it (any format; ``A[i, j]``
   nonzero is the edge ``i -> j``; the matrix is square, its size the node count);
+- an ``.npz`` archive in Platonov et al.'s layout (``node_features``, ``node_labels``,
+  ``edges``, ``train_masks``, ``val_masks``, ``test_masks``: the heterophilous sets, their
+  edges made undirected, ``fold`` picking one of the splits;
+  :mod:`graphpe.datasets.heterophilous`);
 - an edge list, any other file (``.gz`` read compressed): two node ids (integers from 0) a
   line, separated by spaces, tabs or a comma, further columns ignored, ``#`` starting a
   comment; the node count is the largest id plus one, duplicates count once;
@@ -39,6 +43,7 @@ from graphpe.datasets.bundle import (
     feature_widths,
     node_split_masks,
 )
+from graphpe.datasets.heterophilous import is_split_archive, read_split_archive, split_bundle
 
 PREFIX = "graph:"
 ROLES = {"tr": "train_mask", "va": "val_mask", "te": "test_mask"}
@@ -57,11 +62,13 @@ def is_graph_spec(name: str, root: Path) -> bool:
 def read_adjacency(path: Path) -> tuple[torch.Tensor, int]:
     """``(edge_index, num_nodes)`` of a ``scipy.sparse.save_npz`` file: one edge ``i -> j`` per
     nonzero ``A[i, j]``, in row order."""
+    import zipfile
+
     import scipy.sparse as sp
 
     try:
         adj = sp.load_npz(path)
-    except (ValueError, KeyError, OSError) as err:
+    except (ValueError, KeyError, OSError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(f"{path}: not a sparse matrix written by scipy.sparse.save_npz "
                          f"({err})") from None
     if adj.shape[0] != adj.shape[1]:
@@ -155,6 +162,12 @@ def load_graph_files(spec: str, root: Path, pre_transform, seed: int = 0, fold: 
             f"{spec}: {path} not found. Place there an .npz adjacency (scipy.sparse.save_npz), "
             "an edge list (two node ids a line, # comments) or a GraphSAINT folder "
             "(adj_full.npz, class_map.json, role.json); graph files have no download")
+    if path.suffix == ".npz" and path.is_file() and is_split_archive(path):
+        if split is not None:
+            raise ValueError(f"{spec}: the archive has its own fixed splits (pick one with "
+                             "fold / --splits); split fractions do not apply")
+        return split_bundle(spec, read_split_archive(path), fold, pre_transform,
+                            extra={"path": str(path)})
     data = read_graph(path)
     labelled = data.get("y") is not None
     if split is not None and not labelled:

@@ -6,6 +6,8 @@
 - :class:`MacroF1`: LRGB's PascalVOC-SP / COCO-SP score (class labels in ``y_pred``).
 - :class:`WeightedAccuracy`: benchmarking-gnns' PATTERN / CLUSTER score (class labels).
 - :class:`FilteredMRR`: LRGB's PCQM-Contact score (a score matrix per graph).
+- :class:`BinaryROCAUC`: the area under the ROC curve of one binary target (the
+  heterophilous benchmarks' Minesweeper, Tolokers, Questions; scores in ``y_pred``).
 
 The class-label evaluators set ``takes_labels``: the training loop hands them the arg-max of the
 model's scores, as it does OGB's ``acc`` evaluators (OGB's convention for multi-class tasks).
@@ -44,6 +46,43 @@ class AveragePrecision:
             raise ValueError("average precision needs a class with both positive and negative "
                              "graphs")
         return {"ap": float(np.mean(scores))}
+
+
+class BinaryROCAUC:
+    r"""The area under the ROC curve of one binary target, as Platonov et al. score
+    Minesweeper, Tolokers and Questions (scikit-learn's ``roc_auc_score``): the probability
+    that a positive outranks a negative, ties counting one half,
+
+    .. math:: \mathrm{AUC} = \frac{R_+ - n_+ (n_+ + 1) / 2}{n_+ \, n_-},
+
+    with :math:`R_+` the sum of the positives' ranks among all scores (tied scores sharing
+    their mean rank) and :math:`n_+`, :math:`n_-` the positives and negatives (the
+    Mann-Whitney statistic). ``y_pred`` holds one score per node (any monotone function of
+    the probability: a logit), ``[n]`` or ``[n, 1]``; ``y_true`` its 0/1 label. Labels of one
+    class only have no ROC curve: a ``ValueError``."""
+
+    eval_metric = "rocauc"
+
+    def eval(self, input_dict: dict[str, Any]) -> dict[str, float]:
+        from scipy.stats import rankdata
+
+        y_true = np.asarray(input_dict["y_true"]).reshape(-1)
+        y_pred = np.asarray(input_dict["y_pred"], dtype=np.float64)
+        if y_pred.ndim == 2 and y_pred.shape[1] != 1 or y_pred.size != y_true.size:
+            raise ValueError(f"ROC-AUC takes one score per label ([n] or [n, 1]), got y_pred "
+                             f"{y_pred.shape} for {y_true.size} labels")
+        if not np.isin(y_true, (0, 1)).all():
+            raise ValueError("ROC-AUC scores a binary target: y_true must be 0 or 1, got "
+                             f"{np.unique(y_true)[:5].tolist()}")
+        positive = y_true == 1
+        n_pos = int(positive.sum())
+        n_neg = y_true.size - n_pos
+        if n_pos == 0 or n_neg == 0:
+            raise ValueError(f"ROC-AUC needs both classes among the labels, got {y_true.size} "
+                             f"labels all {int(y_true[0]) if y_true.size else 'absent'}")
+        ranks = rankdata(y_pred.reshape(-1))  # ties: their mean rank
+        auc = (ranks[positive].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+        return {"rocauc": float(auc)}
 
 
 def _labels(input_dict: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:

@@ -155,6 +155,7 @@ def load_pyg_nodes(name: str, root: Path, pre_transform, seed: int = 0, fold: in
     else:
         masks = (data.train_mask, data.val_mask, data.test_mask)
     graph = with_masks(ds, masks)
+    splits = {"splits": WIKICS_SPLITS} if name == "WikiCS" and split is None else {}
     return DatasetBundle(name, graph, graph, graph, task="node_classification",
                          metric="accuracy", out_dim=int(data.y.max()) + 1,
-                         **feature_widths(data.x), extra={"dataset": ds})
+                         **feature_widths(data.x), extra={"dataset": ds, **splits})
