@@ -15,7 +15,7 @@ from graphpe.ops import message
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import index_range
 from graphpe.ops.host import use_host_kernels
-from graphpe.ops.spmm import gcn_operator, operator_product
+from graphpe.ops.spmm import gcn_operator, mean_operator, operator_product
 
 
 class _GINEAggregate(torch.autograd.Function):
@@ -400,25 +400,42 @@ GCN_OPERATORS_KEPT = 4
 _gcn_operators: OrderedDict[int, tuple] = OrderedDict()
 
 
-def _cached_gcn_operator(edge_index: Tensor, num_nodes: int,
-                         dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-    """:func:`graphpe.ops.spmm.gcn_operator` of ``edge_index``, kept for the same tensor
-    object (unchanged since: its version counter) so that every layer, epoch and evaluation of
-    a full-graph run builds it once."""
-    key = id(edge_index)
+#: the propagation operators of :func:`propagate`: name -> its builder in graphpe.ops.spmm
+OPERATORS = {"gcn": gcn_operator, "mean": mean_operator}
+
+
+def _cached_gcn_operator(edge_index: Tensor, num_nodes: int, dtype: torch.dtype,
+                         kind: str = "gcn") -> tuple[Tensor, Tensor]:
+    """The operator ``OPERATORS[kind]`` of ``edge_index`` (GCN's by default), kept for the
+    same tensor object (unchanged since: its version counter) so that every layer, epoch and
+    evaluation of a full-graph run builds it once."""
+    key = (id(edge_index), kind)
     entry = _gcn_operators.get(key)
     if entry is not None:
-        ref, version, nodes, kind, operators = entry
+        ref, version, nodes, kind_dtype, operators = entry
         if ref() is edge_index and version == edge_index._version and nodes == num_nodes \
-                and kind == dtype:
+                and kind_dtype == dtype:
             _gcn_operators.move_to_end(key)
             return operators
-    operators = gcn_operator(edge_index, num_nodes, dtype)
+    operators = OPERATORS[kind](edge_index, num_nodes, dtype)
     _gcn_operators[key] = (weakref.ref(edge_index), edge_index._version, num_nodes, dtype,
                            operators)
     while len(_gcn_operators) > GCN_OPERATORS_KEPT:
         _gcn_operators.popitem(last=False)
     return operators
+
+
+def propagate(h: Tensor, edge_index: Tensor, kind: str = "gcn") -> Tensor:
+    """``P h`` for the propagation operator ``P`` named by ``kind``: ``"gcn"``, GCN's
+    ``D^-1/2 (A + I) D^-1/2`` (PyG's ``gcn_norm``, self loops added where missing), or
+    ``"mean"``, the mean over in-neighbours. One sparse product with the operator built once
+    per ``edge_index`` tensor (:func:`graphpe.ops.spmm.gcn_operator`,
+    :func:`~graphpe.ops.spmm.mean_operator`); its gradient is the product with ``P^T``."""
+    if kind not in OPERATORS:
+        raise ValueError(f"kind must be one of {tuple(OPERATORS)}, got {kind!r}")
+    dtype = h.dtype if h.dtype in (torch.float32, torch.float64) else torch.float32
+    operator, transpose = _cached_gcn_operator(edge_index, h.size(0), dtype, kind)
+    return operator_product(operator, transpose, h.to(dtype)).to(h.dtype)
 
 
 def gcn_conv(conv: nn.Module, h: Tensor, edge_index: Tensor) -> Tensor:

@@ -13,20 +13,24 @@ the transforms, so data and model always agree.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from graphpe.encodings import GATE, PAIR, encodings, from_model_config
-from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel
+from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel, ResidualGNN
 from graphpe.nn.scalable import Polynormer, SGFormer
 from graphpe.nn.transformers import GPS, GRIT, Graphormer
 
 # build_model's "model" names
 MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "sage": SAGE, "gin": GIN,
           "gatedgcn": GatedGCN, "graphormer": Graphormer, "sgformer": SGFormer,
-          "polynormer": Polynormer}
+          "polynormer": Polynormer,
+          # Platonov et al.'s residual GNNs (the heterophilous benchmarks' baselines)
+          **{f"res-{module}": functools.partial(ResidualGNN, module=module)
+             for module in ("gcn", "sage", "gat", "gat-sep")}}
 
 # models that read a pairwise encoding, and those whose messages PEG can gate
 PAIR_MODELS = ("gps", "grit", "graphormer")
@@ -37,7 +41,9 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     """Build a model from a small config (see the module docstring).
 
     ``model`` is ``gine`` (:class:`~graphpe.nn.GINE`, the default), ``gps``, ``grit``,
-    ``gcn``, ``sage`` (GraphSAGE), ``gin``, ``gatedgcn``, ``graphormer``, or for node
+    ``gcn``, ``sage`` (GraphSAGE), ``gin``, ``gatedgcn``, ``graphormer``, ``res-gcn``,
+    ``res-sage``, ``res-gat``, ``res-gat-sep`` (:class:`~graphpe.nn.models.ResidualGNN`,
+    Platonov et al.'s residual GNNs with LayerNorm), or for node
     classification on large graphs ``sgformer`` or ``polynormer`` (:mod:`graphpe.nn.scalable`;
     ``layers`` counts their message-passing layers); ``channels`` (64), ``layers`` (4) and
     ``out_dim`` (1) are its first arguments; ``pe`` and ``pair`` give the encoders, each node

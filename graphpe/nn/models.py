@@ -1,5 +1,6 @@
 """The models over a :class:`PEGraphModel` body: input embeddings, PE encoders, a stack of
-message-passing layers and a head (GINE, GatedGCN, GCN, GraphSAGE, GIN). The graph
+message-passing layers and a head (GINE, GatedGCN, GCN, GraphSAGE, GIN, and the residual
+GNNs of the heterophilous benchmarks). The graph
 transformers (GPS, GRIT, Graphormer) are in :mod:`graphpe.nn.transformers`."""
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from torch_geometric.nn import (
     global_mean_pool,
 )
 
+from graphpe.layers.attention import weight_dropout
 from graphpe.layers.common import mlp
 from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, gcn_conv, pe_distances
 from graphpe.layers.encoders import FeatureInput, parameter_dtype
 from graphpe.layers.fused_gine import fused_gine_layer
 from graphpe.layers.layer_maths import gine_layer
+from graphpe.layers.residual import ResidualBlock
 from graphpe.ops.checks import check_positive_int
 
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
@@ -302,17 +305,21 @@ class GCN(PEGraphModel):
               H W + b)\big), \qquad \hat D = \mathrm{diag}\big((A + I) \mathbf{1}\big),
 
     (PyG's ``GCNConv``: self loops added, symmetric normalization), then pooling (``pool``,
-    e.g. ``mean`` as in the paper) for graph tasks and an MLP head. No residuals and no norms,
-    as in the paper's code. GCN has no edge term: ``edge_vocab`` / ``edge_dim`` are accepted
-    (so a :class:`~graphpe.datasets.DatasetBundle`'s ``model_kwargs()`` can be passed as is)
-    and ignored. See :class:`PEGraphModel` for the other arguments (PE encoders included).
+    e.g. ``mean`` as in the paper) for graph tasks and an MLP head. No residuals and no norms by
+    default, as in the paper's code; ``residual=True`` adds a linear skip inside each layer and
+    ``norm`` a normalization before the ReLU, ``H' = Dropout(ReLU(Norm(conv(H) + H W_s)))``: the
+    tuned classic GNNs of Luo et al. ("Classic GNNs are strong baselines", NeurIPS 2024). GCN
+    has no edge term: ``edge_vocab`` / ``edge_dim`` are accepted (so a
+    :class:`~graphpe.datasets.DatasetBundle`'s ``model_kwargs()`` can be passed as is) and
+    ignored. See :class:`PEGraphModel` for the other arguments (PE encoders included).
     """
 
     def __init__(self, channels: int = 64, num_layers: int = 4, out_dim: int = 1,
-                 **kwargs: Any) -> None:
+                 residual: bool = False, norm: str | None = None, **kwargs: Any) -> None:
         kwargs.update(edge_vocab=None, edge_dim=None)
         super().__init__(channels, num_layers, out_dim, **kwargs)
         self.convs = nn.ModuleList(GCNConv(channels, channels) for _ in range(num_layers))
+        _build_skips_and_norms(self, residual, norm, num_layers)
 
     def layers_forward(self, h, batch, edge_attr, pe):
         return _plain_stack(self, h, batch, pe)
@@ -328,18 +335,62 @@ class SAGE(PEGraphModel):
 
     (PyG's ``SAGEConv`` with the mean aggregation; ``N(i)`` the in-neighbours, so on a
     sampled batch the sampled ones), then pooling (``pool``) for graph tasks and an MLP head.
-    No residuals and no norms, as :class:`GCN`. GraphSAGE has no edge term: ``edge_vocab`` /
-    ``edge_dim`` are accepted and ignored. See :class:`PEGraphModel` for the other arguments.
+    No residuals and no norms by default; ``residual`` and ``norm`` as :class:`GCN`'s.
+    GraphSAGE has no edge term: ``edge_vocab`` / ``edge_dim`` are accepted and ignored. See
+    :class:`PEGraphModel` for the other arguments.
     """
 
     def __init__(self, channels: int = 64, num_layers: int = 4, out_dim: int = 1,
-                 **kwargs: Any) -> None:
+                 residual: bool = False, norm: str | None = None, **kwargs: Any) -> None:
         kwargs.update(edge_vocab=None, edge_dim=None)
         super().__init__(channels, num_layers, out_dim, **kwargs)
         self.convs = nn.ModuleList(SAGEConv(channels, channels) for _ in range(num_layers))
+        _build_skips_and_norms(self, residual, norm, num_layers)
 
     def layers_forward(self, h, batch, edge_attr, pe):
         return _plain_stack(self, h, batch, pe)
+
+
+class ResidualGNN(PEGraphModel):
+    r"""The residual GNNs of Platonov et al. ("A critical look at the evaluation of GNNs under
+    heterophily: are we really making progress?", ICLR 2023; their ``model.py``), which with
+    skip connections and LayerNorm match or beat the heterophily-specific models: the input
+    map (the node embedding, with the encodings per ``pe_combine``), then
+
+    .. math:: h \leftarrow \mathrm{GELU}(\mathrm{Dropout}(h)), \qquad
+              h \leftarrow h + M_\ell(\mathrm{LayerNorm}(h)) \quad (\ell = 1 \dots L),
+
+    a final LayerNorm and a linear head (``head_hidden=()``; give widths for an MLP). The
+    module :math:`M` is GCN's, GraphSAGE's, GAT's or GAT-sep's propagation followed by a
+    feed-forward network (:class:`~graphpe.layers.residual.ResidualBlock`). The paper trains
+    them with 5 layers, 512 channels, dropout 0.2, AdamW at lr 3e-5 without weight decay, 1,000
+    full-batch steps (``configs/heterophilous_*.toml``). No edge features:
+    ``edge_vocab`` / ``edge_dim`` are accepted and ignored.
+
+    Args:
+        channels / num_layers / out_dim: width, residual blocks, outputs.
+        module: ``gcn``, ``sage``, ``gat`` or ``gat-sep``.
+        heads: attention heads of ``gat`` / ``gat-sep`` (default 8, as the paper).
+        hidden_multiplier: the feed-forward's hidden width over ``channels`` (1).
+        **kwargs: :class:`PEGraphModel`'s (``dropout``, PE encoders, ...).
+    """
+
+    def __init__(self, channels: int = 64, num_layers: int = 5, out_dim: int = 1,
+                 module: str = "gcn", heads: int = 8, hidden_multiplier: float = 1.0,
+                 **kwargs: Any) -> None:
+        kwargs.update(edge_vocab=None, edge_dim=None)
+        kwargs.setdefault("head_hidden", ())
+        super().__init__(channels, num_layers, out_dim, **kwargs)
+        self.blocks = nn.ModuleList(
+            ResidualBlock(channels, module, self.dropout, hidden_multiplier, heads)
+            for _ in range(num_layers))
+        self.output_norm = nn.LayerNorm(channels)
+
+    def layers_forward(self, h, batch, edge_attr, pe):
+        h = F.gelu(weight_dropout(h, self.dropout, self.training))
+        for i, block in enumerate(self.blocks):
+            h = block(self.reinjected(h, pe, i), batch.edge_index)
+        return self.output_norm(h)
 
 
 class GIN(PEGraphModel):
@@ -374,14 +425,37 @@ class GIN(PEGraphModel):
         return _plain_stack(self, h, batch, pe)
 
 
+#: the ``norm`` choices of :class:`GCN` and :class:`SAGE`
+NORMS = {"batch": nn.BatchNorm1d, "layer": nn.LayerNorm}
+
+
+def _build_skips_and_norms(model: PEGraphModel, residual: bool, norm: str | None,
+                           num_layers: int) -> None:
+    """``model.skips`` (a Linear per layer, ``residual``) and ``model.norms`` (``norm``'s
+    module per layer), each None when not asked for."""
+    if norm is not None and norm not in NORMS:
+        raise ValueError(f"norm must be one of {tuple(NORMS)} or None, got {norm!r}")
+    width = model.channels
+    model.skips = nn.ModuleList(nn.Linear(width, width) for _ in range(num_layers)) \
+        if residual else None
+    model.norms = nn.ModuleList(NORMS[norm](width) for _ in range(num_layers)) \
+        if norm is not None else None
+
+
 def _plain_stack(model: PEGraphModel, h: Tensor, batch, pe: Tensor | None) -> Tensor:
     """The layers of :class:`GCN`, :class:`SAGE` and :class:`GIN`:
     ``h = Dropout(ReLU(conv(h)))`` per layer, no residual (the LCP paper's baselines), with the
-    PE re-injected first if asked."""
+    PE re-injected first if asked; with ``skips`` / ``norms`` (GCN's and SAGE's ``residual`` and
+    ``norm``), ``h = Dropout(ReLU(Norm(conv(h) + skip(h))))``."""
+    skips, norms = getattr(model, "skips", None), getattr(model, "norms", None)
     for i, conv in enumerate(model.convs):
         h = model.reinjected(h, pe, i)
-        h = F.dropout(F.relu(gcn_conv(conv, h, batch.edge_index)), model.dropout,
-                      model.training)
+        out = gcn_conv(conv, h, batch.edge_index)
+        if skips is not None:
+            out = out + skips[i](h)
+        if norms is not None:
+            out = norms[i](out)
+        h = F.dropout(F.relu(out), model.dropout, model.training)
     return h
 
 

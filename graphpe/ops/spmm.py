@@ -28,7 +28,24 @@ def gcn_operator(edge_index: Tensor, num_nodes: int,
 
     loops, weight = gcn_norm(edge_index, None, num_nodes, improved=False, add_self_loops=True,
                              dtype=dtype)
-    src, dst = loops
+    return _operator_pair(loops[0], loops[1], weight, num_nodes)
+
+
+def mean_operator(edge_index: Tensor, num_nodes: int,
+                  dtype: torch.dtype = torch.float32) -> tuple[Tensor, Tensor]:
+    """``(M, M^T)`` of the mean over in-neighbours, ``M[i, j] = (edges j -> i) / (in-edges
+    of i)`` (PyG's ``aggr="mean"``, SAGEConv's and DGL's ``copy_u_mean``; a node without
+    in-edges gets zeros), both sparse CSR on ``edge_index``'s device."""
+    src, dst = edge_index
+    degree = torch.zeros(num_nodes, dtype=dtype, device=edge_index.device)
+    degree.index_add_(0, dst, torch.ones(dst.numel(), dtype=dtype, device=dst.device))
+    return _operator_pair(src, dst, degree[dst].reciprocal(), num_nodes)
+
+
+def _operator_pair(src: Tensor, dst: Tensor, weight: Tensor,
+                   num_nodes: int) -> tuple[Tensor, Tensor]:
+    """The operator with ``weight`` at ``[dst, src]`` (duplicates summed) and its transpose,
+    both sparse CSR."""
     with warnings.catch_warnings():  # (torch's notes that sparse CSR is in beta)
         warnings.filterwarnings("ignore", message="Sparse CSR tensor support is in beta")
         warnings.filterwarnings("ignore", message="Sparse invariant checks")

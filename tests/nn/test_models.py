@@ -300,7 +300,8 @@ def test_gin_matches_pyg_ginconv_stack():
 def test_unknown_model_name_is_refused():
     with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'grit', "
                                          r"'gcn', 'sage', 'gin', 'gatedgcn', 'graphormer', "
-                                         r"'sgformer', 'polynormer'\), got 'gat'"):
+                                         r"'sgformer', 'polynormer', 'res-gcn', 'res-sage', "
+                                         r"'res-gat', 'res-gat-sep'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 
@@ -454,3 +455,50 @@ def test_gps_builds_no_parameters_its_layers_never_read_and_old_checkpoints_stil
     no_mpnn.load_state_dict(state)
     with pytest.raises(RuntimeError, match="Unexpected key"):  # anything else is still strict
         no_mpnn.load_state_dict({**state, "layers.0.surprise": torch.zeros(1)})
+
+
+@pytest.mark.parametrize("module", ["gcn", "sage", "gat-sep"])
+def test_residual_gnn_is_platonov_et_als_model(module):
+    """Input map, Dropout, GELU, the residual blocks, LayerNorm, a linear head (their
+    model.py), with their parameter count: one Linear(F, d), per block a LayerNorm and the
+    feed-forward (its input twice as wide for sage / gat-sep), a LayerNorm, Linear(d, 1)."""
+    torch.manual_seed(0)
+    n, features, dim, layers = 30, 7, 16, 3
+    ei = torch.randint(0, n, (2, 90))
+    batch = Data(x=torch.randn(n, features), edge_index=ei, num_nodes=n)
+    model = build_model({"model": f"res-{module}", "channels": dim, "layers": layers,
+                         "out_dim": 1, "task": "node_classification", "node_dim": features,
+                         "dropout": 0.2, "heads": 4}).eval()
+    h = torch.nn.functional.gelu(model.node_input(batch.x))
+    for block in model.blocks:
+        h = block(h, ei)
+    assert torch.allclose(model(batch), model.head(model.output_norm(h)), atol=1e-6)
+    wide = 2 if module in ("sage", "gat-sep") else 1
+    attention = dim * dim + dim + 2 * dim * 4 + 4 if module == "gat-sep" else 0
+    per_block = 2 * dim + (wide * dim * dim + dim) + (dim * dim + dim) + attention
+    expected = (features * dim + dim) + layers * per_block + 2 * dim + (dim + 1)
+    assert sum(p.numel() for p in model.parameters()) == expected
+    assert len(model.head) == 1  # a linear head, as theirs
+
+
+@pytest.mark.parametrize("model_name", ["gcn", "sage"])
+def test_classic_gnn_with_skip_and_norm_is_luo_et_als_layer(model_name):
+    """residual + norm: h' = Dropout(ReLU(Norm(conv(h) + W_s h))) in every layer (Luo et al.'s
+    tuned classic GNNs), a linear head with head_hidden=()."""
+    torch.manual_seed(0)
+    n = 25
+    ei = torch.randint(0, n, (2, 80))
+    batch = Batch.from_data_list([Data(x=torch.randn(n, 3), edge_index=ei, num_nodes=n)])
+    model = build_model({"model": model_name, "channels": 8, "layers": 3, "out_dim": 2,
+                         "task": "node_classification", "node_dim": 3, "residual": True,
+                         "norm": "batch", "head_hidden": ()}).eval()
+    h = model.node_input(batch.x)
+    for conv, skip, norm in zip(model.convs, model.skips, model.norms, strict=True):
+        h = torch.relu(norm(conv(h, ei) + skip(h)))
+    assert torch.allclose(model(batch), model.head(h), atol=1e-5)
+    plain = build_model({"model": model_name, "channels": 8, "layers": 3, "out_dim": 2,
+                         "task": "node_classification", "node_dim": 3})
+    assert plain.skips is None and plain.norms is None
+    with pytest.raises(ValueError, match=r"norm must be one of \('batch', 'layer'\) or None"):
+        build_model({"model": model_name, "channels": 8, "layers": 1, "out_dim": 1,
+                     "task": "node_classification", "node_dim": 3, "norm": "group"})

@@ -1,0 +1,112 @@
+r"""The residual blocks of Platonov et al.'s baselines ("A critical look at the evaluation of
+GNNs under heterophily", ICLR 2023; their ``modules.py``, MIT licence): each block is
+
+.. math:: h \leftarrow h + M\big(\mathrm{LayerNorm}(h)\big),
+
+where the module :math:`M` propagates over the graph, then applies a feed-forward network
+:math:`\mathrm{FFN}(z) = \mathrm{Dropout}(W_2\, \mathrm{GELU}(\mathrm{Dropout}(W_1 z)))`:
+
+- ``gcn``: :math:`M(h) = \mathrm{FFN}(\hat D^{-1/2} (A + I) \hat D^{-1/2} h)` (self loops
+  added, symmetric normalization);
+- ``sage``: :math:`M(h) = \mathrm{FFN}([h \,\|\, \mathrm{mean}_{j \in N(i)} h_j])`, the
+  ego and neighbour states kept apart (the ``-sep`` idea);
+- ``gat``: GAT's attention over the in-neighbours and the node itself,
+  :math:`\alpha_{ij} = \mathrm{softmax}_j\, \mathrm{LeakyReLU}_{0.2}(a^\top W h_j + b^\top W
+  h_i)` per head, :math:`M(h) = \mathrm{FFN}(\sum_j \alpha_{ij} W h_j)`;
+- ``gat-sep``: the same attention over the in-neighbours only, the ego state concatenated,
+  :math:`M(h) = \mathrm{FFN}([W h_i \,\|\, \sum_{j \in N(i)} \alpha_{ij} W h_j])`.
+
+The heads of ``gat`` split the channels as the paper's code does: channel ``c`` belongs to
+head ``c mod heads``.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, softmax
+
+from graphpe.layers.attention import weight_dropout
+from graphpe.layers.conv import propagate
+from graphpe.ops.checks import check_positive_int
+
+#: the modules a :class:`ResidualBlock` can hold
+RESIDUAL_MODULES = ("gcn", "sage", "gat", "gat-sep")
+
+
+class FeedForward(nn.Module):
+    r"""``Dropout(W_2 GELU(Dropout(W_1 z)))`` from ``input_multiplier * dim`` through
+    ``hidden_multiplier * dim`` back to ``dim`` (the paper's ``FeedForwardModule``)."""
+
+    def __init__(self, dim: int, dropout: float = 0.0, hidden_multiplier: float = 1.0,
+                 input_multiplier: int = 1) -> None:
+        super().__init__()
+        hidden = int(dim * hidden_multiplier)
+        check_positive_int("the feed-forward's hidden width", hidden)
+        self.linear_1 = nn.Linear(dim * input_multiplier, hidden)
+        self.linear_2 = nn.Linear(hidden, dim)
+        self.dropout = dropout
+
+    def forward(self, z: Tensor) -> Tensor:
+        # (the hashed one-pass dropout on the CPU: torch's mask draws cost more than the maps)
+        z = F.gelu(weight_dropout(self.linear_1(z), self.dropout, self.training))
+        return weight_dropout(self.linear_2(z), self.dropout, self.training)
+
+
+class ResidualBlock(nn.Module):
+    """``h + M(LayerNorm(h))`` for the module ``M`` named by ``module`` (one of
+    :data:`RESIDUAL_MODULES`, see the module docstring).
+
+    Args:
+        dim: the width of ``h``.
+        module: ``gcn``, ``sage``, ``gat`` or ``gat-sep``.
+        dropout: the feed-forward's dropout.
+        hidden_multiplier: the feed-forward's hidden width over ``dim``.
+        heads: attention heads of ``gat`` / ``gat-sep`` (must divide ``dim``).
+    """
+
+    def __init__(self, dim: int, module: str = "gcn", dropout: float = 0.0,
+                 hidden_multiplier: float = 1.0, heads: int = 8) -> None:
+        super().__init__()
+        if module not in RESIDUAL_MODULES:
+            raise ValueError(f"module must be one of {RESIDUAL_MODULES}, got {module!r}")
+        self.module, self.heads = module, heads
+        self.norm = nn.LayerNorm(dim)
+        separate = module in ("sage", "gat-sep")
+        self.feed_forward = FeedForward(dim, dropout, hidden_multiplier,
+                                        input_multiplier=2 if separate else 1)
+        if module.startswith("gat"):
+            check_positive_int("heads", heads)
+            if dim % heads:
+                raise ValueError(f"heads must divide the width: {dim} channels, {heads} heads")
+            self.input_linear = nn.Linear(dim, dim)
+            self.attention_source = nn.Linear(dim, heads)
+            self.attention_target = nn.Linear(dim, heads, bias=False)
+
+    def forward(self, h: Tensor, edge_index: Tensor) -> Tensor:
+        z = self.norm(h)
+        if self.module == "gcn":
+            z = propagate(z, edge_index, "gcn")
+        elif self.module == "sage":
+            z = torch.cat([z, propagate(z, edge_index, "mean")], -1)
+        else:
+            z = self._attend(z, edge_index)
+        return h + self.feed_forward(z)
+
+    def _attend(self, z: Tensor, edge_index: Tensor) -> Tensor:
+        """GAT's weighted sum over the in-neighbours (with the node itself for ``gat``; the ego
+        state concatenated for ``gat-sep``)."""
+        z = self.input_linear(z)
+        n = z.size(0)
+        edges = remove_self_loops(edge_index)[0]
+        if self.module == "gat":
+            edges = add_remaining_self_loops(edges, num_nodes=n)[0]
+        src, dst = edges
+        scores = F.leaky_relu(self.attention_source(z)[src] + self.attention_target(z)[dst],
+                              0.2)
+        weights = softmax(scores, dst, num_nodes=n)  # [E, heads], over each node's in-edges
+        heads = z.view(n, -1, self.heads)  # channel c in head c mod heads
+        messages = heads[src] * weights.unsqueeze(1)
+        out = torch.zeros_like(heads).index_add_(0, dst, messages).view(n, -1)
+        return torch.cat([z, out], -1) if self.module == "gat-sep" else out
