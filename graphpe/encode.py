@@ -56,6 +56,20 @@ def encode_bundle(bundle: DatasetBundle, transforms: list[PETransform],
     return out, seconds
 
 
+def encoding_bytes_per_node(before: Any, after: Any) -> float | None:
+    """The memory the encodings add per node: the bytes of the tensors ``after``'s first
+    graph holds that ``before``'s first graph does not, over its nodes (None for an empty
+    split or a graph without nodes)."""
+    if len(before) == 0 or len(after) == 0:
+        return None
+    plain, encoded = before[0], after[0]
+    if not encoded.num_nodes:
+        return None
+    added = sum(value.numel() * value.element_size() for key, value in encoded.items()
+                if key not in plain and isinstance(value, torch.Tensor))
+    return added / encoded.num_nodes
+
+
 def redraw_random_pes(train: Any, transforms: list[PETransform],
                       seed: int) -> Callable[[int], Any] | None:
     """``train_split`` of :func:`~graphpe.train.fit`: the encoded training graphs ``train``

@@ -31,8 +31,10 @@ from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
-from graphpe.encode import encode_bundle, redraw_random_pes
+from graphpe.encode import encode_bundle, encoding_bytes_per_node, redraw_random_pes
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
+from graphpe.evaluation import evaluate as evaluate  # (graphpe.cli's and users' import)
+from graphpe.evaluation import node_mask, predicted_classes, predictions, score
 from graphpe.nn.build import build_model
 from graphpe.ops.checks import check_non_negative_int
 from graphpe.records import (
@@ -56,7 +58,7 @@ from graphpe.runtime import (
 )
 
 OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
-SCHEDULES = ("cosine", "plateau")
+SCHEDULES = ("cosine", "plateau", "constant")
 Schedule = torch.optim.lr_scheduler.LambdaLR | torch.optim.lr_scheduler.ReduceLROnPlateau
 
 
@@ -75,7 +77,9 @@ class TrainConfig:
     # the learning rate's schedule (see make_schedule): "cosine", a linear warm-up over
     # warmup_epochs then cosine decay to 0 at the last epoch; or "plateau", multiplied by
     # plateau_factor after plateau_patience epochs without a better validation metric, never
-    # below min_lr (torch's ReduceLROnPlateau, GraphGPS's reduce_on_plateau; no warm-up)
+    # below min_lr (torch's ReduceLROnPlateau, GraphGPS's reduce_on_plateau; no warm-up); or
+    # "constant", warmup_epochs of linear warm-up then the rate itself (Platonov et al.'s
+    # heterophilous baselines, which warm up for none)
     schedule: str = "cosine"
     warmup_epochs: int = 5
     plateau_factor: float = 0.1
@@ -217,6 +221,8 @@ def make_schedule(opt: torch.optim.Optimizer, config: TrainConfig,
         return torch.optim.lr_scheduler.ReduceLROnPlateau(
             opt, mode="max" if higher_is_better else "min", factor=config.plateau_factor,
             patience=config.plateau_patience, min_lr=config.min_lr)
+    if config.schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, None))
     return torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda(config.warmup_epochs, config.epochs))
 
 
@@ -235,14 +241,17 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def lr_lambda(warmup: int, total: int):
+def lr_lambda(warmup: int, total: int | None):
     """Linear warm-up over ``warmup`` epochs, then cosine decay to 0 at ``total``: the factor
     of the base learning rate in epoch ``e`` is ``(e + 1) / warmup`` while ``e < warmup``, then
-    ``(1 + cos(pi * min(1, (e - warmup) / max(1, total - warmup)))) / 2``."""
+    ``(1 + cos(pi * min(1, (e - warmup) / max(1, total - warmup)))) / 2``; with ``total``
+    None, 1 after the warm-up (a constant rate)."""
 
     def factor(epoch: int) -> float:
         if epoch < warmup:
             return (epoch + 1) / warmup
+        if total is None:
+            return 1.0
         progress = (epoch - warmup) / max(1, total - warmup)
         return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
 
@@ -272,60 +281,6 @@ def loss_fn(task: str, out: torch.Tensor, y: torch.Tensor,
     # the weighted mean; a batch of one class weighs nothing, its loss is 0 (not 0 / 0)
     total = F.cross_entropy(out, y, weight=weight, reduction="sum")
     return total / weight[y].sum().clamp_min(torch.finfo(out.dtype).tiny)
-
-
-def _node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | slice | None:
-    """For node-level tasks on one graph shared by the splits: the nodes of ``split`` (its
-    ``{split}_mask``; a sampled batch's seed nodes, which come first); None (every node
-    scored) for graph-level tasks and for node tasks over many graphs (PATTERN,
-    PascalVOC-SP: each split its own graphs, without masks)."""
-    if not bundle.task.startswith("node_"):
-        return None
-    if "input_id" in batch:  # a NeighborLoader batch: its seeds are the split's nodes
-        return slice(0, batch.batch_size)
-    return batch.get(f"{split}_mask")
-
-
-@torch.no_grad()
-def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str,
-             split: str = "val", gather: bool = False, precision: str = "fp32") -> float:
-    """The metric of ``model`` on ``loader``. With ``gather`` (one shard per process under
-    torchrun) the predictions of all processes are concatenated first, so every process gets
-    the metric of the whole split, exactly. ``precision`` as :class:`TrainConfig`'s (the
-    predictions are scored in float32)."""
-    model.eval()
-    preds, targets = [], []
-    for batch in loader:
-        batch = batch.to(device)
-        with autocast(device, precision):
-            out = model(batch)
-        out, y = out.float(), batch.y
-        mask = _node_mask(batch, bundle, split)
-        if mask is not None:
-            out, y = out[mask], y[mask]
-        preds.append(out.cpu())
-        targets.append(y.cpu())
-    if gather:
-        import torch.distributed as dist
-
-        shards = [None] * dist.get_world_size()
-        dist.all_gather_object(shards, (preds, targets))
-        preds = [p for shard_preds, _ in shards for p in shard_preds]
-        targets = [t for _, shard_targets in shards for t in shard_targets]
-    pred, y = torch.cat(preds), torch.cat(targets)
-    if bundle.evaluator is not None:
-        # OGB's acc Evaluators and graphpe's takes_labels ones (F1, ...) score class labels
-        if bundle.evaluator.eval_metric == "acc" or getattr(bundle.evaluator, "takes_labels",
-                                                            False):
-            pred = pred.argmax(-1, keepdim=True)
-        y = y.view(pred.shape)
-        result = bundle.evaluator.eval({"y_true": y.numpy(), "y_pred": pred.numpy()})
-        return float(result[bundle.evaluator.eval_metric])
-    if bundle.metric == "mae":
-        return float((pred.view(-1) - y.view(-1).float()).abs().mean())
-    if bundle.metric == "accuracy":
-        return float((pred.argmax(-1) == y.view(-1)).float().mean())
-    raise ValueError(f"no evaluation for metric {bundle.metric!r}")
 
 
 @dataclass
@@ -414,11 +369,14 @@ def fit(
     train_seconds = progress.earlier_seconds + time.perf_counter() - start
     if progress.best_state is not None:
         setup.model.load_state_dict(progress.best_state)
-    test = evaluate(setup.model, setup.test_loader, bundle, setup.device, "test",
-                    gather=setup.shard_eval, precision=config.precision)
+    test_pred, test_y = predictions(setup.model, setup.test_loader, bundle, setup.device,
+                                    "test", gather=setup.shard_eval,
+                                    precision=config.precision)
+    test = score(bundle, test_pred, test_y)
     record = run_record(bundle, config, progress, test, train_seconds,
                         params=sum(p.numel() for p in setup.model.parameters()),
                         world=setup.world, model_config=model_config, metadata=metadata)
+    record["test_predicted_classes"] = predicted_classes(bundle, test_pred)
     if setup.rank == 0:  # one writer
         write_run_files(record, setup.model, config.checkpoint, config.results, model_config)
     return record
@@ -544,7 +502,7 @@ def _forward_batch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig,
         return setup.forward(sb)[: sb.graph_count], sb.y[: sb.graph_count]
     batch = batch.to(setup.device)
     out, y = setup.forward(batch), batch.y
-    mask = _node_mask(batch, bundle, "train")
+    mask = node_mask(batch, bundle, "train")
     if mask is not None:
         out, y = out[mask], y[mask]
     return out, y
@@ -592,7 +550,8 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     net = build_model(model_config)
     train_split = (redraw_random_pes(encoded.train, transforms, config.seed)
                    if config.resample_pe and not config.subgraph_pe else None)
-    metadata = {"model": model, "pe": [s.to_dict() for s in specs], "pe_seconds": pe_seconds}
+    metadata = {"model": model, "pe": [s.to_dict() for s in specs], "pe_seconds": pe_seconds,
+                "pe_bytes_per_node": encoding_bytes_per_node(bundle.train, encoded.train)}
     return fit(net, encoded, config, train_split, model_config=model_config, metadata=metadata,
                subgraph_transform=subgraph_transform)
 

@@ -409,3 +409,17 @@ def test_pyg_example_config_is_the_parity_benchmarks_graphpe_side(tmp_path):
 def test_head_hidden_flag_checks_its_widths(capsys):
     code, _, err = run_cli(["train", "--dataset", "ZINC", "--head-hidden", "32,0"], capsys)
     assert code == 2 and "expected positive ints like 32,16 (layer widths), got '32,0'" in err
+
+
+def test_model_names_of_the_cli_are_build_models():
+    from graphpe.cli.train import MODEL_NAMES
+    from graphpe.nn.build import MODELS
+
+    assert set(MODEL_NAMES) == set(MODELS)
+
+
+def test_residual_and_norm_are_gcn_and_sage_flags(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--dataset", "CSL", "--root", str(tmp_path), "--model", "gps",
+              "--norm", "batch", "--epochs", "1"])
+    assert "--norm sets the layers of --model gcn or sage, not gps" in capsys.readouterr().err

@@ -121,9 +121,10 @@ LAYERS = (
     ("graphpe.transforms", "graphpe.synthetic", "graphpe.sampling"),
     ("graphpe.nn",),
     ("graphpe.datasets",),
-    ("graphpe.train", "graphpe.encode", "graphpe.encode_distributed", "graphpe.records",
+    ("graphpe.train", "graphpe.evaluation", "graphpe.encode", "graphpe.encode_distributed",
+     "graphpe.records",
      "graphpe.runtime", "graphpe.warmup"),
-    ("graphpe.pretrain", "graphpe.demo"),
+    ("graphpe.pretrain", "graphpe.demo", "graphpe.compare"),
     ("graphpe.cli", "graphpe.__main__"),
 )
 

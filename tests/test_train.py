@@ -35,6 +35,9 @@ def test_run_records_checkpoint_and_json(tmp_path):
     assert saved["pe"][0] == {"name": "rwse", "walk_length": 16, **estimate}
     assert saved["model_config"]["pe"]["rwse"] == {"walk_length": 16, **estimate}
     assert saved["versions"]["torch"] == torch.__version__ and saved["model"] == "gps"
+    # how often each class is predicted on the test split: a constant predictor shows
+    counts = saved["test_predicted_classes"]
+    assert len(counts) == 10 and sum(counts) == len(csl_bundle().test)
     # the checkpoint alone rebuilds the model
     from graphpe.nn import load_model
 
@@ -235,7 +238,7 @@ def test_the_run_records_each_epochs_rate_and_seconds_and_clips_as_told(monkeypa
 
 @pytest.mark.parametrize("settings, message", [
     ({"optimizer": "sgd"}, "optimizer must be one of ('adamw', 'adam'), got 'sgd'"),
-    ({"schedule": "step"}, "schedule must be one of ('cosine', 'plateau'), got 'step'"),
+    ({"schedule": "step"}, "schedule must be one of ('cosine', 'plateau', 'constant'), got 'step'"),
     ({"plateau_factor": 1.0}, "plateau_factor must be in (0, 1), got 1.0"),
     ({"plateau_patience": -1}, "plateau_patience must be an int >= 0, got -1"),
     ({"min_lr": -1e-5}, "min_lr must be a finite number >= 0, got -1e-05"),

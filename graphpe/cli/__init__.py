@@ -1,5 +1,5 @@
-"""The ``graphpe`` command line: ``demo``, ``precompute``, ``encode``, ``train``, ``evaluate``,
-``warmup``, ``encodings``, ``pretrain-gpse``, ``bench``.
+"""The ``graphpe`` command line: ``demo``, ``precompute``, ``encode``, ``train``, ``compare``,
+``evaluate``, ``warmup``, ``encodings``, ``pretrain-gpse``, ``bench``.
 
 Each command is one entry of :data:`COMMANDS`: its help line, the function that adds its
 arguments to its parser (``add_<command>_arguments``) and the function that runs it on the
@@ -18,7 +18,12 @@ from pathlib import Path
 
 from graphpe.cli.encode import add_encode_arguments, run_encode
 from graphpe.cli.options import add_data_arguments, check_device, load_config, typed_config
-from graphpe.cli.train import add_train_arguments, run_train
+from graphpe.cli.train import (
+    add_compare_arguments,
+    add_train_arguments,
+    run_compare,
+    run_train,
+)
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -88,11 +93,11 @@ def run_precompute(args: argparse.Namespace) -> None:
 
 
 def _parse_with_config_file(parser: argparse.ArgumentParser, argv: list[str] | None,
-                            path: str) -> argparse.Namespace:
+                            path: str, command: str = "train") -> argparse.Namespace:
     """``graphpe train --config path``: the file's values become the defaults of train's
     flags (checked as the flags are), then the command line is parsed again, so that flags
     given there override the file. A bad file exits with code 2."""
-    train_parser = command_parser(parser, "train")
+    train_parser = command_parser(parser, command)
     try:
         values = load_config(path)
     except (OSError, ValueError) as err:
@@ -305,6 +310,9 @@ COMMANDS: dict[str, Command] = {
                       "NAME.json)", add_encode_arguments, run_encode, logs=True),
     "train": Command("train a model with the given PEs", add_train_arguments, run_train,
                      logs=True),
+    "compare": Command("which encoding for my graph? a grid of models x encodings over the "
+                       "dataset's splits (or seeds), resumable, as a table and a plot",
+                       add_compare_arguments, run_compare, logs=True),
     "evaluate": Command("evaluate a checkpoint written by train --checkpoint",
                         add_evaluate_arguments, run_evaluate, logs=True),
     "warmup": Command("compile the CPU kernels into numba's on-disk cache ahead of use (e.g. "
@@ -345,8 +353,8 @@ def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Argum
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command == "train" and args.config:
-        args = _parse_with_config_file(parser, argv, args.config)
+    if args.command in ("train", "compare") and args.config:
+        args = _parse_with_config_file(parser, argv, args.config, args.command)
     command = COMMANDS[args.command]
     if command.logs:
         _log_to_stderr()

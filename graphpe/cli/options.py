@@ -13,13 +13,13 @@ PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. 
            "no PE; `graphpe encodings` lists the encodings with their settings")
 
 
-def add_data_arguments(p: argparse.ArgumentParser) -> None:
+def add_data_arguments(p: argparse.ArgumentParser, pe_help: str | None = None) -> None:
     """The dataset, its folder, the PEs and precompute's cache (``precompute``, ``train``)."""
     from graphpe.datasets import DATASET_HELP
     p.add_argument("--dataset", required=True, help=DATASET_HELP)
     p.add_argument("--root", required=True, help="folder holding (or receiving) the "
                                                  "dataset's files")
-    p.add_argument("--pe", default="none", help=PE_HELP)
+    p.add_argument("--pe", default="none", help=pe_help or PE_HELP)
     p.add_argument("--download", action=argparse.BooleanOptionalAction, default=False,
                    help="let the dataset's loader download missing files")
     p.add_argument("--cache-dir", default=None,

@@ -13,30 +13,42 @@ if TYPE_CHECKING:  # (the command imports what it runs when it runs)
     from graphpe.train import TrainConfig
 
 
-def add_train_arguments(p: argparse.ArgumentParser) -> None:
+#: the --model names (graphpe.nn.build.MODELS' keys; tests/cli check that the two agree)
+MODEL_NAMES = ("gine", "gps", "grit", "gcn", "sage", "gin", "gatedgcn", "graphormer",
+               "sgformer", "polynormer", "res-gcn", "res-sage", "res-gat", "res-gat-sep")
+
+
+GRID_PE_HELP = ("comma-separated encoding sets of the grid, each a --pe of train with '+' "
+                "joining the encodings of one set: e.g. none,lap,rwse,lap+rwse")
+
+
+def add_train_arguments(p: argparse.ArgumentParser, grid: bool = False) -> None:
     """``graphpe train``'s flags, in the order its ``--help`` lists them: the data, a config
-    file, the model, the fit, the run."""
-    add_data_arguments(p)
+    file, the model, the fit, the run. With ``grid`` (``graphpe compare``), ``--model`` and
+    ``--pe`` are lists, the grid's rows and columns."""
+    add_data_arguments(p, pe_help=GRID_PE_HELP if grid else None)
     p.add_argument("--config", default=None,
                    help="TOML/JSON file of these options (flags given here override it)")
-    _add_model_args(p)
+    _add_model_args(p, grid)
     _add_fit_args(p)
     _add_run_args(p)
 
 
-def _add_model_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: the model, its attention and message passing, and its sizes."""
-    p_train.add_argument("--model", choices=["gine", "gps", "grit", "gcn", "sage", "gin",
-                                             "gatedgcn", "graphormer", "sgformer",
-                                             "polynormer"],
-                         default="gine",
+def _add_model_args(p_train: argparse.ArgumentParser, grid: bool = False) -> None:
+    """``graphpe train``: the model (with ``grid`` a list of them), its attention and message
+    passing, and its sizes."""
+    model = {"type": model_list, "default": ("gcn",)} if grid else {
+        "choices": MODEL_NAMES, "default": "gine"}
+    p_train.add_argument("--model", **model,
                          help="GINE stack, GPS (GINE + multi-head attention), GRIT (attention "
                               "over pair features, e.g. --pe rrwp), GCN, GraphSAGE, GIN, GatedGCN "
                               "(residual gated convolutions updating the edge features), "
                               "Graphormer (a transformer with its graph token; its encodings: "
                               "--pe degree,spd:path_hops=5), or for node classification on "
                               "large graphs SGFormer or Polynormer (linear-time attention; "
-                              "--layers counts their GCN layers)")
+                              "--layers counts their GCN layers); res-gcn, res-sage, res-gat, "
+                              "res-gat-sep: Platonov et al.'s residual GNNs with LayerNorm "
+                              "(the heterophilous benchmarks' baselines)")
     p_train.add_argument("--attention",
                          choices=["auto", "multihead", "linear", "performer", "none"],
                          default="auto",
@@ -48,6 +60,11 @@ def _add_model_args(p_train: argparse.ArgumentParser) -> None:
                          help="gps, grit: the local message passing beside the attention "
                               "(auto: gine with edge features, else gin, for gps; none for "
                               "grit); gatedgcn is GraphGPS's GatedGCN")
+    p_train.add_argument("--residual", action=argparse.BooleanOptionalAction, default=None,
+                         help="gcn, sage: a linear skip in every layer (Luo et al.'s tuned "
+                              "classic GNNs)")
+    p_train.add_argument("--norm", choices=["batch", "layer"], default=None,
+                         help="gcn, sage: a normalization in every layer, before the ReLU")
     p_train.add_argument("--channels", type=int, default=64, help="hidden width")
     p_train.add_argument("--layers", type=int, default=4, help="number of layers")
     p_train.add_argument("--dropout", type=float, default=0.0,
@@ -100,11 +117,13 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                               "to the gradient, as torch.optim.Adam in PyG's examples)")
     p_train.add_argument("--lr", type=float, default=1e-3, help="learning rate")
     p_train.add_argument("--weight-decay", type=float, default=1e-5, help="weight decay")
-    p_train.add_argument("--schedule", choices=["cosine", "plateau"], default="cosine",
+    p_train.add_argument("--schedule", choices=["cosine", "plateau", "constant"],
+                         default="cosine",
                          help="the learning rate's schedule: cosine (after --warmup epochs of "
                               "linear warm-up) or plateau (multiplied by --plateau-factor "
                               "after --plateau-patience epochs without a better validation "
-                              "metric, not below --min-lr; no warm-up)")
+                              "metric, not below --min-lr; no warm-up) or constant (after "
+                              "--warmup epochs of warm-up)")
     p_train.add_argument("--plateau-factor", type=float, default=0.1,
                          help="--schedule plateau: the rate's factor on a plateau")
     p_train.add_argument("--plateau-patience", type=int, default=10,
@@ -127,6 +146,11 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
     p_train.add_argument("--patience", type=int, default=30,
                          help="stop after this many epochs without validation improvement")
     p_train.add_argument("--seed", type=int, default=0, help="seed of split, model and draws")
+    p_train.add_argument("--splits", default=None,
+                         help="datasets with fixed splits (the heterophilous sets' ten): 'all' "
+                              "or indices like 0,3,7, one model per split from seed --seed + "
+                              "split, reported as mean ± std; each split's record kept "
+                              "(beside --results), a finished split not run again")
 
 
 def _add_run_args(p_train: argparse.ArgumentParser) -> None:
@@ -161,8 +185,9 @@ def _add_run_args(p_train: argparse.ArgumentParser) -> None:
 
 
 def run_train(args: argparse.Namespace) -> None:
-    """``graphpe train``: :func:`graphpe.train.run` on the dataset; prints a summary of the
-    record (once under torchrun)."""
+    """``graphpe train``: :func:`graphpe.train.run` on the dataset (with ``--splits``, once per
+    split: :func:`graphpe.compare.train_runs`); prints a summary of the record (once under
+    torchrun)."""
     from graphpe.datasets import load_dataset
     from graphpe.runtime import retain_freed_host_memory
     from graphpe.train import run
@@ -170,6 +195,9 @@ def run_train(args: argparse.Namespace) -> None:
     check_device(args.device)
     if args.retain_memory and str(args.device) == "cpu":
         retain_freed_host_memory()
+    if args.splits is not None:
+        run_train_splits(args)
+        return
     bundle = load_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
     bundle.model_kwargs()  # a dataset graphpe cannot train (PCQM-Contact, ...) stops here
     config = train_config(args)
@@ -180,6 +208,89 @@ def run_train(args: argparse.Namespace) -> None:
                                       "seconds_per_epoch", "world_size")}
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: one report
         print(json.dumps(summary, indent=2))
+
+
+def splits_folder(args: argparse.Namespace) -> str:
+    """Where ``train --splits`` keeps each split's record: ``<results>.splits/`` beside
+    ``--results``, else ``results/<dataset>-<model>-<pe>/`` (``/`` and ``:`` in the names
+    replaced)."""
+    if args.results:
+        return f"{os.path.splitext(args.results)[0]}.splits"
+    name = f"{args.dataset}-{args.model}-{args.pe}".replace("/", "_").replace(":", "_")
+    return os.path.join("results", name.replace(",", "+"))
+
+
+def run_train_splits(args: argparse.Namespace) -> None:
+    """``graphpe train --splits``: one run per split, then the mean ± std over them, printed
+    and written to ``--results``."""
+    from graphpe.compare import summarize, train_runs
+
+    if args.checkpoint or args.resume:
+        raise ValueError("--splits keeps each split's state itself (a stopped run resumes "
+                         "when run again); --checkpoint and --resume apply to one run")
+    folder = splits_folder(args)
+    records = train_runs(args.dataset, args.root, args.pe, args.model, args.channels,
+                         args.layers, train_config(args), model_options(args), folder,
+                         splits=args.splits, download=args.download,
+                         report=lambda line: print(line, flush=True))
+    summary = summarize(records)
+    result = {"dataset": args.dataset, "model": args.model, "pe": args.pe,
+              "splits": args.splits, "runs_folder": folder, **summary}
+    if args.results:
+        with open(args.results, "w") as f:
+            json.dump(result, f, indent=2)
+    print(f"{args.dataset} {args.model} pe={args.pe}: test {summary['metric']} "
+          f"{summary['test_mean']:.4f} ± {summary['test_std']:.4f} over {summary['runs']} "
+          f"splits (val {summary['val_mean']:.4f} ± {summary['val_std']:.4f}); records in "
+          f"{folder}")
+
+
+def add_compare_arguments(p: argparse.ArgumentParser) -> None:
+    """``graphpe compare``: train's flags, with ``--model`` and ``--pe`` lists of the grid's
+    rows and columns, ``--seeds`` and ``--out``."""
+    add_train_arguments(p, grid=True)
+    p.add_argument("--seeds", type=int, default=None,
+                   help="repeated runs from seeds --seed, --seed + 1, ... (datasets without "
+                        "fixed splits; graph-level sets)")
+    p.add_argument("--out", required=True,
+                   help="folder of the grid: each run's record (runs/), compare.json, "
+                        "compare.md and compare.png; a stopped grid continues from it")
+
+
+def model_list(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """``--model`` of compare: ``"gcn,res-sage"`` (or a config file's list) as checked
+    names."""
+    names = tuple(p.strip() for p in (value.split(",") if isinstance(value, str) else value))
+    unknown = [n for n in names if n not in MODEL_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown model {unknown[0] if unknown else ''!r}; "
+                                         f"choose from {', '.join(MODEL_NAMES)}")
+    return names
+
+
+def run_compare(args: argparse.Namespace) -> None:
+    """``graphpe compare``: the grid of :func:`graphpe.compare.compare`, then its table."""
+    from graphpe.compare import compare
+
+    if args.checkpoint or args.resume or args.results:
+        raise ValueError("compare keeps every run's record and state under --out; "
+                         "--results, --checkpoint and --resume apply to train")
+    options = {m: model_options(argparse.Namespace(**{**vars(args), "model": m}))
+               for m in args.model}
+    shared = options[args.model[0]]
+    if any(o != shared for o in options.values()):
+        raise ValueError("the grid's models take different flags (e.g. --heads); run them "
+                         "in separate grids with the same --out")
+    result = compare(args.dataset, args.root, args.model, args.pe.split(","),
+                     train_config(args), args.out, channels=args.channels,
+                     layers=args.layers, model_options=shared, splits=args.splits,
+                     seeds=args.seeds, download=args.download,
+                     report=lambda line: print(line, flush=True))
+    from pathlib import Path
+
+    print(Path(args.out, "compare.md").read_text(), end="")
+    if result.get("plot"):
+        print(f"plot: {Path(args.out, 'compare.png')}")
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
@@ -209,11 +320,15 @@ def model_options(args: argparse.Namespace) -> dict:
             extra[name] = getattr(args, name)
     attention = ("heads", "attn_dropout")
     takes = {"gps": attention, "grit": attention, "graphormer": attention,
-             "sgformer": ("heads",), "polynormer": ("heads", "local_epochs")}.get(args.model, ())
-    for name in ("heads", "attn_dropout", "local_epochs"):
+             "sgformer": ("heads",), "polynormer": ("heads", "local_epochs"),
+             "res-gat": ("heads",), "res-gat-sep": ("heads",), "gcn": ("residual", "norm"),
+             "sage": ("residual", "norm")}.get(args.model, ())
+    what_sets = {"local_epochs": "the local warm-up of --model polynormer",
+                 "residual": "the layers of --model gcn or sage",
+                 "norm": "the layers of --model gcn or sage"}
+    for name in ("heads", "attn_dropout", "local_epochs", "residual", "norm"):
         if getattr(args, name) is not None and name not in takes:
-            what = ("the local warm-up of --model polynormer" if name == "local_epochs" else
-                    "the attention of --model gps, grit or graphormer")
+            what = what_sets.get(name, "the attention of --model gps, grit or graphormer")
             raise ValueError(f"--{name.replace('_', '-')} sets {what}, not {args.model}")
         if getattr(args, name) is not None:
             extra[name] = getattr(args, name)

@@ -1,0 +1,151 @@
+"""``graphpe train --splits`` and ``graphpe compare``: runs over splits and seeds, the grid's
+table (means, paired differences, the two-standard-error marker), its files, resuming, and the
+bad inputs, on archives the tests write."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import graphpe.train
+from graphpe.cli import main
+from graphpe.compare import compare_table, difference, markdown_table, parse_splits, summarize
+from graphpe.train import TrainConfig
+from tests.datasets.test_heterophilous import write_archive
+
+FAST = ["--channels", "8", "--layers", "2", "--epochs", "3", "--patience", "10", "--lr",
+        "0.01"]
+
+
+def records(tests, model="gcn", pe="none"):
+    return [{"run": f"split{i}", "split": i, "seed": i, "test": t, "val": t,
+             "metric": "rocauc", "pe_seconds": 0.5, "seconds_per_epoch": 0.1,
+             "model": model, "pe": pe} for i, t in enumerate(tests)]
+
+
+def test_summary_and_paired_difference():
+    base = summarize(records([0.80, 0.82, 0.84]))
+    assert base["test_mean"] == pytest.approx(0.82)
+    assert base["test_std"] == pytest.approx(0.02)
+    cell = summarize(records([0.81, 0.83, 0.86]))
+    diff, se = difference(cell, base)
+    diffs = [0.01, 0.01, 0.02]
+    mean = sum(diffs) / 3
+    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / 2)
+    assert diff == pytest.approx(mean) and se == pytest.approx(sd / math.sqrt(3))
+    rows = compare_table({("gcn", "none"): base, ("gcn", "lap"): cell})
+    assert rows[1]["significant"] is (abs(diff) > 2 * se)
+    table = markdown_table(rows)
+    assert "| gcn | lap | 3 | 83.33 ± 2.52 | +1.33 ± 0.33 * |" in table
+    # runs not shared: the unpaired error
+    other = summarize(records([0.9]) + [])
+    other["run_names"] = ["seed7"]
+    diff, se = difference(other, base)
+    assert se == pytest.approx(math.sqrt(0.02 ** 2 / 3))
+
+
+def test_parse_splits_and_its_errors():
+    assert parse_splits("all", 10, "M") == list(range(10))
+    assert parse_splits("0,3,7", 10, "M") == [0, 3, 7]
+    assert parse_splits(None, 10, "M") == [0]
+    with pytest.raises(ValueError, match=r"^Cora has one split: --splits all runs the fixed "
+                                         r"splits of a dataset that has several"):
+        parse_splits("all", 1, "Cora")
+    with pytest.raises(ValueError, match=r"^M: split 12 is out of range; it has 10 splits "
+                                         r"\(0-9\)$"):
+        parse_splits("0,12", 10, "M")
+    with pytest.raises(ValueError, match="takes 'all' or split indices"):
+        parse_splits("first", 10, "M")
+
+
+def test_train_splits_reports_mean_and_std_and_resumes(tmp_path, capsys, monkeypatch):
+    write_archive(tmp_path / "g.npz", splits=3)
+    results = tmp_path / "out" / "run.json"
+    argv = ["train", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+            "res-gcn", *FAST, "--splits", "all", "--results", str(results)]
+    main(argv)
+    out = capsys.readouterr().out
+    summary = json.loads(results.read_text())
+    assert summary["runs"] == 3 and len(summary["test"]) == 3
+    assert f"test rocauc {summary['test_mean']:.4f} ± {summary['test_std']:.4f} over 3 " \
+           "splits" in out
+    seeds = [json.loads((tmp_path / "out" / "run.splits" / f"split{s}.json").read_text())
+             ["seed"] for s in range(3)]
+    assert seeds == [0, 1, 2]  # each split from its own seed
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished split was trained again")
+
+    monkeypatch.setattr(graphpe.train, "run", no_training)
+    main(argv)
+    assert "split2: done before" in capsys.readouterr().out
+    assert json.loads(results.read_text())["test"] == summary["test"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--splits", "all"], "graph:edges.txt has one split: --splits all"),
+    (["--splits", "5"], "split 5 is out of range; it has 1 split (0-0)"),
+])
+def test_splits_errors_are_one_line(tmp_path, capsys, argv, message):
+    (tmp_path / "edges.txt").write_text("0 1\n1 2\n")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--dataset", "graph:edges.txt", "--root", str(tmp_path), *argv])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_compare_writes_its_table_json_and_resumes(tmp_path, capsys, monkeypatch):
+    write_archive(tmp_path / "g.npz", splits=2)
+    out = tmp_path / "grid"
+    argv = ["compare", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+            "res-gcn,res-sage", "--pe", "none,rwse:walk_length=4,lap:k=3+rwse:walk_length=4",
+            *FAST, "--splits", "all", "--out", str(out)]
+    main(argv)
+    printed = capsys.readouterr().out
+    result = json.loads((out / "compare.json").read_text())
+    cells = [(row["model"], row["pe"]) for row in result["rows"]]
+    assert cells == [(m, p) for m in ("res-gcn", "res-sage")
+                     for p in ("none", "rwse:walk_length=4", "lap:k=3+rwse:walk_length=4")]
+    assert all(row["runs"] == 2 for row in result["rows"])
+    assert "diff" not in result["rows"][0] and "diff_se" in result["rows"][1]
+    assert result["rows"][1]["pe_seconds"] > 0
+    assert result["rows"][1]["pe_bytes_per_node"] == 4 * 4  # RWSE: 4 float32 steps a node
+    assert result["rows"][0]["pe_bytes_per_node"] == 0
+    table = (out / "compare.md").read_text()
+    assert table in printed and table.count("\n") == 2 + 6
+    assert (out / "runs" / "res-sage" / "lap_k=3+rwse_walk_length=4" / "split1.json").exists()
+    assert not list(out.rglob("*.state"))  # finished runs keep no weights
+    try:
+        import matplotlib  # noqa: F401
+
+        assert (out / "compare.png").stat().st_size > 0
+    except ImportError:
+        pass
+
+    monkeypatch.setattr(graphpe.train, "run", lambda *a, **k: pytest.fail("retrained"))
+    main(argv)
+    assert json.loads((out / "compare.json").read_text())["rows"] == result["rows"]
+
+
+def test_compare_on_seeds_for_a_graph_level_set(tmp_path, capsys):
+    main(["compare", "--dataset", "CSL", "--root", str(tmp_path), "--model", "gin",
+          "--pe", "none,rwse:walk_length=4", "--seeds", "2", "--channels", "8", "--layers", "1",
+          "--epochs", "1", "--out", str(tmp_path / "grid")])
+    rows = json.loads((tmp_path / "grid" / "compare.json").read_text())["rows"]
+    assert [row["run_names"] for row in rows] == [["seed0", "seed1"]] * 2
+
+
+def test_compare_refuses_train_only_flags(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--dataset", "CSL", "--root", str(tmp_path), "--out",
+              str(tmp_path / "g"), "--results", "x.json"])
+    assert "compare keeps every run's record" in capsys.readouterr().err
+
+
+def test_train_config_schedule_constant():
+    config = TrainConfig(schedule="constant", warmup_epochs=2)
+    factor = graphpe.train.lr_lambda(config.warmup_epochs, None)
+    assert [factor(e) for e in range(4)] == [0.5, 1.0, 1.0, 1.0]
