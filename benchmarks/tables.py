@@ -1441,6 +1441,73 @@ def headline_table(precompute: dict, train_step: dict) -> str:
     return "\n".join(lines)
 
 
+def _percent(mean: float | None, std: float | None) -> str:
+    return "" if mean is None else f"{100 * mean:.2f} ± {100 * (std or 0.0):.2f}"
+
+
+def heterophilous_table(data: dict) -> str:
+    """The heterophilous grids (``benchmarks/heterophilous.py``): test ROC-AUC (%) over the
+    splits per model and encodings, the paired difference to no encoding (``*``: beyond two
+    standard errors), the encodings' seconds and the training seconds per step; then, per
+    grid, which encodings moved the metric beyond two standard errors."""
+    lines = ["| dataset | setting | model | encodings | splits | test ROC-AUC (%) | vs none "
+             "| precompute s | s / step |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    verdicts = []
+    for grid in data["grids"]:
+        budget = (f"{grid['setting']}: {grid['channels']} ch, {grid['layers']} layers, "
+                  f"lr {grid['lr']:g}, {grid['epochs']} steps")
+        for row in grid["rows"]:
+            vs = "" if row.get("diff") is None else (
+                f"{100 * row['diff']:+.2f} ± {100 * row['diff_se']:.2f}"
+                + (" *" if row["significant"] else ""))
+            lines.append(f"| {grid['dataset']} | {budget} | {row['model']} | {row['pe']} | "
+                         f"{row['runs']} | {_percent(row['test_mean'], row['test_std'])} | "
+                         f"{vs} | {row['pe_seconds']:.2f} | {row['seconds_per_epoch']:.3f} |")
+        moved = [f"{row['model']} + {row['pe']} ({100 * row['diff']:+.2f})"
+                 for row in grid["rows"] if row.get("significant")]
+        compared = [row for row in grid["rows"] if row.get("diff") is not None]
+        verdicts.append(f"- {grid['dataset']}, {grid['setting']}: " + (
+            "no encoding measured against the model without one yet" if not compared else
+            "beyond two standard errors of no encoding: " + ", ".join(moved) if moved else
+            f"none of the {len(compared)} encoded cells moved the test ROC-AUC beyond two "
+            "standard errors of the same model without encodings"))
+    return "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n"
+
+
+def heterophilous_published_table(data: dict) -> str:
+    """The published ROC-AUC (%) on Minesweeper and Tolokers beside graphpe's best cell of
+    each grid (``heterophilous.json``'s ``published``, each number with its source; each
+    paper's protocol is in that file)."""
+    lines = ["| model | paper, or graphpe's budget | Minesweeper | Tolokers | source |",
+             "| --- | --- | ---: | ---: | --- |"]
+    entries = data["published"]["entries"]
+    for key in dict.fromkeys((e["model"], e["paper"]) for e in entries):
+        mine = {e["dataset"]: e for e in entries if (e["model"], e["paper"]) == key}
+        cells = [f"{mine[d]['mean']:.2f} ± {mine[d]['std']:.2f}"
+                 + ("" if mine[d].get("verified", True) else " (unverified)")
+                 if d in mine and mine[d].get("std") is not None else
+                 (f"{mine[d]['mean']:.2f} (one split)" if d in mine else "")
+                 for d in ("Minesweeper", "Tolokers")]
+        first = next(iter(mine.values()))
+        lines.append(f"| {key[0]} | {key[1]} | {cells[0]} | {cells[1]} | "
+                     f"{first.get('source', '')} |")
+    for grid in data["grids"]:
+        best = max((r for r in grid["rows"] if r["runs"]), key=lambda r: r["val_mean"],
+                   default=None)
+        if best is None:
+            continue
+        cells = [_percent(best["test_mean"], best["test_std"]) if grid["dataset"] == d
+                 else "" for d in ("Minesweeper", "Tolokers")]
+        lines.append(f"| graphpe {best['model']} + {best['pe']} (the grid's best validation) "
+                     f"| {grid['setting']}: {grid['channels']} ch, {grid['layers']} layers, "
+                     f"lr {grid['lr']:g}, {grid['epochs']} steps, {best['runs']} splits | "
+                     f"{cells[0]} | {cells[1]} | "
+                     f"`python benchmarks/heterophilous.py --dataset {grid['dataset']} "
+                     f"--setting {grid['setting']}` |")
+    return "\n".join(lines) + "\n"
+
+
 TABLES = {
     "encodings": (None, encodings_table),
     "headline": (("benchmarks/results/precompute.json", "benchmarks/results/train_step.json"),
@@ -1492,6 +1559,9 @@ TABLES = {
     "sampled_batches": ("benchmarks/results/sampled_batches.json", sampled_batches_table),
     "subgraph_pe": ("benchmarks/results/subgraph_pe.json", subgraph_pe_table),
     "peptides_func": ("benchmarks/results/peptides_func.json", peptides_func_table),
+    "heterophilous": ("benchmarks/results/heterophilous.json", heterophilous_table),
+    "heterophilous_published": ("benchmarks/results/heterophilous.json",
+                                heterophilous_published_table),
     "zinc_parity": ("benchmarks/results/zinc_parity/summary.json", zinc_parity_table),
     "distributed_encode": ("benchmarks/results/distributed_encode.json",
                            distributed_encode_table),
@@ -1553,7 +1623,9 @@ def marked_blocks(path: Path) -> dict[str, str]:
 def plots(outdir: Path, root: Path = ROOT) -> list[Path]:
     """The docs' plots, drawn from the benchmark JSON into ``outdir`` (matplotlib, Agg):
     ``speed_vs_pyg.png`` (graphs/s against PyG per dataset, encoding and path) and
-    ``steps_vs_pyg.png`` (training and evaluation steps against PyG's models). The papers'
+    ``steps_vs_pyg.png`` (training and evaluation steps against PyG's models),
+    ``heterophilous_<dataset>_<setting>.png`` (each heterophilous grid's test ROC-AUC against
+    its encodings' cost, :func:`graphpe.compare.plot_cost`). The papers'
     plots are drawn by their scripts' own ``plot`` functions (``benchmarks/papers``)."""
     import matplotlib
 
@@ -1623,6 +1695,16 @@ def plots(outdir: Path, root: Path = ROOT) -> list[Path]:
         written.append(outdir / "steps_vs_pyg.png")
         fig.savefig(written[-1], dpi=110)
         plt.close(fig)
+    hetero = root / "benchmarks/results/heterophilous.json"
+    if hetero.exists():
+        from graphpe.compare import plot_cost
+
+        for grid in json.loads(hetero.read_text())["grids"]:
+            path = outdir / f"heterophilous_{grid['dataset'].lower()}_{grid['setting']}.png"
+            if plot_cost([dict(r, metric="ROC-AUC") for r in grid["rows"]], path,
+                         f"{grid['dataset']}, {grid['setting']}: test ROC-AUC against the "
+                         "encodings' cost"):
+                written.append(path)
     return written
 
 

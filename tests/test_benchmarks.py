@@ -920,3 +920,34 @@ def test_distributed_encode_lift_keeps_degrees_and_the_source_spectrum(tmp_path)
     stamp = (folder / "adj_full.npz").stat().st_mtime_ns
     assert lifted_graph(tmp_path / "src", 3, tmp_path / "cache") == folder
     assert (folder / "adj_full.npz").stat().st_mtime_ns == stamp
+
+
+def test_heterophilous_benchmark_runs_and_merges(tmp_path, monkeypatch):
+    """benchmarks/heterophilous.py: a two-split grid of a few steps on an archive the test
+    writes in PyG's layout, merged with the published numbers into the docs' tables."""
+    from tests.datasets.test_heterophilous import write_archive
+
+    write_archive(tmp_path / "data" / "minesweeper" / "raw" / "minesweeper.npz", splits=2)
+    out, merged = tmp_path / "grids", tmp_path / "h.json"
+    _run_script("heterophilous", ["--dataset", "Minesweeper", "--setting", "protocol",
+                                  "--models", "res-gcn", "--pes", "none,rwse:walk_length=4",
+                                  "--root", str(tmp_path / "data"), "--out", str(out),
+                                  "--json", str(merged), "--epochs", "2"], monkeypatch)
+    data = json.loads(merged.read_text())
+    grid, = data["grids"]
+    assert (grid["dataset"], grid["setting"], grid["epochs"]) == ("Minesweeper", "protocol", 2)
+    assert [(r["model"], r["pe"], r["runs"]) for r in grid["rows"]] == [
+        ("res-gcn", "none", 2), ("res-gcn", "rwse:walk_length=4", 2)]
+    tables = _tables()
+    table = tables.heterophilous_table(data)
+    assert "| Minesweeper | protocol: 64 ch, 5 layers, lr 3e-05, 2 steps | res-gcn | none |" \
+        in table
+    published = tables.heterophilous_published_table(data)
+    assert "| GCN | Platonov et al., ICLR 2023 | 89.75 ± 0.52 | 83.64 ± 0.67 |" in published
+    assert "| protocol: 64 ch, 5 layers, lr 3e-05, 2 steps, 2 splits |" in published
+    assert "graphpe res-gcn" in published
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    (results / "heterophilous.json").write_text(merged.read_text())
+    drawn = tables.plots(tmp_path / "plots", tmp_path)
+    assert [p.name for p in drawn] == ["heterophilous_minesweeper_protocol.png"]
