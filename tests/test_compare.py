@@ -149,3 +149,20 @@ def test_train_config_schedule_constant():
     config = TrainConfig(schedule="constant", warmup_epochs=2)
     factor = graphpe.train.lr_lambda(config.warmup_epochs, None)
     assert [factor(e) for e in range(4)] == [0.5, 1.0, 1.0, 1.0]
+
+
+def test_progress_bars_follow_the_terminal(monkeypatch):
+    """--progress defaults to whether stderr is a terminal (a log file gets no bars)."""
+    import sys
+
+    from graphpe.cli import build_parser
+    from graphpe.cli.train import train_config
+
+    args = build_parser().parse_args(["train", "--dataset", "CSL", "--root", "x"])
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False)
+    assert train_config(args).progress is False
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    assert train_config(args).progress is True
+    args = build_parser().parse_args(["train", "--dataset", "CSL", "--root", "x",
+                                      "--no-progress"])
+    assert train_config(args).progress is False

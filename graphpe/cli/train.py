@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from graphpe.cli.options import add_data_arguments, check_device, fanouts, widths
@@ -174,6 +175,9 @@ def _add_run_args(p_train: argparse.ArgumentParser) -> None:
     p_train.add_argument("--num-workers", type=int, default=0,
                          help="DataLoader worker processes preparing the training batches "
                               "(collation, static padding) while the step runs")
+    p_train.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                         help="progress bars (default: where stderr is a terminal; a log file "
+                              "gets none)")
     p_train.add_argument("--results", default=None,
                          help="JSON record: metrics, curve, PE specs, model and train config, "
                               "versions")
@@ -308,7 +312,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        static_shapes=args.static_shapes, num_workers=args.num_workers,
                        cache_dir=args.cache_dir, resume=args.resume,
                        precision=args.precision, num_neighbors=args.num_neighbors,
-                       subgraph_pe=args.subgraph_pe, class_weights=args.class_weights)
+                       subgraph_pe=args.subgraph_pe, class_weights=args.class_weights,
+                       progress=sys.stderr.isatty() if args.progress is None else args.progress)
 
 
 def model_options(args: argparse.Namespace) -> dict:
