@@ -951,3 +951,28 @@ def test_heterophilous_benchmark_runs_and_merges(tmp_path, monkeypatch):
     (results / "heterophilous.json").write_text(merged.read_text())
     drawn = tables.plots(tmp_path / "plots", tmp_path)
     assert [p.name for p in drawn] == ["heterophilous_minesweeper_protocol.png"]
+
+
+@pytest.mark.parametrize("model", ["polynormer", "sgformer"])
+def test_heterophilous_pyg_benchmark_runs(tmp_path, monkeypatch, model):
+    """benchmarks/heterophilous_pyg.py: both libraries on two splits of an archive the test
+    writes (a few epochs), the paired summary, and the timing in turn; a rerun keeps the
+    finished splits."""
+    from tests.datasets.test_heterophilous import write_archive
+
+    write_archive(tmp_path / "data" / "minesweeper" / "raw" / "minesweeper.npz", splits=2)
+    out = tmp_path / "p.json"
+    argv = ["--accuracy", "--timing", "--model", model, "--splits", "all", "--channels", "8",
+            "--layers", "2", "--epochs", "3", "--local-epochs", "1", "--rounds", "2",
+            "--root", str(tmp_path / "data"), "--json", str(out)]
+    _run_script("heterophilous_pyg", argv, monkeypatch)
+    entry = json.loads(out.read_text())[f"Minesweeper-{model}"]
+    assert sorted((r["library"], r["split"]) for r in entry["rows"]) == [
+        ("graphpe", 0), ("graphpe", 1), ("pyg", 0), ("pyg", 1)]
+    assert entry["summary"]["pyg"]["runs"] == entry["summary"]["graphpe"]["runs"] == 2
+    assert "within_two_se" in entry["summary"]["difference"]
+    assert len(entry["timing"]["seconds"]["pyg"]) == 2 and entry["timing"]["pyg_over_graphpe"] > 0
+    _run_script("heterophilous_pyg", argv, monkeypatch)
+    assert json.loads(out.read_text())[f"Minesweeper-{model}"]["rows"] == entry["rows"]
+    table = _tables().heterophilous_pyg_table(json.loads(out.read_text()))
+    assert f"| Minesweeper-{model} | 8 ch, 2 layers, lr 0.001, 3 epochs |" in table

@@ -1,0 +1,251 @@
+"""graphpe's Polynormer / SGFormer against PyG's own on a heterophilous set (Minesweeper), at
+the same settings and budget: the test ROC-AUC over the fixed splits side by side, and the
+training epoch's seconds, measured in turn in one process.
+
+    python benchmarks/heterophilous_pyg.py --accuracy --model polynormer --splits all
+    python benchmarks/heterophilous_pyg.py --timing --model polynormer --rounds 7
+
+The two sides compute the same function given the same weights (``tests/nn/test_scalable.py``
+checks it): PyG's ``Polynormer`` / ``SGFormer`` read inputs as wide as their hidden layers, so
+PyG's side is ``Linear(features, channels)`` then PyG's model, as graphpe's node embedding is;
+PyG's returns log-probabilities of two classes (trained with the negative log-likelihood, the
+ROC-AUC read from the second class's probability), graphpe's one logit (binary cross-entropy,
+the ROC-AUC of the logit): for two classes the same model family. Both train full batch with
+Adam at ``--lr`` without weight decay for ``--epochs`` epochs (Polynormer: the first
+``--local-epochs`` in its local stage, PyG's example's ``model._global = False``), each split
+from seed ``--seed + split``, the test ROC-AUC at the best validation epoch. PyG's side is the
+training loop of PyG's examples (``examples/polynormer.py``): the model's forward, the loss
+on the training nodes, ``backward``, ``step``; graphpe's is ``graphpe.train.run``.
+
+The timing runs ``--rounds`` training epochs of each side in turn (both meet the same load),
+one thread, and reports the medians and their ratio with the spread. Rows go to ``--json``
+(default ``benchmarks/results/heterophilous_pyg.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from heterophilous import prepared_root  # noqa: E402
+
+DEFAULT_JSON = HERE / "results" / "heterophilous_pyg.json"
+
+
+def pyg_model(kind: str, features: int, args: argparse.Namespace):
+    """``Linear(features, channels)`` then PyG's ``kind`` with two output classes."""
+    import torch
+    from torch_geometric.nn.models import Polynormer, SGFormer
+
+    if kind == "polynormer":
+        body = Polynormer(args.channels, args.channels, 2, local_layers=args.layers,
+                          global_layers=args.global_layers, dropout=args.dropout,
+                          global_dropout=args.dropout)
+    else:
+        body = SGFormer(args.channels, args.channels, 2, gnn_num_layers=args.layers,
+                        gnn_dropout=args.dropout, trans_dropout=args.dropout)
+    return torch.nn.Sequential(torch.nn.Linear(features, args.channels)), body
+
+
+def graphpe_options(kind: str, args: argparse.Namespace) -> dict:
+    options = {"dropout": args.dropout}
+    if kind == "polynormer":
+        options.update(global_layers=args.global_layers, global_dropout=args.dropout,
+                       local_epochs=args.local_epochs)
+    else:
+        options.update(trans_dropout=args.dropout)
+    return options
+
+
+def pyg_split(kind: str, graph, split: int, args: argparse.Namespace) -> dict:
+    """PyG's model trained on ``split`` as PyG's examples train it."""
+    import torch
+    import torch.nn.functional as F
+
+    from graphpe.datasets import BinaryROCAUC
+    from graphpe.train import seed_everything
+
+    seed_everything(args.seed + split)
+    embed, body = pyg_model(kind, graph.x.size(1), args)
+    params = [*embed.parameters(), *body.parameters()]
+    opt = torch.optim.Adam(params, lr=args.lr)
+    batch = torch.zeros(graph.num_nodes, dtype=torch.long)
+    masks = {part: graph[f"{part}_mask"][:, split] for part in ("train", "val", "test")}
+    y = graph.y
+    best = {"val": -1.0}
+    start = time.perf_counter()
+    for epoch in range(args.epochs):
+        if kind == "polynormer":
+            body._global = epoch >= args.local_epochs
+        embed.train(), body.train()
+        opt.zero_grad()
+        out = body(embed(graph.x), graph.edge_index, batch)
+        F.nll_loss(out[masks["train"]], y[masks["train"]]).backward()
+        opt.step()
+        embed.eval(), body.eval()
+        with torch.no_grad():
+            score = body(embed(graph.x), graph.edge_index, batch)[:, 1]
+        metric = {part: BinaryROCAUC().eval({"y_true": y[masks[part]].numpy(),
+                                             "y_pred": score[masks[part]].numpy()})["rocauc"]
+                  for part in ("val", "test")}
+        if metric["val"] > best["val"]:
+            best = {**metric, "epoch": epoch}
+    return {"library": "pyg", "split": split, **best,
+            "seconds_per_epoch": (time.perf_counter() - start) / args.epochs}
+
+
+def graphpe_split(kind: str, root: Path, split: int, args: argparse.Namespace) -> dict:
+    """graphpe's model trained on ``split`` through ``graphpe.train.run``."""
+    from graphpe.datasets import load_dataset
+    from graphpe.train import TrainConfig, run
+
+    bundle = load_dataset(args.dataset, root, fold=split)
+    config = TrainConfig(epochs=args.epochs, lr=args.lr, weight_decay=0.0, optimizer="adam",
+                         schedule="constant", warmup_epochs=0, clip_norm=0.0,
+                         patience=args.epochs, seed=args.seed + split, progress=False)
+    record = run(bundle, (), model=kind, channels=args.channels, layers=args.layers,
+                 config=config, **graphpe_options(kind, args))
+    return {"library": "graphpe", "split": split, "val": record["val"], "test": record["test"],
+            "epoch": record["best_epoch"], "seconds_per_epoch": record["seconds_per_epoch"]}
+
+
+def summary(rows: list[dict]) -> dict:
+    """Each side's mean ± std, and the paired difference graphpe - PyG with its standard
+    error over the splits both ran."""
+    out = {}
+    for library in ("pyg", "graphpe"):
+        tests = [r["test"] for r in rows if r["library"] == library]
+        if tests:
+            out[library] = {"runs": len(tests), "test_mean": statistics.mean(tests),
+                            "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0}
+    pyg = {r["split"]: r["test"] for r in rows if r["library"] == "pyg"}
+    ours = {r["split"]: r["test"] for r in rows if r["library"] == "graphpe"}
+    diffs = [ours[s] - pyg[s] for s in sorted(set(pyg) & set(ours))]
+    if len(diffs) > 1:
+        se = statistics.stdev(diffs) / len(diffs) ** 0.5
+        out["difference"] = {"mean": statistics.mean(diffs), "se": se,
+                             "within_two_se": abs(statistics.mean(diffs)) <= 2 * se}
+    return out
+
+
+def timing(kind: str, root: Path, args: argparse.Namespace) -> dict:
+    """``args.rounds`` training epochs of each side in turn, in this process."""
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.data import Batch
+
+    from graphpe.datasets import load_dataset
+    from graphpe.nn import build_model
+
+    bundle = load_dataset(args.dataset, root)
+    graph = bundle.train[0]
+    collated = Batch.from_data_list([graph])
+    ours = build_model({"model": kind, "channels": args.channels, "layers": args.layers,
+                        **bundle.model_kwargs(), **graphpe_options(kind, args)})
+    embed, body = pyg_model(kind, graph.x.size(1), args)
+    if kind == "polynormer":
+        body._global, ours.global_stage = True, True
+    batch = torch.zeros(graph.num_nodes, dtype=torch.long)
+    mask, y = graph.train_mask, graph.y
+
+    def step_ours(opt):
+        opt.zero_grad()
+        out = ours(collated)[mask]
+        F.binary_cross_entropy_with_logits(out.view(-1), y[mask].float()).backward()
+        opt.step()
+
+    def step_pyg(opt):
+        opt.zero_grad()
+        F.nll_loss(body(embed(graph.x), graph.edge_index, batch)[mask], y[mask]).backward()
+        opt.step()
+
+    opts = {"graphpe": torch.optim.Adam(ours.parameters(), lr=args.lr),
+            "pyg": torch.optim.Adam([*embed.parameters(), *body.parameters()], lr=args.lr)}
+    steps = {"graphpe": step_ours, "pyg": step_pyg}
+    ours.train(), embed.train(), body.train()
+    seconds = {"graphpe": [], "pyg": []}
+    for round_ in range(args.rounds + 1):
+        for library in ("pyg", "graphpe") if round_ % 2 else ("graphpe", "pyg"):
+            start = time.perf_counter()
+            steps[library](opts[library])
+            if round_:  # the first round warms both up
+                seconds[library].append(time.perf_counter() - start)
+    medians = {k: statistics.median(v) for k, v in seconds.items()}
+    return {"model": kind, "rounds": args.rounds, "threads": torch.get_num_threads(),
+            "seconds": seconds, "median": medians,
+            "pyg_over_graphpe": medians["pyg"] / medians["graphpe"],
+            "spread": {k: [min(v), max(v)] for k, v in seconds.items()}}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--accuracy", action="store_true")
+    parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--dataset", default="Minesweeper", choices=("Minesweeper", "Tolokers"))
+    parser.add_argument("--model", default="polynormer", choices=("polynormer", "sgformer"))
+    parser.add_argument("--splits", default="all", help="'all' or indices like 0,1,2")
+    parser.add_argument("--channels", type=int, default=64)
+    parser.add_argument("--layers", type=int, default=3)
+    parser.add_argument("--global-layers", type=int, default=2)
+    parser.add_argument("--dropout", type=float, default=0.3)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--epochs", type=int, default=300)
+    parser.add_argument("--local-epochs", type=int, default=50)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--root", type=Path,
+                        default=Path.home() / ".cache" / "graphpe" / "heterophilous")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    args = parser.parse_args(argv)
+    if not (args.accuracy or args.timing):
+        parser.error("give --accuracy, --timing or both")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import torch
+
+    torch.set_num_threads(1)
+    root = prepared_root(args.root, args.dataset)
+    result = json.loads(args.json.read_text()) if args.json.exists() else {}
+    settings = {k: getattr(args, k) for k in ("dataset", "model", "channels", "layers",
+                                              "global_layers", "dropout", "lr", "epochs",
+                                              "local_epochs", "seed")}
+    key = f"{args.dataset}-{args.model}"
+    entry = result.setdefault(key, {"settings": settings, "rows": []})
+    if entry["settings"] != settings:
+        entry.update(settings=settings, rows=[])  # other settings: a new comparison
+    if args.accuracy:
+        from graphpe.compare import parse_splits
+        from graphpe.datasets import load_dataset
+        from graphpe.datasets.heterophilous import archive_path, read_split_archive
+
+        graph = read_split_archive(archive_path(args.dataset, root))
+        splits = load_dataset(args.dataset, root).extra["splits"]
+        done = {(r["library"], r["split"]) for r in entry["rows"]}
+        for split in parse_splits(args.splits, splits, args.dataset):
+            for library in ("pyg", "graphpe"):
+                if (library, split) in done:
+                    continue
+                row = pyg_split(args.model, graph, split, args) if library == "pyg" else \
+                    graphpe_split(args.model, root, split, args)
+                entry["rows"].append(row)
+                print(json.dumps(row), flush=True)
+                entry["summary"] = summary(entry["rows"])
+                args.json.parent.mkdir(parents=True, exist_ok=True)
+                args.json.write_text(json.dumps(result, indent=1))
+    if args.timing:
+        entry["timing"] = timing(args.model, root, args)
+        print(json.dumps({k: entry["timing"][k] for k in ("median", "pyg_over_graphpe")}))
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(result, indent=1))
+    print(json.dumps(entry.get("summary", {}), indent=1))
+
+
+if __name__ == "__main__":
+    main()
