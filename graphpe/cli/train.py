@@ -16,7 +16,8 @@ if TYPE_CHECKING:  # (the command imports what it runs when it runs)
 
 #: the --model names (graphpe.nn.build.MODELS' keys; tests/cli check that the two agree)
 MODEL_NAMES = ("gine", "gps", "grit", "gcn", "sage", "gin", "gatedgcn", "graphormer",
-               "sgformer", "polynormer", "res-gcn", "res-sage", "res-gat", "res-gat-sep")
+               "sgformer", "polynormer", "res-gcn", "res-sage", "res-gat", "res-gat-sep",
+               "res-gt", "res-gt-sep", "res-mlp")
 
 
 GRID_PE_HELP = ("comma-separated encoding sets of the grid, each a --pe of train with '+' "
@@ -48,8 +49,9 @@ def _add_model_args(p_train: argparse.ArgumentParser, grid: bool = False) -> Non
                               "--pe degree,spd:path_hops=5), or for node classification on "
                               "large graphs SGFormer or Polynormer (linear-time attention; "
                               "--layers counts their GCN layers); res-gcn, res-sage, res-gat, "
-                              "res-gat-sep: Platonov et al.'s residual GNNs with LayerNorm "
-                              "(the heterophilous benchmarks' baselines)")
+                              "res-gat-sep, res-gt, res-gt-sep, res-mlp: Platonov et al.'s "
+                              "residual models with LayerNorm (the heterophilous benchmarks' "
+                              "baselines)")
     p_train.add_argument("--attention",
                          choices=["auto", "multihead", "linear", "performer", "none"],
                          default="auto",
@@ -326,7 +328,8 @@ def model_options(args: argparse.Namespace) -> dict:
     attention = ("heads", "attn_dropout")
     takes = {"gps": attention, "grit": attention, "graphormer": attention,
              "sgformer": ("heads",), "polynormer": ("heads", "local_epochs"),
-             "res-gat": ("heads",), "res-gat-sep": ("heads",), "gcn": ("residual", "norm"),
+             "res-gat": ("heads",), "res-gat-sep": ("heads",), "res-gt": ("heads",),
+             "res-gt-sep": ("heads",), "gcn": ("residual", "norm"),
              "sage": ("residual", "norm")}.get(args.model, ())
     what_sets = {"local_epochs": "the local warm-up of --model polynormer",
                  "residual": "the layers of --model gcn or sage",

@@ -14,10 +14,18 @@ where the module :math:`M` propagates over the graph, then applies a feed-forwar
   :math:`\alpha_{ij} = \mathrm{softmax}_j\, \mathrm{LeakyReLU}_{0.2}(a^\top W h_j + b^\top W
   h_i)` per head, :math:`M(h) = \mathrm{FFN}(\sum_j \alpha_{ij} W h_j)`;
 - ``gat-sep``: the same attention over the in-neighbours only, the ego state concatenated,
-  :math:`M(h) = \mathrm{FFN}([W h_i \,\|\, \sum_{j \in N(i)} \alpha_{ij} W h_j])`.
+  :math:`M(h) = \mathrm{FFN}([W h_i \,\|\, \sum_{j \in N(i)} \alpha_{ij} W h_j])`;
+- ``gt``: a transformer's attention over the in-neighbours and the node itself, with no
+  feed-forward inside, :math:`M(h) = \mathrm{Dropout}(W_o \sum_j \alpha_{ij} W_v h_j)`,
+  :math:`\alpha_{ij} = \mathrm{softmax}_j (W_q h_j)^\top (W_k h_i) / \sqrt{d_h}` per head
+  (the paper's code scores an edge ``j -> i`` by the sender's query and the receiver's key);
+- ``gt-sep``: the same over the in-neighbours only, :math:`M(h) = \mathrm{Dropout}(W_o [h_i
+  \,\|\, \sum_{j \in N(i)} \alpha_{ij} W_v h_j])`;
+- ``ffn``: :math:`M(h) = \mathrm{FFN}(h)`, no graph (the paper's ResNet, and the block that
+  follows each ``gt`` / ``gt-sep`` block in its GT models).
 
 The heads of ``gat`` split the channels as the paper's code does: channel ``c`` belongs to
-head ``c mod heads``.
+head ``c mod heads``; those of ``gt`` take consecutive channels.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from graphpe.layers.conv import propagate
 from graphpe.ops.checks import check_positive_int
 
 #: the modules a :class:`ResidualBlock` can hold
-RESIDUAL_MODULES = ("gcn", "sage", "gat", "gat-sep")
+RESIDUAL_MODULES = ("gcn", "sage", "gat", "gat-sep", "gt", "gt-sep", "ffn")
 
 
 class FeedForward(nn.Module):
@@ -60,10 +68,11 @@ class ResidualBlock(nn.Module):
 
     Args:
         dim: the width of ``h``.
-        module: ``gcn``, ``sage``, ``gat`` or ``gat-sep``.
-        dropout: the feed-forward's dropout.
+        module: one of :data:`RESIDUAL_MODULES`.
+        dropout: the feed-forward's dropout (and the attention output's, ``gt``).
         hidden_multiplier: the feed-forward's hidden width over ``dim``.
-        heads: attention heads of ``gat`` / ``gat-sep`` (must divide ``dim``).
+        heads: attention heads of ``gat``, ``gat-sep``, ``gt``, ``gt-sep`` (must divide
+            ``dim``).
     """
 
     def __init__(self, dim: int, module: str = "gcn", dropout: float = 0.0,
@@ -71,38 +80,62 @@ class ResidualBlock(nn.Module):
         super().__init__()
         if module not in RESIDUAL_MODULES:
             raise ValueError(f"module must be one of {RESIDUAL_MODULES}, got {module!r}")
-        self.module, self.heads = module, heads
+        self.module, self.heads, self.dropout = module, heads, dropout
         self.norm = nn.LayerNorm(dim)
-        separate = module in ("sage", "gat-sep")
-        self.feed_forward = FeedForward(dim, dropout, hidden_multiplier,
-                                        input_multiplier=2 if separate else 1)
-        if module.startswith("gat"):
+        separate = module in ("sage", "gat-sep", "gt-sep")
+        if module.startswith(("gat", "gt")):
             check_positive_int("heads", heads)
             if dim % heads:
                 raise ValueError(f"heads must divide the width: {dim} channels, {heads} heads")
+        if module.startswith("gt"):
+            self.query, self.key, self.value = (nn.Linear(dim, dim) for _ in range(3))
+            self.output_linear = nn.Linear(dim * (2 if separate else 1), dim)
+            return
+        self.feed_forward = FeedForward(dim, dropout, hidden_multiplier,
+                                        input_multiplier=2 if separate else 1)
+        if module.startswith("gat"):
             self.input_linear = nn.Linear(dim, dim)
             self.attention_source = nn.Linear(dim, heads)
             self.attention_target = nn.Linear(dim, heads, bias=False)
 
     def forward(self, h: Tensor, edge_index: Tensor) -> Tensor:
         z = self.norm(h)
+        if self.module.startswith("gt"):
+            return h + weight_dropout(self.output_linear(self._transformer_attend(
+                z, edge_index)), self.dropout, self.training)
         if self.module == "gcn":
             z = propagate(z, edge_index, "gcn")
         elif self.module == "sage":
             z = torch.cat([z, propagate(z, edge_index, "mean")], -1)
-        else:
+        elif self.module != "ffn":
             z = self._attend(z, edge_index)
         return h + self.feed_forward(z)
+
+    def _edges(self, edge_index: Tensor, n: int, self_loops: bool) -> Tensor:
+        """The in-edges attended over: without self loops, or with one per node."""
+        edges = remove_self_loops(edge_index)[0]
+        return add_remaining_self_loops(edges, num_nodes=n)[0] if self_loops else edges
+
+    def _transformer_attend(self, z: Tensor, edge_index: Tensor) -> Tensor:
+        """``gt``'s attention over the in-neighbours (and the node itself for ``gt``; the ego
+        state concatenated for ``gt-sep``), before the output map."""
+        n, dim = z.shape
+        head_dim = dim // self.heads
+        src, dst = self._edges(edge_index, n, self.module == "gt")
+        queries, keys, values = (f(z).view(n, self.heads, head_dim)
+                                 for f in (self.query, self.key, self.value))
+        scores = (queries[src] * keys[dst]).sum(-1) / head_dim ** 0.5  # [E, heads]
+        weights = softmax(scores, dst, num_nodes=n)
+        out = torch.zeros_like(values).index_add_(0, dst, values[src] * weights.unsqueeze(-1))
+        out = out.view(n, dim)
+        return torch.cat([z, out], -1) if self.module == "gt-sep" else out
 
     def _attend(self, z: Tensor, edge_index: Tensor) -> Tensor:
         """GAT's weighted sum over the in-neighbours (with the node itself for ``gat``; the ego
         state concatenated for ``gat-sep``)."""
         z = self.input_linear(z)
         n = z.size(0)
-        edges = remove_self_loops(edge_index)[0]
-        if self.module == "gat":
-            edges = add_remaining_self_loops(edges, num_nodes=n)[0]
-        src, dst = edges
+        src, dst = self._edges(edge_index, n, self.module == "gat")
         scores = F.leaky_relu(self.attention_source(z)[src] + self.attention_target(z)[dst],
                               0.2)
         weights = softmax(scores, dst, num_nodes=n)  # [E, heads], over each node's in-edges

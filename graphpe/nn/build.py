@@ -30,7 +30,8 @@ MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "sage": SAGE, "gin
           "polynormer": Polynormer,
           # Platonov et al.'s residual GNNs (the heterophilous benchmarks' baselines)
           **{f"res-{module}": functools.partial(ResidualGNN, module=module)
-             for module in ("gcn", "sage", "gat", "gat-sep")}}
+             for module in ("gcn", "sage", "gat", "gat-sep", "gt", "gt-sep")},
+          "res-mlp": functools.partial(ResidualGNN, module="ffn")}
 
 # models that read a pairwise encoding, and those whose messages PEG can gate
 PAIR_MODELS = ("gps", "grit", "graphormer")
@@ -42,8 +43,9 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
 
     ``model`` is ``gine`` (:class:`~graphpe.nn.GINE`, the default), ``gps``, ``grit``,
     ``gcn``, ``sage`` (GraphSAGE), ``gin``, ``gatedgcn``, ``graphormer``, ``res-gcn``,
-    ``res-sage``, ``res-gat``, ``res-gat-sep`` (:class:`~graphpe.nn.models.ResidualGNN`,
-    Platonov et al.'s residual GNNs with LayerNorm), or for node
+    ``res-sage``, ``res-gat``, ``res-gat-sep``, ``res-gt``, ``res-gt-sep``, ``res-mlp``
+    (:class:`~graphpe.nn.models.ResidualGNN`, Platonov et al.'s residual models with
+    LayerNorm), or for node
     classification on large graphs ``sgformer`` or ``polynormer`` (:mod:`graphpe.nn.scalable`;
     ``layers`` counts their message-passing layers); ``channels`` (64), ``layers`` (4) and
     ``out_dim`` (1) are its first arguments; ``pe`` and ``pair`` give the encoders, each node

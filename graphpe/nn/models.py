@@ -362,15 +362,19 @@ class ResidualGNN(PEGraphModel):
 
     a final LayerNorm and a linear head (``head_hidden=()``; give widths for an MLP). The
     module :math:`M` is GCN's, GraphSAGE's, GAT's or GAT-sep's propagation followed by a
-    feed-forward network (:class:`~graphpe.layers.residual.ResidualBlock`). The paper trains
-    them with 5 layers, 512 channels, dropout 0.2, AdamW at lr 3e-5 without weight decay, 1,000
-    full-batch steps (``configs/heterophilous_*.toml``). No edge features:
-    ``edge_vocab`` / ``edge_dim`` are accepted and ignored.
+    feed-forward network, or for GT / GT-sep (``module="gt"``, ``"gt-sep"``) a transformer's
+    attention over the neighbours, each such block followed by a feed-forward block
+    (:class:`~graphpe.layers.residual.ResidualBlock`); ``"ffn"`` is their ResNet (no graph).
+    The paper trains them with 5 layers, 512 channels, dropout 0.2, AdamW at lr 3e-5 without
+    weight decay, 1,000 full-batch steps (``configs/heterophilous_gcn.toml``). No edge
+    features: ``edge_vocab`` / ``edge_dim`` are accepted and ignored.
 
     Args:
-        channels / num_layers / out_dim: width, residual blocks, outputs.
-        module: ``gcn``, ``sage``, ``gat`` or ``gat-sep``.
-        heads: attention heads of ``gat`` / ``gat-sep`` (default 8, as the paper).
+        channels / num_layers / out_dim: width, layers (a GT layer is two residual blocks),
+            outputs.
+        module: ``gcn``, ``sage``, ``gat``, ``gat-sep``, ``gt``, ``gt-sep`` or ``ffn``.
+        heads: attention heads of ``gat``, ``gat-sep``, ``gt``, ``gt-sep`` (default 8, as the
+            paper).
         hidden_multiplier: the feed-forward's hidden width over ``channels`` (1).
         **kwargs: :class:`PEGraphModel`'s (``dropout``, PE encoders, ...).
     """
@@ -381,15 +385,20 @@ class ResidualGNN(PEGraphModel):
         kwargs.update(edge_vocab=None, edge_dim=None)
         kwargs.setdefault("head_hidden", ())
         super().__init__(channels, num_layers, out_dim, **kwargs)
+        # a GT layer is two blocks, the attention's and a feed-forward's (the paper's MODULES)
+        per_layer = [module, "ffn"] if module.startswith("gt") else [module]
         self.blocks = nn.ModuleList(
-            ResidualBlock(channels, module, self.dropout, hidden_multiplier, heads)
-            for _ in range(num_layers))
+            ResidualBlock(channels, kind, self.dropout, hidden_multiplier, heads)
+            for _ in range(num_layers) for kind in per_layer)
         self.output_norm = nn.LayerNorm(channels)
 
     def layers_forward(self, h, batch, edge_attr, pe):
         h = F.gelu(weight_dropout(h, self.dropout, self.training))
+        per_layer = len(self.blocks) // len(self.reinject) if self.reinject else 1
         for i, block in enumerate(self.blocks):
-            h = block(self.reinjected(h, pe, i), batch.edge_index)
+            if i % per_layer == 0:
+                h = self.reinjected(h, pe, i // per_layer)
+            h = block(h, batch.edge_index)
         return self.output_norm(h)
 
 

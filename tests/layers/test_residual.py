@@ -54,7 +54,7 @@ def test_propagate_equals_pygs_gcn_norm_and_mean_with_gradients():
         propagate(h, ei, "max")
 
 
-@pytest.mark.parametrize("module", ["gcn", "sage", "gat", "gat-sep"])
+@pytest.mark.parametrize("module", ["gcn", "sage", "gat", "gat-sep", "gt", "gt-sep", "ffn"])
 def test_blocks_equal_dense_references(module):
     torch.manual_seed(0)
     n, dim, heads = 40, 16, 4
@@ -69,6 +69,20 @@ def test_blocks_equal_dense_references(module):
         message = d[:, None] * loops * d[None, :] @ z
     elif module == "sage":
         message = torch.cat([z, a / a.sum(1, keepdim=True).clamp_min(1) @ z], -1)
+    elif module == "ffn":
+        message = z
+    elif module.startswith("gt"):
+        adjacency = a + torch.eye(n, dtype=torch.float64) if module == "gt" else a
+        d = dim // heads
+        q, k, v = (f(z).view(n, heads, d) for f in (block.query, block.key, block.value))
+        # edge j -> i scored by the sender's query and the receiver's key (their code)
+        scores = torch.einsum("jhd,ihd->ijh", q, k) / d ** 0.5
+        scores = scores.masked_fill(adjacency[..., None] == 0, float("-inf"))
+        weights = torch.softmax(scores, 1).nan_to_num(0.0)
+        out = torch.einsum("ijh,jhd->ihd", weights, v).reshape(n, dim)
+        out = torch.cat([z, out], -1) if module == "gt-sep" else out
+        assert torch.allclose(block(h, ei), h + block.output_linear(out), atol=1e-10)
+        return
     else:
         x = block.input_linear(z)
         adjacency = a + torch.eye(n, dtype=torch.float64) if module == "gat" else a
@@ -83,6 +97,17 @@ def test_blocks_equal_dense_references(module):
         message = torch.cat([x, out], -1) if module == "gat-sep" else out
     expected = h + feed_forward(block, message)
     assert torch.allclose(block(h, ei), expected, atol=1e-10)
+
+
+def test_gt_model_alternates_attention_and_feed_forward_blocks():
+    from graphpe.nn.build import build_model
+
+    model = build_model({"model": "res-gt-sep", "channels": 16, "layers": 3, "out_dim": 1,
+                         "task": "node_classification", "node_dim": 4, "heads": 4})
+    assert [b.module for b in model.blocks] == ["gt-sep", "ffn"] * 3
+    mlp = build_model({"model": "res-mlp", "channels": 16, "layers": 2, "out_dim": 1,
+                       "task": "node_classification", "node_dim": 4})
+    assert [b.module for b in mlp.blocks] == ["ffn", "ffn"]
 
 
 def test_block_checks_its_settings():

@@ -301,7 +301,8 @@ def test_unknown_model_name_is_refused():
     with pytest.raises(ValueError, match=r"model must be one of \('gine', 'gps', 'grit', "
                                          r"'gcn', 'sage', 'gin', 'gatedgcn', 'graphormer', "
                                          r"'sgformer', 'polynormer', 'res-gcn', 'res-sage', "
-                                         r"'res-gat', 'res-gat-sep'\), got 'gat'"):
+                                         r"'res-gat', 'res-gat-sep', 'res-gt', 'res-gt-sep', "
+                                         r"'res-mlp'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 
