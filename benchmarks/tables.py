@@ -1451,19 +1451,21 @@ def heterophilous_table(data: dict) -> str:
     standard errors), the encodings' seconds and the training seconds per step; then, per
     grid, which encodings moved the metric beyond two standard errors."""
     lines = ["| dataset | setting | model | encodings | splits | test ROC-AUC (%) | vs none "
-             "| precompute s | s / step |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| precompute s | s / step | min / split |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     verdicts = []
     for grid in data["grids"]:
         budget = (f"{grid['setting']}: {grid['channels']} ch, {grid['layers']} layers, "
                   f"lr {grid['lr']:g}, {grid['epochs']} steps")
         for row in grid["rows"]:
+            minutes = (row["pe_seconds"] + row["seconds_per_epoch"] * grid["epochs"]) / 60
             vs = "" if row.get("diff") is None else (
                 f"{100 * row['diff']:+.2f} ± {100 * row['diff_se']:.2f}"
                 + (" *" if row["significant"] else ""))
             lines.append(f"| {grid['dataset']} | {budget} | {row['model']} | {row['pe']} | "
                          f"{row['runs']} | {_percent(row['test_mean'], row['test_std'])} | "
-                         f"{vs} | {row['pe_seconds']:.2f} | {row['seconds_per_epoch']:.3f} |")
+                         f"{vs} | {row['pe_seconds']:.2f} | {row['seconds_per_epoch']:.3f} | "
+                         f"{minutes:.1f} |")
         moved = [f"{row['model']} + {row['pe']} ({100 * row['diff']:+.2f})"
                  for row in grid["rows"] if row.get("significant")]
         compared = [row for row in grid["rows"] if row.get("diff") is not None]

@@ -130,7 +130,15 @@ def split_bundle(name: str, data: Data, fold: int, pre_transform,
     if pre_transform is not None:
         data = pre_transform(data)
     classes = int(data.y.max()) + 1
+    if classes < 2:
+        raise ValueError(f"{name}: every node has label {int(data.y.max())}; a classification "
+                         "task needs two classes at least")
     binary = classes == 2
+    for part in ("train", "val", "test") if binary else ():
+        seen = data.y[data[f"{part}_mask"]].unique().tolist()
+        if len(seen) < 2:
+            raise ValueError(f"{name}: split {fold}'s {part} nodes all have label {seen}: "
+                             "ROC-AUC needs both classes in every part")
     graphs = [data]  # the three splits one object: encoded once (graphpe.encode)
     return DatasetBundle(
         name, graphs, graphs, graphs, task="node_multilabel" if binary else "node_classification",

@@ -89,6 +89,20 @@ def test_overlapping_masks_and_no_training_node_are_refused(tmp_path):
         load_dataset("graph:empty.npz", tmp_path, fold=1)
 
 
+def test_labels_of_one_class_are_refused(tmp_path):
+    write_archive(tmp_path / "one.npz", node_labels=np.zeros(30, dtype=np.int64))
+    with pytest.raises(ValueError, match=r"^graph:one.npz: every node has label 0; a "
+                                         r"classification task needs two classes at least$"):
+        load_dataset("graph:one.npz", tmp_path)
+    arrays = write_archive(tmp_path / "a.npz")
+    labels = arrays["node_labels"].copy()
+    labels[arrays["val_masks"][0]] = 1  # split 0's validation nodes: one class
+    write_archive(tmp_path / "val.npz", node_labels=labels)
+    with pytest.raises(ValueError, match=r"^graph:val.npz: split 0's val nodes all have label "
+                                         r"\[1\]: ROC-AUC needs both classes in every part$"):
+        load_dataset("graph:val.npz", tmp_path)
+
+
 def test_missing_archive_names_the_file_and_where_it_goes(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"Roman-empire: files not found under the "
                                                 r"given root\. Place the authors' "
