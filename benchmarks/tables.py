@@ -1472,7 +1472,8 @@ def heterophilous_table(data: dict) -> str:
         verdicts.append(f"- {grid['dataset']}, {grid['setting']}: " + (
             "no encoding measured against the model without one yet" if not compared else
             "beyond two standard errors of no encoding: " + ", ".join(moved) if moved else
-            f"none of the {len(compared)} encoded cells moved the test ROC-AUC beyond two "
+            ("no encoded cell" if len(compared) > 1 else "the encoded cell did not")
+            + (" moved" if len(compared) > 1 else " move") + " the test ROC-AUC beyond two "
             "standard errors of the same model without encodings"))
     return "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n"
 
