@@ -222,11 +222,10 @@ def main(argv: list[str] | None = None) -> None:
         entry.update(settings=settings, rows=[])  # other settings: a new comparison
     if args.accuracy:
         from graphpe.compare import parse_splits
-        from graphpe.datasets import load_dataset
-        from graphpe.datasets.heterophilous import archive_path, read_split_archive
+        from graphpe.datasets.heterophilous import archive_path, read_split_archive, split_count
 
         graph = read_split_archive(archive_path(args.dataset, root))
-        splits = load_dataset(args.dataset, root).extra["splits"]
+        splits = split_count(graph)
         done = {(r["library"], r["split"]) for r in entry["rows"]}
         for split in parse_splits(args.splits, splits, args.dataset):
             for library in ("pyg", "graphpe"):

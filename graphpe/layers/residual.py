@@ -43,6 +43,13 @@ from graphpe.ops.checks import check_positive_int
 RESIDUAL_MODULES = ("gcn", "sage", "gat", "gat-sep", "gt", "gt-sep", "ffn")
 
 
+def attended_edges(edge_index: Tensor, num_nodes: int, self_loops: bool) -> Tensor:
+    """The in-edges an attention block attends over: ``edge_index`` without self loops, or
+    with exactly one per node (``self_loops``: ``gat``, ``gt``)."""
+    edges = remove_self_loops(edge_index)[0]
+    return add_remaining_self_loops(edges, num_nodes=num_nodes)[0] if self_loops else edges
+
+
 class FeedForward(nn.Module):
     r"""``Dropout(W_2 GELU(Dropout(W_1 z)))`` from ``input_multiplier * dim`` through
     ``hidden_multiplier * dim`` back to ``dim`` (the paper's ``FeedForwardModule``)."""
@@ -98,30 +105,38 @@ class ResidualBlock(nn.Module):
             self.attention_source = nn.Linear(dim, heads)
             self.attention_target = nn.Linear(dim, heads, bias=False)
 
-    def forward(self, h: Tensor, edge_index: Tensor) -> Tensor:
+    @property
+    def self_loops(self) -> bool | None:
+        """For an attention block, whether it attends over the node itself too (its edges are
+        ``attended_edges(edge_index, n, self_loops)``); None for the others."""
+        if not self.module.startswith(("gat", "gt")):
+            return None
+        return self.module in ("gat", "gt")
+
+    def forward(self, h: Tensor, edge_index: Tensor, attended: Tensor | None = None) -> Tensor:
+        """``h + M(LayerNorm(h))``; an attention block attends over ``attended`` where given
+        (:func:`attended_edges` of ``edge_index``, which a model computes once for all its
+        blocks), else over the edges it derives from ``edge_index``."""
         z = self.norm(h)
+        if self.self_loops is not None and attended is None:
+            attended = attended_edges(edge_index, h.size(0), self.self_loops)
         if self.module.startswith("gt"):
             return h + weight_dropout(self.output_linear(self._transformer_attend(
-                z, edge_index)), self.dropout, self.training)
+                z, attended)), self.dropout, self.training)
         if self.module == "gcn":
             z = propagate(z, edge_index, "gcn")
         elif self.module == "sage":
             z = torch.cat([z, propagate(z, edge_index, "mean")], -1)
         elif self.module != "ffn":
-            z = self._attend(z, edge_index)
+            z = self._attend(z, attended)
         return h + self.feed_forward(z)
 
-    def _edges(self, edge_index: Tensor, n: int, self_loops: bool) -> Tensor:
-        """The in-edges attended over: without self loops, or with one per node."""
-        edges = remove_self_loops(edge_index)[0]
-        return add_remaining_self_loops(edges, num_nodes=n)[0] if self_loops else edges
-
-    def _transformer_attend(self, z: Tensor, edge_index: Tensor) -> Tensor:
+    def _transformer_attend(self, z: Tensor, attended: Tensor) -> Tensor:
         """``gt``'s attention over the in-neighbours (and the node itself for ``gt``; the ego
         state concatenated for ``gt-sep``), before the output map."""
         n, dim = z.shape
         head_dim = dim // self.heads
-        src, dst = self._edges(edge_index, n, self.module == "gt")
+        src, dst = attended
         queries, keys, values = (f(z).view(n, self.heads, head_dim)
                                  for f in (self.query, self.key, self.value))
         scores = (queries[src] * keys[dst]).sum(-1) / head_dim ** 0.5  # [E, heads]
@@ -130,12 +145,12 @@ class ResidualBlock(nn.Module):
         out = out.view(n, dim)
         return torch.cat([z, out], -1) if self.module == "gt-sep" else out
 
-    def _attend(self, z: Tensor, edge_index: Tensor) -> Tensor:
+    def _attend(self, z: Tensor, attended: Tensor) -> Tensor:
         """GAT's weighted sum over the in-neighbours (with the node itself for ``gat``; the ego
         state concatenated for ``gat-sep``)."""
         z = self.input_linear(z)
         n = z.size(0)
-        src, dst = self._edges(edge_index, n, self.module == "gat")
+        src, dst = attended
         scores = F.leaky_relu(self.attention_source(z)[src] + self.attention_target(z)[dst],
                               0.2)
         weights = softmax(scores, dst, num_nodes=n)  # [E, heads], over each node's in-edges

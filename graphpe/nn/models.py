@@ -26,7 +26,7 @@ from graphpe.layers.conv import GatedGCNLayer, GINLayer, PEGGate, gcn_conv, pe_d
 from graphpe.layers.encoders import FeatureInput, parameter_dtype
 from graphpe.layers.fused_gine import fused_gine_layer
 from graphpe.layers.layer_maths import gine_layer
-from graphpe.layers.residual import ResidualBlock
+from graphpe.layers.residual import ResidualBlock, attended_edges
 from graphpe.ops.checks import check_positive_int
 
 POOLS = {"sum": global_add_pool, "mean": global_mean_pool, "max": global_max_pool}
@@ -395,10 +395,13 @@ class ResidualGNN(PEGraphModel):
     def layers_forward(self, h, batch, edge_attr, pe):
         h = F.gelu(weight_dropout(h, self.dropout, self.training))
         per_layer = len(self.blocks) // len(self.reinject) if self.reinject else 1
+        # the attention blocks' edges (with or without self loops), once for all blocks
+        attended = {loops: attended_edges(batch.edge_index, h.size(0), loops)
+                    for loops in {b.self_loops for b in self.blocks} - {None}}
         for i, block in enumerate(self.blocks):
             if i % per_layer == 0:
                 h = self.reinjected(h, pe, i // per_layer)
-            h = block(h, batch.edge_index)
+            h = block(h, batch.edge_index, attended.get(block.self_loops))
         return self.output_norm(h)
 
 
