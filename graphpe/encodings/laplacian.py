@@ -18,6 +18,7 @@ from graphpe.layers.common import mlp, read_attribute
 from graphpe.layers.encoders import (
     POOLINGS,
     ChannelGIN,
+    check_pair_memory,
     graph_index,
     node_blocks,
     parameter_dtype,
@@ -333,6 +334,9 @@ class SPEEncoder(nn.Module):
         self.phi = mlp([1] + [phi_hidden] * (phi_layers - 1) + [m])
         self.rho = ChannelGIN([m] + [rho_hidden] * rho_layers, batch_norm=batch_norm)
         self.out_norm = nn.BatchNorm1d(rho_hidden) if output_norm else None
+        # values held per node pair: W's padded row and its gathered copy, then what each GIN
+        # layer keeps for the backward pass (aggregate, two products, activation, norm)
+        self.floats_per_pair = 2 * m + 5 * rho_hidden * rho_layers
         self.out = nn.Linear(rho_hidden, channels)
 
     def forward(self, batch) -> Tensor:
@@ -342,7 +346,10 @@ class SPEEncoder(nn.Module):
         vecs, vals, mask = _spectral_inputs(batch, self.attr_names, self.k,
                                             parameter_dtype(self))
         num_nodes = vecs.size(0)
-        graph, num_graphs, ptr, local, n_max, first = node_blocks(batch, num_nodes)
+        blocks = node_blocks(batch, num_nodes)
+        graph, num_graphs, ptr, local, n_max, first = blocks
+        check_pair_memory(blocks, num_nodes, self.floats_per_pair, vecs.dtype, vecs.device, "spe",
+                          "use signnet or lap on large graphs")
 
         # per-graph eigenvalues (every node carries its graph's) -> phi: [G, k, m]
         lam = vals[first]

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 from graphpe.encodings.registry import Encoding, register, setting, setting_of
 from graphpe.encodings.transform import PETransform, check_attr_names, option
 from graphpe.layers.common import mlp, read_attribute
-from graphpe.layers.encoders import ChannelGIN, node_blocks, parameter_dtype
+from graphpe.layers.encoders import ChannelGIN, check_pair_memory, node_blocks, parameter_dtype
 from graphpe.ops.checks import check_choice, check_flag, check_positive_int, check_size_limit
 from graphpe.ops.eigen import DENSE_MAX_NODES
 from graphpe.ops.eigen.magnetic import (
@@ -185,6 +185,10 @@ class MagLapEncoder(nn.Module):
         self.rho = ChannelGIN([rho_hidden] * (rho_layers + 1), batch_norm=True)
         self.out_norm = nn.BatchNorm1d(rho_hidden)
         self.out = nn.Linear(rho_hidden, channels)
+        # values held per node pair: the padded rows of Re W | Im W and their gathered copy,
+        # the pair MLP's layers, then what each GIN layer keeps for the backward pass
+        self.floats_per_pair = (4 * num_q * m + 2 * (num_q * m + rho_hidden)
+                                + 5 * rho_hidden * rho_layers)
 
     def forward(self, batch) -> Tensor:
         """``batch`` with ``attr_names`` (``[N, Q, k, 2]``, ``[N, Q, k]``, ``[N, k]`` as
@@ -193,7 +197,10 @@ class MagLapEncoder(nn.Module):
         vecs, vals, mask = _maglap_inputs(batch, self.attr_names, self.k, self.num_q,
                                           parameter_dtype(self))
         num_nodes = vecs.size(0)
-        graph, num_graphs, ptr, local, n_max, first = node_blocks(batch, num_nodes)
+        blocks = node_blocks(batch, num_nodes)
+        graph, num_graphs, ptr, local, n_max, first = blocks
+        check_pair_memory(blocks, num_nodes, self.floats_per_pair, vecs.dtype, vecs.device,
+                          "maglap", "use maglap:nodewise=true on large graphs")
         weights = self.phi(vals[first].unsqueeze(-1))  # [G, Q, k, m]
         weights = weights * mask[first][:, None, :, None].to(vecs.dtype)
         # real arithmetic on (a + ib): V_i conj(V_j) = a_i a_j + b_i b_j + i (b_i a_j - a_i b_j)

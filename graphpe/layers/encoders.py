@@ -15,6 +15,7 @@ from torch import Tensor, nn
 from graphpe.layers.common import mlp, read_attribute
 from graphpe.layers.conv import gin_aggregate
 from graphpe.ops.checks import check_non_negative_int, check_positive_int
+from graphpe.ops.host import available_memory_bytes
 
 POOLINGS = ("sum", "mean")
 
@@ -48,6 +49,31 @@ def node_blocks(batch, num_nodes: int) -> NodeBlocks:
     local = torch.arange(num_nodes, device=graph.device) - start[graph]
     return NodeBlocks(graph, num_graphs, ptr, local, int(counts.max()) if num_nodes else 0,
                       start.clamp(max=max(num_nodes - 1, 0)))
+
+
+def device_memory_bytes(device: torch.device) -> int | None:
+    """Memory free for new tensors on ``device``: the CUDA driver's free count, or the host's
+    available memory (:func:`graphpe.ops.host.available_memory_bytes`); None where unknown."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    return available_memory_bytes() if device.type == "cpu" else None
+
+
+def check_pair_memory(blocks: NodeBlocks, num_nodes: int, floats_per_pair: int,
+                      dtype: torch.dtype, device: torch.device, encoder: str,
+                      instead: str) -> None:
+    """Refuses, before anything is allocated, a batch whose pairwise encoder (one row of
+    ``floats_per_pair`` values for each node and each node of its graph, padded to the largest
+    graph) needs more memory than ``device`` has free: a ValueError in one line naming the
+    graph's size, the need, and ``instead`` (an encoder that is linear in the nodes)."""
+    pairs = num_nodes * blocks.n_max
+    need = pairs * floats_per_pair * torch.finfo(dtype).bits // 8
+    free = device_memory_bytes(device)
+    if free is not None and need > free:
+        raise ValueError(
+            f"{encoder}: a graph of {blocks.n_max} nodes gives {pairs:,} node pairs, about "
+            f"{need / 2**30:.1f} GiB for the encoder with {free / 2**30:.1f} GiB free; this "
+            f"encoder is for molecule-scale graphs, {instead}")
 
 
 def parameter_dtype(module: nn.Module) -> torch.dtype:

@@ -298,3 +298,19 @@ def test_nodewise_maglap_trains_on_a_graph_past_the_pairwise_encoder():
     assert out.shape == (n, 3) and torch.isfinite(out).all()
     grads = [p.grad for p in model.parameters() if p.requires_grad]
     assert all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+def test_the_pairwise_encoder_refuses_a_graph_past_free_memory(monkeypatch):
+    import graphpe.layers.encoders as encoders
+
+    k, q = 4, (0.0, 0.25)
+    ei, _, n = random_digraph(5, sizes=(120,), p=0.05, isolated=0)
+    data = MagneticLaplacianPE(k, q)(Data(edge_index=ei, num_nodes=n))
+    encoder = MagLapEncoder(k, len(q), 6, m=4, rho_hidden=8)
+    need = n * n * encoder.floats_per_pair * 4
+    monkeypatch.setattr(encoders, "available_memory_bytes", lambda: need - 1)
+    with pytest.raises(ValueError, match=r"^maglap: a graph of 120 nodes gives 14,400 node "
+                                         r"pairs, .* use maglap:nodewise=true on large graphs$"):
+        encoder(data)
+    monkeypatch.setattr(encoders, "available_memory_bytes", lambda: need)
+    assert encoder(data).shape == (n, 6)

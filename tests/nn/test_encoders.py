@@ -415,3 +415,21 @@ def test_graphormer_from_the_presets():
     out = model(Batch.from_data_list(graphs))
     out.sum().backward()
     assert model.pe_encoders[0].out_degree.weight.grad.abs().sum() > 0
+
+
+def test_spe_refuses_a_graph_whose_pairs_exceed_free_memory(monkeypatch):
+    import graphpe.layers.encoders as encoders
+
+    n = 300
+    data = LaplacianPE(4, attr_name="lap_pe", keep_trivial=True)(
+        nx_to_data(nx.path_graph(n)))
+    encoder = SPEEncoder(4, 8, m=4, rho_hidden=8, rho_layers=2)
+    need = n * n * encoder.floats_per_pair * 4
+    monkeypatch.setattr(encoders, "available_memory_bytes", lambda: need - 1)
+    with pytest.raises(ValueError, match=r"^spe: a graph of 300 nodes gives 90,000 node pairs, "
+                                         r"about 0\.0 GiB for the encoder with 0\.0 GiB free; "
+                                         r"this encoder is for molecule-scale graphs, use "
+                                         r"signnet or lap on large graphs$"):
+        encoder(data)
+    monkeypatch.setattr(encoders, "available_memory_bytes", lambda: need)
+    assert encoder(data).shape == (n, 8)
