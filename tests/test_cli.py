@@ -84,6 +84,18 @@ def test_own_dataset_config_results_checkpoint_and_evaluate(tmp_path, capsys, mo
      "graphpe: error: unknown setting(s) ['steps'] for PE 'rwse'"),
     (["train", "--dataset", "NO_SUCH_TU_SET", "--root", "/nonexistent"],
      "graphpe: error: NO_SUCH_TU_SET: files not found under the given root"),
+    (["train", "--dataset", "MUTAG", "--root", "/nonexistent", "--pe", "lap:k=-3"],
+     "graphpe: error: lap: k must be a positive int, got -3"),  # before the files are missed
+    (["compare", "--dataset", "MUTAG", "--root", "/nonexistent", "--model", "gcn", "--pe",
+      "none,rwsee", "--seeds", "2", "--out", "/nonexistent/grid"],
+     "graphpe: error: unknown PE 'rwsee' (did you mean 'rwse' or 'drwse'?); choose from"),
+    (["train", "--dataset", "MUTAG", "--root", "/nonexistent"],
+     "graphpe: error: MUTAG: files not found under the given root. Place "
+     "/nonexistent/MUTAG/raw/MUTAG_*.txt (a TU dataset), or"),
+    (["train", "--dataset", "Zinc", "--root", "/nonexistent"],
+     "graphpe: error: Zinc: files not found under the given root. Place "
+     "/nonexistent/Zinc/raw/Zinc_*.txt if it is a TU dataset (did you mean ZINC? graphpe "
+     "reads a name it does not know as one), or"),
     (["train", "--dataset", "nomodule:build", "--root", "."],
      "graphpe: error: dataset 'nomodule:build': cannot import module 'nomodule'"),
     (["train", "--dataset", "ogbg-code", "--root", "."],

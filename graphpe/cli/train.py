@@ -199,6 +199,8 @@ def run_train(args: argparse.Namespace) -> None:
     from graphpe.train import run
 
     check_device(args.device)
+    check_settings(args, [args.pe])
+    model_options(args)
     if args.retain_memory and str(args.device) == "cpu":
         retain_freed_host_memory()
     if args.splits is not None:
@@ -214,6 +216,16 @@ def run_train(args: argparse.Namespace) -> None:
                                       "seconds_per_epoch", "world_size")}
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun: one report
         print(json.dumps(summary, indent=2))
+
+
+def check_settings(args: argparse.Namespace, pe_sets: list[str]) -> None:
+    """The settings checked before any data loads: each encoding set of ``pe_sets`` (``+``
+    or ``,`` joining encodings) and the training settings."""
+    from graphpe.encodings import resolve_pe
+
+    for pe in pe_sets:
+        resolve_pe(pe.replace("+", ","))
+    train_config(args)
 
 
 def splits_folder(args: argparse.Namespace) -> str:
@@ -281,6 +293,7 @@ def run_compare(args: argparse.Namespace) -> None:
     if args.checkpoint or args.resume or args.results:
         raise ValueError("compare keeps every run's record and state under --out; "
                          "--results, --checkpoint and --resume apply to train")
+    check_settings(args, args.pe.split(","))
     options = {m: model_options(argparse.Namespace(**{**vars(args), "model": m}))
                for m in args.model}
     shared = options[args.model[0]]

@@ -189,7 +189,9 @@ def _loader(name: str, split, root: Path) -> Callable[..., DatasetBundle] | None
         return functools.partial(load_heterophilous, name)
     if name in LOADERS:
         return LOADERS[name]
-    return functools.partial(load_tu, name, split=split)  # any other name is a TU dataset
+    known = (*DATASETS, *LOADERS, *HETEROPHILOUS_NAMES, *OGBN_NAMES, *OGBG_OTHER_NAMES)
+    return functools.partial(load_tu, name, split=split,  # any other name is a TU dataset
+                             known_names=known)
 
 
 LOADERS: dict[str, Callable[..., DatasetBundle]] = {

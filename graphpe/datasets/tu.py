@@ -3,6 +3,7 @@ where they are, else generated in code."""
 
 from __future__ import annotations
 
+import difflib
 import logging
 from pathlib import Path
 
@@ -14,15 +15,44 @@ from graphpe.synthetic import csl_graphs
 log = logging.getLogger(__name__)
 
 
+# The TU collection's better-known sets (Morris et al., TUDataset, 2020): a name here whose files
+# are missing is told where they go; any other name is read as a TU dataset too, but a missing
+# one is first suggested the closest names graphpe knows.
+TU_COLLECTION = (
+    "AIDS", "BZR", "BZR_MD", "COX2", "COX2_MD", "DHFR", "DHFR_MD", "ER_MD", "FRANKENSTEIN",
+    "MCF-7", "MOLT-4", "MUTAG", "Mutagenicity", "NCI1", "NCI109", "NCI-H23", "OVCAR-8", "P388",
+    "PC-3", "PTC_FM", "PTC_FR", "PTC_MM", "PTC_MR", "SF-295", "SN12C", "SW-620", "UACC257",
+    "Yeast", "DD", "ENZYMES", "KKI", "OHSU", "Peking_1", "PROTEINS", "PROTEINS_full",
+    "COIL-DEL", "COIL-RAG", "Cuneiform", "Fingerprint", "FIRSTMM_DB", "Letter-high",
+    "Letter-low", "Letter-med", "MSRC_9", "MSRC_21", "MSRC_21C", "COLLAB", "IMDB-BINARY",
+    "IMDB-MULTI", "REDDIT-BINARY", "REDDIT-MULTI-5K", "REDDIT-MULTI-12K", "reddit_threads",
+    "twitch_egos", "github_stargazers", "deezer_ego_nets", "COLORS-3", "SYNTHETIC",
+    "SYNTHETICnew", "Synthie", "TRIANGLES")
+
+
+def close_names(name: str, candidates: tuple[str, ...], n: int = 3) -> list[str]:
+    """Up to ``n`` of ``candidates`` closest to ``name``, ignoring case (difflib's ratio)."""
+    by_lower = {c.lower(): c for c in candidates}
+    return [by_lower[c] for c in difflib.get_close_matches(name.lower(), by_lower, n=n)]
+
+
 def load_tu(name: str, root: Path, pre_transform, seed: int = 0, fold: int = 0,
-        download: bool = False, split: tuple[float, float, float] | None = None
-        ) -> DatasetBundle:
+            download: bool = False, split: tuple[float, float, float] | None = None,
+            known_names: tuple[str, ...] = ()) -> DatasetBundle:
+    """The TU dataset ``name`` from PyG's files under ``root``; ``known_names`` are the names
+    suggested when an unknown name's files are missing."""
     from torch_geometric.datasets import TUDataset
 
     folder = root / name
-    require_files(name, [folder / "raw" / f"{name}_A.txt", folder / "processed"],
-                  f"{folder}/raw/{name}_*.txt (a name graphpe does not know is read as a TU "
-             "dataset)", download)
+    if name in TU_COLLECTION:
+        expected = f"{folder}/raw/{name}_*.txt (a TU dataset)"
+    else:
+        close = close_names(name, (*known_names, *TU_COLLECTION))
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        expected = (f"{folder}/raw/{name}_*.txt if it is a TU dataset ({hint}graphpe reads a "
+                    "name it does not know as one)")
+    require_files(name, [folder / "raw" / f"{name}_A.txt", folder / "processed"], expected,
+                  download)
     # use_edge_attr: the edge labels/attributes (MUTAG's bond types) reach the model, so "gine"
     # is a GINE there and not a GIN
     ds = TUDataset(str(root), name, pre_transform=pre_transform, use_edge_attr=True)

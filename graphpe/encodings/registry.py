@@ -18,6 +18,7 @@ computes the inputs, None for an encoding learned inside the model),
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -187,20 +188,26 @@ def encodings(kind: str | None = None) -> dict[str, type[Encoding]]:
 def encoding(name: str) -> type[Encoding]:
     """The declaration registered under ``name``."""
     if name not in _REGISTRY:
-        raise ValueError(f"unknown PE {name!r}; choose from {sorted(_REGISTRY)}")
+        close = difflib.get_close_matches(str(name), sorted(_REGISTRY), n=3)
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"unknown PE {name!r}{hint}; choose from {sorted(_REGISTRY)}")
     return _REGISTRY[name]
 
 
 def pe_spec(name: str, **settings: Any) -> Encoding:
     """The spec of encoding ``name`` with ``settings`` over its defaults; an unknown setting
-    is a ValueError naming the allowed ones."""
+    is a ValueError naming the allowed ones, a bad value one that starts with the encoding's
+    name (``lap: k must be a positive int, got -3``)."""
     cls = encoding(name)
     allowed = [f.name for f in dataclasses.fields(cls)]
     unknown = set(settings) - set(allowed)
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)} for PE {name!r}; allowed: "
                          f"{sorted(allowed)}")
-    return cls(**settings)
+    try:
+        return cls(**settings)
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
 
 
 def from_model_config(name: str, settings: Mapping[str, Any] | None) -> Encoding:

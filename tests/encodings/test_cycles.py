@@ -50,7 +50,7 @@ def test_a_batch_equals_each_graph_alone_through_every_path():
 def test_bad_settings_and_inputs_name_the_problem():
     with pytest.raises(ValueError, match="^max_length must be an int >= 3, got 2$"):
         CycleCounts(2)
-    with pytest.raises(ValueError, match="^max_length must be an int >= 3, got True$"):
+    with pytest.raises(ValueError, match="^cycles: max_length must be an int >= 3, got True$"):
         pe_spec("cycles", max_length=True)
     with pytest.raises(ValueError, match="^max_paths must be a positive int, got 0$"):
         CycleCounts(max_paths=0)

@@ -39,7 +39,7 @@ def test_bad_settings_and_inputs_name_the_problem():
     with pytest.raises(ValueError, match=r"^sink must be one of \('stay', 'teleport', "
                                          r"'vanish'\), got 'restart'$"):
         DirectedRWSE(sink="restart")
-    with pytest.raises(ValueError, match=r"^sink must be one of \('stay', 'teleport', "
+    with pytest.raises(ValueError, match=r"^drwse: sink must be one of \('stay', 'teleport', "
                                          r"'vanish'\), got 'loop'$"):
         pe_spec("drwse", sink="loop")
     with pytest.raises(ValueError, match="^directed_landing_probs densifies each graph: a graph "

@@ -205,7 +205,7 @@ def test_bad_settings_and_inputs_name_the_problem():
         MagneticLaplacianPE(relative_q="yes")
     with pytest.raises(ValueError, match="both name 'a'"):
         MagneticLaplacianPE(attr_names=("a", "a", "b"))
-    with pytest.raises(ValueError, match=r"^q must be a number in \[0, 0.5\]"):
+    with pytest.raises(ValueError, match=r"^maglap: q must be a number in \[0, 0.5\]"):
         pe_spec("maglap", q=[0.1, 1.0])
     with pytest.raises(ValueError, match="the batch has no attribute 'maglap_pe'"):
         MagLapEncoder(4, 1, 8)(Data(edge_index=torch.zeros(2, 0, dtype=torch.long),
@@ -216,7 +216,7 @@ def test_bad_settings_and_inputs_name_the_problem():
     assert repr(pe_spec("maglap", k=3)) == (
         "MagLapSpec(k=3, q=[0.1], relative_q=False, normalization='sym', nodewise=False, m=8, "
         "rho_hidden=32, rho_layers=2, hidden=16)")
-    with pytest.raises(ValueError, match="^nodewise must be True or False, got 'yes'$"):
+    with pytest.raises(ValueError, match="^maglap: nodewise must be True or False, got 'yes'$"):
         pe_spec("maglap", nodewise="yes")
     with pytest.raises(ValueError, match="^hidden must be a positive int, got 0$"):
         MagLapNodeEncoder(4, 1, 8, hidden=0)

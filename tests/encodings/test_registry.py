@@ -200,3 +200,15 @@ def test_lap_hidden_sets_the_deepsets_width():
     assert narrow.rho[-1].out_features == 64
     with pytest.raises(ValueError, match="hidden"):
         resolve_pe("lap:k=4:hidden=0")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("lap:k=-3", r"^lap: k must be a positive int, got -3$"),
+    ("lap:k=abc", r"^lap: k must be a positive int, got 'abc'$"),
+    ("rwse:walk_length=0", r"^rwse: walk_length must be a positive int, got 0$"),
+    ("rfp:dim=0", r"^rfp: dim must be an int >= 1, got 0$"),
+    ("lapp", r"^unknown PE 'lapp' \(did you mean 'lap' or 'maglap'\?\); choose from \["),
+])
+def test_a_bad_setting_names_its_encoding(text, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_pe(text)
