@@ -20,11 +20,13 @@ from torch_geometric.transforms import Compose
 
 from graphpe.datasets import DatasetBundle
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
+from graphpe.ops.files import load_torch_file
 from graphpe.records import versions
 from graphpe.transforms import PETransform, precompute
 from graphpe.transforms.cache import fingerprint_of
 
 ENCODINGS_FORMAT = "graphpe-encodings-1"
+ENCODINGS_WHAT = "the node encodings graphpe encode writes (NAME.pt beside NAME.json)"
 
 
 def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
@@ -153,7 +155,7 @@ def read_encodings(out_dir: str | os.PathLike, graph: Data | None = None) -> dic
         if "partition" in record:  # written by the ranks of graphpe.encode_distributed
             tensors.update(assemble_ranks(path, record))
         else:
-            tensors.update(torch.load(path.with_suffix(".pt"), weights_only=True))
+            tensors.update(load_torch_file(path.with_suffix(".pt"), ENCODINGS_WHAT))
     if graph is not None:
         for key, value in tensors.items():
             graph[key] = value
@@ -171,7 +173,7 @@ def assemble_ranks(record_path: Path, record: dict[str, Any]) -> dict[str, Tenso
     if missing:
         raise FileNotFoundError(f"{record_path}: missing the rows of {', '.join(missing)}")
     world = len(partition["files"])
-    parts = [torch.load(f, weights_only=True) for f in files[:world]]
+    parts = [load_torch_file(f, ENCODINGS_WHAT) for f in files[:world]]
     whole = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
     n = record["graph"]["num_nodes"]
     for key, value in whole.items():
@@ -179,7 +181,7 @@ def assemble_ranks(record_path: Path, record: dict[str, Any]) -> dict[str, Tenso
             raise ValueError(f"{record_path}: the ranks' rows of {key} cover {value.size(0)} "
                              f"of the graph's {n} nodes")
     if node_files:
-        nodes = torch.cat([torch.load(f, weights_only=True) for f in files[world:]])
+        nodes = torch.cat([load_torch_file(f, ENCODINGS_WHAT) for f in files[world:]])
         if (nodes.numel() != n or int(nodes.min()) < 0 or int(nodes.max()) >= n
                 or not bool(torch.bincount(nodes, minlength=n).eq(1).all())):
             raise ValueError(f"{record_path}: the ranks' node files do not name each of the "

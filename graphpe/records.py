@@ -17,6 +17,7 @@ from torch import nn
 
 from graphpe.datasets import DatasetBundle
 from graphpe.nn.build import normalize_model_config
+from graphpe.ops.files import load_torch_file
 
 CHECKPOINT_FORMAT = "graphpe-checkpoint-1"
 TRAINING_STATE_FORMAT = "graphpe-training-state-1"
@@ -144,7 +145,7 @@ def restore_training_state(path: str, model: nn.Module, opt: torch.optim.Optimiz
                            model_config: dict[str, Any] | None) -> Progress:
     """Loads the training state at ``path`` into ``model``, ``opt``, ``sched`` and ``scaler``
     and the RNGs; returns its progress. Refuses a state of another model."""
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_torch_file(path, "a graphpe training state (<checkpoint>.state)")
     if not isinstance(state, dict) or state.get("format") != TRAINING_STATE_FORMAT:
         raise ValueError(f"{path} is not a graphpe training state (written "
                          "beside --checkpoint as <checkpoint>.state)")

@@ -435,3 +435,16 @@ def test_residual_and_norm_are_gcn_and_sage_flags(tmp_path, capsys):
         main(["train", "--dataset", "CSL", "--root", str(tmp_path), "--model", "gps",
               "--norm", "batch", "--epochs", "1"])
     assert "--norm sets the layers of --model gcn or sage, not gps" in capsys.readouterr().err
+
+
+def test_a_damaged_checkpoint_is_one_line(tmp_path, capsys):
+    import torch
+
+    path = tmp_path / "model.pt"
+    torch.save({"state_dict": {"w": torch.randn(1000)}}, path)
+    path.write_bytes(path.read_bytes()[:1500])
+    code, _, err = run_cli(["evaluate", "--checkpoint", str(path), "--dataset", "MUTAG",
+                            "--root", str(tmp_path)], capsys)
+    assert code == 2 and err.startswith(f"graphpe: error: {path}: not readable as a graphpe "
+                                        "checkpoint (train --checkpoint) (")
+    assert len(err.strip().splitlines()) == 1

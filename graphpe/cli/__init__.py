@@ -133,18 +133,18 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 def run_evaluate(args: argparse.Namespace) -> None:
     """``graphpe evaluate``: the metric of a checkpoint's model on a split, its PEs recomputed
     from the specs the checkpoint carries."""
-    import torch
     from torch_geometric.loader import DataLoader
 
     from graphpe.datasets import load_dataset
     from graphpe.encode import encode_bundle
     from graphpe.encodings import resolve_pe, transforms_of
     from graphpe.nn.build import load_model
+    from graphpe.ops.files import load_torch_file
     from graphpe.train import evaluate
 
     check_device(args.device)
     model = load_model(args.checkpoint).to(args.device)
-    ckpt = torch.load(args.checkpoint, map_location="cpu", weights_only=True)
+    ckpt = load_torch_file(args.checkpoint, "a graphpe checkpoint (train --checkpoint)")
     record = ckpt.get("record", {})
     trained = record.get("config", {})  # the run's TrainConfig: its split seed and precision
     seed = trained.get("seed", 0) if args.seed is None else args.seed

@@ -27,6 +27,7 @@ from graphpe.ops.checks import (
     check_positive_int,
     check_seed,
 )
+from graphpe.ops.files import load_torch_file
 from graphpe.ops.graph import single_graph_ptr, validate_graph
 
 CHECKPOINT_FORMAT = "graphpe-gpse-1"
@@ -50,7 +51,7 @@ def load_gpse(path: str | Path) -> GPSEModel:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"GPSE checkpoint {str(path)!r} not found")
-    state = torch.load(path, map_location="cpu", weights_only=True)
+    state = load_torch_file(path, "a GPSE checkpoint")
     if not isinstance(state, dict):
         raise ValueError(f"{path} is not a GPSE checkpoint (a {type(state).__name__})")
     if state.get("format") == CHECKPOINT_FORMAT:

@@ -23,6 +23,7 @@ from graphpe.encodings import GATE, PAIR, encodings, from_model_config
 from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel, ResidualGNN
 from graphpe.nn.scalable import Polynormer, SGFormer
 from graphpe.nn.transformers import GPS, GRIT, Graphormer
+from graphpe.ops.files import load_torch_file
 
 # build_model's "model" names
 MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "sage": SAGE, "gin": GIN,
@@ -95,7 +96,8 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
 def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
     """The model of a checkpoint written by :func:`graphpe.train.fit` (``--checkpoint``): built
     from the config stored beside its weights, weights loaded, in eval mode."""
-    ckpt = torch.load(path, map_location=map_location, weights_only=True)
+    ckpt = load_torch_file(path, "a graphpe checkpoint (train --checkpoint)",
+                           map_location=map_location)
     if isinstance(ckpt, dict) and str(ckpt.get("format", "")).startswith(
             "graphpe-training-state"):
         raise ValueError(f"{path} is a training state, for resuming a run (--resume); the "
