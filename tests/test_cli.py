@@ -448,3 +448,17 @@ def test_a_damaged_checkpoint_is_one_line(tmp_path, capsys):
     assert code == 2 and err.startswith(f"graphpe: error: {path}: not readable as a graphpe "
                                         "checkpoint (train --checkpoint) (")
     assert len(err.strip().splitlines()) == 1
+
+
+def test_log_lines_carry_one_prefix():
+    import logging
+
+    from graphpe.cli import PrefixFormatter
+
+    def line(message):
+        record = logging.LogRecord("graphpe.ops.aot", logging.WARNING, __file__, 1, message,
+                                   None, None)
+        return PrefixFormatter().format(record)
+
+    assert line("graphpe: compiling its CPU kernels") == "graphpe: compiling its CPU kernels"
+    assert line("cache hit") == "graphpe: cache hit"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import runpy
 import sys
 import time
@@ -40,16 +41,23 @@ class Command:
     logs: bool = False  # graphpe's info messages (cache hits and writes) go to stderr
 
 
+class PrefixFormatter(logging.Formatter):
+    """``graphpe: <message>``, once: a message that names graphpe itself (for Python users,
+    whose logging prints the bare message) is not prefixed again."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        return text if text.startswith("graphpe: ") else f"graphpe: {text}"
+
+
 def _log_to_stderr() -> None:
     """graphpe's info messages (cache hits and writes) as ``graphpe: ...`` lines on stderr."""
-    import logging
-
     log = logging.getLogger("graphpe")
     log.setLevel(logging.INFO)
     for handler in [h for h in log.handlers if getattr(h, "_graphpe_cli", False)]:
         log.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("graphpe: %(message)s"))
+    handler.setFormatter(PrefixFormatter())
     handler._graphpe_cli = True
     log.addHandler(handler)
     log.propagate = False

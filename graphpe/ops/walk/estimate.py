@@ -159,15 +159,26 @@ def landing_probs_or_estimate(
 def _say_sampled(n: int, cost: ExactCost, budget: int, max_seconds: float | None, walks: int,
                  walk_length: int, estimator: str) -> None:
     why = ([] if cost.fits else [f"no exact path fits the memory budget of "
-                                 f"{budget / 2**20:.4g} MiB"])
+                                 f"{budget / 2**20:,.0f} MiB"])
     if max_seconds is not None and cost.seconds > max_seconds:
         why.append(f"past max_exact_seconds={max_seconds:g}")
     threads = torch.get_num_threads()
-    LOG.warning("RWSE of a %s-node graph: %s (%s); estimating it from %d random walks per "
-                "node instead (%s estimator, about %.3g s predicted on %d thread%s), with its "
-                "standard error", f"{n:,}", "; ".join(why), cost.describe(), walks, estimator,
-                sampled_seconds(n, walks, walk_length, threads), threads,
-                "" if threads == 1 else "s")
+    LOG.warning("RWSE of a %s-node graph: exact would take about %s (%s), so it is estimated "
+                "from %d random walks per node (about %s predicted), with its standard error. "
+                "rwse:estimate=exact forces the exact values; rwse:walks=N sets the walks.",
+                f"{n:,}", _duration(cost.seconds), "; ".join(why), walks,
+                _duration(sampled_seconds(n, walks, walk_length, threads)))
+    LOG.debug("RWSE estimate of a %s-node graph (%s estimator, %d thread%s): %s", f"{n:,}",
+              estimator, threads, "" if threads == 1 else "s", cost.describe())
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` as a person reads it: ``"4.2 s"``, ``"12 min"``, ``"3.1 h"``."""
+    if seconds < 120:
+        return f"{seconds:.2g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.2g} h"
 
 
 def _tensors(values: np.ndarray, stderr: np.ndarray | None, dtype: torch.dtype,

@@ -52,6 +52,8 @@ def test_auto_estimates_a_graph_past_its_time_or_memory_budget(caplog):
         said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert len(said) == 1 and why in said[0] and "predicted" in said[0], said
         assert f"RWSE of a {n:,}-node graph" in said[0]
+        assert said[0].endswith("rwse:estimate=exact forces the exact values; rwse:walks=N "
+                                "sets the walks.") and "MiB):" not in said[0]
         # the ring exactly (standard error 0), the large graph by its own estimate
         assert torch.equal(got[:3], exact[:3]) and (err[:3] == 0).all()
         assert torch.equal(got[3:], estimate) and torch.equal(err[3:], stderr)
