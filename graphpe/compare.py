@@ -37,7 +37,7 @@ RUN_KEYS = ("dataset", "metric", "model", "pe", "split", "seed", "val", "test", 
             "epochs_run", "train_seconds", "seconds_per_epoch", "pe_seconds",
             "pe_bytes_per_node", "params",
             "config", "model_config", "versions", "run", "settings",
-            "test_predicted_classes")
+            "test_predicted_classes", "graph")
 #: the TrainConfig fields that do not change what a run computes (where it writes, what it
 #: shows, where it resumes from; the seed is checked on its own)
 RUN_LOCAL = ("seed", "device", "progress", "checkpoint", "results", "resume", "cache_dir",
@@ -98,8 +98,9 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
     runs_dir = Path(runs_dir)
     settings = json.loads(json.dumps(
         {"channels": channels, "layers": layers, "options": model_options,
-         "config": {k: v for k, v in dataclasses.asdict(config).items()
-                    if k not in RUN_LOCAL}}, default=str))
+         "config": _computing(config)}, default=str))
+    # a training setting added after a record was written is read back at its default
+    defaults = json.loads(json.dumps(_computing(type(config)()), default=str))
     first = load_dataset(dataset, root, seed=config.seed, download=download)
     ids = run_ids(first, splits, seeds)
     by_seed = seeds is not None
@@ -110,6 +111,9 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
         seed = config.seed + offset
         if path.exists():
             record = json.loads(path.read_text())
+            held = record.get("settings")
+            if isinstance(held, dict) and isinstance(held.get("config"), dict):
+                held["config"] = {**defaults, **held["config"]}
             _check_same(record, path, model=model, pe=_pe_label(pe), seed=seed,
                         settings=settings)
             records.append(record)
@@ -137,6 +141,11 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
             report(f"{name}: {record['metric']} {record['test']:.4f} (val {record['val']:.4f}, "
                    f"best epoch {record['best_epoch']})")
     return records
+
+
+def _computing(config: Any) -> dict[str, Any]:
+    """The fields of a ``TrainConfig`` that change what a run computes (not ``RUN_LOCAL``)."""
+    return {k: v for k, v in dataclasses.asdict(config).items() if k not in RUN_LOCAL}
 
 
 def _pe_label(pe: Any) -> str:

@@ -31,6 +31,7 @@ from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
 from graphpe.datasets import DatasetBundle
+from graphpe.datasets.bundle import graph_summary, undirected_bundle
 from graphpe.encode import encode_bundle, encoding_bytes_per_node, redraw_random_pes
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.evaluation import evaluate as evaluate  # (graphpe.cli's and users' import)
@@ -119,6 +120,9 @@ class TrainConfig:
     # classification: the cross-entropy's classes weighted by their rarity in each batch
     # (GraphGPS's weighted_cross_entropy; see loss_fn)
     class_weights: bool = False
+    # node-level datasets on one graph: add each edge's reverse before encoding and training
+    # (OGB's baselines on ogbn-arxiv); the record's "graph" says what the model saw
+    undirected: bool = False
 
     def __post_init__(self) -> None:
         if self.precision not in PRECISIONS:
@@ -531,6 +535,8 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     config, so it says how to reproduce the run."""
     config = config or TrainConfig()
     specs = resolve_pe(pe)
+    if config.undirected:
+        bundle = undirected_bundle(bundle)
     transforms = transforms_of(specs)
     subgraph_transform = Compose(transforms) if config.subgraph_pe and transforms else None
     if config.subgraph_pe:  # each sampled batch encoded by its loader
@@ -551,7 +557,8 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     train_split = (redraw_random_pes(encoded.train, transforms, config.seed)
                    if config.resample_pe and not config.subgraph_pe else None)
     metadata = {"model": model, "pe": [s.to_dict() for s in specs], "pe_seconds": pe_seconds,
-                "pe_bytes_per_node": encoding_bytes_per_node(bundle.train, encoded.train)}
+                "pe_bytes_per_node": encoding_bytes_per_node(bundle.train, encoded.train),
+                "graph": graph_summary(bundle, config.undirected)}
     return fit(net, encoded, config, train_split, model_config=model_config, metadata=metadata,
                subgraph_transform=subgraph_transform)
 

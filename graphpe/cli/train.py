@@ -110,6 +110,11 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                          help="with --num-neighbors: compute the encodings of each sampled "
                               "subgraph in the loader, on the subgraph's own edges, instead of "
                               "the whole graph's once, cut to each batch's nodes (the default)")
+    p_train.add_argument("--undirected", action=argparse.BooleanOptionalAction, default=False,
+                         help="node-level datasets on one graph: add each edge's reverse "
+                              "before encoding and training (OGB's baselines on ogbn-arxiv, "
+                              "whose citations are directed); the record's graph entry says "
+                              "what the model saw")
     p_train.add_argument("--class-weights", action=argparse.BooleanOptionalAction,
                          default=False,
                          help="classification: weigh each class by its rarity in the batch, "
@@ -328,6 +333,7 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
                        cache_dir=args.cache_dir, resume=args.resume,
                        precision=args.precision, num_neighbors=args.num_neighbors,
                        subgraph_pe=args.subgraph_pe, class_weights=args.class_weights,
+                       undirected=args.undirected,
                        progress=sys.stderr.isatty() if args.progress is None else args.progress)
 
 

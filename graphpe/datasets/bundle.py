@@ -5,6 +5,7 @@ split's masks on the one graph, a constant ``x`` where a graph has no features).
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +138,46 @@ def node_split_masks(labels: torch.Tensor, fractions=(0.5, 0.25, 0.25), seed: in
         mask[part] = True
         masks.append(mask)
     return tuple(masks)
+
+
+def one_graph(bundle: DatasetBundle) -> Data | None:
+    """The graph of a node-level bundle on one graph (train, val and test the same one-graph
+    split, told apart by masks), else None."""
+    split = bundle.train
+    if bundle.task.startswith("node_") and split is bundle.val is bundle.test and \
+            len(split) == 1:
+        return split[0]
+    return None
+
+
+def undirected_bundle(bundle: DatasetBundle) -> DatasetBundle:
+    """``bundle`` whose one graph has each edge's reverse added (PyG's ``ToUndirected``: a
+    pair given both ways stays one pair each way, edge features of merged duplicates summed),
+    as OGB's baselines train on ogbn-arxiv. Only a node-level dataset on one graph: a
+    ValueError otherwise."""
+    from torch_geometric.transforms import ToUndirected
+
+    graph = one_graph(bundle)
+    if graph is None:
+        raise ValueError(f"{bundle.name}: undirected adds the reverse edges of a node-level "
+                         "dataset's one graph; this dataset has several graphs (give them "
+                         "symmetric edges in its pre_transform, e.g. PyG's ToUndirected)")
+    graphs = [ToUndirected()(copy.copy(graph))]
+    return dataclasses.replace(bundle, train=graphs, val=graphs, test=graphs)
+
+
+def graph_summary(bundle: DatasetBundle, made_undirected: bool) -> dict[str, Any] | None:
+    """What a record says of the graph a node-level model saw: its nodes, directed edges,
+    whether every edge has its reverse, and whether graphpe added them; None for datasets
+    of many graphs."""
+    from torch_geometric.utils import is_undirected
+
+    graph = one_graph(bundle)
+    if graph is None:
+        return None
+    return {"num_nodes": int(graph.num_nodes), "num_edges": int(graph.edge_index.size(1)),
+            "undirected": bool(is_undirected(graph.edge_index, num_nodes=graph.num_nodes)),
+            "made_undirected": made_undirected}
 
 
 def with_masks(dataset, masks: Sequence[torch.Tensor],
