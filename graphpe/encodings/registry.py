@@ -326,20 +326,73 @@ def markdown_table() -> str:
     return "\n".join(rows)
 
 
+# The probe graph of attributes_table: 7 nodes, a ring with two chords (18 directed edges),
+# sizes no default setting shares, so a dimension equal to one of them is that size.
+PROBE_NODES, PROBE_RING, PROBE_CHORDS = 7, 7, ((0, 3), (2, 5))
+
+
+def probe_graph() -> Any:
+    """The small undirected graph :func:`attributes_table` encodes."""
+    import torch
+    from torch_geometric.data import Data
+
+    ring = [(i, (i + 1) % PROBE_RING) for i in range(PROBE_RING)]
+    pairs = torch.tensor(ring + list(PROBE_CHORDS)).t()
+    return Data(edge_index=torch.cat([pairs, pairs.flip(0)], 1), num_nodes=PROBE_NODES)
+
+
+def _shape_text(shape: Sequence[int], num_nodes: int, num_edges: int) -> str:
+    names = {num_nodes: "N", num_edges: "E", num_nodes * num_nodes: "P"}
+    return "[" + ", ".join(names.get(d, str(d)) for d in shape) + "]"
+
+
+def attributes_table() -> str:
+    """The table of what each encoding's transform writes at its defaults: every attribute
+    with its shape (``N`` the nodes, ``E`` the directed edges, ``P`` the node pairs within
+    each graph, ``n^2`` summed over the graphs; numbers come from the settings) and dtype, read off the transform's output on
+    :func:`probe_graph`. Encodings learned in the model, and GPSE (a checkpoint's output),
+    are listed as such."""
+    rows = ["| name | attribute | shape | dtype |", "| --- | --- | --- | --- |"]
+    for name, cls in encodings().items():
+        if cls.transform_class is None:
+            rows.append(f"| `{name}` | (none: learned in the model) | | |")
+            continue
+        if cls.requires:
+            rows.append(f"| `{name}` | (needs {', '.join(cls.requires)}) | | |")
+            continue
+        graph = probe_graph()
+        before = set(graph.keys())
+        out = cls().transform()(graph)
+        num_edges = graph.edge_index.size(1)
+        for key in sorted(set(out.keys()) - before):
+            value = out[key]
+            rows.append(f"| `{name}` | `{key}` | "
+                        f"{_shape_text(value.shape, PROBE_NODES, num_edges)} | "
+                        f"{str(value.dtype).removeprefix('torch.')} |")
+    return "\n".join(rows)
+
+
 DOCS_TABLE_START = "<!-- encodings table: generated -->"
 DOCS_TABLE_END = "<!-- end of the generated table -->"
+ATTRIBUTES_START = "<!-- attributes table: generated -->"
+ATTRIBUTES_END = "<!-- end of the generated attributes -->"
 
 
 def write_docs_table(path: str) -> None:
-    """Replace the generated table of the markdown file at ``path`` (between
-    :data:`DOCS_TABLE_START` and :data:`DOCS_TABLE_END`) by :func:`markdown_table`:
-    ``graphpe encodings --write-docs docs/encodings.md``."""
+    """Replace the generated tables of the markdown file at ``path`` (between
+    :data:`DOCS_TABLE_START` and :data:`DOCS_TABLE_END`, and where the file has them,
+    :data:`ATTRIBUTES_START` and :data:`ATTRIBUTES_END`) by :func:`markdown_table` and
+    :func:`attributes_table`: ``graphpe encodings --write-docs docs/encodings.md``."""
     from pathlib import Path
 
     text = Path(path).read_text()
-    start, end = text.index(DOCS_TABLE_START), text.index(DOCS_TABLE_END)
-    Path(path).write_text(f"{text[:start]}{DOCS_TABLE_START}\n{markdown_table()}\n"
-                          f"{text[end:]}")
+    for first, last, table in ((DOCS_TABLE_START, DOCS_TABLE_END, markdown_table),
+                               (ATTRIBUTES_START, ATTRIBUTES_END, attributes_table)):
+        if first not in text:
+            continue
+        start, end = text.index(first), text.index(last)
+        text = f"{text[:start]}{first}\n{table()}\n{text[end:]}"
+    Path(path).write_text(text)
 
 
 def cli_help() -> str:

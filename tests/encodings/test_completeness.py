@@ -12,7 +12,7 @@ import torch
 from torch_geometric.data import Batch
 
 from graphpe.encodings import GATE, PAIR, encodings, parse_pe, pe_spec, resolve_pe
-from graphpe.encodings.registry import FAMILIES, markdown_table
+from graphpe.encodings.registry import FAMILIES, attributes_table, markdown_table
 from graphpe.nn.build import build_model, load_model
 from graphpe.synthetic import molecule_like_graphs
 
@@ -123,3 +123,15 @@ def test_the_docs_table_is_current():
     docs = (ROOT / "docs" / "encodings.md").read_text()
     assert markdown_table() in docs, ("regenerate it: graphpe encodings --write-docs "
                                       "docs/encodings.md")
+    assert attributes_table() in docs, ("regenerate it: graphpe encodings --write-docs "
+                                        "docs/encodings.md")
+
+
+def test_the_attributes_table_lists_every_transforms_output():
+    table = attributes_table()
+    assert "| `rfp` | `rfp` | [N, 4, 144] | float32 |" in table  # num_draws, dim * (steps + 1)
+    assert "| `rwse` | `rwse` | [N, 16] | float32 |" in table
+    assert "| `spd` | `spd_index` | [2, P] | int64 |" in table
+    assert "| `degree` | (none: learned in the model) | | |" in table
+    for name, cls in encodings().items():
+        assert f"| `{name}` |" in table, name
