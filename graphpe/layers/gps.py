@@ -5,6 +5,7 @@ NeurIPS 2022) over the message-passing and attention modules it is given, as PyG
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -42,6 +43,7 @@ class Branch(NamedTuple):
     updates: str | None
     adds_residual: bool
     computes_update: bool
+    declares_reads: bool = True  # False: a conv without ``reads``, called as conv(x, edge_index)
 
 
 def declared(module: nn.Module, role: str) -> Branch:
@@ -61,7 +63,8 @@ def declared(module: nn.Module, role: str) -> Branch:
     if updates not in (None, *UPDATABLE):
         raise ValueError(f"{name}.updates must be None or one of {UPDATABLE}, got {updates!r}")
     return Branch(tuple(reads), updates, bool(getattr(module, "adds_residual", False)),
-                  bool(getattr(module, "computes_update", updates is not None)))
+                  bool(getattr(module, "computes_update", updates is not None)),
+                  hasattr(module, "reads"))
 
 
 class GPSLayer(nn.Module):
@@ -249,6 +252,12 @@ class GPSLayer(nn.Module):
         """Checks the optional inputs against what the branches read, and builds those read
         but not given (``layout``, ``batch`` and ``num_graphs``, ``log_deg``)."""
         reads = {name for b in branches for name in b.reads}
+        if inputs["edge_attr"] is not None and "edge_attr" not in reads and \
+                any(not b.declares_reads for b in branches):
+            warnings.warn("GPSLayer: edge_attr is given, but the conv declares no `reads` and "
+                          "is called as conv(x, edge_index), so the edge features are "
+                          "unused; set its reads = ('edge_index', 'edge_attr') to pass them",
+                          stacklevel=3)
         for name, what in (("pair_bias", "pair biases"), ("edge_weight", "edge weights")):
             if inputs[name] is not None and name not in reads:
                 raise ValueError(f"{what} ({name}) need a branch that reads {name}; this "

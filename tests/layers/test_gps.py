@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 
 import pytest
 import torch
@@ -180,7 +181,14 @@ def test_any_module_following_the_contract_is_a_branch():
     # a PyG convolution declares nothing: it is called as conv(x, edge_index)
     pyg = GPSLayer(8, GCNConv(8, 8), None, norm=None).eval()
     h = x + pyg.conv(x, edge_index)
-    torch.testing.assert_close(pyg(x, edge_index, batch, edge_attr).x, h + pyg.mlp(h))
+    with pytest.warns(UserWarning, match=r"^GPSLayer: edge_attr is given, but the conv "
+                                         r"declares no `reads` and is called as conv\(x, "
+                                         r"edge_index\), so the edge features are unused"):
+        torch.testing.assert_close(pyg(x, edge_index, batch, edge_attr).x, h + pyg.mlp(h))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # without edge_attr, or with a conv that reads it
+        pyg(x, edge_index, batch)
+        layer(x, edge_index, batch, edge_attr)
 
 
 def test_bad_branches_are_refused():
