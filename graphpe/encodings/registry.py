@@ -349,9 +349,9 @@ def _shape_text(shape: Sequence[int], num_nodes: int, num_edges: int) -> str:
 def attributes_table() -> str:
     """The table of what each encoding's transform writes at its defaults: every attribute
     with its shape (``N`` the nodes, ``E`` the directed edges, ``P`` the node pairs within
-    each graph, ``n^2`` summed over the graphs; numbers come from the settings) and dtype, read off the transform's output on
-    :func:`probe_graph`. Encodings learned in the model, and GPSE (a checkpoint's output),
-    are listed as such."""
+    each graph, ``n^2`` summed over the graphs; numbers come from the settings) and dtype,
+    read off the transform's output on :func:`probe_graph`. Encodings learned in the model,
+    and GPSE (a checkpoint's output), are listed as such."""
     rows = ["| name | attribute | shape | dtype |", "| --- | --- | --- | --- |"]
     for name, cls in encodings().items():
         if cls.transform_class is None:

@@ -133,5 +133,5 @@ def test_the_attributes_table_lists_every_transforms_output():
     assert "| `rwse` | `rwse` | [N, 16] | float32 |" in table
     assert "| `spd` | `spd_index` | [2, P] | int64 |" in table
     assert "| `degree` | (none: learned in the model) | | |" in table
-    for name, cls in encodings().items():
+    for name in encodings():
         assert f"| `{name}` |" in table, name
