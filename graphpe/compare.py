@@ -129,6 +129,8 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
             resume=str(resume) if resume.exists() else None)
         record = run(bundle, pe, model=model, channels=channels, layers=layers,
                      config=run_config, **model_options)
+        if record.get("interrupted_after_epoch") is not None:  # not done: its state resumes
+            raise KeyboardInterrupt
         record.update(model=model, pe=_pe_label(pe), split=split, seed=seed, run=name,
                       settings=settings)
         kept = {key: record.get(key) for key in RUN_KEYS}

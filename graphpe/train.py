@@ -48,6 +48,7 @@ from graphpe.records import (
     write_run_files,
 )
 from graphpe.records import versions as versions  # (graphpe.pretrain's import)
+from graphpe.run_log import LOG, EpochLines, batch_bar, interrupted_message
 from graphpe.runtime import (
     PRECISIONS,
     autocast,
@@ -344,8 +345,43 @@ def fit(
         worst = -math.inf if bundle.higher_is_better else math.inf
         progress = Progress(best={"epoch": -1, "val": worst}, best_state=None, history=[])
     start = time.perf_counter()
-    bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}",
-               disable=not config.progress or setup.rank != 0)
+    try:
+        _epochs(setup, bundle, config, progress, train_split, model_config, start)
+        interrupted = None
+    except KeyboardInterrupt:  # (and a SIGTERM under graphpe train): keep what finished
+        if not progress.history or setup.world > 1:
+            raise
+        interrupted = progress.history[-1]["epoch"]
+        state = training_state_path(config.checkpoint) if config.checkpoint else None
+        LOG.warning(interrupted_message(interrupted, config.epochs, progress.best["epoch"],
+                                        state, config.results))
+    train_seconds = progress.earlier_seconds + time.perf_counter() - start
+    if progress.best_state is not None:
+        setup.model.load_state_dict(progress.best_state)
+    test_pred, test_y = predictions(setup.model, setup.test_loader, bundle, setup.device,
+                                    "test", gather=setup.shard_eval,
+                                    precision=config.precision)
+    test = score(bundle, test_pred, test_y)
+    record = run_record(bundle, config, progress, test, train_seconds,
+                        params=sum(p.numel() for p in setup.model.parameters()),
+                        world=setup.world, model_config=model_config, metadata=metadata)
+    record["test_predicted_classes"] = predicted_classes(bundle, test_pred)
+    if interrupted is not None:
+        record["interrupted_after_epoch"] = interrupted
+    if setup.rank == 0:  # one writer
+        write_run_files(record, setup.model, config.checkpoint, config.results, model_config)
+    return record
+
+
+def _epochs(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, progress: Progress,
+            train_split: Callable[[int], Any] | None, model_config: dict[str, Any] | None,
+            start: float) -> None:
+    """The epochs of :func:`fit` from ``progress.first``: train, validate, step the
+    schedule, keep the best, save the state to resume from; stops early after
+    ``config.patience`` epochs without improvement."""
+    shown = config.progress and setup.rank == 0
+    bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}", disable=not shown)
+    lines = EpochLines(bundle.name, config.epochs, not config.progress and setup.rank == 0)
     for epoch in bar:
         if hasattr(setup.model, "set_epoch"):  # a model whose training has stages (Polynormer)
             setup.model.set_epoch(epoch)
@@ -362,7 +398,9 @@ def fit(
                                                  "val": val, "lr": lr},
                          bundle.higher_is_better)
         bar.set_postfix(loss=f"{train_loss:.4f}", val=f"{val:.4f}",
-                        best=f"{progress.best['val']:.4f}")
+                        best=f"{progress.best['val']:.4f}",
+                        s_epoch=f"{progress.epoch_seconds[-1]:.3g}")
+        lines(epoch, train_loss, val, progress.best["val"], progress.epoch_seconds[-1])
         if config.checkpoint and setup.rank == 0:  # everything needed to resume after this epoch
             seconds = progress.earlier_seconds + time.perf_counter() - start
             save_training_state(training_state_path(config.checkpoint), training_state(
@@ -370,20 +408,6 @@ def fit(
                 model_config, seconds))
         if progress.waited >= config.patience:
             break
-    train_seconds = progress.earlier_seconds + time.perf_counter() - start
-    if progress.best_state is not None:
-        setup.model.load_state_dict(progress.best_state)
-    test_pred, test_y = predictions(setup.model, setup.test_loader, bundle, setup.device,
-                                    "test", gather=setup.shard_eval,
-                                    precision=config.precision)
-    test = score(bundle, test_pred, test_y)
-    record = run_record(bundle, config, progress, test, train_seconds,
-                        params=sum(p.numel() for p in setup.model.parameters()),
-                        world=setup.world, model_config=model_config, metadata=metadata)
-    record["test_predicted_classes"] = predicted_classes(bundle, test_pred)
-    if setup.rank == 0:  # one writer
-        write_run_files(record, setup.model, config.checkpoint, config.results, model_config)
-    return record
 
 
 def _set_up(model: nn.Module, bundle: DatasetBundle, config: TrainConfig,
@@ -473,7 +497,7 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
     setup.model.train()
     # the loss summed on the device and read once per epoch: no host sync per step
     total, count = torch.zeros((), dtype=torch.float64, device=setup.device), 0
-    for batch in setup.train_loader:
+    for batch in batch_bar(setup.train_loader, epoch, config.progress and setup.rank == 0):
         setup.opt.zero_grad()
         with autocast(setup.device, config.precision):
             out, y = _forward_batch(setup, bundle, config, batch)

@@ -166,3 +166,23 @@ def test_progress_bars_follow_the_terminal(monkeypatch):
     args = build_parser().parse_args(["train", "--dataset", "CSL", "--root", "x",
                                       "--no-progress"])
     assert train_config(args).progress is False
+
+
+def test_an_interrupted_split_is_not_kept_as_done(tmp_path, capsys, monkeypatch):
+    write_archive(tmp_path / "g.npz", splits=2)
+    real_run = graphpe.train.run
+
+    def interrupted(*args, **kwargs):
+        record = real_run(*args, **kwargs)
+        record["interrupted_after_epoch"] = 1
+        return record
+
+    monkeypatch.setattr(graphpe.train, "run", interrupted)
+    argv = ["train", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+            "res-gcn", *FAST, "--splits", "all", "--results", str(tmp_path / "run.json")]
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 130
+    assert capsys.readouterr().err.endswith("graphpe: interrupted\n")
+    assert not (tmp_path / "run.splits" / "split0.json").exists()
+    assert (tmp_path / "run.splits" / "state" / "split0.pt.state").exists()  # resumable

@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import runpy
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -366,12 +367,21 @@ def main(argv: list[str] | None = None) -> None:
     command = COMMANDS[args.command]
     if command.logs:
         _log_to_stderr()
+    if args.command in ("train", "compare"):  # a kill ends a run as Ctrl-C does
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         command.run(args)
     except (ValueError, FileNotFoundError, ImportError, ConnectionError) as err:
         # a wrong input (or a download that cannot reach its server) is one clear line and
         # exit code 2, not a traceback
         parser.exit(2, f"graphpe: error: {err}\n")
+    except KeyboardInterrupt:
+        parser.exit(130, "graphpe: interrupted\n")
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM as Ctrl-C: a training run keeps what finished (see graphpe.train.fit)."""
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
