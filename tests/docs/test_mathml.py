@@ -39,3 +39,21 @@ def test_arithmatex_output_is_replaced():
     # the escaped "<" of the HTML is the formula's "<"
     assert '<span class="arithmatex"><math' in out and "<mo>&#x0003C;</mo>" in out
     assert '<div class="arithmatex"><math' in out and 'display="block"' in out
+
+
+def test_aligned_lines_become_a_table_of_rows():
+    out = mathml.to_mathml(r"\begin{aligned} a &= \frac{1}{2}, \\ c &= d_{i} \end{aligned}",
+                           display=True)
+    assert out.count("<mtr>") == 2 and out.count("<mtd") == 4 and "<mtable>" in out
+    assert "text-align: right" in out and "text-align: left" in out
+    assert "<mi>&</mi>" not in out and 'linebreak="newline"' not in out
+    # lines without alignment points (a docstring's "x, \\ y"): one left-aligned cell a row
+    plain = mathml.to_mathml(r"h = x + 1, \\ o = h \cdot 2", display=True)
+    assert plain.count("<mtr>") == 2 and "text-align: right" not in plain
+    # braces and an escaped ampersand are not split
+    assert "<mtable>" not in mathml.to_mathml(r"a_{\{i\}} = b \& c", display=True)
+
+
+def test_an_alignment_point_in_inline_maths_fails():
+    with pytest.raises(ValueError, match=r"an alignment point \(&\) or a line break"):
+        mathml.to_mathml(r"a &= b")
