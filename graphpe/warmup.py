@@ -248,12 +248,11 @@ def warm_up(pes: Sequence[str] | None = None, models: bool = True,
 
 
 def cache_location() -> str:
-    """The folder numba caches ``graphpe.ops``' kernels in (as numba resolves it: under
-    ``NUMBA_CACHE_DIR`` if set, else the package's ``__pycache__``, else a per-user folder
-    where that is read-only)."""
-    from graphpe.ops import graph
+    """The folder numba caches ``graphpe.ops``' kernels in
+    (:func:`graphpe.ops.graph.kernel_cache_location`)."""
+    from graphpe.ops.graph import kernel_cache_location
 
-    return str(graph._index_range._cache._cache_path)
+    return kernel_cache_location()
 
 
 def record_signatures(workload_families: list[str] | None = None) -> dict:

@@ -194,3 +194,126 @@ def test_the_kernel_check_sees_numba():
     assert numba_uses("from graphpe.ops import aot\n@aot.njit(cache=True)\ndef f(): pass\n") == [
         "aot.njit (line 2)"]
     assert numba_uses("from graphpe.ops.aot import FIRST_COMPILE_NOTICE\n") == []
+
+
+def module_aliases(source: str, importer: str, mods: dict[str, Path]) -> dict[str, str]:
+    """The names ``source`` binds to graphpe modules (``from graphpe.ops import graph``,
+    ``import graphpe.ops.graph as g``), function-level imports included."""
+    aliases = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = importer if mods[importer].name == "__init__.py" else \
+                    importer.rpartition(".")[0]
+                up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(up + ([base] if base else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in mods:
+                    aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in mods:
+                    aliases[alias.asname] = alias.name
+    return aliases
+
+
+def private_reads(source: str, importer: str, mods: dict[str, Path]) -> list[str]:
+    """Reads of another graphpe module's private name through the module object:
+    ``module._name`` and ``getattr(module, "_name")``."""
+    aliases = {name: module for name, module in module_aliases(source, importer, mods).items()
+               if module != importer}
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            base, attr = node.value.id, node.attr
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id == "getattr" and len(node.args) >= 2
+              and isinstance(node.args[0], ast.Name)
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)):
+            base, attr = node.args[0].id, node.args[1].value
+        else:
+            continue
+        if base in aliases and attr.startswith("_") and not attr.startswith("__"):
+            found.append(f"{importer}: {aliases[base]}.{attr} (line {node.lineno})")
+    return found
+
+
+def dynamic_imports(source: str) -> list[str]:
+    """The graphpe modules ``importlib.import_module`` is called on in ``source``, where its
+    argument is a string or an f-string starting with one (``f"graphpe.{name}"``: the
+    constant part, ``graphpe``); ``"__name__"`` for an f-string starting with the module's
+    own name (its children). A module-level constant holding the string counts as the
+    string."""
+    tree = ast.parse(source)
+    constants = {target.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                 for target in node.targets if isinstance(target, ast.Name)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))
+                and (getattr(node.func, "attr", None) or getattr(node.func, "id", None))
+                == "import_module" and node.args):
+            continue
+        arg = node.args[0]
+        if isinstance(arg, ast.Name) and arg.id in constants:  # EXTENSION = "graphpe._kernels"
+            arg = constants[arg.id]
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            head = arg.value
+        elif isinstance(arg, ast.JoinedStr) and arg.values:
+            first = arg.values[0]
+            if isinstance(first, ast.FormattedValue) and isinstance(first.value, ast.Name) \
+                    and first.value.id == "__name__":
+                found.append("__name__")
+                continue
+            head = first.value if isinstance(first, ast.Constant) else ""
+        else:
+            continue
+        if head.split(".")[0] == "graphpe":
+            found.append(head.rstrip("."))
+    return found
+
+
+def dynamic_upward_imports() -> list[tuple[str, str]]:
+    mods = modules()
+    found = []
+    for importer, path in mods.items():
+        for target in dynamic_imports(path.read_text()):
+            if target == "__name__":
+                continue  # the module's own children
+            owner = _owner(mods, target, "")
+            if owner is None or (owner == "graphpe" and target != "graphpe"):
+                continue  # not a Python module of the package: the compiled extension
+            low, high = layer_of(importer), layer_of(owner)
+            if low is not None and (high is None or high > low):
+                found.append((importer, owner))
+    return sorted(set(found))
+
+
+def test_no_private_name_read_through_a_module():
+    mods = modules()
+    found = [f for name, path in mods.items()
+             for f in private_reads(path.read_text(), name, mods)]
+    assert found == []
+
+
+def test_no_dynamic_import_goes_up():
+    assert dynamic_upward_imports() == []
+
+
+def test_the_checks_see_a_private_read_and_a_dynamic_upward_import():
+    mods = modules()
+    planted = ("from graphpe.ops.walk import sampled\n"
+               "import graphpe.ops.graph as g\n"
+               "x = sampled._walk_tables\n"
+               "def f():\n"
+               "    return getattr(g, '_index_range'), g.index_range, sampled.__name__\n")
+    assert private_reads(planted, "graphpe.ops.distributed.walk", mods) == [
+        "graphpe.ops.distributed.walk: graphpe.ops.walk.sampled._walk_tables (line 3)",
+        "graphpe.ops.distributed.walk: graphpe.ops.graph._index_range (line 5)"]
+    assert dynamic_imports("import importlib\nimportlib.import_module('graphpe.train')\n"
+                           "importlib.import_module(f'graphpe.{x}')\n"
+                           "importlib.import_module(f'{__name__}.{x}')\n"
+                           "importlib.import_module(user_module)\n"
+                           "EXTENSION = 'graphpe._kernels'\nimport_module(EXTENSION)\n") == [
+        "graphpe.train", "graphpe", "__name__", "graphpe._kernels"]
+    assert layer_of("graphpe.train") > layer_of("graphpe.ops.graph")

@@ -62,6 +62,13 @@ def index_range(ei: np.ndarray) -> tuple[int, int]:
     return int(lo), int(hi)
 
 
+def kernel_cache_location() -> str:
+    """The folder numba caches ``graphpe.ops``' kernels in (as numba resolves it: under
+    ``NUMBA_CACHE_DIR`` if set, else the package's ``__pycache__``, else a per-user folder
+    where that is read-only), read off this module's first kernel."""
+    return str(_index_range.dispatcher._cache._cache_path)
+
+
 def check_num_nodes(num_nodes: int) -> None:
     """Raise ``ValueError`` unless ``num_nodes`` is a non-negative int (the check of
     :func:`validate_graph`, for callers that allocate per-node tensors before it runs)."""

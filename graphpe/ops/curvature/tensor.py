@@ -103,7 +103,7 @@ def orc_transport_cost(edge_index: Tensor, num_nodes: int, alpha: float = 0.0) -
         num_nodes: number of nodes.
         alpha: laziness of the walks, in ``[0, 1)``.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     validate_graph(edge_index, num_nodes)
     csr = simple_csr(edge_index, num_nodes)
     return _cost_of(csr.indptr, csr.indices, float(alpha))
@@ -132,7 +132,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _check_budget(name: str, value: int | None) -> int | None:
+def check_budget(name: str, value: int | None) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
@@ -175,7 +175,7 @@ def orc_simple(
     the arguments as :func:`ollivier_ricci`."""
     indptr, indices = _csr(graph)
     cost = _cost_of(indptr, indices, float(alpha))
-    check_transport_budget(cost, _check_budget("max_transport_cells", max_transport_cells))
+    check_transport_budget(cost, check_budget("max_transport_cells", max_transport_cells))
     row, col = graph.edge_index.cpu().numpy()
     upper = row < col  # curvature is symmetric: solve each undirected edge once
     kappa_upper = solve_edges(indptr, indices, row[upper], col[upper], float(alpha), threads,
@@ -227,14 +227,14 @@ def ollivier_ricci(
     (method ``OTD``, same alpha) on unweighted undirected graphs; the same bit for bit with any
     number of threads.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     validate_graph(edge_index, num_nodes)
     graph = undirected_simple(edge_index, num_nodes)
     kappa = orc_simple(graph, alpha, max_transport_cells, threads, progress)
     return per_input_edge(edge_index, graph, kappa.to(dtype))
 
 
-def _check_alpha(alpha: float) -> None:
+def check_alpha(alpha: float) -> None:
     if not 0.0 <= float(alpha) < 1.0:
         raise ValueError(f"alpha must be in [0, 1), got {alpha}")
 
@@ -265,10 +265,11 @@ def bounds_simple(graph: UndirectedGraph, alpha: float = 0.0) -> tuple[Tensor, T
     """:func:`curvature_bounds` on every directed edge of a simple graph (float64)."""
     deg = degree(graph.edge_index, graph.num_nodes, dtype=torch.float64)
     dx, dy = deg[graph.edge_index[0]], deg[graph.edge_index[1]]
-    return _bounds(dx, dy, edge_triangles(graph).to(torch.float64), alpha)
+    return degree_triangle_bounds(dx, dy, edge_triangles(graph).to(torch.float64), alpha)
 
 
-def _bounds(dx: Tensor, dy: Tensor, t: Tensor, alpha: float) -> tuple[Tensor, Tensor]:
+def degree_triangle_bounds(dx: Tensor, dy: Tensor, t: Tensor,
+                           alpha: float) -> tuple[Tensor, Tensor]:
     """The bounds of :func:`curvature_bounds` from the end degrees and common neighbours."""
     dmin, dmax = torch.minimum(dx, dy), torch.maximum(dx, dy)
     base = 1.0 - 1.0 / dx - 1.0 / dy
@@ -299,7 +300,7 @@ def curvature_bounds(
 
     Vectorized in torch on any device.
     """
-    _check_alpha(alpha)
+    check_alpha(alpha)
     validate_graph(edge_index, num_nodes)
     graph = undirected_simple(edge_index, num_nodes)
     lower, upper = bounds_simple(graph, alpha)
@@ -313,10 +314,10 @@ def forman_simple(graph: UndirectedGraph, augmented: bool = False) -> Tensor:
     """:func:`forman_curvature` on every directed edge of a simple graph (float64)."""
     deg = degree(graph.edge_index, graph.num_nodes, dtype=torch.float64)
     t = edge_triangles(graph).to(torch.float64) if augmented else None
-    return _forman(deg[graph.edge_index[0]], deg[graph.edge_index[1]], t)
+    return forman_from_counts(deg[graph.edge_index[0]], deg[graph.edge_index[1]], t)
 
 
-def _forman(dx: Tensor, dy: Tensor, t: Tensor | None) -> Tensor:
+def forman_from_counts(dx: Tensor, dy: Tensor, t: Tensor | None) -> Tensor:
     """``4 - dx - dy``, plus ``3 t`` (augmented) when the triangle counts ``t`` are given."""
     value = 4.0 - dx - dy
     return value if t is None else value + 3.0 * t
@@ -343,7 +344,7 @@ def profile_simple(
 ) -> Tensor:
     """Per-node statistics of ``values`` given on every directed edge of a simple graph
     (whose edges are sorted by source node). See :func:`node_profile`."""
-    _check_stats(stats)
+    check_profile_stats(stats)
     num_nodes = graph.num_nodes
     device, dtype = values.device, values.dtype
     seg = graph.edge_index[0]
@@ -408,9 +409,9 @@ def local_curvature_profile(
     """
     if curvature not in CURVATURES:
         raise ValueError(f"curvature must be one of {CURVATURES}, got {curvature!r}")
-    _check_alpha(alpha)
-    _check_stats(stats)
-    max_transport_cells = _check_budget("max_transport_cells", max_transport_cells)
+    check_alpha(alpha)
+    check_profile_stats(stats)
+    max_transport_cells = check_budget("max_transport_cells", max_transport_cells)
     validate_graph(edge_index, num_nodes, ptr=ptr)
     device = edge_index.device
     if use_compiled(plan.kernel, device):
@@ -428,11 +429,11 @@ def local_curvature_profile(
             t = None if curvature == "forman" else torch.from_numpy(
                 edge_triangles_host(csr.indptr, csr.indices, np.arange(num_nodes)))
             if curvature == "orc_bounds":
-                lower, upper = _bounds(dx, dy, t, alpha)
+                lower, upper = degree_triangle_bounds(dx, dy, t, alpha)
                 value = ((lower + upper) / 2).numpy()
                 stored = torch.stack([lower, upper], dim=1).numpy()
             else:
-                value = stored = _forman(dx, dy, t).numpy()
+                value = stored = forman_from_counts(dx, dy, t).numpy()
         profile = torch.from_numpy(node_profile_host(csr, value, stats))
         return profile, torch.from_numpy(per_input_edge_host(edge_index, csr, stored))
     graph = undirected_simple(edge_index, num_nodes)
@@ -446,7 +447,7 @@ def local_curvature_profile(
     return profile_simple(graph, value, stats), per_input_edge(edge_index, graph, stored)
 
 
-def _check_stats(stats: tuple[str, ...]) -> None:
+def check_profile_stats(stats: tuple[str, ...]) -> None:
     for s in stats:
         if s not in PROFILE_STATS:
             raise ValueError(f"unknown statistic {s!r}; choose from {PROFILE_STATS}")
@@ -465,7 +466,7 @@ def node_profile(
     given value winning; self loops are ignored). ``std`` uses ``ddof=0``; ``median`` averages
     the two middle values of an even count. A node without edges gets zeros.
     """
-    _check_stats(stats)
+    check_profile_stats(stats)
     if edge_values.shape != (edge_index.size(1),):
         raise ValueError(
             f"edge_values must have shape [{edge_index.size(1)}], got {list(edge_values.shape)}"

@@ -74,7 +74,6 @@ import torch.distributed as dist
 from torch import Tensor
 
 from graphpe.ops.checks import check_positive_int
-from graphpe.ops.curvature import tensor as _single
 from graphpe.ops.curvature.compiled import (
     ORC_CELLS_PER_SECOND,
     edge_triangles_host,
@@ -87,7 +86,12 @@ from graphpe.ops.curvature.tensor import (
     DEFAULT_MAX_TRANSPORT_CELLS,
     PROFILE_STATS,
     TransportCost,
+    check_alpha,
+    check_budget,
+    check_profile_stats,
     check_transport_budget,
+    degree_triangle_bounds,
+    forman_from_counts,
 )
 from graphpe.ops.distributed.partition import (
     LocalRows,
@@ -98,15 +102,6 @@ from graphpe.ops.distributed.partition import (
     incoming_counts,
 )
 from graphpe.ops.host import HostCSR
-
-# the single process's formulas and checks, reused (read from the module: their names stay
-# private there): the bounds and (augmented) Forman curvature from degrees and triangles
-_bounds = _single._bounds
-_forman = _single._forman
-_check_alpha = _single._check_alpha
-_check_stats = _single._check_stats
-_check_budget = _single._check_budget
-
 
 # the fewest halo-row entries a rank receives in one round by default (afrc, orc_bounds)
 MIN_ROUND_ENTRIES = 1 << 16
@@ -288,10 +283,10 @@ def distributed_lcp(
     """
     if curvature not in CURVATURES:
         raise ValueError(f"curvature must be one of {CURVATURES}, got {curvature!r}")
-    _check_alpha(alpha)
+    check_alpha(alpha)
     stats = tuple(stats)
-    _check_stats(stats)
-    max_transport_cells = _check_budget("max_transport_cells", max_transport_cells)
+    check_profile_stats(stats)
+    max_transport_cells = check_budget("max_transport_cells", max_transport_cells)
     if round_entries is not None:
         check_positive_int("round_entries", round_entries)
     part = rows.partition
@@ -340,10 +335,10 @@ def distributed_lcp(
             dy = torch.from_numpy(deg_col[a:b].astype(np.float64))
             tb = None if t is None else torch.from_numpy(t[a:b])
             if curvature == "orc_bounds":
-                lower, upper = _bounds(dx, dy, tb, alpha)
+                lower, upper = degree_triangle_bounds(dx, dy, tb, alpha)
                 value[a:b] = ((lower + upper) / 2).numpy()
             else:
-                value[a:b] = _forman(dx, dy, tb).numpy()
+                value[a:b] = forman_from_counts(dx, dy, tb).numpy()
         del deg_row, deg_col, t
     profile = node_profile_host(HostCSR(indptr, cols, rows.weight, rows.loops),
                                 np.ascontiguousarray(value, dtype=np.float64), stats)

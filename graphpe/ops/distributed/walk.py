@@ -14,7 +14,7 @@ walks standing on its rows, then sends each walk to the owner of its new node (t
 walk: its number and node, point-to-point). Each move is recorded (three int64: the walk, the
 node, ``1 / d(node)``) and sent at once to the source's owner, which writes it into the
 source's ``W x (h + 1)`` positions; at the end of the round the owners compute each source's
-estimate and jackknife standard error by the single process's formulas (``_collisions``,
+estimate and jackknife standard error by the single process's formulas (``source_collisions``,
 compiled).
 Memory: the rows, ``O(round)`` walks and records; no rank holds the whole graph.
 """
@@ -39,17 +39,17 @@ from graphpe.ops.distributed.partition import (
     incoming_counts,
 )
 from graphpe.ops.memory import release_freed_host_memory
-from graphpe.ops.walk import sampled
-from graphpe.ops.walk.sampled import ESTIMATORS, MIN_WALKS
 
-# the single process's kernels, reused: the draw (SplitMix64's output function), the
-# weighted choice, the walk tables and the collision estimator of one source (read from the
-# module: their names stay private there, as the compiled-ahead extension binds them by those
-# names)
-_mix = sampled._mix
-_weighted_entry = sampled._weighted_entry
-_collisions = sampled._collisions
-_walk_tables = sampled._walk_tables
+# the single process's kernels, reused: the draw (SplitMix64's output function), the weighted
+# choice, the walk tables and the collision estimator of one source
+from graphpe.ops.walk.sampled import (
+    ESTIMATORS,
+    MIN_WALKS,
+    source_collisions,
+    splitmix64,
+    walk_tables,
+    weighted_entry,
+)
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _TO_UNIT = 1.0 / 2.0**53
@@ -68,8 +68,8 @@ def _advance(walkers, walks, s, steps, base, lo, indptr, indices, cum, loops, de
     for j in range(walkers.shape[0]):
         src, k, x = walkers[j, 0] // walks, walkers[j, 0] % walks, walkers[j, 1]
         r0 = x - lo
-        stream = _mix(base ^ np.uint64(src))
-        draw = _mix(stream + np.uint64(k * steps + s) * _GOLDEN)
+        stream = splitmix64(base ^ np.uint64(src))
+        draw = splitmix64(stream + np.uint64(k * steps + s) * _GOLDEN)
         u = np.float64(draw >> np.uint64(11)) * _TO_UNIT
         start, length = indptr[r0], indptr[r0 + 1] - indptr[r0]
         e = -1
@@ -81,7 +81,7 @@ def _advance(walkers, walks, s, steps, base, lo, indptr, indices, cum, loops, de
         else:
             target = u * deg[r0]
             if target >= loops[r0]:
-                e = _weighted_entry(cum, start, length, target - loops[r0])
+                e = weighted_entry(cum, start, length, target - loops[r0])
         y = indices[e] if e >= 0 else x
         nxt[j] = y
         if y >= lo and y < lo + own:
@@ -104,7 +104,7 @@ def _estimate(sources, pos, inv_pos, lo, indptr, indices, weight, ext_cols, loop
     """The collision estimates of ``sources`` (global ids, this rank's) from their walks'
     positions ``pos [S, W, h + 1]`` and ``1 / d`` there (``inv_pos``), into the rows of
     ``estimate`` and ``stderr``: ``_sampled_landing``'s formulas (``t = 1, 2`` exactly,
-    then :func:`~graphpe.ops.walk.sampled._collisions`), the walks' nodes renamed in
+    then :func:`~graphpe.ops.walk.sampled.source_collisions`), the walks' nodes renamed in
     sorted order. ``inv_deg_ext``: ``1 / d`` of the rank's rows, then of its halo;
     ``ext_cols``: each stored entry's column there."""
     walks, width = pos.shape[1], pos.shape[2]
@@ -151,7 +151,7 @@ def _estimate(sources, pos, inv_pos, lo, indptr, indices, weight, ext_cols, loop
                         value = weight[a] * inv_pos[q, k, s]
                 back[used] = value
             local[k, s] = used
-        _collisions(local, inv_pos[q], back, deg[r], walk_length, counts, spread,
+        source_collisions(local, inv_pos[q], back, deg[r], walk_length, counts, spread,
                     estimate[r], stderr[r])
 
 
@@ -196,14 +196,14 @@ def distributed_sampled_landing_probs(
     loops = rows.loops if self_loops else np.zeros_like(rows.loops)
     unit_here = bool(np.all(rows.weight == 1.0) and np.all((loops == 0.0) | (loops == 1.0)))
     unit = all_min(float(unit_here), group) == 1.0
-    deg, cum = _walk_tables(rows.indptr, rows.weight, loops, unit,
+    deg, cum = walk_tables(rows.indptr, rows.weight, loops, unit,
                             np.empty((rows.rows, 4), dtype=np.int64))
     inv_deg = np.zeros(rows.rows)
     np.divide(1.0, deg, out=inv_deg, where=deg > 0.0)
     inv_ext = halo_values(exchange, inv_deg)
     ext_cols = extended_columns(rows, exchange.halo)
     steps = (walk_length + 1) // 2
-    base = np.uint64(_mix(np.uint64(seed % 2**63)))
+    base = np.uint64(splitmix64(np.uint64(seed % 2**63)))
     estimate = np.zeros((rows.rows, walk_length))
     stderr = np.zeros((rows.rows, walk_length))
     active = np.flatnonzero(deg > 0.0) + lo

@@ -116,7 +116,7 @@ def sampled_landing_probs(csr: HostCSR, walk_length: int, walks: int, seed: int 
     loops = csr.loops if self_loops else np.zeros_like(csr.loops)
     unit = bool(np.all(csr.weight == 1.0) and np.all((loops == 0.0) | (loops == 1.0)))
     table = aligned_empty((n, 4), np.int64)  # (two rows a cache line)
-    deg, cum = _walk_tables(csr.indptr, csr.weight, loops, unit, table)
+    deg, cum = walk_tables(csr.indptr, csr.weight, loops, unit, table)
     estimate = np.zeros((n, walk_length))
     stderr = np.zeros((n, walk_length))
     key = seed % 2**63
@@ -141,7 +141,7 @@ def sampled_landing_probs(csr: HostCSR, walk_length: int, walks: int, seed: int 
 
 
 @aot.njit(cache=True, nogil=True)
-def _walk_tables(indptr, weight, loops, unit, table):  # pragma: no cover - compiled
+def walk_tables(indptr, weight, loops, unit, table):  # pragma: no cover - compiled
     """``(deg, cum)``, and ``table``'s rows written: the degrees ``d(x)`` (weights and loop),
     the weights' running sums within each row (empty where ``unit``: every weight 1, every
     loop 0 or 1), and per node its row's start, its length and the choices of an unweighted
@@ -164,7 +164,7 @@ def _walk_tables(indptr, weight, loops, unit, table):  # pragma: no cover - comp
 
 
 @aot.njit(cache=True, nogil=True, inline="always")
-def _mix(z):  # pragma: no cover - compiled
+def splitmix64(z):  # pragma: no cover - compiled
     """SplitMix64's output function of a uint64."""
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
@@ -172,7 +172,7 @@ def _mix(z):  # pragma: no cover - compiled
 
 
 @aot.njit(cache=True, nogil=True, inline="always")
-def _weighted_entry(cum, first, count, target):  # pragma: no cover - compiled
+def weighted_entry(cum, first, count, target):  # pragma: no cover - compiled
     """The first of the ``count`` entries from ``first`` whose running weight sum ``cum``
     (ascending along the row) passes ``target``, by binary search: the entry a walk takes
     for a uniform draw scaled to ``target`` in ``[0, the row's sum)``."""
@@ -203,7 +203,7 @@ def _walk(source, stream, indices, cum, loops, deg, table, unit, pos,
             if k + PREFETCH_WALKS < walks:
                 prefetch(table, pos[k + PREFETCH_WALKS, s - 1], 0)
             x = pos[k, s - 1]
-            draw = _mix(stream + np.uint64(k * steps + s) * _GOLDEN)
+            draw = splitmix64(stream + np.uint64(k * steps + s) * _GOLDEN)
             u = np.float64(draw >> np.uint64(11)) * _TO_UNIT
             if unit:
                 choices = table[x, 2]
@@ -214,7 +214,7 @@ def _walk(source, stream, indices, cum, loops, deg, table, unit, pos,
                 if target < loops[x]:
                     entry[k] = -1 - x
                     continue
-                entry[k] = _weighted_entry(cum, table[x, 0], table[x, 1], target - loops[x])
+                entry[k] = weighted_entry(cum, table[x, 0], table[x, 1], target - loops[x])
         for k in range(walks):
             if k + PREFETCH_WALKS < walks and entry[k + PREFETCH_WALKS] >= 0:
                 prefetch(rows, entry[k + PREFETCH_WALKS], 0)
@@ -247,7 +247,7 @@ def _sampled_landing(indices, weight, cum, loops, deg, table, unit, ptr, lo, hi,
     counts = np.zeros((steps + 1, pos.size if method == 0 else 0))
     spread = np.empty(walks)
     g = np.searchsorted(ptr, lo, side="right") - 1
-    base = _mix(np.uint64(key))
+    base = splitmix64(np.uint64(key))
     for i in range(lo, hi):
         while ptr[g + 1] <= i:
             g += 1
@@ -260,7 +260,7 @@ def _sampled_landing(indices, weight, cum, loops, deg, table, unit, ptr, lo, hi,
             info[indices[p], 3] = weight[p] * info[indices[p], 2]
         info[i, 3] = loops[i] * info[i, 2]
         if method != 0 or walk_length > 2:
-            _walk(i, _mix(base ^ np.uint64(i - ptr[g])), indices, cum, loops, deg, table,
+            _walk(i, splitmix64(base ^ np.uint64(i - ptr[g])), indices, cum, loops, deg, table,
                   unit, pos, entry)
         if method == 0:
             # t = 1, 2 exactly: P(i, i) and sum_x P(i, x) P(x, i)
@@ -282,7 +282,7 @@ def _sampled_landing(indices, weight, cum, loops, deg, table, unit, ptr, lo, hi,
                             used += 1
                         local[k, s] = np.int64(info[x, 1])
                         inv_deg[k, s] = info[x, 2]
-                _collisions(local, inv_deg, back, deg[i], walk_length, counts, spread,
+                source_collisions(local, inv_deg, back, deg[i], walk_length, counts, spread,
                             estimate[i], stderr[i])
         else:
             for t in range(walk_length):
@@ -313,7 +313,7 @@ def _sampled_landing(indices, weight, cum, loops, deg, table, unit, ptr, lo, hi,
 
 
 @aot.njit(cache=True, nogil=True)
-def _collisions(local, inv_deg, back, degree, walk_length, counts, spread, estimate,
+def source_collisions(local, inv_deg, back, degree, walk_length, counts, spread, estimate,
                 stderr):  # pragma: no cover - compiled
     """The estimates of ``t = 3..T`` and their jackknife standard errors from the walks'
     positions ``local [W, h + 1]``, renamed ``0..U-1`` (``inv_deg[k, s] = 1 / d`` of walk
