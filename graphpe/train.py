@@ -50,7 +50,6 @@ from graphpe.records import (
 from graphpe.records import versions as versions  # (graphpe.pretrain's import)
 from graphpe.run_log import LOG, EpochLines, batch_bar, interrupted_message
 from graphpe.runtime import (
-    PRECISIONS,
     autocast,
     distribute,
     distributed_setup,
@@ -58,103 +57,10 @@ from graphpe.runtime import (
     shard,
     sum_over_processes,
 )
+from graphpe.train_config import TrainConfig
 
 OPTIMIZERS = {"adamw": torch.optim.AdamW, "adam": torch.optim.Adam}
-SCHEDULES = ("cosine", "plateau", "constant")
 Schedule = torch.optim.lr_scheduler.LambdaLR | torch.optim.lr_scheduler.ReduceLROnPlateau
-
-
-@dataclass
-class TrainConfig:
-    """The settings of :func:`fit` (each field's default and meaning beside it); checked when
-    created."""
-
-    epochs: int = 100
-    batch_size: int = 64
-    lr: float = 1e-3
-    weight_decay: float = 1e-5
-    # "adamw" (decoupled weight decay, as GraphGPS's adamW) or "adam" (the weight decay added
-    # to the gradient: torch.optim.Adam, as PyG's examples)
-    optimizer: str = "adamw"
-    # the learning rate's schedule (see make_schedule): "cosine", a linear warm-up over
-    # warmup_epochs then cosine decay to 0 at the last epoch; or "plateau", multiplied by
-    # plateau_factor after plateau_patience epochs without a better validation metric, never
-    # below min_lr (torch's ReduceLROnPlateau, GraphGPS's reduce_on_plateau; no warm-up); or
-    # "constant", warmup_epochs of linear warm-up then the rate itself (Platonov et al.'s
-    # heterophilous baselines, which warm up for none)
-    schedule: str = "cosine"
-    warmup_epochs: int = 5
-    plateau_factor: float = 0.1
-    plateau_patience: int = 10
-    min_lr: float = 0.0
-    clip_norm: float = 5.0  # the gradients' total norm is clipped to this; 0: not clipped
-    patience: int = 30  # epochs without validation improvement before stopping
-    seed: int = 0
-    device: str = "cpu"
-    progress: bool = True
-    checkpoint: str | None = None  # path of the best model's state_dict
-    results: str | None = None  # path of the JSON record
-    resample_pe: bool = True  # fresh random PE draws (random features, signs) each epoch
-    compile: bool = False  # run the model through torch.compile (where supported)
-    # GPS only: train on fixed-shape batches (graphpe.nn.static): one shape for the whole run,
-    # so with compile the step is one graph (on CUDA, CUDA graphs: mode='reduce-overhead')
-    static_shapes: bool = False
-    shuffle: bool = True  # shuffle the training graphs every epoch
-    sync_batchnorm: bool = False  # under torchrun: BatchNorm statistics over all processes
-    resume: str | None = None  # a training state written by an earlier run (see fit)
-    cache_dir: str | None = None  # precompute's cache of the encoded splits (reused when valid)
-    # DataLoader worker processes for the training batches (collation, and the padding of
-    # static_shapes): on a GPU they prepare the next batches while the step runs
-    num_workers: int = 0
-    # fp32, or mixed precision (see PRECISIONS): the forward under torch.autocast in bfloat16
-    # or float16; parameters, optimizer state, the loss and the PEs stay float32
-    precision: str = "fp32"
-    # node-level tasks on one graph: mini-batches of batch_size seed nodes with their sampled
-    # in-neighbourhoods, this many in-edges per node in each hop (-1: all), from
-    # graphpe.sampling.neighbor_loader; val/test the same way with a fixed sample. Empty: the
-    # whole graph is one batch (full-batch training)
-    num_neighbors: tuple[int, ...] = ()
-    # with num_neighbors: the encodings of each sampled subgraph, computed by the loader on
-    # the subgraph's own edges (OnTheFlyPE's mode), instead of the whole graph's computed once
-    # and cut to the batch's nodes (the default)
-    subgraph_pe: bool = False
-    # classification: the cross-entropy's classes weighted by their rarity in each batch
-    # (GraphGPS's weighted_cross_entropy; see loss_fn)
-    class_weights: bool = False
-    # node-level datasets on one graph: add each edge's reverse before encoding and training
-    # (OGB's baselines on ogbn-arxiv); the record's "graph" says what the model saw
-    undirected: bool = False
-
-    def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, "
-                             f"got {self.precision!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {tuple(OPTIMIZERS)}, "
-                             f"got {self.optimizer!r}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        for name, low in (("epochs", 1), ("batch_size", 1), ("patience", 0),
-                          ("warmup_epochs", 0), ("plateau_patience", 0)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        if not (isinstance(self.plateau_factor, (int, float)) and 0 < self.plateau_factor < 1):
-            raise ValueError(f"plateau_factor must be in (0, 1), got {self.plateau_factor!r}")
-        for name in ("lr", "weight_decay", "min_lr", "clip_norm"):
-            # (lr 0: a frozen model, for checks)
-            value = getattr(self, name)
-            number = not isinstance(value, bool) and isinstance(value, (int, float))
-            if not (number and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-        self.num_neighbors = tuple(self.num_neighbors)
-        if any(isinstance(k, bool) or not isinstance(k, int) or k == 0 or k < -1
-               for k in self.num_neighbors):
-            raise ValueError("num_neighbors must be ints >= 1 or -1 (all), got "
-                             f"{self.num_neighbors!r}")
-        if self.subgraph_pe and not self.num_neighbors:
-            raise ValueError("subgraph_pe encodes each sampled subgraph: it needs "
-                             "num_neighbors (sampled mini-batches)")
 
 
 def _train_loader(graphs: Any, config: TrainConfig, rank: int, world: int,

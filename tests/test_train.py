@@ -81,7 +81,7 @@ def test_missing_files_give_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="MUTAG_"):
         load_dataset("MUTAG", tmp_path)
     # a name graphpe does not know is read as a TU dataset, and says so
-    with pytest.raises(FileNotFoundError, match="read as a TU dataset"):
+    with pytest.raises(FileNotFoundError, match="graphpe reads a name it does not know as one"):
         load_dataset("QM9", tmp_path)
     with pytest.raises(ValueError, match="dataset must be a name, got None"):
         load_dataset(None, tmp_path)

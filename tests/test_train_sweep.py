@@ -476,8 +476,8 @@ def test_cache_dir_is_reused_and_never_stale(tmp_path, capsys):
 # ---------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, message", [
-    (["--pe", "rwse:walk_length=abc"], "walk_length must be a positive int, got 'abc'"),
-    (["--pe", "lap:k=0"], "k must be a positive int, got 0"),
+    (["--pe", "rwse:walk_length=abc"], "rwse: walk_length must be a positive int, got 'abc'"),
+    (["--pe", "lap:k=0"], "lap: k must be a positive int, got 0"),
     (["--pe", "lap:"], "--pe: '' in 'lap:' is not key=value"),
     (["--pe", "rwse,rwse"], "each PE may appear once, got ['rwse', 'rwse']"),
     (["--pe", "rrwp"], "pairwise encodings (['rrwp']) are attention biases or GRIT's pair "
@@ -490,7 +490,8 @@ def test_cache_dir_is_reused_and_never_stale(tmp_path, capsys):
     (["--dataset", NODES, "--model", "gps", "--static-shapes"],
      "StaticGPS runs graph-level tasks"),
     (["--num-workers", "-1"], "num_workers must be a non-negative int, got -1"),
-    (["--resume", "/nonexistent/m.pt.state"], "[Errno 2] No such file or directory"),
+    (["--resume", "/nonexistent/m.pt.state"], "/nonexistent/m.pt.state: no such file "
+                                              "(expected a graphpe training state"),
     (["--dataset", "tests.test_train_sweep:no_such"],
      "dataset 'tests.test_train_sweep:no_such': module 'tests.test_train_sweep' has no "
      "function 'no_such'"),

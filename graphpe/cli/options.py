@@ -8,6 +8,8 @@ import argparse
 import json
 from pathlib import Path
 
+from graphpe.train_config import add_config_flags
+
 PE_HELP = ("comma-separated encodings, each a name with optional settings, e.g. "
            "'rwse:walk_length=20,lap:k=4', lists with '/': 'hkdiag:times=1/2/4'; 'none' for "
            "no PE; `graphpe encodings` lists the encodings with their settings")
@@ -22,23 +24,7 @@ def add_data_arguments(p: argparse.ArgumentParser, pe_help: str | None = None) -
     p.add_argument("--pe", default="none", help=pe_help or PE_HELP)
     p.add_argument("--download", action=argparse.BooleanOptionalAction, default=False,
                    help="let the dataset's loader download missing files")
-    p.add_argument("--cache-dir", default=None,
-                   help="precompute's cache of the encoded splits: written once, reused "
-                        "by precompute and train while data and settings are unchanged")
-
-
-def fanouts(value: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:
-    """``--num-neighbors``: ``"15,10,5"`` (or a config file's list ``[15, 10, 5]``) as a
-    tuple of ints."""
-    parts = value.split(",") if isinstance(value, str) else list(value)
-    try:
-        if any(isinstance(p, (bool, float)) for p in parts):
-            raise ValueError
-        return tuple(int(p) for p in parts)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected ints like 15,10,5 (in-edges per node in each hop, -1 all), got "
-            f"{value!r}") from None
+    add_config_flags(p, shared=True)  # --cache-dir
 
 
 def widths(value: str | list[int] | tuple[int, ...]) -> tuple[int, ...]:

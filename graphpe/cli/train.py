@@ -8,10 +8,11 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from graphpe.cli.options import add_data_arguments, check_device, fanouts, widths
+from graphpe.cli.options import add_data_arguments, check_device, widths
+from graphpe.train_config import add_config_flags, config_from_args
 
-if TYPE_CHECKING:  # (the command imports what it runs when it runs)
-    from graphpe.train import TrainConfig
+if TYPE_CHECKING:
+    from graphpe.train_config import TrainConfig
 
 
 #: the --model names (graphpe.nn.build.MODELS' keys; tests/cli check that the two agree)
@@ -95,51 +96,11 @@ def _add_model_args(p_train: argparse.ArgumentParser, grid: bool = False) -> Non
 
 
 def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: epochs, batches, the optimizer and its schedule, the readout
-    (``--pool``, ``--graph-token``), early stopping and the seed."""
-    p_train.add_argument("--epochs", type=int, default=100, help="most training epochs")
-    p_train.add_argument("--batch-size", type=int, default=64,
-                         help="graphs per batch (seed nodes with --num-neighbors)")
-    p_train.add_argument("--num-neighbors", type=fanouts, default=(),
-                         help="node-level tasks on one graph: train on mini-batches of "
-                              "--batch-size seed nodes and their sampled in-neighbourhoods, "
-                              "e.g. 15,10,5 (in-edges per node in each hop, -1 all; PyG's "
-                              "NeighborLoader with graphpe's sampler); val/test the same way. "
-                              "Default: the whole graph in one batch")
-    p_train.add_argument("--subgraph-pe", action=argparse.BooleanOptionalAction, default=False,
-                         help="with --num-neighbors: compute the encodings of each sampled "
-                              "subgraph in the loader, on the subgraph's own edges, instead of "
-                              "the whole graph's once, cut to each batch's nodes (the default)")
-    p_train.add_argument("--undirected", action=argparse.BooleanOptionalAction, default=False,
-                         help="node-level datasets on one graph: add each edge's reverse "
-                              "before encoding and training (OGB's baselines on ogbn-arxiv, "
-                              "whose citations are directed); the record's graph entry says "
-                              "what the model saw")
-    p_train.add_argument("--class-weights", action=argparse.BooleanOptionalAction,
-                         default=False,
-                         help="classification: weigh each class by its rarity in the batch, "
-                              "(n - n_c) / n (GraphGPS's weighted cross-entropy, for PATTERN, "
-                              "CLUSTER, PascalVOC-SP and COCO-SP)")
-    p_train.add_argument("--optimizer", choices=["adamw", "adam"], default="adamw",
-                         help="adamw (decoupled weight decay) or adam (the weight decay added "
-                              "to the gradient, as torch.optim.Adam in PyG's examples)")
-    p_train.add_argument("--lr", type=float, default=1e-3, help="learning rate")
-    p_train.add_argument("--weight-decay", type=float, default=1e-5, help="weight decay")
-    p_train.add_argument("--schedule", choices=["cosine", "plateau", "constant"],
-                         default="cosine",
-                         help="the learning rate's schedule: cosine (after --warmup epochs of "
-                              "linear warm-up) or plateau (multiplied by --plateau-factor "
-                              "after --plateau-patience epochs without a better validation "
-                              "metric, not below --min-lr; no warm-up) or constant (after "
-                              "--warmup epochs of warm-up)")
-    p_train.add_argument("--plateau-factor", type=float, default=0.1,
-                         help="--schedule plateau: the rate's factor on a plateau")
-    p_train.add_argument("--plateau-patience", type=int, default=10,
-                         help="--schedule plateau: epochs without improvement before a cut")
-    p_train.add_argument("--min-lr", type=float, default=0.0,
-                         help="--schedule plateau: the lowest learning rate")
-    p_train.add_argument("--clip-norm", type=float, default=5.0,
-                         help="clip the gradients' total norm to this (0: no clipping)")
+    """``graphpe train``: the settings of the run (:class:`graphpe.train_config.TrainConfig`'s
+    fields, one flag each: epochs, batches, the optimizer and its schedule, early stopping,
+    the seed, the device, the run's files), the readout (``--pool``, ``--graph-token``) and
+    ``--splits``."""
+    add_config_flags(p_train)
     p_train.add_argument("--pool", choices=["sum", "mean", "max", "token"], default=None,
                          help="graph pooling (graph-level tasks; default sum, graphormer: "
                               "token); token: the final state of the graph token "
@@ -148,12 +109,6 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                          help="gps: add Graphormer's graph token to every graph (attends to "
                               "and from every node, with a learned bias per head); read it "
                               "out with --pool token")
-    p_train.add_argument("--warmup", type=int, default=5,
-                         help="--schedule cosine: epochs of linear learning-rate warm-up "
-                              "before the cosine decay")
-    p_train.add_argument("--patience", type=int, default=30,
-                         help="stop after this many epochs without validation improvement")
-    p_train.add_argument("--seed", type=int, default=0, help="seed of split, model and draws")
     p_train.add_argument("--splits", default=None,
                          help="datasets with fixed splits (the heterophilous sets' ten): 'all' "
                               "or indices like 0,3,7, one model per split from seed --seed + "
@@ -162,37 +117,11 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
 
 
 def _add_run_args(p_train: argparse.ArgumentParser) -> None:
-    """``graphpe train``: the device, the speed settings (memory, compile, static shapes,
-    precision, workers) and the run's files (results, checkpoint, resume)."""
-    p_train.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    """``graphpe train``: how the process keeps its memory."""
     p_train.add_argument("--retain-memory", action=argparse.BooleanOptionalAction, default=True,
                          help="on the CPU, keep freed memory for reuse rather than returning "
                               "it to the OS (faster steps with large tensors; the process "
                               "keeps its peak memory)")
-    p_train.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
-                         help="run the model through torch.compile (ignored where unsupported)")
-    p_train.add_argument("--static-shapes", action=argparse.BooleanOptionalAction, default=False,
-                         help="gps only: train on fixed-shape batches (every graph padded to "
-                              "the largest, one shape for the run); with --compile on CUDA the "
-                              "step runs as CUDA graphs")
-    p_train.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32",
-                         help="bf16/fp16: mixed precision (the forward under torch.autocast; "
-                              "parameters, optimizer and PEs stay float32; fp16 scales the "
-                              "loss). Pays on GPUs; on CPUs only with bfloat16 hardware")
-    p_train.add_argument("--num-workers", type=int, default=0,
-                         help="DataLoader worker processes preparing the training batches "
-                              "(collation, static padding) while the step runs")
-    p_train.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                         help="progress bars (default: where stderr is a terminal; a log file "
-                              "gets none)")
-    p_train.add_argument("--results", default=None,
-                         help="JSON record: metrics, curve, PE specs, model and train config, "
-                              "versions")
-    p_train.add_argument("--checkpoint", default=None,
-                         help="best model with its config (graphpe.nn.build.load_model reads it); "
-                              "the state to resume from is kept beside it as <file>.state")
-    p_train.add_argument("--resume", default=None,
-                         help="continue a run from its <checkpoint>.state file")
 
 
 def run_train(args: argparse.Namespace) -> None:
@@ -318,23 +247,10 @@ def run_compare(args: argparse.Namespace) -> None:
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
-    """The :class:`graphpe.train.TrainConfig` of ``graphpe train``'s flags."""
-    from graphpe.train import TrainConfig
-
-    return TrainConfig(epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                       weight_decay=args.weight_decay, optimizer=args.optimizer,
-                       schedule=args.schedule, plateau_factor=args.plateau_factor,
-                       plateau_patience=args.plateau_patience, min_lr=args.min_lr,
-                       clip_norm=args.clip_norm, warmup_epochs=args.warmup,
-                       patience=args.patience, seed=args.seed,
-                       device=args.device, checkpoint=args.checkpoint,
-                       results=args.results, compile=args.compile,
-                       static_shapes=args.static_shapes, num_workers=args.num_workers,
-                       cache_dir=args.cache_dir, resume=args.resume,
-                       precision=args.precision, num_neighbors=args.num_neighbors,
-                       subgraph_pe=args.subgraph_pe, class_weights=args.class_weights,
-                       undirected=args.undirected,
-                       progress=sys.stderr.isatty() if args.progress is None else args.progress)
+    """The :class:`graphpe.train_config.TrainConfig` of ``graphpe train``'s flags (progress
+    bars by default where stderr is a terminal)."""
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    return config_from_args(args, progress=progress)
 
 
 def model_options(args: argparse.Namespace) -> dict:
