@@ -36,7 +36,7 @@ from graphpe.encode import encode_bundle, encoding_bytes_per_node, redraw_random
 from graphpe.encodings import pair_model_config, pe_model_config, resolve_pe, transforms_of
 from graphpe.evaluation import evaluate as evaluate  # (graphpe.cli's and users' import)
 from graphpe.evaluation import node_mask, predicted_classes, predictions, score
-from graphpe.nn.build import build_model
+from graphpe.nn.build import MODELS, build_model, model_names
 from graphpe.ops.checks import check_non_negative_int
 from graphpe.records import (
     Progress,
@@ -479,9 +479,9 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}
     pair = pair_model_config(specs)
     if pair is not None:
-        if model not in ("gps", "grit", "graphormer"):
+        if model not in MODELS or not MODELS[model].pairs:
             raise ValueError(f"pairwise encodings ({sorted(pair)}) are attention biases or "
-                             "GRIT's pair features: use model='gps', 'grit' or 'graphormer'")
+                             f"GRIT's pair features: use model={model_names('pairs')}")
         model_config["pair"] = pair
     net = build_model(model_config)
     train_split = (redraw_random_pes(encoded.train, transforms, config.seed)

@@ -336,13 +336,15 @@ def test_graph_token_is_a_gps_flag(tmp_path, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "examples"))
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gine", "--graph-token", "--epochs", "1"], capsys)
-    assert code == 2 and "--graph-token adds a token to --model gps, not gine" in err
+    assert code == 2 and ("--graph-token sets a graph token of --model gps or graphormer, not "
+                          "gine") in err
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gps", "--pool", "token", "--epochs", "1"], capsys)
     assert code == 2 and "pool='token' reads the graph token: it needs graph_token=True" in err
     code, _, err = run_cli(["train", "--dataset", "own_dataset:build", "--root", str(tmp_path),
                             "--model", "gine", "--heads", "2", "--epochs", "1"], capsys)
-    assert code == 2 and "--heads sets the attention of --model gps, grit or graphormer, " \
+    assert code == 2 and "--heads sets the attention heads of --model gps, grit, graphormer, " \
+                         "sgformer, polynormer, res-gat, res-gat-sep, res-gt or res-gt-sep, " \
                          "not gine" in err
 
 
@@ -423,18 +425,23 @@ def test_head_hidden_flag_checks_its_widths(capsys):
     assert code == 2 and "expected positive ints like 32,16 (layer widths), got '32,0'" in err
 
 
-def test_model_names_of_the_cli_are_build_models():
-    from graphpe.cli.train import MODEL_NAMES
+def test_the_model_declaration_drives_the_cli():
+    from graphpe.cli import build_parser, command_parser
+    from graphpe.cli.train import MODEL_FLAGS
     from graphpe.nn.build import MODELS
 
-    assert set(MODEL_NAMES) == set(MODELS)
+    actions = {a.dest: a for a in command_parser(build_parser(), "train")._actions}
+    assert tuple(actions["model"].choices) == tuple(MODELS)
+    assert set(MODEL_FLAGS) <= set(actions)  # every model flag is a flag of train
+    assert {name for kind in MODELS.values() for name in kind.takes} == set(MODEL_FLAGS)
 
 
 def test_residual_and_norm_are_gcn_and_sage_flags(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["train", "--dataset", "CSL", "--root", str(tmp_path), "--model", "gps",
               "--norm", "batch", "--epochs", "1"])
-    assert "--norm sets the layers of --model gcn or sage, not gps" in capsys.readouterr().err
+    assert "--norm sets a normalization in the layers of --model gcn or sage, not gps" in \
+        capsys.readouterr().err
 
 
 def test_a_damaged_checkpoint_is_one_line(tmp_path, capsys):

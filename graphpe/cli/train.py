@@ -9,16 +9,15 @@ import sys
 from typing import TYPE_CHECKING
 
 from graphpe.cli.options import add_data_arguments, check_device, widths
+from graphpe.nn.build import MODELS
 from graphpe.train_config import add_config_flags, config_from_args
 
 if TYPE_CHECKING:
     from graphpe.train_config import TrainConfig
 
 
-#: the --model names (graphpe.nn.build.MODELS' keys; tests/cli check that the two agree)
-MODEL_NAMES = ("gine", "gps", "grit", "gcn", "sage", "gin", "gatedgcn", "graphormer",
-               "sgformer", "polynormer", "res-gcn", "res-sage", "res-gat", "res-gat-sep",
-               "res-gt", "res-gt-sep", "res-mlp")
+#: the --model names, as graphpe.nn.build.MODELS declares them
+MODEL_NAMES = tuple(MODELS)
 
 
 GRID_PE_HELP = ("comma-separated encoding sets of the grid, each a --pe of train with '+' "
@@ -260,34 +259,28 @@ def model_options(args: argparse.Namespace) -> dict:
     for name in ("pool", "pe_combine", "pe_channels", "head_hidden"):
         if getattr(args, name) is not None:
             extra[name] = getattr(args, name)
-    attention = ("heads", "attn_dropout")
-    takes = {"gps": attention, "grit": attention, "graphormer": attention,
-             "sgformer": ("heads",), "polynormer": ("heads", "local_epochs"),
-             "res-gat": ("heads",), "res-gat-sep": ("heads",), "res-gt": ("heads",),
-             "res-gt-sep": ("heads",), "gcn": ("residual", "norm"),
-             "sage": ("residual", "norm")}.get(args.model, ())
-    what_sets = {"local_epochs": "the local warm-up of --model polynormer",
-                 "residual": "the layers of --model gcn or sage",
-                 "norm": "the layers of --model gcn or sage"}
-    for name in ("heads", "attn_dropout", "local_epochs", "residual", "norm"):
-        if getattr(args, name) is not None and name not in takes:
-            what = what_sets.get(name, "the attention of --model gps, grit or graphormer")
-            raise ValueError(f"--{name.replace('_', '-')} sets {what}, not {args.model}")
-        if getattr(args, name) is not None:
-            extra[name] = getattr(args, name)
-    if args.model in ("gps", "grit"):
-        if args.mpnn != "auto":
-            extra["mpnn"] = None if args.mpnn == "none" else args.mpnn
-    elif args.mpnn != "auto":
-        raise ValueError(f"--mpnn sets the local MPNN of --model gps or grit, not "
-                         f"{args.model}")
-    if args.attention != "auto":
-        if args.model != "gps":
-            raise ValueError(f"--attention sets the global attention of --model gps, not "
-                             f"{args.model}")
-        extra["attention"] = None if args.attention == "none" else args.attention
-    if args.graph_token:  # (graphormer has it by default)
-        if args.model not in ("gps", "graphormer"):
-            raise ValueError(f"--graph-token adds a token to --model gps, not {args.model}")
-        extra["graph_token"] = True
+    takes = MODELS[args.model].takes if args.model in MODELS else ()
+    # the model flags, each with its value where given (None / "auto" / False: not given)
+    given = {"heads": args.heads, "attn_dropout": args.attn_dropout,
+             "local_epochs": args.local_epochs, "residual": args.residual, "norm": args.norm,
+             "mpnn": None if args.mpnn == "auto" else args.mpnn,
+             "attention": None if args.attention == "auto" else args.attention,
+             "graph_token": True if args.graph_token else None}
+    for name, value in given.items():
+        if value is None:
+            continue
+        if name not in takes:
+            takers = [n for n, kind in MODELS.items() if name in kind.takes]
+            models = " or ".join([", ".join(takers[:-1]), takers[-1]]) if len(takers) > 1 \
+                else takers[0]
+            raise ValueError(f"--{name.replace('_', '-')} sets {MODEL_FLAGS[name]} of --model "
+                             f"{models}, not {args.model}")
+        extra[name] = None if value == "none" else value
     return extra
+
+
+#: what each model flag sets (graphpe.nn.build.MODELS declares which models take it)
+MODEL_FLAGS = {"heads": "the attention heads", "attn_dropout": "the attention dropout",
+               "local_epochs": "the local warm-up", "residual": "a linear skip in the layers",
+               "norm": "a normalization in the layers", "mpnn": "the local MPNN",
+               "attention": "the global attention", "graph_token": "a graph token"}

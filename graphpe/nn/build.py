@@ -14,6 +14,8 @@ the transforms, so data and model always agree.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +27,47 @@ from graphpe.nn.scalable import Polynormer, SGFormer
 from graphpe.nn.transformers import GPS, GRIT, Graphormer
 from graphpe.ops.files import load_torch_file
 
-# build_model's "model" names
-MODELS = {"gine": GINE, "gps": GPS, "grit": GRIT, "gcn": GCN, "sage": SAGE, "gin": GIN,
-          "gatedgcn": GatedGCN, "graphormer": Graphormer, "sgformer": SGFormer,
-          "polynormer": Polynormer,
-          # Platonov et al.'s residual GNNs (the heterophilous benchmarks' baselines)
-          **{f"res-{module}": functools.partial(ResidualGNN, module=module)
-             for module in ("gcn", "sage", "gat", "gat-sep", "gt", "gt-sep")},
-          "res-mlp": functools.partial(ResidualGNN, module="ffn")}
 
-# models that read a pairwise encoding, and those whose messages PEG can gate
-PAIR_MODELS = ("gps", "grit", "graphormer")
-GATED_MODELS = ("gine", "gps", "gatedgcn")
+@dataclass(frozen=True)
+class ModelKind:
+    """One ``model`` name of :func:`build_model` (and ``graphpe train --model``), declared
+    once: what builds it, the model flags of ``graphpe train`` it takes beyond the shared
+    ones (``channels``, ``layers``, ``dropout``, the readout and the encoders' widths),
+    whether it reads a pairwise encoding (an attention bias or pair features) and whether
+    PEG can gate its messages."""
+
+    build: Callable[..., PEGraphModel]
+    takes: tuple[str, ...] = ()
+    pairs: bool = False
+    gates: bool = False
+
+
+ATTENTION = ("heads", "attn_dropout")
+MODELS: dict[str, ModelKind] = {
+    "gine": ModelKind(GINE, gates=True),
+    "gps": ModelKind(GPS, (*ATTENTION, "mpnn", "attention", "graph_token"), pairs=True,
+                     gates=True),
+    "grit": ModelKind(GRIT, (*ATTENTION, "mpnn"), pairs=True),
+    "gcn": ModelKind(GCN, ("residual", "norm")),
+    "sage": ModelKind(SAGE, ("residual", "norm")),
+    "gin": ModelKind(GIN),
+    "gatedgcn": ModelKind(GatedGCN, gates=True),
+    "graphormer": ModelKind(Graphormer, (*ATTENTION, "graph_token"), pairs=True),
+    "sgformer": ModelKind(SGFormer, ("heads",)),
+    "polynormer": ModelKind(Polynormer, ("heads", "local_epochs")),
+    # Platonov et al.'s residual GNNs (the heterophilous benchmarks' baselines)
+    **{f"res-{module}": ModelKind(functools.partial(ResidualGNN, module=module),
+                                  ("heads",) if module.startswith(("gat", "gt")) else ())
+       for module in ("gcn", "sage", "gat", "gat-sep", "gt", "gt-sep")},
+    "res-mlp": ModelKind(functools.partial(ResidualGNN, module="ffn")),
+}
+
+
+def model_names(which: str) -> str:
+    """The models whose ``which`` (``pairs``, ``gates``) holds, as a message names them:
+    ``'gps', 'grit' or 'graphormer'``."""
+    names = [repr(n) for n, kind in MODELS.items() if getattr(kind, which)]
+    return " or ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else names[0]
 
 
 def build_model(config: dict[str, Any]) -> PEGraphModel:
@@ -70,27 +101,27 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
                          "encodings: give them as 'pair', not 'pe'")
     pair = config.pop("pair", None)
     if pair:
-        if kind not in PAIR_MODELS or len(pair) != 1:
-            raise ValueError("pair (an attention bias, or GRIT's pair features) takes one "
-                             "pairwise encoding and model='gps', 'grit' or 'graphormer'")
+        if not MODELS[kind].pairs or len(pair) != 1:
+            raise ValueError(f"pair (an attention bias, or GRIT's pair features) takes one "
+                             f"pairwise encoding and model={model_names('pairs')}")
         (name, settings), = pair.items()
         if name not in encodings(PAIR):
             raise ValueError(f"unknown pairwise encoding {name!r}; choose from "
                              f"{sorted(encodings(PAIR))}")
         spec = from_model_config(name, settings)
-        heads = config.get("heads", getattr(MODELS[kind], "default_heads", 4))
+        heads = config.get("heads", getattr(MODELS[kind].build, "default_heads", 4))
         features = kind == "grit" or config.get("attention") == "grit"
         config["pair_encoder"] = spec.pair_encoder(channels, heads, features,
                                                    edge_vocab=config.get("edge_vocab"),
                                                    edge_dim=config.get("edge_dim"))
     gates = [spec for spec in specs if spec.kind == GATE]
     if gates:
-        if kind not in GATED_MODELS:
-            raise ValueError("peg gates the messages of model='gine', 'gps' or 'gatedgcn'")
+        if not MODELS[kind].gates:
+            raise ValueError(f"peg gates the messages of model={model_names('gates')}")
         config["peg_attr"] = gates[0].gate_attr
     encoders = [spec.encoder(channels if pe_channels is None else pe_channels)
                 for spec in specs if spec.kind not in (GATE, PAIR)]
-    return MODELS[kind](channels, layers, out_dim, pe_encoders=encoders, **config)
+    return MODELS[kind].build(channels, layers, out_dim, pe_encoders=encoders, **config)
 
 
 def load_model(path: str | Path, map_location: str | torch.device = "cpu") -> PEGraphModel:
