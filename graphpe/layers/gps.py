@@ -175,6 +175,14 @@ class GPSLayer(nn.Module):
         # (False: module by module, e.g. to inspect the submodules' outputs)
         self.fused = True
 
+    def reset_parameters(self) -> None:
+        """Re-initialize the branches, the MLP and the norms (as PyG's ``GPSConv``): each
+        submodule with a ``reset_parameters`` of its own resets itself."""
+        for module in (self.conv, self.attn, *self.mlp, self.norm1, self.norm2, self.norm3,
+                       self.norm_pair):
+            if module is not None and hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # state dicts that hold a norm2 for a layer without attention (never read) still
         # load

@@ -252,8 +252,9 @@ class GPS(PEGraphModel):
         for i, layer in enumerate(self.layers):
             h = self.reinjected(h, pe, i, None if tokens is None else tokens.node_rows)
             gate = self.peg_gates[i](distances) if distances is not None else None
-            out = layer(h, edge_index, graph, edge_attr, layout, num_graphs, pair_bias,
-                        pair_index, gate, pair_attr, log_deg)
+            out = layer(h, edge_index, batch=graph, edge_attr=edge_attr, layout=layout,
+                        num_graphs=num_graphs, pair_bias=pair_bias, pair_index=pair_index,
+                        edge_weight=gate, pair_attr=pair_attr, log_deg=log_deg)
             # the edge (GatedGCN) or pair (GRIT) features, updated by every layer but the last
             h = out.x
             edge_attr = edge_attr if out.edge_attr is None else out.edge_attr

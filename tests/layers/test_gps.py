@@ -229,3 +229,17 @@ def test_edge_and_pair_updates_come_back_in_their_fields():
     assert last.norm_pair is None
     out = last(x, edge_index, batch, edge_attr, pair_attr=pair_attr, pair_index=pair_index)
     assert out.edge_attr is None and out.pair_attr is None
+
+
+def test_reset_parameters_reinitializes_every_part():
+    torch.manual_seed(0)
+    layer = GPSLayer(8, GCNConv(8, 8), PerformerAttention(8, 2), norm="batch_norm")
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.fill_(0.5)
+    layer.norm3.module.running_mean.fill_(3.0)
+    layer.reset_parameters()
+    assert not torch.all(layer.mlp[0].weight == 0.5)
+    assert not torch.all(layer.conv.lin.weight == 0.5)
+    assert torch.all(layer.norm1.module.weight == 1) and torch.all(layer.norm3.module.bias == 0)
+    assert torch.all(layer.norm3.module.running_mean == 0)
