@@ -469,3 +469,19 @@ def test_log_lines_carry_one_prefix():
 
     assert line("graphpe: compiling its CPU kernels") == "graphpe: compiling its CPU kernels"
     assert line("cache hit") == "graphpe: cache hit"
+
+
+def test_third_party_warnings_are_hidden_and_graphpes_kept():
+    import warnings
+
+    from graphpe.cli import quiet_third_party_warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_third_party_warnings()
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
+                      "non-writable tensors", UserWarning)
+        warnings.warn("You are using `torch.load` with `weights_only=False`", FutureWarning)
+        warnings.warn("GPSLayer: edge_attr is given, but the conv declares no `reads`",
+                      UserWarning)
+    assert [str(w.message)[:8] for w in caught] == ["GPSLayer"]

@@ -14,6 +14,7 @@ import runpy
 import signal
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -345,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="graphpe", description="Positional and structural "
                                      "encodings for graph neural networks.")
     parser.add_argument("--version", action="version", version=f"graphpe {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="also show third-party warnings graphpe hides by default "
+                             "(torch.load's weights_only notices, read-only arrays)")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMANDS.items():
         options = {"formatter_class": argparse.ArgumentDefaultsHelpFormatter} \
@@ -359,9 +363,27 @@ def command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Argum
     return sub.choices[name]
 
 
+#: third-party warnings a user of the command line cannot act on (shown with -v): OGB's and
+#: PyG's torch.load calls and the switch graphpe sets for them, and torch on read-only arrays
+#: (memory-mapped files)
+THIRD_PARTY_WARNINGS = (
+    (r".*weights_only", Warning),
+    (r"Environment variable TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", Warning),
+    (r"The given NumPy array is not writable", UserWarning),
+)
+
+
+def quiet_third_party_warnings() -> None:
+    """Hide :data:`THIRD_PARTY_WARNINGS` (graphpe's own warnings stay)."""
+    for message, category in THIRD_PARTY_WARNINGS:
+        warnings.filterwarnings("ignore", message=message, category=category)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.verbose:
+        quiet_third_party_warnings()
     if args.command in ("train", "compare") and args.config:
         args = _parse_with_config_file(parser, argv, args.config, args.command)
     command = COMMANDS[args.command]
