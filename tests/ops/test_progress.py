@@ -47,6 +47,7 @@ def test_a_path_predicted_to_take_minutes_is_announced(monkeypatch, caplog):
                             components=False)
     said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(said) == 1 and said[0].startswith(f"RWSE of a {graph.num_nodes:,}-node graph")
+    assert "rwse:max_exact_seconds=60 estimates a graph past a minute" in said[0]
 
 
 def test_lanczos_and_shift_invert_show_progress(no_delay, capsys):

@@ -373,10 +373,12 @@ def _one_graph(csr: HostCSR, walk_length: int, out: np.ndarray, budget: int,
         choice = choose_landing_path(csr, walk_length, budget, itemsize=blocked_itemsize(out))
         path = choice.path
         if choice.seconds[path] > LONG_PATH_SECONDS:
-            LOG.warning("RWSE of a %s-node graph by the %r path is predicted to take about "
-                        "%.0f s; the time grows with walk_length (fewer steps take "
-                        "proportionally less); RWSE(estimate='sampled') estimates it by "
-                        "random walks instead", f"{n:,}", path, choice.seconds[path])
+            LOG.warning("RWSE of a %s-node graph: the exact values are predicted to take "
+                        "about %.0f s (the %r path; fewer walk steps take proportionally "
+                        "less). rwse:max_exact_seconds=60 estimates a graph past a minute by "
+                        "random walks instead, with its standard error; rwse:estimate=sampled "
+                        "estimates every graph",
+                        f"{n:,}", choice.seconds[path], path)
     values, diag = symmetric_walk(csr, self_loops)
     if path == "local":
         threads = _threads(n)
