@@ -114,7 +114,7 @@ def test_auto_estimates_only_past_the_budget_and_names_its_stderr_where_asked(ca
     with caplog.at_level(logging.WARNING, logger="graphpe"):
         out = RWSE(8, stderr_name="se", max_exact_seconds=1e-9)(
             Batch.from_data_list([small.clone(), g.clone()]))
-    assert any("estimating it from 256 random walks" in r.getMessage() for r in caplog.records)
+    assert any("estimated from 256 random walks" in r.getMessage() for r in caplog.records)
     sampled = RWSE(8, estimate="sampled")(g.clone())
     assert torch.equal(out.rwse[3:], sampled.rwse) and torch.equal(out.se[3:],
                                                                    sampled.rwse_stderr)
