@@ -273,6 +273,7 @@ def test_train_step_breakdown_benchmark_runs(tmp_path, monkeypatch):
     assert f"A step on a batch of one {data['one_graph']['nodes']}-node graph" in table
 
 
+@pytest.mark.slow  # ~30 s alone
 def test_grit_benchmarks_run(tmp_path, monkeypatch):
     _needs_zinc()
     root = tmp_path / "data"
@@ -485,6 +486,7 @@ def test_cold_start_views_reach_the_storage_path(tmp_path):
     assert "| RWSE T=16 | 1,000 drawn | Subset(train, idx) |" in table
 
 
+@pytest.mark.slow  # ~45 s alone
 def test_directed_benchmark_runs(tmp_path, monkeypatch):
     """benchmarks/directed.py on 20 synthetic molecules: every encoding on every path, the
     outputs equal to their reference code, and the docs table builds from the JSON."""

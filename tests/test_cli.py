@@ -480,8 +480,9 @@ def test_third_party_warnings_are_hidden_and_graphpes_kept():
         warnings.simplefilter("always")
         quiet_third_party_warnings()
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
-                      "non-writable tensors", UserWarning)
-        warnings.warn("You are using `torch.load` with `weights_only=False`", FutureWarning)
+                      "non-writable tensors", UserWarning, stacklevel=2)
+        warnings.warn("You are using `torch.load` with `weights_only=False`", FutureWarning,
+                      stacklevel=2)
         warnings.warn("GPSLayer: edge_attr is given, but the conv declares no `reads`",
-                      UserWarning)
+                      UserWarning, stacklevel=2)
     assert [str(w.message)[:8] for w in caught] == ["GPSLayer"]

@@ -329,7 +329,11 @@ def test_padding_keys_are_masked():
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="torch.compile on the CPU needs a C++ compiler")
-@pytest.mark.parametrize("pair", [None, {"spd": {"max_dist": 3, "path_hops": 2}}, "gatedgcn"])
+# (each compiles a whole model, ~20 s alone: the pair and GatedGCN variants run under
+# `make test-slow`)
+@pytest.mark.parametrize("pair", [
+    None, pytest.param({"spd": {"max_dist": 3, "path_hops": 2}}, marks=pytest.mark.slow),
+    pytest.param("gatedgcn", marks=pytest.mark.slow)])
 def test_fullgraph_compile_matches_eager(pair):
     """One graph, no breaks and no host syncs: what CUDA graphs need (also with Graphormer's
     spatial and edge encodings, and with GatedGCN)."""
