@@ -27,6 +27,7 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
+from graphpe.ops.link import pair_distances, pair_neighbourhood_scores, without_pairs
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.propagate import (
     normalize_per_graph,
@@ -55,6 +56,8 @@ __all__ = [
     "normalize_per_graph",
     "ollivier_ricci",
     "orthonormalize",
+    "pair_distances",
+    "pair_neighbourhood_scores",
     "propagate",
     "propagation_operator",
     "degree",
@@ -67,4 +70,5 @@ __all__ = [
     "size_buckets",
     "undirected_simple",
     "validate_graph",
+    "without_pairs",
 ]
