@@ -10,6 +10,7 @@ from torch import nn
 from torch_geometric.loader import DataLoader
 
 from graphpe.datasets import DatasetBundle
+from graphpe.run_log import batch_bar
 from graphpe.runtime import autocast
 
 
@@ -27,14 +28,15 @@ def node_mask(batch, bundle: DatasetBundle, split: str) -> torch.Tensor | slice 
 
 @torch.no_grad()
 def predictions(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str,
-                split: str = "val", gather: bool = False,
-                precision: str = "fp32") -> tuple[torch.Tensor, torch.Tensor]:
+                split: str = "val", gather: bool = False, precision: str = "fp32",
+                progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """``(outputs, targets)`` of ``model`` on ``loader`` (the split's nodes only, for a node
     task on one graph), on the CPU in float32. With ``gather`` (one shard per process under
-    torchrun) those of all processes, concatenated."""
+    torchrun) those of all processes, concatenated. ``progress``: a bar of the batches
+    (:func:`graphpe.run_log.batch_bar`)."""
     model.eval()
     preds, targets = [], []
-    for batch in loader:
+    for batch in batch_bar(loader, split, progress):
         batch = batch.to(device)
         with autocast(device, precision):
             out = model(batch)
@@ -80,9 +82,11 @@ def predicted_classes(bundle: DatasetBundle, pred: torch.Tensor) -> list[int] | 
 
 
 def evaluate(model: nn.Module, loader: DataLoader, bundle: DatasetBundle, device: str,
-             split: str = "val", gather: bool = False, precision: str = "fp32") -> float:
+             split: str = "val", gather: bool = False, precision: str = "fp32",
+             progress: bool = False) -> float:
     """The metric of ``model`` on ``loader``. With ``gather`` (one shard per process under
     torchrun) the predictions of all processes are concatenated first, so every process gets
     the metric of the whole split, exactly. ``precision`` as :class:`TrainConfig`'s (the
-    predictions are scored in float32)."""
-    return score(bundle, *predictions(model, loader, bundle, device, split, gather, precision))
+    predictions are scored in float32); ``progress`` as :func:`predictions`'."""
+    return score(bundle, *predictions(model, loader, bundle, device, split, gather, precision,
+                                      progress))

@@ -17,17 +17,17 @@ LOG = logging.getLogger("graphpe.train")
 LINE_SECONDS = 30.0
 
 
-def batch_bar(loader: Iterable[Any], epoch: int, enabled: bool) -> Iterable[Any]:
-    """``loader`` shown as a bar of its batches below the epochs' bar (cleared at the epoch's
-    end); ``loader`` itself where bars are off or it is one batch (a whole graph)."""
+def batch_bar(loader: Iterable[Any], desc: str, enabled: bool) -> Iterable[Any]:
+    """``loader`` shown as a bar of its batches (``desc``: ``"epoch 3"``, ``"val"``) below
+    the epochs' bar, cleared when done; ``loader`` itself where bars are off or it is one
+    batch (a whole graph)."""
     try:
         total = len(loader)  # type: ignore[arg-type]
     except TypeError:
         total = None
     if not enabled or total == 1:
         return loader
-    return tqdm(loader, desc=f"epoch {epoch + 1}", total=total, leave=False, position=1,
-                unit="batch")
+    return tqdm(loader, desc=desc, total=total, leave=False, position=1, unit="batch")
 
 
 class EpochLines:

@@ -266,7 +266,8 @@ def fit(
         setup.model.load_state_dict(progress.best_state)
     test_pred, test_y = predictions(setup.model, setup.test_loader, bundle, setup.device,
                                     "test", gather=setup.shard_eval,
-                                    precision=config.precision)
+                                    precision=config.precision,
+                                    progress=config.progress and setup.rank == 0)
     test = score(bundle, test_pred, test_y)
     record = run_record(bundle, config, progress, test, train_seconds,
                         params=sum(p.numel() for p in setup.model.parameters()),
@@ -298,7 +299,7 @@ def _epochs(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, progress:
         train_loss = _train_epoch(setup, bundle, config, epoch)
         progress.epoch_seconds.append(time.perf_counter() - epoch_start)
         val = evaluate(setup.evaluator, setup.val_loader, bundle, setup.device, "val",
-                       gather=setup.shard_eval, precision=config.precision)
+                       gather=setup.shard_eval, precision=config.precision, progress=shown)
         step_schedule(setup.sched, val)
         _update_progress(progress, setup.model, {"epoch": epoch, "train_loss": train_loss,
                                                  "val": val, "lr": lr},
@@ -403,7 +404,8 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
     setup.model.train()
     # the loss summed on the device and read once per epoch: no host sync per step
     total, count = torch.zeros((), dtype=torch.float64, device=setup.device), 0
-    for batch in batch_bar(setup.train_loader, epoch, config.progress and setup.rank == 0):
+    for batch in batch_bar(setup.train_loader, f"epoch {epoch + 1}",
+                           config.progress and setup.rank == 0):
         setup.opt.zero_grad()
         with autocast(setup.device, config.precision):
             out, y = _forward_batch(setup, bundle, config, batch)

@@ -20,9 +20,9 @@ def _model():
 
 def test_a_batch_bar_only_where_bars_show_and_there_are_batches():
     loader = [1, 2, 3]
-    assert batch_bar(loader, 0, enabled=False) is loader
-    assert batch_bar([1], 0, enabled=True) == [1]  # one batch (a whole graph): no inner bar
-    bar = batch_bar(loader, 4, enabled=True)
+    assert batch_bar(loader, "epoch 1", enabled=False) is loader
+    assert batch_bar([1], "val", enabled=True) == [1]  # one batch (a whole graph): no bar
+    bar = batch_bar(loader, "epoch 5", enabled=True)
     assert isinstance(bar, tqdm) and bar.desc.startswith("epoch 5") and list(bar) == loader
 
 
