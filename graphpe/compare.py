@@ -96,11 +96,8 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
     from graphpe.train import run
 
     runs_dir = Path(runs_dir)
-    settings = json.loads(json.dumps(
-        {"channels": channels, "layers": layers, "options": model_options,
-         "config": _computing(config)}, default=str))
-    # a training setting added after a record was written is read back at its default
-    defaults = json.loads(json.dumps(_computing(type(config)()), default=str))
+    settings = run_settings(channels, layers, model_options, config)
+    defaults = _config_defaults(config)
     first = load_dataset(dataset, root, seed=config.seed, download=download)
     ids = run_ids(first, splits, seeds)
     by_seed = seeds is not None
@@ -110,10 +107,7 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
         path = runs_dir / f"{name}.json"
         seed = config.seed + offset
         if path.exists():
-            record = json.loads(path.read_text())
-            held = record.get("settings")
-            if isinstance(held, dict) and isinstance(held.get("config"), dict):
-                held["config"] = {**defaults, **held["config"]}
+            record = _with_defaults(json.loads(path.read_text()), defaults)
             _check_same(record, path, model=model, pe=_pe_label(pe), seed=seed,
                         settings=settings)
             records.append(record)
@@ -143,6 +137,45 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
             report(f"{name}: {record['metric']} {record['test']:.4f} (val {record['val']:.4f}, "
                    f"best epoch {record['best_epoch']})")
     return records
+
+
+def run_settings(channels: int, layers: int, model_options: dict[str, Any],
+                 config: Any) -> dict[str, Any]:
+    """What a run's record keeps of its settings (as JSON values), to check a record read
+    back against: the model's sizes and options, the training settings that change what it
+    computes."""
+    return json.loads(json.dumps(
+        {"channels": channels, "layers": layers, "options": model_options,
+         "config": _computing(config)}, default=str))
+
+
+def _config_defaults(config: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(_computing(type(config)()), default=str))
+
+
+def _with_defaults(record: dict, defaults: dict[str, Any]) -> dict:
+    """``record`` whose settings name every training setting: one added after the record was
+    written is read back at its default."""
+    held = record.get("settings")
+    if isinstance(held, dict) and isinstance(held.get("config"), dict):
+        held["config"] = {**defaults, **held["config"]}
+    return record
+
+
+def earlier_cells(out: Path, dataset: str, settings: dict[str, Any],
+                  defaults: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """The cells of earlier grids under ``out`` (``out/runs/<model>/<encodings>/``) whose
+    finished runs were trained on ``dataset`` with these ``settings``: a grid run again with
+    other models or encodings keeps them in its table."""
+    cells = {}
+    for folder in sorted((out / "runs").glob("*/*/")):
+        records = [_with_defaults(json.loads(p.read_text()), defaults)
+                   for p in sorted(folder.glob("*.json"))]
+        records = [r for r in records
+                   if r.get("dataset") == dataset and r.get("settings") == settings]
+        if records:
+            cells[(records[0]["model"], records[0]["pe"])] = summarize(records)
+    return cells
 
 
 def _computing(config: Any) -> dict[str, Any]:
@@ -309,12 +342,18 @@ def compare(dataset: str, root: str | Path, models: Sequence[str], pes: Sequence
     """Runs every cell (each of ``models`` with each of ``pes``, see the module docstring)
     on the runs of ``splits`` / ``seeds``, resumably under ``out``; writes ``out/compare.json``
     (the summaries and the table's rows), ``out/compare.md`` and ``out/compare.png`` (where
-    matplotlib is installed) and returns the JSON's content."""
+    matplotlib is installed) and returns the JSON's content. The cells of earlier grids under
+    ``out`` trained with the same settings stay in the table (:func:`earlier_cells`), so a
+    grid grows by running it again with more models or encodings."""
     out = Path(out)
     if not models or not pes:
         raise ValueError("compare needs at least one model and one encoding set ('none' "
                          "for none)")
-    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    asked = {(model, _pe_label(pe.replace("+", ","))) for model in models for pe in pes}
+    earlier = earlier_cells(out, dataset, run_settings(channels, layers, dict(
+        model_options or {}), config), _config_defaults(config))
+    cells: dict[tuple[str, str], dict[str, Any]] = {
+        key: summary for key, summary in earlier.items() if key not in asked}
     for model in models:
         for pe in pes:
             label = _pe_label(pe.replace("+", ","))
@@ -331,11 +370,27 @@ def compare(dataset: str, root: str | Path, models: Sequence[str], pes: Sequence
                          plot=True)
 
 
+def _row_order(out: Path, cells: dict[tuple[str, str], Any]) -> Callable[[Any], tuple]:
+    """The sort key of :func:`write_compare`'s rows: the rows of ``out/compare.json`` keep
+    their order, the others follow in ``cells``' order; a model's rows stay together."""
+    earlier = out / "compare.json"
+    keys = [(r["model"], r["pe"]) for r in json.loads(earlier.read_text())["rows"]] \
+        if earlier.exists() else []
+    keys += [key for key in cells if key not in keys]
+    rank = {key: i for i, key in enumerate(keys)}
+    model_rank = {}
+    for model, _ in keys:
+        model_rank.setdefault(model, len(model_rank))
+    return lambda item: (model_rank[item[0][0]], item[0][1] != "none", rank[item[0]])
+
+
 def write_compare(out: Path, dataset: str, cells: dict[tuple[str, str], dict[str, Any]],
                   config: Any, channels: int, layers: int, splits: str | None,
                   seeds: int | None, plot: bool = False) -> dict[str, Any]:
-    """The grid so far as ``compare.json`` and ``compare.md`` (and with ``plot`` the figure)."""
-    rows = compare_table(cells)
+    """The grid so far as ``compare.json`` and ``compare.md`` (and with ``plot`` the figure):
+    one row per cell, in the order of the table already there, new cells after it, each
+    model's cells together, ``none`` first."""
+    rows = compare_table(dict(sorted(cells.items(), key=_row_order(out, cells))))
     result = {"dataset": dataset, "splits": splits, "seeds": seeds, "channels": channels,
               "layers": layers, "config": dataclasses.asdict(config),
               "significant_se": SIGNIFICANT_SE, "rows": rows}

@@ -128,6 +128,9 @@ def test_compare_writes_its_table_json_and_resumes(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(graphpe.train, "run", lambda *a, **k: pytest.fail("retrained"))
     main(argv)
     assert json.loads((out / "compare.json").read_text())["rows"] == result["rows"]
+    # run again with one model and one encoding set: the earlier cells stay in the table
+    main([*argv[:6], "res-gcn", "--pe", "rwse:walk_length=4", *argv[9:]])
+    assert json.loads((out / "compare.json").read_text())["rows"] == result["rows"]
 
 
 def test_compare_on_seeds_for_a_graph_level_set(tmp_path, capsys):
@@ -186,3 +189,20 @@ def test_an_interrupted_split_is_not_kept_as_done(tmp_path, capsys, monkeypatch)
     assert capsys.readouterr().err.endswith("graphpe: interrupted\n")
     assert not (tmp_path / "run.splits" / "split0.json").exists()
     assert (tmp_path / "run.splits" / "state" / "split0.pt.state").exists()  # resumable
+
+
+def test_a_grid_grows_and_keeps_only_cells_of_its_settings(tmp_path, capsys):
+    write_archive(tmp_path / "g.npz", splits=2)
+    out = tmp_path / "grid"
+    base = ["compare", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+            "res-gcn", "--splits", "all", "--out", str(out), *FAST]
+    main([*base, "--pe", "none"])
+    main([*base, "--pe", "rwse:walk_length=4"])
+    rows = json.loads((out / "compare.json").read_text())["rows"]
+    assert [(r["pe"], r["runs"]) for r in rows] == [("none", 2), ("rwse:walk_length=4", 2)]
+    assert "diff_se" in rows[1]  # paired with the earlier grid's none
+    # a grid of other settings (more epochs) does not show cells trained at three
+    main([*base, "--pe", "lap:k=3", "--epochs", "4"])
+    rows = json.loads((out / "compare.json").read_text())["rows"]
+    assert [r["pe"] for r in rows] == ["lap:k=3"]
+
