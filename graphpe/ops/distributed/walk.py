@@ -38,6 +38,7 @@ from graphpe.ops.distributed.partition import (
     halo_values,
     incoming_counts,
 )
+from graphpe.ops.host import csr_position
 from graphpe.ops.memory import release_freed_host_memory
 
 # the single process's kernels, reused: the draw (SplitMix64's output function), the weighted
@@ -87,15 +88,7 @@ def _advance(walkers, walks, s, steps, base, lo, indptr, indices, cum, loops, de
         if y >= lo and y < lo + own:
             inv[j] = inv_deg_ext[y - lo]
         else:  # a halo node: its place in the sorted halo
-            a = 0
-            b = halo.shape[0] - 1
-            while a < b:
-                mid = (a + b) // 2
-                if halo[mid] < y:
-                    a = mid + 1
-                else:
-                    b = mid
-            inv[j] = inv_deg_ext[own + a]
+            inv[j] = inv_deg_ext[own + np.searchsorted(halo, y)]
 
 
 @aot.njit(cache=True, nogil=True)
@@ -140,19 +133,13 @@ def _estimate(sources, pos, inv_pos, lo, indptr, indices, weight, ext_cols, loop
                 if node == i:
                     value = own_back
                 else:
-                    a, b = start, stop
-                    while a < b:
-                        mid = (a + b) // 2
-                        if indices[mid] < node:
-                            a = mid + 1
-                        else:
-                            b = mid
+                    a = csr_position(indptr, indices, r, node)
                     if a < stop and indices[a] == node:
                         value = weight[a] * inv_pos[q, k, s]
                 back[used] = value
             local[k, s] = used
         source_collisions(local, inv_pos[q], back, deg[r], walk_length, counts, spread,
-                    estimate[r], stderr[r])
+                          estimate[r], stderr[r])
 
 
 def _route(block: torch.Tensor, dest: np.ndarray, partition: RowPartition,
