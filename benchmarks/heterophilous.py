@@ -9,7 +9,9 @@ A *setting* is a config file of ``configs/`` (``SETTINGS``): ``protocol`` is the
 (``configs/heterophilous_gcn.toml``: 5 residual layers, dropout 0.2, AdamW at lr 3e-5 without
 decay, 1,000 full-batch steps, the best validation step) at 64 channels instead of 512;
 ``tuned`` is Luo et al.'s tuned classic GCN (``configs/heterophilous_tuned.toml``: 12 layers
-with linear skips and BatchNorm, Adam at lr 0.01) at 1,000 of their 2,000 epochs. Each grid is
+with linear skips and BatchNorm, Adam at lr 0.01) at 1,000 of their 2,000 epochs;
+``polynormer`` is Polynormer's own Minesweeper run (``configs/heterophilous_polynormer.toml``,
+2,100 epochs: a GPU's budget; ``--epochs`` runs fewer). Each grid is
 one ``graphpe compare`` in this process on one thread, its runs' records under
 ``benchmarks/results/heterophilous/<dataset>-<setting>/`` (a stopped grid continues where it
 stopped; finished runs are read back). After each grid, ``benchmarks/results/
@@ -36,7 +38,8 @@ OUT = HERE / "results" / "heterophilous"
 MERGED = HERE / "results" / "heterophilous.json"
 PUBLISHED = OUT / "published.json"
 SETTINGS = {"protocol": "configs/heterophilous_gcn.toml",
-            "tuned": "configs/heterophilous_tuned.toml"}
+            "tuned": "configs/heterophilous_tuned.toml",
+            "polynormer": "configs/heterophilous_polynormer.toml"}
 
 
 def prepared_root(root: Path, dataset: str) -> Path:

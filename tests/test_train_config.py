@@ -21,7 +21,8 @@ from graphpe.train_config import (
 # train's flags that are not TrainConfig fields: the data, the model, the grid, the process
 NOT_CONFIG = {"help", "dataset", "root", "pe", "download", "config", "model", "attention",
               "mpnn", "residual", "norm", "channels", "layers", "dropout", "heads",
-              "local_epochs", "attn_dropout", "pe_combine", "pe_channels", "head_hidden",
+              "local_epochs", "global_layers", "in_dropout", "attn_dropout", "pe_combine",
+              "pe_channels", "head_hidden",
               "pool", "graph_token", "splits", "retain_memory"}
 # TrainConfig fields without a flag: set from Python (graphpe.train.fit's callers)
 NO_FLAG = {"resample_pe", "shuffle", "sync_batchnorm"}

@@ -78,6 +78,10 @@ def _add_model_args(p_train: argparse.ArgumentParser, grid: bool = False) -> Non
     p_train.add_argument("--local-epochs", type=int, default=None,
                          help="polynormer: epochs of its local layers alone before the global "
                               "attention joins (default 0: global throughout)")
+    p_train.add_argument("--global-layers", type=int, default=None,
+                         help="polynormer: attention layers of its global stage (default 2)")
+    p_train.add_argument("--in-dropout", type=float, default=None,
+                         help="polynormer: dropout on the embedded nodes (default 0.15)")
     p_train.add_argument("--attn-dropout", type=float, default=None,
                          help="dropout on the attention weights (gps, grit: default 0; "
                               "graphormer: 0.1)")
@@ -262,7 +266,8 @@ def model_options(args: argparse.Namespace) -> dict:
     takes = MODELS[args.model].takes if args.model in MODELS else ()
     # the model flags, each with its value where given (None / "auto" / False: not given)
     given = {"heads": args.heads, "attn_dropout": args.attn_dropout,
-             "local_epochs": args.local_epochs, "residual": args.residual, "norm": args.norm,
+             "local_epochs": args.local_epochs, "global_layers": args.global_layers,
+             "in_dropout": args.in_dropout, "residual": args.residual, "norm": args.norm,
              "mpnn": None if args.mpnn == "auto" else args.mpnn,
              "attention": None if args.attention == "auto" else args.attention,
              "graph_token": True if args.graph_token else None}
@@ -281,6 +286,7 @@ def model_options(args: argparse.Namespace) -> dict:
 
 #: what each model flag sets (graphpe.nn.build.MODELS declares which models take it)
 MODEL_FLAGS = {"heads": "the attention heads", "attn_dropout": "the attention dropout",
-               "local_epochs": "the local warm-up", "residual": "a linear skip in the layers",
+               "local_epochs": "the local warm-up", "global_layers": "the global stage's layers",
+               "in_dropout": "the input dropout", "residual": "a linear skip in the layers",
                "norm": "a normalization in the layers", "mpnn": "the local MPNN",
                "attention": "the global attention", "graph_token": "a graph token"}

@@ -54,7 +54,8 @@ MODELS: dict[str, ModelKind] = {
     "gatedgcn": ModelKind(GatedGCN, gates=True),
     "graphormer": ModelKind(Graphormer, (*ATTENTION, "graph_token"), pairs=True),
     "sgformer": ModelKind(SGFormer, ("heads",)),
-    "polynormer": ModelKind(Polynormer, ("heads", "local_epochs")),
+    "polynormer": ModelKind(Polynormer, ("heads", "local_epochs", "global_layers",
+                                         "in_dropout")),
     # Platonov et al.'s residual GNNs (the heterophilous benchmarks' baselines)
     **{f"res-{module}": ModelKind(functools.partial(ResidualGNN, module=module),
                                   ("heads",) if module.startswith(("gat", "gt")) else ())
