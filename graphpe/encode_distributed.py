@@ -5,18 +5,20 @@ with the kernels of :mod:`graphpe.ops.distributed` and writes them to
 partition and the communication measured). :func:`graphpe.encode.read_encodings` assembles the
 ranks' rows into the whole graph's attributes.
 
-Distributed paths: LapPE and the other encodings of Laplacian eigenpairs (``LaplacianPE``:
-distributed Lanczos), RFP (distributed propagation and CholeskyQR2, the single process's draws),
-RWSE's random-walk estimate (walks handed from rank to rank, the single process's
-``RWSE(estimate="sampled")`` for the same seed: an RWSE of ``estimate="auto"`` is estimated)
-and LCP's node profile (each rank its edges' curvatures, from the rows of its 1- or 2-hop
-ball fetched from their owners). Exact RWSE, LCP's per-edge attribute and every other encoding
-stay single-process (``ValueError``).
+Each encoding owns its distributed path: its transform's ``distributed_path`` (what it
+computes, in words), ``distributed_form`` (the transform the ranks compute, e.g. RWSE's
+random-walk estimate for ``estimate="auto"``; a ``ValueError`` for a setting without a path)
+and ``compute_rows`` (this rank's rows, by the kernels of :mod:`graphpe.ops.distributed`):
+LapPE and the other encodings of Laplacian eigenpairs (distributed Lanczos), RFP (distributed
+propagation and CholeskyQR2, the single process's draws), RWSE's random-walk estimate (walks
+handed from rank to rank, the single process's ``RWSE(estimate="sampled")`` for the same seed)
+and LCP's node profile (each rank its edges' curvatures, from the rows of its 1- or 2-hop ball
+fetched from their owners). This module is the runner: it knows no encoding by name. Exact
+RWSE, LCP's per-edge attribute and every other encoding stay single-process (``ValueError``).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import time
@@ -27,32 +29,22 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-from torch import Tensor
 from torch_geometric.data import Data
 
 from graphpe.encode import ENCODINGS_FORMAT, graph_digest
-from graphpe.encodings import resolve_pe
+from graphpe.encodings import encodings, resolve_pe
 from graphpe.ops.checks import check_choice
 from graphpe.ops.distributed import (
-    HaloExchange,
     LocalRows,
-    distributed_laplacian_eigenpairs,
-    distributed_lcp,
-    distributed_rfp,
     halo_exchange,
     local_rows,
-    own_draws,
     row_partition,
 )
 from graphpe.ops.distributed.partition import REORDERINGS, bandwidth_order, global_rank
-from graphpe.ops.eigen import random_signs
 from graphpe.ops.host import simple_csr
 from graphpe.ops.memory import release_freed_host_memory
 from graphpe.records import versions
-from graphpe.transforms import LCP, RFP, RWSE, LaplacianPE, PETransform
-
-DISTRIBUTED_ENCODINGS = ("LaplacianPE (lap, signnet, spe, peg), RFP, RWSE's estimate and "
-                         "LCP's node profile")
+from graphpe.transforms import PETransform
 
 
 def shard_name(name: str, rank: int, world: int) -> str:
@@ -66,111 +58,28 @@ def nodes_name(name: str, rank: int, world: int) -> str:
     return f"{name}.rank{rank}of{world}.nodes.pt"
 
 
+def distributed_encodings() -> str:
+    """The encodings with a distributed path, grouped by the transform that computes them,
+    each with what its path computes (its transform's ``distributed_path``)."""
+    groups: dict[type, list[str]] = {}
+    for name, spec in encodings().items():
+        transform = spec.transform_class
+        if transform is not None and transform.distributed_path is not None:
+            groups.setdefault(transform, []).append(name)
+    return "; ".join(f"{', '.join(names)}: {transform.distributed_path}"
+                     for transform, names in groups.items())
+
+
 def distributed_transform(name: str, transform: PETransform | None) -> PETransform:
-    """The transform the distributed path computes for encoding ``name``: ``transform``
-    itself, or for RWSE its random-walk estimate (``estimate="auto"`` becomes ``"sampled"``,
-    with the transform's walks, seed and estimator: exact RWSE has no distributed path).
-    ``ValueError`` naming ``name`` where there is no distributed path."""
+    """The transform the distributed path computes for encoding ``name``
+    (:meth:`~graphpe.encodings.transform.PETransform.distributed_form`: for RWSE its
+    random-walk estimate); a ``ValueError`` naming ``name`` where there is none."""
     if transform is None:
         raise ValueError(f"{name} is learned inside the model: it has nothing to compute ahead")
-    if isinstance(transform, LaplacianPE):
-        if transform.attr_names[0] is None:
-            raise ValueError(f"{name}: eigenvectors appended to x have no distributed path; "
-                             "name their attribute")
-        return transform
-    if isinstance(transform, RWSE):
-        if transform.estimate == "exact":
-            raise ValueError(f"{name}: estimate='exact' has no distributed path; the "
-                             "distributed RWSE is the random-walk estimate (exact RWSE runs "
-                             "in one process)")
-        if transform.attr_name is None:
-            raise ValueError(f"{name}: RWSE appended to x has no distributed path; name its "
-                             "attribute")
-        if transform.estimate == "auto":
-            transform = copy.copy(transform)
-            transform.estimate = "sampled"
-        return transform
-    if isinstance(transform, RFP):
-        return transform
-    if isinstance(transform, LCP):
-        if transform.edge_attr_name is not None:
-            raise ValueError(f"{name}: the per-edge curvature (edge_attr_name) has no "
-                             "distributed path; the distributed LCP writes the node profile")
-        if transform.attr_name is None:
-            raise ValueError(f"{name}: LCP appended to x has no distributed path; name its "
-                             "attribute")
-        return transform
-    raise ValueError(f"{name} ({type(transform).__name__}) has no distributed path; the "
-                     f"distributed encodings are {DISTRIBUTED_ENCODINGS}")
-
-
-def _shared(value: Tensor, group: dist.ProcessGroup | None) -> Tensor:
-    """Rank 0's ``value`` on every rank (the draws of a transform without a seed)."""
-    value = value.clone()
-    dist.broadcast(value, global_rank(0, group),
-                   group=group)
-    return value
-
-
-def _generator(transform: PETransform, group: dist.ProcessGroup | None) -> torch.Generator:
-    """The transform's own stream (its seed, or rank 0's seed where it has none), the same
-    on every rank."""
-    with transform.shared_stream():
-        seed = transform.draw_generator().initial_seed()
-    # (a drawn seed is any uint64: rank 0's, folded into int64 for the broadcast; a given
-    # seed is below 2^63 and stays itself)
-    seed = int(_shared(torch.tensor([seed % 2**63], dtype=torch.int64), group)[0])
-    return torch.Generator().manual_seed(seed)
-
-
-def _laplacian_rows(t: LaplacianPE, rows: LocalRows, exchange: HaloExchange
-                    ) -> tuple[dict[str, Tensor], dict[str, Any]]:
-    flips = None
-    if t.sign == "random":
-        flips = random_signs(1, t.k, _generator(t, exchange.group), torch.float64)[0]
-    pairs = distributed_laplacian_eigenpairs(
-        rows, exchange, t.k, normalization=t.normalization, keep_trivial=t.keep_trivial,
-        sign=t.sign, flips=flips, pad_value=t.pad_value)
-    n = rows.rows
-    vec, val, mask = t.attr_names
-    tensors = {vec: pairs.eigvecs.float(), val: pairs.eigvals.float().expand(n, -1).clone(),
-               mask: pairs.mask.expand(n, -1).clone()}
-    return tensors, {"method": "distributed thick-restart Lanczos", "products": pairs.products,
-                     "residual": pairs.residual}
-
-
-def _rfp_rows(t: RFP, rows: LocalRows, exchange: HaloExchange
-              ) -> tuple[dict[str, Tensor], dict[str, Any]]:
-    x0 = own_draws(_generator(t, exchange.group), rows.partition, t.num_draws, t.dim)
-    products = exchange.calls
-    rfp = distributed_rfp(rows, exchange, x0, t.steps, t.operator, t.normalization)
-    return {t.attr_name: rfp}, {"method": "distributed propagation, CholeskyQR2",
-                                "products": exchange.calls - products}
-
-
-def _rwse_rows(t: RWSE, rows: LocalRows, exchange: HaloExchange
-               ) -> tuple[dict[str, Tensor], dict[str, Any]]:
-    from graphpe.ops.distributed.walk import distributed_sampled_landing_probs
-
-    estimate, stderr, stats = distributed_sampled_landing_probs(
-        rows, exchange, t.walk_length, t.walks, t.walk_seed, self_loops=t.self_loops,
-        estimator=t.estimator)
-    tensors = {t.attr_name: torch.from_numpy(estimate).float()}
-    if t.stderr_attr is not None:
-        tensors[t.stderr_attr] = torch.from_numpy(stderr).float()
-    return tensors, {"method": "random walks crossing the partition", **stats}
-
-
-def _lcp_rows(t: LCP, rows: LocalRows, exchange: HaloExchange
-              ) -> tuple[dict[str, Tensor], dict[str, Any]]:
-    profile, stats = distributed_lcp(rows, t.curvature, t.alpha, t.stats,
-                                     t.max_transport_cells, exchange.group)
-    return {t.attr_name: profile.float()}, {"method": "curvatures of the rank's edges from "
-                                            "its ball's rows", **stats}
-
-
-PATHS: list[tuple[type, Callable]] = [(LaplacianPE, _laplacian_rows), (RFP, _rfp_rows),
-                                      (RWSE, _rwse_rows), (LCP, _lcp_rows)]
+    if transform.distributed_path is None:
+        raise ValueError(f"{name} ({type(transform).__name__}) has no distributed path; the "
+                         f"distributed encodings are {distributed_encodings()}")
+    return transform.distributed_form(name)
 
 
 def graph_rows(graph: Data, world: int, rank: int,
@@ -499,10 +408,9 @@ def encode_rows(rows: LocalRows, specs: list, transforms: list[PETransform],
     exchange = halo_exchange(rows, group)
     written = {}
     for spec, transform in zip(specs, transforms, strict=True):
-        compute = next(fn for cls, fn in PATHS if isinstance(transform, cls))
         exchange.reset_counts()
         start = time.perf_counter()
-        tensors, stats = compute(transform, rows, exchange)
+        tensors, stats = transform.compute_rows(rows, exchange)
         seconds = time.perf_counter() - start
         path = out / shard_name(spec.name, part.rank, part.world)
         torch.save(tensors, path)

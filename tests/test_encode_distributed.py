@@ -158,8 +158,10 @@ def test_bad_inputs_are_refused_by_name(encoded):
         "too_many_ranks": "cannot partition a graph of 1 nodes over 2 ranks: every rank "
                           "needs at least one node",
         "no_path": "cycles (CycleCounts) has no distributed path; the distributed encodings "
-                   "are LaplacianPE (lap, signnet, spe, peg), RFP, RWSE's estimate and LCP's "
-                   "node profile",
+                   "are lap, peg, signnet, spe: Laplacian eigenpairs by distributed "
+                   "thick-restart Lanczos; lcp: LCP's node profile; rfp: RFP by distributed "
+                   "propagation and CholeskyQR2; rwse: RWSE's random-walk estimate, the walks "
+                   "crossing the partition",
         "reorder": "reorder must be one of ('none', 'rcm'), got 'metis'"}
     with pytest.raises(ValueError, match=r"^rwse: estimate='exact' has no distributed path; "
                                          r"the distributed RWSE is the random-walk estimate "

@@ -94,6 +94,25 @@ class LCP(PETransform):
     def edge_attributes(self) -> set[str]:
         return set() if self.edge_attr_name is None else {self.edge_attr_name}
 
+    distributed_path = "LCP's node profile"
+
+    def distributed_form(self, name: str) -> LCP:
+        if self.edge_attr_name is not None:
+            raise ValueError(f"{name}: the per-edge curvature (edge_attr_name) has no "
+                             "distributed path; the distributed LCP writes the node profile")
+        if self.attr_name is None:
+            raise ValueError(f"{name}: LCP appended to x has no distributed path; name its "
+                             "attribute")
+        return self
+
+    def compute_rows(self, rows, exchange) -> tuple[dict[str, Tensor], dict]:
+        from graphpe.ops.distributed import distributed_lcp
+
+        profile, stats = distributed_lcp(rows, self.curvature, self.alpha, self.stats,
+                                         self.max_transport_cells, exchange.group)
+        return {self.attr_name: profile.float()}, {
+            "method": "curvatures of the rank's edges from its ball's rows", **stats}
+
     def compute(
         self,
         edge_index: Tensor,

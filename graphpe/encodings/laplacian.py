@@ -117,6 +117,33 @@ class LaplacianPE(PETransform):
     def draws_random(self) -> bool:
         return self.sign == "random"
 
+    distributed_path = "Laplacian eigenpairs by distributed thick-restart Lanczos"
+
+    def distributed_form(self, name: str) -> LaplacianPE:
+        if self.attr_names[0] is None:
+            raise ValueError(f"{name}: eigenvectors appended to x have no distributed path; "
+                             "name their attribute")
+        return self
+
+    def compute_rows(self, rows, exchange) -> tuple[dict[str, Tensor], dict]:
+        from graphpe.ops.distributed import distributed_laplacian_eigenpairs
+        from graphpe.ops.eigen import random_signs
+
+        flips = None
+        if self.sign == "random":
+            flips = random_signs(1, self.k, self.shared_generator(exchange.group),
+                                 torch.float64)[0]
+        pairs = distributed_laplacian_eigenpairs(
+            rows, exchange, self.k, normalization=self.normalization,
+            keep_trivial=self.keep_trivial, sign=self.sign, flips=flips,
+            pad_value=self.pad_value)
+        n = rows.rows
+        vec, val, mask = self.attr_names
+        tensors = {vec: pairs.eigvecs.float(), val: pairs.eigvals.float().expand(n, -1).clone(),
+                   mask: pairs.mask.expand(n, -1).clone()}
+        return tensors, {"method": "distributed thick-restart Lanczos", "products": pairs.products,
+                         "residual": pairs.residual}
+
     def compute(
         self,
         edge_index: Tensor,

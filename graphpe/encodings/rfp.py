@@ -85,6 +85,19 @@ class RFP(PETransform):
     def draws_random(self) -> bool:
         return True
 
+    distributed_path = "RFP by distributed propagation and CholeskyQR2"
+
+    def compute_rows(self, rows, exchange) -> tuple[dict[str, Tensor], dict]:
+        from graphpe.ops.distributed import distributed_rfp, own_draws
+
+        x0 = own_draws(self.shared_generator(exchange.group), rows.partition, self.num_draws,
+                       self.dim)
+        products = exchange.calls
+        rfp = distributed_rfp(rows, exchange, x0, self.steps, self.operator,
+                              self.normalization)
+        return {self.attr_name: rfp}, {"method": "distributed propagation, CholeskyQR2",
+                                       "products": exchange.calls - products}
+
     def compute(
         self,
         edge_index: Tensor,

@@ -13,7 +13,7 @@ import contextlib
 import dataclasses
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -279,6 +279,38 @@ class PETransform(BaseTransform):
             yield
         finally:
             self._generator, self._stream = saved
+
+    #: what the transform's distributed path computes, in words (None: it has none): one
+    #: graph's rows over the ranks of a torch.distributed group (:meth:`compute_rows`)
+    distributed_path: ClassVar[str | None] = None
+
+    def distributed_form(self, name: str) -> PETransform:
+        """The transform the ranks of one graph compute for the encoding ``name`` (``graphpe
+        encode`` under torchrun; :mod:`graphpe.encode_distributed`): itself by default, or
+        one whose outputs its distributed path gives; a ValueError naming ``name`` where a
+        setting has no distributed path."""
+        return self
+
+    def compute_rows(self, rows: Any, exchange: Any) -> tuple[dict[str, Tensor], dict[str, Any]]:
+        """This rank's rows of the outputs of :meth:`compute` on one graph partitioned by rows
+        (``rows``: :class:`~graphpe.ops.distributed.LocalRows`, ``exchange`` its
+        :class:`~graphpe.ops.distributed.HaloExchange`; collective: every rank calls it), and
+        what the computation measured (``method``, counts). Only where
+        :attr:`distributed_path` is set."""
+        raise NotImplementedError(f"{type(self).__name__} has no distributed path")
+
+    def shared_generator(self, group: Any = None) -> torch.Generator:
+        """A generator of the transform's own stream (its seed, or rank 0's draw where it has
+        none), the same on every rank of ``group``: the draws of a distributed path are the
+        single process's."""
+        from graphpe.ops.distributed import broadcast_first
+
+        with self.shared_stream():
+            seed = self.draw_generator().initial_seed()
+        # (a drawn seed is any uint64: rank 0's, folded into int64 for the broadcast; a given
+        # seed is below 2^63 and stays itself)
+        seed = int(broadcast_first(torch.tensor([seed % 2**63], dtype=torch.int64), group)[0])
+        return torch.Generator().manual_seed(seed)
 
     def compute(
         self,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import torch
@@ -111,6 +112,35 @@ class RWSE(PETransform):
         if self.stderr_name is not None or self.estimate != "sampled":
             return self.stderr_name
         return f"{self.attr_name or 'rwse'}_stderr"
+
+    distributed_path = "RWSE's random-walk estimate, the walks crossing the partition"
+
+    def distributed_form(self, name: str) -> RWSE:
+        """The random-walk estimate: ``estimate="auto"`` becomes ``"sampled"`` (with this
+        transform's walks, seed and estimator); exact RWSE has no distributed path."""
+        if self.estimate == "exact":
+            raise ValueError(f"{name}: estimate='exact' has no distributed path; the "
+                             "distributed RWSE is the random-walk estimate (exact RWSE runs "
+                             "in one process)")
+        if self.attr_name is None:
+            raise ValueError(f"{name}: RWSE appended to x has no distributed path; name its "
+                             "attribute")
+        if self.estimate == "auto":
+            estimated = copy.copy(self)
+            estimated.estimate = "sampled"
+            return estimated
+        return self
+
+    def compute_rows(self, rows, exchange) -> tuple[dict[str, Tensor], dict]:
+        from graphpe.ops.distributed.walk import distributed_sampled_landing_probs
+
+        estimate, stderr, stats = distributed_sampled_landing_probs(
+            rows, exchange, self.walk_length, self.walks, self.walk_seed,
+            self_loops=self.self_loops, estimator=self.estimator)
+        tensors = {self.attr_name: torch.from_numpy(estimate).float()}
+        if self.stderr_attr is not None:
+            tensors[self.stderr_attr] = torch.from_numpy(stderr).float()
+        return tensors, {"method": "random walks crossing the partition", **stats}
 
     def compute(
         self,

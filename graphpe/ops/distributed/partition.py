@@ -192,6 +192,13 @@ def global_rank(rank: int, group: dist.ProcessGroup | None) -> int:
     return rank if group is None else dist.get_global_rank(group, rank)
 
 
+def broadcast_first(value: Tensor, group: dist.ProcessGroup | None = None) -> Tensor:
+    """``group``'s rank 0's ``value`` on every rank (a copy; collective)."""
+    value = value.clone()
+    dist.broadcast(value, global_rank(0, group), group=group)
+    return value
+
+
 def incoming_counts(counts: np.ndarray, rank: int,
                     group: dist.ProcessGroup | None = None) -> np.ndarray:
     """How many items each rank sends rank ``rank`` (this one), from every rank's ``counts``
