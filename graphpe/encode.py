@@ -6,7 +6,6 @@ files (:func:`encode_graph`, ``graphpe encode``) and read back (:func:`read_enco
 from __future__ import annotations
 
 import copy
-import json
 import os
 import time
 from collections.abc import Callable
@@ -14,19 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import Compose
 
 from graphpe.datasets import DatasetBundle
+from graphpe.encoding_files import graph_digest as graph_digest  # (users' import)
+from graphpe.encoding_files import read_encodings as read_encodings  # (users' import)
+from graphpe.encoding_files import write_encoding
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
-from graphpe.ops.files import load_torch_file
-from graphpe.records import versions
 from graphpe.transforms import PETransform, precompute
-from graphpe.transforms.cache import fingerprint_of
-
-ENCODINGS_FORMAT = "graphpe-encodings-1"
-ENCODINGS_WHAT = "the node encodings graphpe encode writes (NAME.pt beside NAME.json)"
 
 
 def pe_transforms(pe: Any) -> tuple[list[PETransform], dict[str, dict[str, Any]]]:
@@ -92,13 +87,6 @@ def redraw_random_pes(train: Any, transforms: list[PETransform],
     return train_split
 
 
-def graph_digest(graph: Data) -> str:
-    """The digest of ``graph``'s structure (node count, ``edge_index`` and any
-    ``edge_weight``): what encodings written by :func:`encode_graph` are checked against."""
-    count = torch.tensor([graph.num_nodes], dtype=torch.int64)
-    return fingerprint_of([count, graph.edge_index, graph.get("edge_weight")])
-
-
 def encode_graph(graph: Data, pe: Any, out_dir: str | os.PathLike) -> dict[str, Path]:
     """Compute the node encodings ``pe`` (anything :func:`graphpe.encodings.resolve_pe`
     takes) of the one graph ``graph`` and write each to ``out_dir/<name>.pt`` (its attributes,
@@ -120,74 +108,8 @@ def encode_graph(graph: Data, pe: Any, out_dir: str | os.PathLike) -> dict[str, 
         encoded = transform(graph.clone())
         seconds = time.perf_counter() - start
         tensors = {k: encoded[k] for k in encoded.keys() if k not in graph}
-        torch.save(tensors, out / f"{spec.name}.pt")
-        record = {"format": ENCODINGS_FORMAT, "encoding": spec.to_dict(),
-                  "transform": repr(transform), "attributes": sorted(tensors),
-                  "graph": {"digest": digest, "num_nodes": graph.num_nodes,
-                            "num_edges": int(graph.edge_index.size(1))},
-                  "seconds": seconds, "versions": versions()}
-        (out / f"{spec.name}.json").write_text(json.dumps(record, indent=1) + "\n")
-        written[spec.name] = out / f"{spec.name}.pt"
+        written[spec.name] = write_encoding(
+            out, spec, transform, tensors, {"digest": digest, "num_nodes": graph.num_nodes,
+                                            "num_edges": int(graph.edge_index.size(1))},
+            seconds)
     return written
-
-
-def read_encodings(out_dir: str | os.PathLike, graph: Data | None = None) -> dict[str, Tensor]:
-    """The attributes of every encoding :func:`encode_graph` wrote to ``out_dir`` (or the
-    ranks of :func:`graphpe.encode_distributed.encode_graph_distributed`, their rows
-    assembled); with ``graph``, checked to be of that graph (its digest) first, and attached
-    to it."""
-    out = Path(out_dir)
-    records = sorted(out.glob("*.json"))
-    if not records:
-        raise FileNotFoundError(f"{out}: no encodings (graphpe encode writes NAME.pt and "
-                                "NAME.json there)")
-    tensors: dict[str, Tensor] = {}
-    digest = None if graph is None else graph_digest(graph)
-    for path in records:
-        record = json.loads(path.read_text())
-        if record.get("format") != ENCODINGS_FORMAT:
-            raise ValueError(f"{path}: not graphpe's encodings (format "
-                             f"{record.get('format')!r})")
-        if digest is not None and record["graph"]["digest"] != digest:
-            raise ValueError(f"{path}: encodings of another graph (digest "
-                             f"{record['graph']['digest'][:12]}..., this graph's "
-                             f"{digest[:12]}...)")
-        if "partition" in record:  # written by the ranks of graphpe.encode_distributed
-            tensors.update(assemble_ranks(path, record))
-        else:
-            tensors.update(load_torch_file(path.with_suffix(".pt"), ENCODINGS_WHAT))
-    if graph is not None:
-        for key, value in tensors.items():
-            graph[key] = value
-    return tensors
-
-
-def assemble_ranks(record_path: Path, record: dict[str, Any]) -> dict[str, Tensor]:
-    """The whole graph's attributes from the ranks' files ``record`` names (rows in rank
-    order, or, where the rows were reordered, each rank's rows put at the input's nodes its
-    node file names), checked to cover the graph's nodes."""
-    partition = record["partition"]
-    node_files = partition.get("node_files")
-    files = [record_path.parent / name for name in partition["files"] + (node_files or [])]
-    missing = [f.name for f in files if not f.exists()]
-    if missing:
-        raise FileNotFoundError(f"{record_path}: missing the rows of {', '.join(missing)}")
-    world = len(partition["files"])
-    parts = [load_torch_file(f, ENCODINGS_WHAT) for f in files[:world]]
-    whole = {key: torch.cat([p[key] for p in parts]) for key in parts[0]}
-    n = record["graph"]["num_nodes"]
-    for key, value in whole.items():
-        if value.size(0) != n:
-            raise ValueError(f"{record_path}: the ranks' rows of {key} cover {value.size(0)} "
-                             f"of the graph's {n} nodes")
-    if node_files:
-        nodes = torch.cat([load_torch_file(f, ENCODINGS_WHAT) for f in files[world:]])
-        if (nodes.numel() != n or int(nodes.min()) < 0 or int(nodes.max()) >= n
-                or not bool(torch.bincount(nodes, minlength=n).eq(1).all())):
-            raise ValueError(f"{record_path}: the ranks' node files do not name each of the "
-                             f"graph's {n} nodes once")
-        for key, value in whole.items():
-            placed = torch.empty_like(value)
-            placed[nodes] = value
-            whole[key] = placed
-    return whole

@@ -2,8 +2,9 @@
 ``torch.distributed`` group (``torchrun ... -m graphpe encode``): each rank computes its rows
 with the kernels of :mod:`graphpe.ops.distributed` and writes them to
 ``NAME.rank<r>of<R>.pt``; rank 0 writes ``NAME.json`` (the single process's record plus the
-partition and the communication measured). :func:`graphpe.encode.read_encodings` assembles the
-ranks' rows into the whole graph's attributes.
+partition and the communication measured), in the format of :mod:`graphpe.encoding_files`,
+whose :func:`~graphpe.encoding_files.read_encodings` assembles the ranks' rows into the whole
+graph's attributes.
 
 Each encoding owns its distributed path: its transform's ``distributed_path`` (what it
 computes, in words), ``distributed_form`` (the transform the ranks compute, e.g. RWSE's
@@ -19,7 +20,6 @@ RWSE, LCP's per-edge attribute and every other encoding stay single-process (``V
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable
@@ -31,7 +31,13 @@ import torch
 import torch.distributed as dist
 from torch_geometric.data import Data
 
-from graphpe.encode import ENCODINGS_FORMAT, graph_digest
+from graphpe.encoding_files import (
+    encoding_record,
+    graph_digest,
+    nodes_name,
+    shard_name,
+    write_record,
+)
 from graphpe.encodings import encodings, resolve_pe
 from graphpe.ops.checks import check_choice
 from graphpe.ops.distributed import (
@@ -43,19 +49,7 @@ from graphpe.ops.distributed import (
 from graphpe.ops.distributed.partition import REORDERINGS, bandwidth_order, global_rank
 from graphpe.ops.host import simple_csr
 from graphpe.ops.memory import release_freed_host_memory
-from graphpe.records import versions
 from graphpe.transforms import PETransform
-
-
-def shard_name(name: str, rank: int, world: int) -> str:
-    """The file of rank ``rank``'s rows of encoding ``name``."""
-    return f"{name}.rank{rank}of{world}.pt"
-
-
-def nodes_name(name: str, rank: int, world: int) -> str:
-    """The file of the input's node ids of rank ``rank``'s rows of encoding ``name``, where
-    the rows were reordered."""
-    return f"{name}.rank{rank}of{world}.nodes.pt"
 
 
 def distributed_encodings() -> str:
@@ -423,19 +417,15 @@ def encode_rows(rows: LocalRows, specs: list, transforms: list[PETransform],
         every: list = [None] * part.world
         dist.all_gather_object(every, stats, group=group)
         if part.rank == 0:
-            record = {"format": ENCODINGS_FORMAT, "encoding": spec.to_dict(),
-                      "transform": repr(transform), "attributes": sorted(tensors),
-                      "graph": graph_meta, "seconds": max(s["seconds"] for s in every),
-                      "versions": versions(),
-                      "partition": {"world": part.world, "bounds": list(part.bounds),
-                                    "reordering": None if part.nodes is None else reorder,
-                                    "files": [shard_name(spec.name, r, part.world)
-                                              for r in range(part.world)],
-                                    "node_files": None if part.nodes is None else [
-                                        nodes_name(spec.name, r, part.world)
-                                        for r in range(part.world)],
-                                    "ranks": every}}
-            (out / f"{spec.name}.json").write_text(json.dumps(record, indent=1) + "\n")
+            write_record(out, spec.name, encoding_record(
+                spec, transform, tensors, graph_meta, max(s["seconds"] for s in every),
+                partition={"world": part.world, "bounds": list(part.bounds),
+                           "reordering": None if part.nodes is None else reorder,
+                           "files": [shard_name(spec.name, r, part.world)
+                                     for r in range(part.world)],
+                           "node_files": None if part.nodes is None else [
+                               nodes_name(spec.name, r, part.world) for r in range(part.world)],
+                           "ranks": every}))
         written[spec.name] = path
     dist.barrier(group=group)
     return written
