@@ -40,7 +40,7 @@ Each measurement is its own set of processes (one thread each; the ranks started
 numba's compiled on first use), then the *baseline*, the resident size at that point, after
 which the peak is reset (``/proc/self/clear_refs``); then the graph's structure is read (the
 one process: ``adj_full.npz`` as an edge list; each rank: its rows of it,
-:func:`graphpe.encode_distributed.adjacency_rows`, without the digest, which
+:func:`graphpe.datasets.graph_files.adjacency_rows`, without the digest, which
 ``graphpe encode`` computes on rank 0), the encoding computed and the peak (``VmHWM``) read;
 a rank's seconds include its read. ``peak_rss_gb`` is that peak: interpreter, torch, the
 graph and the encodings together; ``peak_above_baseline_gb`` the peak less the baseline.
@@ -160,12 +160,8 @@ def rank(encoding: str, graph_path: Path, walks: int, out: Path, reorder: str) -
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
-    from graphpe.encode_distributed import (
-        adjacency_rows,
-        graph_rows,
-        shared_file_order,
-        shared_graph_order,
-    )
+    from graphpe.datasets.graph_files import adjacency_rows
+    from graphpe.encode_distributed import graph_rows, shared_file_order, shared_graph_order
     from graphpe.ops.distributed import (
         distributed_laplacian_eigenpairs,
         distributed_lcp,

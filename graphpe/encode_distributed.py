@@ -31,6 +31,7 @@ import torch
 import torch.distributed as dist
 from torch_geometric.data import Data
 
+from graphpe.datasets.graph_files import adjacency_file, adjacency_rows, inverse_order
 from graphpe.encoding_files import (
     encoding_record,
     graph_digest,
@@ -85,19 +86,12 @@ def graph_rows(graph: Data, world: int, rank: int,
     part = row_partition(graph.num_nodes, world, rank, order)
     ei, weight = graph.edge_index, graph.get("edge_weight")
     if order is not None:
-        ei = torch.from_numpy(_inverse(order))[ei]
+        ei = torch.from_numpy(inverse_order(order))[ei]
     touches = ((ei >= part.lo) & (ei < part.hi)).any(0)
     if not bool(touches.all()):
         ei = ei[:, touches]
         weight = None if weight is None else weight[touches]
     return local_rows(simple_csr(ei, graph.num_nodes, weight), part)
-
-
-def _inverse(order: np.ndarray) -> np.ndarray:
-    """The row of each node: ``inverse[order[i]] = i``."""
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size, dtype=order.dtype)
-    return inverse
 
 
 def _broadcast_order(compute: Callable[[], np.ndarray], num_nodes: int,
@@ -156,184 +150,6 @@ def file_order(path: Path, reorder: str) -> np.ndarray | None:
     adj = sp.csr_matrix(sp.load_npz(path))
     adj.eliminate_zeros()
     return bandwidth_order(adj.indptr, adj.indices, adj.shape[0])
-
-
-def adjacency_file(path: Path) -> Path | None:
-    """The ``scipy.sparse.save_npz`` adjacency of a graph file or GraphSAINT folder, or
-    None for another format."""
-    if path.is_dir() and (path / "adj_full.npz").exists():
-        return path / "adj_full.npz"
-    return path if path.suffix == ".npz" and path.is_file() else None
-
-
-# entries of the column indices read at a time when a rank streams an adjacency file
-READ_CHUNK = 1 << 20
-
-
-def adjacency_rows(path: Path, world: int, rank: int, digest: bool = True,
-                   chunk: int = READ_CHUNK, order: np.ndarray | None = None
-                   ) -> tuple[LocalRows, dict[str, Any]]:
-    """Rank ``rank``'s rows of the graph of the adjacency file ``path`` (as
-    :func:`graph_rows` of :func:`graphpe.datasets.read_graph`'s graph, one edge per nonzero),
-    read without forming the whole graph's edge list: the rank's rows of the matrix and the
-    entries of its columns, and the record's graph fields: node and edge counts and, with
-    ``digest``, the digest :func:`graphpe.encode.graph_digest` gives the read graph.
-    ``order``: the rows' order (row ``i`` is node ``order[i]``), None for the file's own.
-
-    A CSR file in canonical form (each row's columns strictly ascending, no stored zeros), as
-    ``scipy.sparse.save_npz`` writes a canonical matrix, is streamed: the row pointers are read
-    whole, the column indices and values ``chunk`` entries at a time, so a rank never holds
-    the whole matrix (with ``order``, it holds the row of every node, ``n`` int64). Any other
-    file (another format, duplicate or unsorted entries, stored zeros) is read whole and made
-    canonical first, as ``read_graph`` reads it."""
-    streamed = _streamed_csr(path, digest, chunk)
-    if streamed is None:
-        import scipy.sparse as sp
-
-        adj = sp.csr_matrix(sp.load_npz(path))
-        adj.sum_duplicates()
-        adj.eliminate_zeros()
-        streamed = _streamed_arrays(adj.indptr, lambda: iter([(adj.indices, adj.data)]),
-                                    digest)
-    n, indptr, chunks, meta = streamed
-    part = row_partition(n, world, rank, order)
-    row_of = None if order is None else _inverse(order)
-    a, b = int(indptr[part.lo]), int(indptr[part.hi])
-    # every entry touching the rank's rows, oriented so that its source is the rank's: the
-    # rows' own entries and the others' entries into them, reversed (the undirected graph)
-    sources, targets = [], []
-    offset = 0
-    for indices, hash_chunk in chunks():
-        hi = offset + indices.size
-        if hash_chunk is not None:
-            hash_chunk(indices)
-        if row_of is not None:
-            entry_rows = np.searchsorted(indptr, np.arange(offset, hi), side="right") - 1
-            r, c = row_of[entry_rows], row_of[indices]
-            del entry_rows
-            own = (r >= part.lo) & (r < part.hi)
-            inward = (c >= part.lo) & (c < part.hi)
-            sources += [r[own], c[inward]]
-            targets += [c[own], r[inward]]
-        else:
-            if a < hi and offset < b:  # this rank's rows' entries
-                first, last = max(a, offset), min(b, hi)
-                sources.append(np.searchsorted(indptr, np.arange(first, last),
-                                               side="right") - 1)
-                targets.append(indices[first - offset : last - offset].astype(np.int64))
-            inward = np.flatnonzero((indices >= part.lo) & (indices < part.hi))
-            sources.append(indices[inward].astype(np.int64))
-            targets.append(np.searchsorted(indptr, inward + offset, side="right") - 1)
-        offset = hi
-    meta = meta()
-    del indptr, row_of
-    sources, targets = np.concatenate(sources), np.concatenate(targets)
-    rows = _unweighted_rows(sources, targets, n, part)
-    del sources, targets
-    release_freed_host_memory()  # the read's blocks, so that the encoding can have the pages
-    return rows, meta
-
-
-def _unweighted_rows(sources, targets, n: int, part) -> LocalRows:
-    """The rows of ``part`` of the undirected simple graph whose edges touching them are
-    ``sources[e] - targets[e]`` (every source among the rows), one edge per pair: as
-    :func:`graphpe.ops.host.simple_csr` and :func:`local_rows` give them, without building
-    the other rows."""
-    loop = sources == targets
-    loops = np.zeros(part.rows)
-    loops[sources[loop] - part.lo] = 1.0
-    keys = np.unique((sources[~loop] - part.lo) * n + targets[~loop])
-    del loop
-    counts = np.bincount(keys // n, minlength=part.rows)
-    indptr = np.zeros(part.rows + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    return LocalRows(part, indptr, keys % n, np.ones(keys.size), loops)
-
-
-def _streamed_arrays(indptr, chunks, digest: bool):
-    """``(n, indptr, chunks, meta)`` for :func:`adjacency_rows`: ``chunks()`` yields each
-    block of column indices with the digest's update for it (None without ``digest``), in
-    order; ``meta()``, called after the last block, the record's graph fields. The digest is
-    sha256 of (int64 ``[n]``, int64 edge_index ``[2, E]``) as ``fingerprint_of`` hashes them."""
-    import hashlib
-
-    n = indptr.size - 1
-    h = hashlib.sha256() if digest else None
-    if h is not None:
-        h.update(b"torch.int64")
-        h.update(np.array([n], dtype=np.int64).tobytes())
-        h.update(b"torch.int64")
-        block = 1 << 20
-        for lo in range(0, n, block):  # the sources, a block of rows at a time
-            hi = min(n, lo + block)
-            h.update(np.repeat(np.arange(lo, hi, dtype=np.int64),
-                               np.diff(indptr[lo : hi + 1])).tobytes())
-
-    def update(indices):
-        h.update(indices.astype(np.int64).tobytes())
-
-    def blocks():
-        for indices, _ in chunks():
-            yield indices, update if h is not None else None
-
-    def meta():
-        fields = {"num_nodes": n, "num_edges": int(indptr[-1])}
-        if h is not None:
-            fields["digest"] = h.hexdigest()
-        return fields
-
-    return n, indptr, blocks, meta
-
-
-def _streamed_csr(path: Path, digest: bool, chunk: int):
-    """:func:`_streamed_arrays` of a canonical CSR ``save_npz`` file, its column indices and
-    values read ``chunk`` entries at a time; None for any other file (checked in a first
-    pass over the values and indices, streamed the same way)."""
-    import zipfile
-
-    with zipfile.ZipFile(path) as zf:
-        names = set(zf.namelist())
-        if not {"format.npy", "indptr.npy", "indices.npy", "data.npy"} <= names:
-            return None
-        with zf.open("format.npy") as f:
-            if np.lib.format.read_array(f).item() not in ("csr", b"csr"):
-                return None
-        with zf.open("indptr.npy") as f:
-            indptr = np.lib.format.read_array(f)
-
-    def chunks():
-        with zipfile.ZipFile(path) as zf, zf.open("indices.npy") as fi, \
-                zf.open("data.npy") as fd:
-            readers = [_npy_reader(fi, chunk), _npy_reader(fd, chunk)]
-            yield from zip(*readers, strict=True)
-
-    # first pass: every row's columns strictly ascending and no stored zero
-    pos, last_col = 0, -1
-    for indices, data in chunks():
-        if not data.all():
-            return None
-        positions = np.arange(pos, pos + indices.size)
-        opens = indptr[np.searchsorted(indptr, positions, side="right") - 1] == positions
-        if bool(((np.diff(indices, prepend=last_col) <= 0) & ~opens).any()):
-            return None
-        pos += indices.size
-        last_col = int(indices[-1]) if indices.size else last_col
-    return _streamed_arrays(indptr, chunks, digest)
-
-
-def _npy_reader(f, chunk: int):
-    """The array of the ``.npy`` stream ``f``, ``chunk`` entries at a time."""
-    version = np.lib.format.read_magic(f)
-    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                   else np.lib.format.read_array_header_2_0)
-    shape, _, dtype = read_header(f)
-    total = int(np.prod(shape))
-    done = 0
-    while done < total:
-        count = min(chunk, total - done)
-        buffer = f.read(count * dtype.itemsize)
-        yield np.frombuffer(buffer, dtype=dtype)
-        done += count
 
 
 def encode_file_distributed(path: Path, pe: Any, out_dir: str | os.PathLike,

@@ -254,8 +254,9 @@ def test_an_adjacency_files_rows_and_digest_are_those_of_the_read_graph(tmp_path
     import scipy.sparse as sp
 
     from graphpe.datasets import read_graph
+    from graphpe.datasets.graph_files import adjacency_rows
     from graphpe.encode import graph_digest
-    from graphpe.encode_distributed import adjacency_rows, graph_rows
+    from graphpe.encode_distributed import graph_rows
 
     graph = two_components(isolated=3)
     n = graph.num_nodes
@@ -282,6 +283,7 @@ def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_pat
     import numpy as np
     import scipy.sparse as sp
 
+    import graphpe.datasets.graph_files as graph_files
     import graphpe.encode_distributed as ed
     from graphpe.datasets import read_graph
     from graphpe.encode import graph_digest
@@ -313,8 +315,8 @@ def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_pat
     def check(name, world, chunk, order=None):
         whole = wholes[name]
         for rank in range(world):
-            got, meta = ed.adjacency_rows(tmp_path / f"{name}.npz", world, rank, chunk=chunk,
-                                          order=order)
+            got, meta = graph_files.adjacency_rows(tmp_path / f"{name}.npz", world, rank,
+                                                   chunk=chunk, order=order)
             want = graph_rows(whole, world, rank, order)
             for field in ("indptr", "indices", "weight", "loops"):
                 assert (getattr(got, field) == getattr(want, field)).all(), (name, field)
@@ -325,7 +327,7 @@ def test_a_canonical_csr_file_is_streamed_and_gives_the_read_graphs_rows(tmp_pat
         assert (ed.file_order(tmp_path / f"{name}.npz", "rcm")
                 == ed.graph_order(wholes[name], "rcm")).all()
     for name in ("unsorted", "zero"):
-        assert ed._streamed_csr(tmp_path / f"{name}.npz", True, 7) is None
+        assert graph_files.streamed_csr(tmp_path / f"{name}.npz", True, 7) is None
         check(name, 2, 7)
         check(name, 3, 7, order)
     # the canonical files never go through scipy's whole-file load (read_graph does, above)
