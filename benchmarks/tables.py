@@ -1445,6 +1445,25 @@ def _percent(mean: float | None, std: float | None) -> str:
     return "" if mean is None else f"{100 * mean:.2f} ± {100 * (std or 0.0):.2f}"
 
 
+def heterophilous_verdict(rows: list[dict]) -> str:
+    """Which encodings of a grid helped, which hurt (each beyond two standard errors of the
+    same model without encodings, with the difference in points) and which did neither."""
+    def cells(which):
+        return ", ".join(f"{r['model']} + {r['pe']} ({100 * r['diff']:+.2f})" for r in which)
+
+    compared = [r for r in rows if r.get("diff") is not None]
+    if not compared:
+        return "no encoding measured against the model without one yet"
+    helped = [r for r in compared if r["significant"] and r["diff"] > 0]
+    hurt = [r for r in compared if r["significant"] and r["diff"] < 0]
+    neither = [r for r in compared if not r["significant"]]
+    parts = [f"helped: {cells(helped)}" if helped else "none helped",
+             *([f"hurt: {cells(hurt)}"] if hurt else []),
+             *([f"no difference beyond two standard errors: {cells(neither)}"] if neither
+               else [])]
+    return "; ".join(parts) + " (test ROC-AUC points against the same model without encodings)"
+
+
 def heterophilous_table(data: dict) -> str:
     """The heterophilous grids (``benchmarks/heterophilous.py``): test ROC-AUC (%) over the
     splits per model and encodings, the paired difference to no encoding (``*``: beyond two
@@ -1466,15 +1485,8 @@ def heterophilous_table(data: dict) -> str:
                          f"{row['runs']} | {_percent(row['test_mean'], row['test_std'])} | "
                          f"{vs} | {row['pe_seconds']:.2f} | {row['seconds_per_epoch']:.3f} | "
                          f"{minutes:.1f} |")
-        moved = [f"{row['model']} + {row['pe']} ({100 * row['diff']:+.2f})"
-                 for row in grid["rows"] if row.get("significant")]
-        compared = [row for row in grid["rows"] if row.get("diff") is not None]
-        verdicts.append(f"- {grid['dataset']}, {grid['setting']}: " + (
-            "no encoding measured against the model without one yet" if not compared else
-            "beyond two standard errors of no encoding: " + ", ".join(moved) if moved else
-            ("no encoded cell" if len(compared) > 1 else "the encoded cell did not")
-            + (" moved" if len(compared) > 1 else " move") + " the test ROC-AUC beyond two "
-            "standard errors of the same model without encodings"))
+        verdict = heterophilous_verdict(grid["rows"])
+        verdicts.append(f"- {grid['dataset']}, {grid['setting']}: {verdict}")
     return "\n".join(lines) + "\n\n" + "\n".join(verdicts) + "\n"
 
 

@@ -946,6 +946,10 @@ def test_heterophilous_benchmark_runs_and_merges(tmp_path, monkeypatch):
     table = tables.heterophilous_table(data)
     assert "| Minesweeper | protocol: 64 ch, 5 layers, lr 3e-05, 2 steps | res-gcn | none |" \
         in table
+    verdict = table.strip().splitlines()[-1]
+    assert verdict.startswith("- Minesweeper, protocol: ") and "res-gcn + rwse:walk_length=4" \
+        in verdict and verdict.endswith("(test ROC-AUC points against the same model without "
+                                        "encodings)")
     published = tables.heterophilous_published_table(data)
     assert "| GCN | Platonov et al., ICLR 2023 | 89.75 ± 0.52 | 83.64 ± 0.67 |" in published
     assert "| protocol: 64 ch, 5 layers, lr 3e-05, 2 steps, 2 splits |" in published
@@ -980,3 +984,18 @@ def test_heterophilous_pyg_benchmark_runs(tmp_path, monkeypatch, model):
     assert json.loads(out.read_text())[f"Minesweeper-{model}"]["rows"] == entry["rows"]
     table = _tables().heterophilous_pyg_table(json.loads(out.read_text()))
     assert f"| Minesweeper-{model} | 8 ch, 2 layers, lr 0.001, 3 epochs |" in table
+
+
+def test_the_heterophilous_verdict_says_what_helped_hurt_and_did_neither():
+    tables = _tables()
+    rows = [{"model": "m", "pe": "none"},
+            {"model": "m", "pe": "lap", "diff": 0.0175, "significant": True},
+            {"model": "m", "pe": "rwse", "diff": -0.0044, "significant": True},
+            {"model": "m", "pe": "rfp", "diff": -0.0003, "significant": False}]
+    assert tables.heterophilous_verdict(rows) == (
+        "helped: m + lap (+1.75); hurt: m + rwse (-0.44); no difference beyond two standard "
+        "errors: m + rfp (-0.03) (test ROC-AUC points against the same model without "
+        "encodings)")
+    assert tables.heterophilous_verdict(rows[:1]) == ("no encoding measured against the model "
+                                                      "without one yet")
+
