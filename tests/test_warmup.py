@@ -121,3 +121,34 @@ def test_cli_warmup(capsys):
         main(["warmup", "--pe", "lap,nope"])
     assert err.value.code == 2
     assert "unknown PE name(s) ['nope']" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # graphpe warmup and four training runs in fresh processes: ~3 min
+def test_after_graphpe_warmup_the_shipped_commands_compile_nothing(tmp_path):
+    """``graphpe warmup`` on an empty numba cache, then ``graphpe train`` as a user runs it
+    (TU sets read from PyG's files, CSL generated in code; GINE, GPS and GatedGCN with node
+    and pairwise encodings): no run says it compiles."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import copy_shared
+
+    copy_shared("tu/PROTEINS", tmp_path / "data" / "PROTEINS")
+    copy_shared("tu/MUTAG", tmp_path / "data" / "MUTAG")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "OMP_NUM_THREADS": "1"}
+
+    def graphpe(*args):
+        run = subprocess.run([sys.executable, "-m", "graphpe", *args], env=env,
+                             capture_output=True, text=True, timeout=900, cwd=tmp_path)
+        assert run.returncode == 0, run.stderr[-2000:]
+        return run.stderr
+
+    graphpe("warmup")
+    runs = [("PROTEINS", "gine", "rwse,lap"), ("MUTAG", "gps", "rwse,lcp"),
+            ("CSL", "gatedgcn", "rfp"), ("MUTAG", "gps", "rrwp")]
+    for dataset, model, pe in runs:
+        said = graphpe("train", "--dataset", dataset, "--root", str(tmp_path / "data"),
+                       "--model", model, "--pe", pe, "--epochs", "1", "--channels", "16",
+                       "--layers", "2")
+        assert "compiling its CPU kernels" not in said, (dataset, model, pe, said[-1000:])
