@@ -110,6 +110,24 @@ def _sparse_factor_analysis(graph) -> None:
     symbolic_cholesky(pattern.indptr.astype(np.int64), pattern.indices.astype(np.int64))
 
 
+def _large_graph_walk_paths(graph) -> None:
+    """The kernels of RWSE's exact paths for graphs past its dense limit (the path chooser's
+    ball profile and each of :data:`~graphpe.ops.walk.large.LANDING_PATHS`), which only such
+    graphs reach (a TU set's largest graphs do): each path on ``graph``, into float32 and
+    float64 outputs."""
+    import numpy as np
+
+    from graphpe.ops.host import simple_csr
+    from graphpe.ops.walk.large import LANDING_PATHS, choose_landing_path, large_landing_probs
+
+    csr = simple_csr(graph.edge_index, int(graph.num_nodes))
+    for dtype in (np.float32, np.float64):
+        out = np.empty((int(graph.num_nodes), 4), dtype=dtype)
+        choose_landing_path(csr, 4, 2**30, itemsize=out.itemsize)
+        for path in LANDING_PATHS:
+            large_landing_probs(csr, 4, out, budget=2**30, path=path, components=False)
+
+
 def _stand_in_eigenpairs(batch, transform) -> None:
     """Random eigenpair attributes of the shapes ``transform`` (a ``LaplacianPE``) writes
     (the encoders' kernels do not depend on the values), so that this family does not compile
@@ -188,6 +206,8 @@ def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
         _train_models(graphs)
     if family == "eigen" and pes is None:
         _sparse_factor_analysis(graphs[2])
+    if family == "walk" and (pes is None or "rwse" in pes):
+        _large_graph_walk_paths(graphs[2])
     for pe in names:
         _encode(pe, graphs)
     return time.perf_counter() - start
