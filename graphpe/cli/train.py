@@ -209,7 +209,9 @@ def add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "fixed splits; graph-level sets)")
     p.add_argument("--out", required=True,
                    help="folder of the grid: each run's record (runs/), compare.json, "
-                        "compare.md and compare.png; a stopped grid continues from it")
+                        "compare.md and compare.png; a stopped grid continues from it, and "
+                        "a grid run again with other models or encodings keeps the earlier "
+                        "cells of the same settings in its table")
 
 
 def model_list(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
