@@ -1448,8 +1448,12 @@ def _percent(mean: float | None, std: float | None) -> str:
 def heterophilous_verdict(rows: list[dict]) -> str:
     """Which encodings of a grid helped, which hurt (each beyond two standard errors of the
     same model without encodings, with the difference in points) and which did neither."""
+    full = max((r.get("runs", 0) for r in rows), default=0)
+
     def cells(which):
-        return ", ".join(f"{r['model']} + {r['pe']} ({100 * r['diff']:+.2f})" for r in which)
+        return ", ".join(f"{r['model']} + {r['pe']} ({100 * r['diff']:+.2f}"
+                         + (f", {r['runs']} of {full} splits so far" if r.get("runs", full)
+                            < full else "") + ")" for r in which)
 
     compared = [r for r in rows if r.get("diff") is not None]
     if not compared:

@@ -988,14 +988,14 @@ def test_heterophilous_pyg_benchmark_runs(tmp_path, monkeypatch, model):
 
 def test_the_heterophilous_verdict_says_what_helped_hurt_and_did_neither():
     tables = _tables()
-    rows = [{"model": "m", "pe": "none"},
-            {"model": "m", "pe": "lap", "diff": 0.0175, "significant": True},
-            {"model": "m", "pe": "rwse", "diff": -0.0044, "significant": True},
-            {"model": "m", "pe": "rfp", "diff": -0.0003, "significant": False}]
+    rows = [{"model": "m", "pe": "none", "runs": 10},
+            {"model": "m", "pe": "lap", "diff": 0.0175, "significant": True, "runs": 10},
+            {"model": "m", "pe": "rwse", "diff": -0.0044, "significant": True, "runs": 4},
+            {"model": "m", "pe": "rfp", "diff": -0.0003, "significant": False, "runs": 10}]
     assert tables.heterophilous_verdict(rows) == (
-        "helped: m + lap (+1.75); hurt: m + rwse (-0.44); no difference beyond two standard "
-        "errors: m + rfp (-0.03) (test ROC-AUC points against the same model without "
-        "encodings)")
+        "helped: m + lap (+1.75); hurt: m + rwse (-0.44, 4 of 10 splits so far); no difference "
+        "beyond two standard errors: m + rfp (-0.03) (test ROC-AUC points against the same "
+        "model without encodings)")
     assert tables.heterophilous_verdict(rows[:1]) == ("no encoding measured against the model "
                                                       "without one yet")
 
