@@ -36,6 +36,15 @@ LOG_REFRESH_SECONDS = 30.0
 T = TypeVar("T")
 
 
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a person reads it: ``"42 s"``, ``"12 min"``, ``"3.1 h"``."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def refresh_seconds(terminal_seconds: float = 0.1) -> float:
     """How often a bar is redrawn: ``terminal_seconds`` on a terminal,
     :data:`LOG_REFRESH_SECONDS` where stderr is a file or a pipe."""

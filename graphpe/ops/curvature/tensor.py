@@ -51,6 +51,7 @@ from graphpe.ops.graph import (
 )
 from graphpe.ops.host import simple_csr, use_compiled
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
+from graphpe.ops.progress import duration_text
 
 PROFILE_STATS = ("min", "max", "mean", "std", "median")
 
@@ -117,19 +118,11 @@ def check_transport_budget(cost: TransportCost, max_transport_cells: int | None)
     raise TransportBudgetError(
         f"exact Ollivier-Ricci curvature would solve {cost.edges:,} transport problems of "
         f"{cost.cells:,} cells in all (the largest {cost.largest:,}), roughly "
-        f"{_duration(cost.seconds)} on one thread, past max_transport_cells="
+        f"{duration_text(cost.seconds)} on one thread, past max_transport_cells="
         f"{max_transport_cells:,}. Use curvature='orc_bounds' (Jost-Liu lower and triangle "
         f"upper bounds, curvature_bounds) or 'forman' / 'afrc' (forman_curvature), which "
         f"solve no transport problem, or pass a larger max_transport_cells (None: no limit) "
         f"to solve it exactly.", cost)
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def check_budget(name: str, value: int | None) -> int | None:

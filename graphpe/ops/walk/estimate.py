@@ -29,6 +29,7 @@ from graphpe.ops.host import (
     use_compiled,
 )
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
+from graphpe.ops.progress import duration_text
 from graphpe.ops.walk.compiled import landing_probs
 from graphpe.ops.walk.large import (
     ExactCost,
@@ -166,19 +167,10 @@ def _say_sampled(n: int, cost: ExactCost, budget: int, max_seconds: float | None
     LOG.warning("RWSE of a %s-node graph: exact would take about %s (%s), so it is estimated "
                 "from %d random walks per node (about %s predicted), with its standard error. "
                 "rwse:estimate=exact forces the exact values; rwse:walks=N sets the walks.",
-                f"{n:,}", _duration(cost.seconds), "; ".join(why), walks,
-                _duration(sampled_seconds(n, walks, walk_length, threads)))
+                f"{n:,}", duration_text(cost.seconds), "; ".join(why), walks,
+                duration_text(sampled_seconds(n, walks, walk_length, threads)))
     LOG.debug("RWSE estimate of a %s-node graph (%s estimator, %d thread%s): %s", f"{n:,}",
               estimator, threads, "" if threads == 1 else "s", cost.describe())
-
-
-def _duration(seconds: float) -> str:
-    """``seconds`` as a person reads it: ``"4.2 s"``, ``"12 min"``, ``"3.1 h"``."""
-    if seconds < 120:
-        return f"{seconds:.2g} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.2g} h"
 
 
 def _tensors(values: np.ndarray, stderr: np.ndarray | None, dtype: torch.dtype,
