@@ -11,7 +11,9 @@ decay, 1,000 full-batch steps, the best validation step) at 64 channels instead 
 ``tuned`` is Luo et al.'s tuned classic GCN (``configs/heterophilous_tuned.toml``: 12 layers
 with linear skips and BatchNorm, Adam at lr 0.01) at 1,000 of their 2,000 epochs;
 ``polynormer`` is Polynormer's own Minesweeper run (``configs/heterophilous_polynormer.toml``,
-2,100 epochs: a GPU's budget; ``--epochs`` runs fewer). Each grid is
+2,100 epochs: a GPU's budget; ``--epochs`` runs fewer); ``polynormer-short`` is a 3 + 2
+layer Polynormer at 300 epochs (``configs/heterophilous_polynormer_short.toml``, the settings
+of ``heterophilous_pyg.py``'s comparison with PyG's Polynormer). Each grid is
 one ``graphpe compare`` in this process on one thread, its runs' records under
 ``benchmarks/results/heterophilous/<dataset>-<setting>/`` (a stopped grid continues where it
 stopped; finished runs are read back). After each grid, ``benchmarks/results/
@@ -39,7 +41,8 @@ MERGED = HERE / "results" / "heterophilous.json"
 PUBLISHED = OUT / "published.json"
 SETTINGS = {"protocol": "configs/heterophilous_gcn.toml",
             "tuned": "configs/heterophilous_tuned.toml",
-            "polynormer": "configs/heterophilous_polynormer.toml"}
+            "polynormer": "configs/heterophilous_polynormer.toml",
+            "polynormer-short": "configs/heterophilous_polynormer_short.toml"}
 
 
 def prepared_root(root: Path, dataset: str) -> Path:
@@ -76,9 +79,8 @@ def merge(out: Path = OUT, merged_path: Path = MERGED) -> dict:
     """``heterophilous.json``: every grid's rows with its setting, and the published numbers."""
     grids = []
     for path in sorted(out.glob("*/compare.json")):
-        dataset_setting = path.parent.name
-        setting = dataset_setting.rsplit("-", 1)[1]
         grid = json.loads(path.read_text())
+        setting = path.parent.name.removeprefix(grid["dataset"].lower() + "-")
         grids.append({"dataset": grid["dataset"], "setting": setting,
                       "config_file": SETTINGS.get(setting), "channels": grid["channels"],
                       "layers": grid["layers"], "epochs": grid["config"]["epochs"],

@@ -964,8 +964,8 @@ def test_heterophilous_benchmark_runs_and_merges(tmp_path, monkeypatch):
 @pytest.mark.parametrize("model", ["polynormer", "sgformer"])
 def test_heterophilous_pyg_benchmark_runs(tmp_path, monkeypatch, model):
     """benchmarks/heterophilous_pyg.py: both libraries on two splits of an archive the test
-    writes (a few epochs), the paired summary, and the timing in turn; a rerun keeps the
-    finished splits."""
+    writes (a few epochs), the paired summary, and the timing in turn (PyG's edge_index and
+    cached CSR paths, checked equal); a rerun keeps the finished splits."""
     from tests.datasets.test_heterophilous import write_archive
 
     write_archive(tmp_path / "data" / "minesweeper" / "raw" / "minesweeper.npz", splits=2)
@@ -979,7 +979,12 @@ def test_heterophilous_pyg_benchmark_runs(tmp_path, monkeypatch, model):
         ("graphpe", 0), ("graphpe", 1), ("pyg", 0), ("pyg", 1)]
     assert entry["summary"]["pyg"]["runs"] == entry["summary"]["graphpe"]["runs"] == 2
     assert "within_two_se" in entry["summary"]["difference"]
-    assert len(entry["timing"]["seconds"]["pyg"]) == 2 and entry["timing"]["pyg_over_graphpe"] > 0
+    timing = entry["timing"]
+    assert {k: len(v) for k, v in timing["seconds"].items()} == {
+        "graphpe": 2, "pyg": 2, "pyg_cached_csr": 2}
+    assert timing["cached_gap"] < 1e-4 and timing["pyg_best_path"] in timing["median"]
+    assert timing["pyg_over_graphpe"] == pytest.approx(
+        timing["median"][timing["pyg_best_path"]] / timing["median"]["graphpe"])
     _run_script("heterophilous_pyg", argv, monkeypatch)
     assert json.loads(out.read_text())[f"Minesweeper-{model}"]["rows"] == entry["rows"]
     table = _tables().heterophilous_pyg_table(json.loads(out.read_text()))
