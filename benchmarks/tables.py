@@ -1555,6 +1555,56 @@ def heterophilous_pyg_table(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def seal_labeling_table(data: dict) -> str:
+    """SEAL's enclosing subgraphs with DRNL labels, graphpe against PyG's SEAL example's
+    Python path (from ``benchmarks/seal_labeling.py``): medians and spreads, the ratio."""
+    setup = data["setup"]
+    lines = [f"`python benchmarks/seal_labeling.py --sizes 2000,all --rounds 5` ({setup['graph']}, "
+             f"{setup['split']}, one thread; both sides' labels checked equal pair by pair "
+             "before timing):", "",
+             "| pairs | hops | labels equal | graphpe s (min - max) | PyG's SEAL example s "
+             "(min - max) | PyG / graphpe |", "| ---: | ---: | --- | ---: | ---: | ---: |"]
+    for r in data["rows"]:
+        lines.append(f"| {r['pairs']:,} | {r['hops']} | {'yes' if r['labels_equal'] else 'no'} "
+                     f"| {r['graphpe_s']:.4f} ({r['graphpe_min_s']:.4f} - "
+                     f"{r['graphpe_max_s']:.4f}) | {r['pyg_s']:.2f} ({r['pyg_min_s']:.2f} - "
+                     f"{r['pyg_max_s']:.2f}) | {r['speedup']:.0f}x |")
+    return "\n".join(lines) + "\n"
+
+
+def link_planetoid_table(data: dict) -> str:
+    """Link prediction on Cora / CiteSeer (from ``benchmarks/link_planetoid.py``): test
+    ROC-AUC, AP and Hits@100 (%) over the split seeds per model, node encoding and pair
+    features, the paired ROC-AUC difference to the plain model, and the graph
+    autoencoders' published numbers."""
+    st = data["settings"]
+    lines = [f"`{data['command']}` ({st['layers']} layers, {st['channels']} channels, dropout "
+             f"{st['dropout']:g}, {st['decoder']} decoder, Adam at lr {st['lr']:g}, at most "
+             f"{st['epochs']} epochs with patience {st['patience']}; pair features: distance "
+             f"capped at {st['max_dist']} with the pair's own edge set aside, common "
+             "neighbours, Adamic-Adar, resource allocation; mean ± std over the split seeds, "
+             "`*`: beyond two standard errors of the plain model on the same splits):", "",
+             "| dataset | model | node encoding | pair features | seeds | test ROC-AUC (%) "
+             "| test AP (%) | Hits@100 (%) | ROC-AUC vs plain |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for c in sorted(data["summary"], key=lambda c: (c["dataset"], c["model"], c["pairs"],
+                                                    c["pe"] != "none", c["pe"])):
+        vs = c.get("rocauc_vs_plain")
+        vs_cell = "" if vs is None else (f"{100 * vs[0]:+.2f} ± {100 * vs[1]:.2f}"
+                                         + (" *" if vs[2] else ""))
+        lines.append(f"| {c['dataset']} | {c['model']} | {c['pe']} | "
+                     f"{'yes' if c['pairs'] else 'no'} | {c['seeds']} | "
+                     f"{_percent(*c['rocauc'])} | {_percent(*c['ap'])} | "
+                     f"{_percent(*c['hits@100'])} | {vs_cell} |")
+    pub = data["published"]
+    lines += ["", "Published, same split protocol (" + pub["source"] + "):", "",
+              "| model | dataset | test ROC-AUC (%) | test AP (%) |", "| --- | --- | ---: | ---: |"]
+    for r in pub["rows"]:
+        lines.append(f"| {r['model']} | {r['dataset']} | {r['rocauc'][0]:.1f} ± "
+                     f"{r['rocauc'][1]:.2f} | {r['ap'][0]:.1f} ± {r['ap'][1]:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 TABLES = {
     "encodings": (None, encodings_table),
     "headline": (("benchmarks/results/precompute.json", "benchmarks/results/train_step.json"),
@@ -1580,6 +1630,8 @@ TABLES = {
                            precompute_workers_table),
     "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
     "pairwise_large": ("benchmarks/results/pairwise_large.json", pairwise_large_table),
+    "seal_labeling": ("benchmarks/results/seal_labeling.json", seal_labeling_table),
+    "link_planetoid": ("benchmarks/results/link_planetoid.json", link_planetoid_table),
     "sparse_eigen": ("benchmarks/results/sparse_eigen.json", sparse_eigen_table),
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),
     "expressivity": ("benchmarks/results/expressivity_*.json", expressivity_table),

@@ -1004,3 +1004,28 @@ def test_the_heterophilous_verdict_says_what_helped_hurt_and_did_neither():
     assert tables.heterophilous_verdict(rows[:1]) == ("no encoding measured against the model "
                                                       "without one yet")
 
+
+
+def test_link_benchmarks_run_on_cora(tmp_path, monkeypatch):
+    """benchmarks/seal_labeling.py (both sides checked equal, then timed) and
+    benchmarks/link_planetoid.py (a few epochs, two seeds, resumed) on the shared Cora."""
+    if not (SHARED_DATA / "planetoid" / "Cora" / "raw").is_dir():
+        pytest.skip(f"{SHARED_DATA / 'planetoid' / 'Cora'} is absent (shared data only)")
+    seal = tmp_path / "seal.json"
+    _run_script("seal_labeling", ["--sizes", "200", "--rounds", "1", "--shared",
+                                  str(SHARED_DATA), "--json", str(seal)], monkeypatch)
+    assert json.loads(seal.read_text())
+    out = tmp_path / "link.json"
+    argv = ["--datasets", "Cora", "--models", "gcn", "--pes", "none,rwse", "--pairs", "off,on",
+            "--seeds", "2", "--epochs", "3", "--channels", "16", "--root",
+            str(tmp_path / "data"), "--shared", str(SHARED_DATA), "--json", str(out)]
+    _run_script("link_planetoid", argv, monkeypatch)
+    result = json.loads(out.read_text())
+    assert len(result["rows"]) == 8 and result["settings"]["epochs"] == 3
+    cells = {(c["pe"], c["pairs"]): c for c in result["summary"]}
+    assert set(cells) == {("none", False), ("none", True), ("rwse", False), ("rwse", True)}
+    assert cells[("rwse", True)]["seeds"] == 2 and "rocauc_vs_plain" in cells[("rwse", True)]
+    _run_script("link_planetoid", argv, monkeypatch)  # every row done: nothing reruns
+    assert json.loads(out.read_text())["rows"] == result["rows"]
+    table = _tables().link_planetoid_table(result)
+    assert "| Cora | gcn | rwse | yes | 2 |" in table and "GAE" in table

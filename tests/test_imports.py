@@ -123,7 +123,7 @@ LAYERS = (
     ("graphpe.datasets",),
     ("graphpe.train", "graphpe.evaluation", "graphpe.encode", "graphpe.encode_distributed",
      "graphpe.records", "graphpe.run_log", "graphpe.train_config", "graphpe.encoding_files",
-     "graphpe.runtime", "graphpe.warmup"),
+     "graphpe.runtime", "graphpe.warmup", "graphpe.link"),
     ("graphpe.pretrain", "graphpe.demo", "graphpe.compare"),
     ("graphpe.cli", "graphpe.__main__"),
 )

@@ -185,3 +185,29 @@ def _graph_ranks(score: np.ndarray, pos: np.ndarray) -> dict[str, float]:
     filtered = 1 + (higher & ~positive[rows]).sum(1)
     return {"mrr": float(np.mean(1.0 / filtered)), "mrr_raw": float(np.mean(1.0 / raw)),
             **{f"hits@{k}": float(np.mean(filtered <= k)) for k in (1, 3, 10)}}
+
+
+#: the K of the Hits@K that :func:`link_metrics` reports (OGB's link benchmarks report 20,
+#: 50 and 100)
+HITS_AT = (20, 50, 100)
+
+
+def link_metrics(pos: np.ndarray, neg: np.ndarray, hits_at: tuple[int, ...] = HITS_AT
+                 ) -> dict[str, float]:
+    """The scores of held-out edges ``pos`` against sampled non-edges ``neg``: ROC-AUC
+    (:class:`BinaryROCAUC`), average precision (scikit-learn's ``average_precision_score``)
+    and, for each ``K``, Hits@K as OGB's link evaluator counts it: the share of edges scored
+    above the ``K``-th highest non-edge (all of them where there are fewer than ``K``)."""
+    from sklearn.metrics import average_precision_score
+
+    pos, neg = np.asarray(pos, np.float64).ravel(), np.asarray(neg, np.float64).ravel()
+    if pos.size == 0 or neg.size == 0:
+        raise ValueError(f"link metrics need edges and non-edges, got {pos.size} and {neg.size}")
+    labels = np.concatenate([np.ones(pos.size), np.zeros(neg.size)])
+    scores = np.concatenate([pos, neg])
+    out = {"rocauc": BinaryROCAUC().eval({"y_true": labels, "y_pred": scores})["rocauc"],
+           "ap": float(average_precision_score(labels, scores))}
+    ranked = np.sort(neg)[::-1]
+    for k in hits_at:
+        out[f"hits@{k}"] = 1.0 if k > neg.size else float((pos > ranked[k - 1]).mean())
+    return out

@@ -27,6 +27,7 @@ from graphpe.ops.graph import (
     undirected_simple,
     validate_graph,
 )
+from graphpe.ops.labeling import enclosing_subgraphs
 from graphpe.ops.link import pair_distances, pair_neighbourhood_scores, without_pairs
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.propagate import (
@@ -51,6 +52,7 @@ __all__ = [
     "canonical_signs",
     "connected_components",
     "curvature_bounds",
+    "enclosing_subgraphs",
     "forman_curvature",
     "node_profile",
     "normalize_per_graph",

@@ -22,7 +22,11 @@ Let ``N(x)`` be the neighbours of ``x`` and ``d(x) = |N(x)|``.
 A link model must not read the edges it is asked to predict: :func:`without_pairs` removes
 the edges joining given pairs (either direction) from ``edge_index``, and the features of a
 training target are computed on that graph (a positive pair then has distance >= 2, as a held
-out one has).
+out one has). Removing every training target at once would leave a training graph without
+its edges; :func:`link_pair_features` instead sets aside each pair's own edge alone: its
+distance is the one in the graph without ``u - v`` (``pair_distances(...,
+without_own_edge=True)``: each ball's first hop skips that edge), and the neighbourhood
+scores never read it (a common neighbour of ``u`` and ``v`` is neither of them).
 """
 
 from __future__ import annotations
@@ -79,14 +83,25 @@ def without_pairs(edge_index: Tensor, pairs: Tensor, num_nodes: int) -> Tensor:
     return edge_index[:, keep.to(edge_index.device)]
 
 
-def _grown(ball: sp.csr_matrix, rows: np.ndarray, adj: sp.csr_matrix) -> sp.csr_matrix:
+def _grown(ball: sp.csr_matrix, rows: np.ndarray, adj: sp.csr_matrix,
+           cut: tuple[np.ndarray, np.ndarray] | None = None) -> sp.csr_matrix:
     """``ball`` with its ``rows`` one hop larger (their nodes and their neighbours, as 0/1),
-    the other rows as they were."""
+    the other rows as they were. With ``cut = (centres, far_ends)`` (one of each per row of
+    ``ball``), row ``r`` does not step along the edge from ``centres[r]`` to ``far_ends[r]``:
+    the hop counts how many of the ball's nodes reach each node, and that edge's one is taken
+    off (the ball always holds its centre)."""
     if rows.size == 0:
         return ball
     select = sp.csr_matrix((np.ones(rows.size), (rows, np.arange(rows.size))),
                            shape=(ball.shape[0], rows.size))
-    grown = ball + select @ (ball[rows] @ adj)
+    step = ball[rows] @ adj
+    if cut is not None:
+        centres, far_ends = cut[0][rows], cut[1][rows]
+        joined = np.asarray(adj[centres, far_ends]).ravel()
+        step = step - sp.csr_matrix((joined, (np.arange(rows.size), far_ends)), shape=step.shape)
+        step.eliminate_zeros()
+    grown = ball + select @ step
+    grown.eliminate_zeros()
     grown.data[:] = 1.0
     return grown
 
@@ -96,12 +111,14 @@ def _meet(a: sp.csr_matrix, b: sp.csr_matrix) -> np.ndarray:
     return np.asarray(a.multiply(b).sum(axis=1)).ravel() > 0
 
 
-def pair_distances(edge_index: Tensor, num_nodes: int, pairs: Tensor,
-                   max_dist: int = 3) -> Tensor:
+def pair_distances(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int = 3,
+                   without_own_edge: bool = False) -> Tensor:
     """Shortest-path distances of ``pairs`` ``[2, Q]`` on the undirected graph, capped: an
     int64 ``[Q]`` with ``max_dist + 1`` for pairs farther apart than ``max_dist`` hops or not
     connected (see the module docstring). Each pair grows the smaller of its two balls, and
-    a pair is set aside once they meet."""
+    a pair is set aside once they meet. ``without_own_edge``: each pair's distance in the
+    graph without the edge ``u - v`` itself (a training target's distance as if it were held
+    out; the other pairs' edges stay)."""
     check_positive_int("max_dist", max_dist)
     pairs = check_pairs(pairs, num_nodes)
     adj = adjacency(edge_index, num_nodes)
@@ -113,16 +130,21 @@ def pair_distances(edge_index: Tensor, num_nodes: int, pairs: Tensor,
         dist = out[start:start + PAIR_CHUNK]
         dist[u == v] = 0
         active = np.flatnonzero(u != v)  # the pairs whose balls have not met yet
-        ball_u, ball_v = eye[u[active]], eye[v[active]]
+        ends = (u[active], v[active])
+        ball_u, ball_v = eye[ends[0]], eye[ends[1]]
         for d in range(1, max_dist + 1):  # the two radii sum to d
             if active.size == 0:
                 break
             grow_u = np.diff(ball_u.indptr) <= np.diff(ball_v.indptr)  # the smaller side
-            ball_u = _grown(ball_u, np.flatnonzero(grow_u), adj)
-            ball_v = _grown(ball_v, np.flatnonzero(~grow_u), adj)
+            ball_u = _grown(ball_u, np.flatnonzero(grow_u), adj,
+                            ends if without_own_edge else None)
+            ball_v = _grown(ball_v, np.flatnonzero(~grow_u), adj,
+                            ends[::-1] if without_own_edge else None)
             met = _meet(ball_u, ball_v)
             dist[active[met]] = d
-            active, ball_u, ball_v = active[~met], ball_u[~met], ball_v[~met]
+            keep = ~met
+            active, ball_u, ball_v = active[keep], ball_u[keep], ball_v[keep]
+            ends = (ends[0][keep], ends[1][keep])
     return torch.from_numpy(out)
 
 
@@ -143,3 +165,18 @@ def pair_neighbourhood_scores(edge_index: Tensor, num_nodes: int, pairs: Tensor)
         common = adj[u].multiply(adj[v])  # [chunk, n]: the common neighbours
         out[start:start + u.shape[0]] = common @ weights
     return torch.from_numpy(out)
+
+
+def link_pair_features(edge_index: Tensor, num_nodes: int, pairs: Tensor,
+                       max_dist: int = 3) -> Tensor:
+    """``[Q, max_dist + 5]`` float32 inputs of a pair decoder: the one-hot capped distance of
+    each pair in the graph without the pair's own edge (columns ``0 .. max_dist + 1``, see
+    :func:`pair_distances`), then ``log(1 + CN)``, Adamic-Adar and resource allocation
+    (:func:`pair_neighbourhood_scores`: none of them reads the edge ``u - v``). A positive
+    target and a negative one are therefore described alike: neither's features show whether
+    the two nodes are joined."""
+    distance = pair_distances(edge_index, num_nodes, pairs, max_dist, without_own_edge=True)
+    scores = pair_neighbourhood_scores(edge_index, num_nodes, pairs)
+    scores[:, 0] = torch.log1p(scores[:, 0])
+    one_hot = torch.nn.functional.one_hot(distance, max_dist + 2).to(torch.float32)
+    return torch.cat([one_hot, scores.to(torch.float32)], dim=1)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from graphpe.ops.link import (
     NEIGHBOURHOOD_SCORES,
+    link_pair_features,
     pair_distances,
     pair_neighbourhood_scores,
     without_pairs,
@@ -33,6 +34,42 @@ def test_distances_equal_networkx_capped(seed, max_dist):
     lengths = dict(nx.all_pairs_shortest_path_length(g))
     want = [min(lengths[u].get(v, max_dist + 1), max_dist + 1) for u, v in pairs.t().tolist()]
     assert got.tolist() == want
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), max_dist=st.integers(1, 5))
+def test_distances_without_the_own_edge_equal_networkx_on_the_cut_graph(seed, max_dist):
+    g, data, pairs = _graph_and_pairs(seed, p=0.12)
+    edges = torch.tensor(list(g.edges)).t()[:, :60]  # pairs that are edges, and others
+    pairs = torch.cat([edges, edges.flip(0), pairs], dim=1)
+    got = pair_distances(data.edge_index, data.num_nodes, pairs, max_dist=max_dist,
+                         without_own_edge=True)
+    want = []
+    for u, v in pairs.t().tolist():
+        cut = g.copy()
+        if cut.has_edge(u, v):
+            cut.remove_edge(u, v)
+        try:
+            want.append(min(nx.shortest_path_length(cut, u, v), max_dist + 1))
+        except nx.NetworkXNoPath:
+            want.append(max_dist + 1)
+    assert got.tolist() == want
+
+
+def test_link_pair_features_do_not_tell_a_joined_pair_from_the_same_pair_unjoined():
+    """The pair features of a target read neither its own edge nor its presence: on the graph
+    with the edge u - v and on the graph without it, (u, v) gets the same features."""
+    g, data, _ = _graph_and_pairs(11, p=0.15)
+    pairs = torch.tensor(list(g.edges)).t()
+    with_edges = link_pair_features(data.edge_index, data.num_nodes, pairs)
+    for column in range(0, pairs.size(1), 7):
+        alone = without_pairs(data.edge_index, pairs[:, column:column + 1], data.num_nodes)
+        torch.testing.assert_close(
+            link_pair_features(alone, data.num_nodes, pairs[:, column:column + 1]),
+            with_edges[column:column + 1])
+    assert with_edges.shape == (pairs.size(1), 3 + 2 + 3)
+    assert with_edges[:, 1].sum() == 0  # no pair is at distance 1 once its edge is set aside
+    torch.testing.assert_close(with_edges[:, :5].sum(1), torch.ones(pairs.size(1)))
 
 
 def test_distances_in_chunks_equal_one_chunk(monkeypatch):

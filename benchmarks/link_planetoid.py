@@ -1,0 +1,163 @@
+"""Link prediction on Cora and CiteSeer: a GCN / GraphSAGE link predictor with and without node
+encodings and pair features, over seeded random link splits, beside the graph autoencoders'
+published numbers.
+
+    python benchmarks/link_planetoid.py                      # the grid below, resumable
+    python benchmarks/link_planetoid.py --datasets Cora --models gcn --pes none,lap --seeds 2
+
+The protocol is Kipf & Welling's ("Variational graph auto-encoders", NIPS 2016 workshop, Table
+1): 85 / 5 / 10 % of the undirected edges for training / validation / test, as many sampled
+non-edges as held-out edges (PyG's ``RandomLinkSplit``, one split per seed), test ROC-AUC and
+average precision; Hits@K (OGB's count) is reported beside them. The model
+(:func:`graphpe.link.fit_link`): ``--layers`` graph convolutions ``--channels`` wide with
+dropout 0.5 and a linear output, a decoder ``MLP(h_u * h_v || f(u, v))`` (``--decoder dot``: the
+graph autoencoders' inner product plus a linear map of ``f``), the pair features
+``f`` (capped distance with the pair's own edge set aside, common neighbours, Adamic-Adar,
+resource allocation) in the ``pairs`` rows only; full batch, Adam at ``--lr``, ``--epochs``
+epochs with patience ``--patience``, the test metrics at the best validation ROC-AUC. Each
+split seed also seeds the model. One thread.
+
+Rows go to ``--json`` (default ``benchmarks/results/link_planetoid.json``) as they finish; a
+rerun skips the rows it holds at the same settings. The data: PyG's Planetoid files, copied
+from ``../shared/data/planetoid`` into ``--root`` (skipped with its reason where absent).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from common import DEFAULT_SHARED  # noqa: E402
+
+DEFAULT_JSON = HERE / "results" / "link_planetoid.json"
+#: Kipf & Welling (2016), Table 1: test ROC-AUC and AP (%), mean ± std over 10 runs
+PUBLISHED = {
+    "source": "Kipf & Welling, Variational Graph Auto-Encoders, NIPS 2016 Bayesian deep "
+              "learning workshop, Table 1 (arXiv:1611.07308)",
+    "rows": [
+        {"model": "GAE", "dataset": "Cora", "rocauc": [91.0, 0.02], "ap": [92.0, 0.03]},
+        {"model": "VGAE", "dataset": "Cora", "rocauc": [91.4, 0.01], "ap": [92.6, 0.01]},
+        {"model": "GAE", "dataset": "CiteSeer", "rocauc": [89.5, 0.04], "ap": [89.9, 0.05]},
+        {"model": "VGAE", "dataset": "CiteSeer", "rocauc": [90.8, 0.02], "ap": [92.0, 0.02]},
+    ]}
+
+
+def prepared_root(root: Path, name: str, shared: Path = DEFAULT_SHARED) -> Path:
+    """``root`` holding ``name``'s Planetoid files, copied from the shared data."""
+    if not (root / name / "raw").is_dir():
+        source = shared / "planetoid" / name
+        if not source.is_dir():
+            sys.exit(f"{source} not found: this benchmark reads PyG's Planetoid files of "
+                     f"{name} (give --shared, or --root a folder in PyG's layout)")
+        shutil.copytree(source / "raw", root / name / "raw", dirs_exist_ok=True)
+    return root
+
+
+def settings_of(args: argparse.Namespace) -> dict:
+    return {k: getattr(args, k) for k in ("channels", "layers", "dropout", "lr", "epochs",
+                                          "patience", "max_dist", "decoder")}
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """Mean ± std over seeds per (dataset, model, pe, pairs) of each test metric, and the
+    paired difference of test ROC-AUC to the same model without encodings or pair features."""
+    cells: dict[tuple, list[dict]] = {}
+    for row in rows:
+        cells.setdefault((row["dataset"], row["model"], row["pe_name"], row["pairs"]),
+                         []).append(row)
+    out = []
+    for (dataset, model, pe, pairs), runs in cells.items():
+        entry = {"dataset": dataset, "model": model, "pe": pe, "pairs": pairs,
+                 "seeds": len(runs), "seconds_per_epoch": statistics.median(
+                     r["seconds_per_epoch"] for r in runs),
+                 "pe_seconds": statistics.median(r["pe_seconds"] for r in runs)}
+        for metric in runs[0]["test"]:
+            values = [r["test"][metric] for r in runs]
+            entry[metric] = [statistics.mean(values),
+                             statistics.stdev(values) if len(values) > 1 else 0.0]
+        base = {r["split_seed"]: r["test"]["rocauc"] for r in cells.get(
+            (dataset, model, "none", False), [])}
+        diffs = [r["test"]["rocauc"] - base[r["split_seed"]] for r in runs
+                 if r["split_seed"] in base]
+        if (pe, pairs) != ("none", False) and len(diffs) > 1:
+            se = statistics.stdev(diffs) / len(diffs) ** 0.5
+            entry["rocauc_vs_plain"] = [statistics.mean(diffs), se,
+                                        abs(statistics.mean(diffs)) > 2 * se]
+        out.append(entry)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--datasets", default="Cora,CiteSeer")
+    parser.add_argument("--models", default="gcn,sage")
+    parser.add_argument("--pes", default="none,lap,rwse")
+    parser.add_argument("--pairs", default="off,on", help="pair features: off, on or both")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--channels", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--dropout", type=float, default=0.5)
+    parser.add_argument("--lr", type=float, default=0.01)
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--patience", type=int, default=50)
+    parser.add_argument("--max-dist", type=int, default=3)
+    parser.add_argument("--decoder", default="mlp", choices=("mlp", "dot"))
+    parser.add_argument("--root", type=Path, default=Path.home() / ".cache" / "graphpe")
+    parser.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    args = parser.parse_args(argv)
+    import torch
+
+    from graphpe.datasets.link import load_link_dataset
+    from graphpe.link import fit_link
+    from graphpe.train_config import TrainConfig
+
+    torch.set_num_threads(1)
+    settings = settings_of(args)
+    result = json.loads(args.json.read_text()) if args.json.exists() else {}
+    if result.get("settings") != settings:
+        result = {"settings": settings, "rows": []}
+    result.update(published=PUBLISHED, command="python benchmarks/link_planetoid.py")
+    done = {(r["dataset"], r["model"], r["pe_name"], r["pairs"], r["split_seed"])
+            for r in result["rows"]}
+    config = TrainConfig(epochs=args.epochs, lr=args.lr, weight_decay=0.0, optimizer="adam",
+                         patience=args.patience, progress=False)
+    for dataset in args.datasets.split(","):
+        root = prepared_root(args.root, dataset, args.shared)
+        for seed in range(args.seeds):
+            split = load_link_dataset(dataset, root, seed=seed)
+            for model in args.models.split(","):
+                for pe in args.pes.split(","):
+                    for pairs in [p == "on" for p in args.pairs.split(",")]:
+                        if (dataset, model, pe, pairs, seed) in done:
+                            continue
+                        row = fit_link(split, () if pe == "none" else (pe,), model,
+                                       args.channels, args.layers,
+                                       max_dist=args.max_dist if pairs else None,
+                                       decoder=args.decoder,
+                                       config=dataclasses.replace(config, seed=seed),
+                                       dropout=args.dropout, head_hidden=[])
+                        row.update(pe_name=pe, pairs=pairs)
+                        result["rows"].append(row)
+                        result["summary"] = summary(result["rows"])
+                        args.json.parent.mkdir(parents=True, exist_ok=True)
+                        args.json.write_text(json.dumps(result, indent=1))
+                        print(f"{dataset} {model} {pe} pairs={pairs} seed {seed}: test "
+                              + ", ".join(f"{k} {v:.4f}" for k, v in row["test"].items()),
+                              flush=True)
+
+
+if __name__ == "__main__":
+    main()

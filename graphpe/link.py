@@ -1,0 +1,138 @@
+"""Training a link predictor on one graph (:class:`graphpe.datasets.link.LinkSplit`): node
+encodings computed on the graph the model reads, pair features that never read the target
+edge, fresh non-edges each epoch, the model of the best validation epoch scored on test.
+
+Each epoch is one full-batch step: the node model embeds the training graph, the decoder scores
+every training edge and as many non-edges drawn uniformly from the pairs that are not training
+edges (PyG's ``negative_sampling``), and the loss is their binary cross-entropy. The training
+graph is the message graph of the training edges themselves (as PyG's link example and the
+graph autoencoders train); the pair features of a training edge are computed with that edge
+set aside (:func:`graphpe.ops.link.link_pair_features`), so its features look like a held-out
+edge's. Validation reads the training graph; test reads it with the validation edges added.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch_geometric.data import Data
+from torch_geometric.transforms import Compose
+
+from graphpe.datasets.link import LinkSplit
+from graphpe.datasets.metrics import link_metrics
+from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
+from graphpe.nn.link import LinkPredictor, build_link_model
+from graphpe.ops.checks import check_positive_int
+from graphpe.ops.link import link_pair_features
+from graphpe.records import versions
+from graphpe.train import make_optimizer, seed_everything
+from graphpe.train_config import TrainConfig
+
+#: the validation metric that picks the epoch
+SELECT_BY = "rocauc"
+
+
+def encoded_graph(split: LinkSplit, part: str, transforms: list) -> Data:
+    """The graph a model reads when scored on ``part``, with the node encodings of
+    ``transforms`` computed on it."""
+    graph = Data(x=split.graph.x, edge_index=split.message_edges(part),
+                 num_nodes=split.num_nodes)
+    return Compose(transforms)(graph) if transforms else graph
+
+
+def held_out(split: LinkSplit, part: str, graph: Data, max_dist: int | None) -> dict[str, Any]:
+    """``part``'s pairs, labels and pair features (None without ``max_dist``) on ``graph``."""
+    pairs, labels = split.targets(part)
+    features = (None if max_dist is None else
+                link_pair_features(graph.edge_index, split.num_nodes, pairs, max_dist))
+    return {"pairs": pairs, "labels": labels, "features": features}
+
+
+def scored(model: LinkPredictor, graph: Data, part: dict[str, Any]) -> dict[str, float]:
+    """``link_metrics`` of ``model`` on a held-out part."""
+    model.eval()
+    with torch.no_grad():
+        logits = model(graph, part["pairs"], part["features"]).numpy()
+    labels = part["labels"].numpy()
+    return link_metrics(logits[labels == 1], logits[labels == 0])
+
+
+def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int = 64,
+             layers: int = 2, max_dist: int | None = 3, decoder: str = "mlp",
+             config: TrainConfig | None = None, **model_kwargs: Any) -> dict[str, Any]:
+    """Train a :class:`~graphpe.nn.link.LinkPredictor` (``model``'s node model with the
+    encodings ``pe``, ``channels`` wide, ``layers`` deep; the decoder reads the pair features
+    of :func:`~graphpe.ops.link.link_pair_features` capped at ``max_dist`` hops, or none for
+    ``max_dist=None``; ``decoder`` one of :data:`graphpe.nn.link.DECODERS`) for
+    ``config.epochs`` full-batch epochs (stopping after ``config.patience`` without a better
+    validation ROC-AUC). Returns the record: the
+    validation and test metrics at the best validation epoch, the settings, the seconds."""
+    config = config or TrainConfig()
+    if max_dist is not None:
+        check_positive_int("max_dist", max_dist)
+    specs = resolve_pe(pe)
+    transforms = transforms_of(specs)
+    start = time.perf_counter()
+    graphs = {part: encoded_graph(split, part, transforms) for part in ("train", "test")}
+    graphs["val"] = graphs["train"]
+    parts = {part: held_out(split, part, graphs[part], max_dist) for part in ("val", "test")}
+    train_features = (None if max_dist is None else link_pair_features(
+        graphs["train"].edge_index, split.num_nodes, split.train_pos, max_dist))
+    pe_seconds = time.perf_counter() - start
+    seed_everything(config.seed)
+    model_config = {"model": model, "channels": channels, "layers": layers,
+                    "pe": pe_model_config(specs), "node_dim": split.graph.x.size(1),
+                    **model_kwargs}
+    pair_dim = 0 if max_dist is None else max_dist + 5
+    net = build_link_model(model_config, pair_dim, decoder)
+    opt = make_optimizer(net, config.lr, config.weight_decay, config.optimizer)
+    best, best_state, waited = {"val": {SELECT_BY: -1.0}}, None, 0
+    start = time.perf_counter()
+    for epoch in range(1, config.epochs + 1):
+        loss = train_epoch(net, opt, split, graphs["train"], train_features, max_dist)
+        val = scored(net, graphs["val"], parts["val"])
+        if val[SELECT_BY] > best["val"][SELECT_BY]:
+            best, best_state, waited = {"epoch": epoch, "val": val, "loss": loss}, \
+                copy.deepcopy(net.state_dict()), 0
+        else:
+            waited += 1
+            if waited >= config.patience:
+                break
+    seconds = time.perf_counter() - start
+    net.load_state_dict(best_state)
+    return {"dataset": split.name, "split_seed": split.seed, "model": model,
+            "pe": [s.to_dict() for s in specs], "pair_features": max_dist is not None,
+            "max_dist": max_dist, "decoder": decoder, "best_epoch": best["epoch"],
+            "epochs_run": epoch,
+            "val": best["val"], "test": scored(net, graphs["test"], parts["test"]),
+            "train_seconds": seconds, "seconds_per_epoch": seconds / epoch,
+            "pe_seconds": pe_seconds, "params": sum(p.numel() for p in net.parameters()),
+            "model_config": {**model_config, "pair_dim": pair_dim},
+            "config": {k: getattr(config, k) for k in ("epochs", "lr", "weight_decay",
+                                                       "optimizer", "patience", "seed")},
+            "versions": versions()}
+
+
+def train_epoch(net: LinkPredictor, opt: torch.optim.Optimizer, split: LinkSplit, graph: Data,
+                train_features: torch.Tensor | None, max_dist: int | None) -> float:
+    """One full-batch step on every training edge and as many fresh non-edges."""
+    from torch_geometric.utils import negative_sampling
+
+    net.train()
+    negatives = negative_sampling(graph.edge_index, split.num_nodes,
+                                  num_neg_samples=split.train_pos.size(1))
+    pairs = torch.cat([split.train_pos, negatives], dim=1)
+    features = None
+    if max_dist is not None:
+        features = torch.cat([train_features, link_pair_features(
+            graph.edge_index, split.num_nodes, negatives, max_dist)])
+    labels = torch.cat([torch.ones(split.train_pos.size(1)), torch.zeros(negatives.size(1))])
+    opt.zero_grad()
+    loss = F.binary_cross_entropy_with_logits(net(graph, pairs, features), labels)
+    loss.backward()
+    opt.step()
+    return loss.item()
