@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch_geometric.data import Data
 from torch_geometric.transforms import Compose
+from tqdm.auto import tqdm
 
 from graphpe.datasets.link import LinkSplit
 from graphpe.datasets.metrics import link_metrics
@@ -69,8 +70,9 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
     of :func:`~graphpe.ops.link.link_pair_features` capped at ``max_dist`` hops, or none for
     ``max_dist=None``; ``decoder`` one of :data:`graphpe.nn.link.DECODERS`) for
     ``config.epochs`` full-batch epochs (stopping after ``config.patience`` without a better
-    validation ROC-AUC). Returns the record: the
-    validation and test metrics at the best validation epoch, the settings, the seconds."""
+    validation ROC-AUC). Of ``config`` it reads ``epochs``, ``lr``, ``weight_decay``,
+    ``optimizer``, ``patience``, ``seed`` and ``progress``. Returns the record: the validation
+    and test metrics at the best validation epoch, the settings, the seconds."""
     config = config or TrainConfig()
     if max_dist is not None:
         check_positive_int("max_dist", max_dist)
@@ -92,9 +94,12 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
     opt = make_optimizer(net, config.lr, config.weight_decay, config.optimizer)
     best, best_state, waited = {"val": {SELECT_BY: -1.0}}, None, 0
     start = time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
+    bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} links", unit="epoch",
+               disable=not config.progress)
+    for epoch in bar:
         loss = train_epoch(net, opt, split, graphs["train"], train_features, max_dist)
         val = scored(net, graphs["val"], parts["val"])
+        bar.set_postfix(loss=f"{loss:.4f}", val=f"{val[SELECT_BY]:.4f}")
         if val[SELECT_BY] > best["val"][SELECT_BY]:
             best, best_state, waited = {"epoch": epoch, "val": val, "loss": loss}, \
                 copy.deepcopy(net.state_dict()), 0

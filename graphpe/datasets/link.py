@@ -99,10 +99,11 @@ def random_link_split(name: str, graph: Data, seed: int = 0,
                      tested.neg_edge_label_index, seed)
 
 
-def load_link_dataset(name: str, root: Path, seed: int = 0) -> LinkSplit:
-    """``name`` (one of :data:`LINK_DATASETS`, PyG's Planetoid layout under ``root``) split
-    for link prediction by :func:`random_link_split` from ``seed``."""
+def load_link_dataset(name: str, root: Path, seed: int = 0, download: bool = False) -> LinkSplit:
+    """``name`` (one of :data:`LINK_DATASETS`, PyG's Planetoid layout under ``root``; its
+    files fetched where ``download``) split for link prediction by :func:`random_link_split`
+    from ``seed``."""
     if name not in LINK_DATASETS:
         raise ValueError(f"link prediction reads {', '.join(LINK_DATASETS)}, got {name!r}")
-    bundle = load_planetoid(name, Path(root), pre_transform=None)
+    bundle = load_planetoid(name, Path(root), pre_transform=None, download=download)
     return random_link_split(name, bundle.train[0], seed)

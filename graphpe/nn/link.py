@@ -92,7 +92,9 @@ def build_link_model(config: dict[str, Any], pair_dim: int = 0,
                      decoder: str = "mlp") -> LinkPredictor:
     """A :class:`LinkPredictor` (``decoder``, see :data:`DECODERS`) over
     ``build_model(config)``'s node model, which outputs ``config["channels"]`` per node
-    (``out_dim`` and ``task`` are set here)."""
+    (``out_dim`` and ``task`` are set here; its head is one linear map unless ``config``
+    gives ``head_hidden``: the decoder is the predictor's MLP)."""
     channels = config["channels"]
-    node_model = build_model({**config, "out_dim": channels, "task": "node_classification"})
+    node_model = build_model({"head_hidden": [], **config, "out_dim": channels,
+                              "task": "node_classification"})
     return LinkPredictor(node_model, channels, pair_dim, decoder)
