@@ -201,7 +201,7 @@ class RRWPSpec(PairEncoding):
              "ICML 2023")
     family = "walk"
     warmup_models = ("gps", "grit")
-    reference_test = ("tests/ops/walk/test_pairwise.py::"
+    reference_test = ("tests/ops/walk/test_pairs.py::"
                       "test_rrwp_equals_numpy_powers_and_its_diagonal_is_rwse")
 
     transform_class = RRWP
@@ -225,7 +225,7 @@ class SPDSpec(PairEncoding):
              "NeurIPS 2021")
     family = "walk"
     warmup_variants = ({"path_hops": 2},)
-    reference_test = ("tests/ops/walk/test_pairwise.py::"
+    reference_test = ("tests/ops/walk/test_pairs.py::"
                       "test_shortest_paths_equal_networkx_and_batch_equals_per_graph")
 
     transform_class = SPD
@@ -256,7 +256,7 @@ class RDSpec(PairEncoding):
     paper = ("Zhang et al., Rethinking the Expressive Power of GNNs via Graph "
              "Biconnectivity, ICLR 2023")
     family = "eigen"
-    reference_test = "tests/ops/walk/test_pairwise.py::test_resistance_equals_networkx"
+    reference_test = "tests/ops/walk/test_pairs.py::test_resistance_equals_networkx"
 
     transform_class = ResistanceDistance
     encoder_class = PairBiasEncoder

@@ -243,3 +243,6 @@ def _walk_round(src: np.ndarray, walks: int, steps: int, base: np.uint64, rows: 
         del rec, source, k, q
         walkers = _route(torch.from_numpy(walkers), part.owner(nxt), part, group,
                          sent).numpy()
+
+
+aot.bind(globals())  # (binds nothing until the module joins aot.AOT_MODULES)

@@ -1,7 +1,7 @@
 """Compiled (numba) host kernels of the random-walk and path encodings: RWSE's landing
 probabilities, RRWP (all pairs and local pairs), shortest-path distances and the edges along
-shortest paths. The batched torch kernels they match are in :mod:`graphpe.ops.walk.tensor`;
-the shared host plumbing is :mod:`graphpe.ops.host`."""
+shortest paths. The batched torch kernels they match are in :mod:`graphpe.ops.walk.tensor`
+(RWSE) and :mod:`graphpe.ops.walk.pairs`; the shared host plumbing is :mod:`graphpe.ops.host`."""
 
 from __future__ import annotations
 

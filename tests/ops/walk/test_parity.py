@@ -1,6 +1,6 @@
 """RWSE's compiled host kernel (``ExecPlan(kernel="compiled")``) against the batched tensor kernel
 (``ExecPlan(kernel="tensor")``), on generated batches of awkward graphs (RRWP's and SPD's are in
-``test_pairwise.py``)."""
+``test_pairs.py``)."""
 
 from __future__ import annotations
 
