@@ -1,13 +1,15 @@
-"""graphpe's Polynormer / SGFormer against PyG's own on a heterophilous set (Minesweeper), at
-the same settings and budget: the test ROC-AUC over the fixed splits side by side, and the
-training epoch's seconds, measured in turn in one process.
+"""graphpe's Polynormer / SGFormer / GCN / GraphSAGE against PyG's own on a heterophilous set
+(Minesweeper, Tolokers), at the same settings and budget: the test ROC-AUC over the fixed
+splits side by side, and the training epoch's seconds, measured in turn in one process.
 
     python benchmarks/heterophilous_pyg.py --accuracy --model polynormer --splits all
     python benchmarks/heterophilous_pyg.py --timing --model polynormer --rounds 7
 
 The two sides compute the same function given the same weights (``tests/nn/test_scalable.py``
 checks it): PyG's ``Polynormer`` / ``SGFormer`` read inputs as wide as their hidden layers, so
-PyG's side is ``Linear(features, channels)`` then PyG's model, as graphpe's node embedding is;
+PyG's side is ``Linear(features, channels)`` then PyG's model, as graphpe's node embedding is
+(for GCN / GraphSAGE, PyG's model is its examples' stack of convolutions, :func:`pyg_conv_stack`,
+and graphpe's ``gcn`` / ``sage`` has one linear map as its head);
 PyG's returns log-probabilities of two classes (trained with the negative log-likelihood, the
 ROC-AUC read from the second class's probability), graphpe's one logit (binary cross-entropy,
 the ROC-AUC of the logit): for two classes the same model family. Both train full batch with
@@ -43,6 +45,30 @@ from heterophilous import prepared_root  # noqa: E402
 DEFAULT_JSON = HERE / "results" / "heterophilous_pyg.json"
 
 
+def pyg_conv_stack(kind: str, channels: int, layers: int, dropout: float):
+    """PyG's full-batch GCN / GraphSAGE as its examples write them (``examples/gcn.py``,
+    ``ogbn_arxiv``'s GCN): ``layers`` convolutions (``GCNConv`` or ``SAGEConv``) ``channels``
+    wide, each followed by ReLU and dropout, then a linear map to two classes; called as
+    PyG's Polynormer is, ``(x, edge_index or adj_t, batch)``."""
+    import torch
+    import torch.nn.functional as F
+    from torch_geometric.nn import GCNConv, SAGEConv
+
+    class ConvStack(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            conv = GCNConv if kind == "gcn" else SAGEConv
+            self.convs = torch.nn.ModuleList(conv(channels, channels) for _ in range(layers))
+            self.out = torch.nn.Linear(channels, 2)
+
+        def forward(self, x, adjacency, batch=None):
+            for conv in self.convs:
+                x = F.dropout(F.relu(conv(x, adjacency)), dropout, self.training)
+            return F.log_softmax(self.out(x), dim=-1)
+
+    return ConvStack()
+
+
 def pyg_model(kind: str, features: int, args: argparse.Namespace):
     """``Linear(features, channels)`` then PyG's ``kind`` with two output classes."""
     import torch
@@ -52,9 +78,11 @@ def pyg_model(kind: str, features: int, args: argparse.Namespace):
         body = Polynormer(args.channels, args.channels, 2, local_layers=args.layers,
                           global_layers=args.global_layers, dropout=args.dropout,
                           global_dropout=args.dropout)
-    else:
+    elif kind == "sgformer":
         body = SGFormer(args.channels, args.channels, 2, gnn_num_layers=args.layers,
                         gnn_dropout=args.dropout, trans_dropout=args.dropout)
+    else:
+        body = pyg_conv_stack(kind, args.channels, args.layers, args.dropout)
     return torch.nn.Sequential(torch.nn.Linear(features, args.channels)), body
 
 
@@ -63,8 +91,10 @@ def graphpe_options(kind: str, args: argparse.Namespace) -> dict:
     if kind == "polynormer":
         options.update(global_layers=args.global_layers, global_dropout=args.dropout,
                        local_epochs=args.local_epochs)
-    else:
+    elif kind == "sgformer":
         options.update(trans_dropout=args.dropout)
+    else:  # the convolutions, then one linear map to the output (PyG's stack above)
+        options.update(head_hidden=[])
     return options
 
 
@@ -219,7 +249,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--accuracy", action="store_true")
     parser.add_argument("--timing", action="store_true")
     parser.add_argument("--dataset", default="Minesweeper", choices=("Minesweeper", "Tolokers"))
-    parser.add_argument("--model", default="polynormer", choices=("polynormer", "sgformer"))
+    parser.add_argument("--model", default="polynormer",
+                        choices=("polynormer", "sgformer", "gcn", "sage"))
     parser.add_argument("--splits", default="all", help="'all' or indices like 0,1,2")
     parser.add_argument("--channels", type=int, default=64)
     parser.add_argument("--layers", type=int, default=3)

@@ -961,7 +961,7 @@ def test_heterophilous_benchmark_runs_and_merges(tmp_path, monkeypatch):
     assert [p.name for p in drawn] == ["heterophilous_minesweeper_protocol.png"]
 
 
-@pytest.mark.parametrize("model", ["polynormer", "sgformer"])
+@pytest.mark.parametrize("model", ["polynormer", "sgformer", "gcn", "sage"])
 def test_heterophilous_pyg_benchmark_runs(tmp_path, monkeypatch, model):
     """benchmarks/heterophilous_pyg.py: both libraries on two splits of an archive the test
     writes (a few epochs), the paired summary, and the timing in turn (PyG's edge_index and
