@@ -1593,8 +1593,8 @@ def link_planetoid_table(data: dict) -> str:
              f"capped at {st['max_dist']} with the pair's own edge set aside, common "
              "neighbours, Adamic-Adar, resource allocation; mean ± std over the split seeds, "
              "`*`: beyond two standard errors of the plain model on the same splits):", "",
-             "| dataset | model | node encoding | pair features | seeds | test ROC-AUC (%) "
-             "| test AP (%) | Hits@100 (%) | ROC-AUC vs plain |",
+             "| dataset | model | node encoding (SEAL: labels) | pair features | seeds "
+             "| test ROC-AUC (%) | test AP (%) | Hits@100 (%) | ROC-AUC vs plain |",
              "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for c in sorted(data["summary"], key=lambda c: (c["dataset"], c["model"], c["pairs"],
                                                     c["pe"] != "none", c["pe"])):

@@ -26,8 +26,9 @@ from tqdm.auto import tqdm
 from graphpe.datasets.link import LinkSplit
 from graphpe.datasets.metrics import link_metrics
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
-from graphpe.nn.link import LinkPredictor, build_link_model
+from graphpe.nn.link import SEAL, LinkPredictor, build_link_model
 from graphpe.ops.checks import check_positive_int
+from graphpe.ops.labeling import enclosing_subgraphs
 from graphpe.ops.link import link_pair_features
 from graphpe.records import versions
 from graphpe.train import make_optimizer, seed_everything
@@ -141,3 +142,88 @@ def train_epoch(net: LinkPredictor, opt: torch.optim.Optimizer, split: LinkSplit
     loss.backward()
     opt.step()
     return loss.item()
+
+
+def seal_logits(model: SEAL, x: torch.Tensor, edge_index: torch.Tensor, num_nodes: int,
+                pairs: torch.Tensor, settings: dict[str, Any], seed: int = 0) -> torch.Tensor:
+    """``model``'s logits of ``pairs`` on the graph ``edge_index``, ``settings["batch_pairs"]``
+    enclosing subgraphs (:func:`graphpe.ops.labeling.enclosing_subgraphs`) at a time."""
+    out = []
+    for start in range(0, pairs.size(1), settings["batch_pairs"]):
+        chunk = pairs[:, start:start + settings["batch_pairs"]]
+        sub = enclosing_subgraphs(edge_index, num_nodes, chunk, settings["hops"],
+                                  labels=settings["labels"],
+                                  max_nodes_per_hop=settings["max_nodes_per_hop"],
+                                  seed=seed + start)
+        out.append(model(x, sub.nodes, sub.edge_index, sub.batch, sub.labels,
+                         sub.target_index))
+    return torch.cat(out)
+
+
+def fit_seal(split: LinkSplit, hops: int = 2, labels: str = "drnl", channels: int = 32,
+             layers: int = 3, batch_pairs: int = 128, max_nodes_per_hop: int | None = None,
+             dropout: float = 0.5, config: TrainConfig | None = None) -> dict[str, Any]:
+    """Train :class:`~graphpe.nn.link.SEAL` on ``split``: each epoch every training edge and
+    as many fresh non-edges, in shuffled batches of ``batch_pairs`` pairs, each pair read
+    through its ``hops``-hop enclosing subgraph with ``labels`` (``"drnl"``, ``"de"`` or
+    ``"de+"``) and the node features, its own edge removed from it; validation and test as
+    :func:`fit_link`'s. Of ``config`` it reads what :func:`fit_link` reads."""
+    config = config or TrainConfig()
+    check_positive_int("batch_pairs", batch_pairs)
+    settings = {"hops": hops, "labels": labels, "batch_pairs": batch_pairs,
+                "max_nodes_per_hop": max_nodes_per_hop}
+    seed_everything(config.seed)
+    x = split.graph.x
+    net = SEAL(channels, layers, x.size(1), 1 if labels == "drnl" else 2, dropout)
+    opt = make_optimizer(net, config.lr, config.weight_decay, config.optimizer)
+    graphs = {part: split.message_edges(part) for part in ("train", "test")}
+    graphs["val"] = graphs["train"]
+    n = split.num_nodes
+
+    def evaluate(part: str) -> dict[str, float]:
+        pairs, truth = split.targets(part)
+        net.eval()
+        with torch.no_grad():
+            logits = seal_logits(net, x, graphs[part], n, pairs, settings).numpy()
+        return link_metrics(logits[truth.numpy() == 1], logits[truth.numpy() == 0])
+
+    best, best_state, waited = {"val": {SELECT_BY: -1.0}}, None, 0
+    start = time.perf_counter()
+    bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} SEAL", unit="epoch",
+               disable=not config.progress)
+    for epoch in bar:
+        from torch_geometric.utils import negative_sampling
+
+        net.train()
+        negatives = negative_sampling(graphs["train"], n, num_neg_samples=split.train_pos.size(1))
+        pairs = torch.cat([split.train_pos, negatives], dim=1)
+        truth = torch.cat([torch.ones(split.train_pos.size(1)), torch.zeros(negatives.size(1))])
+        order = torch.randperm(pairs.size(1))
+        for lo in range(0, order.numel(), batch_pairs):
+            take = order[lo:lo + batch_pairs]
+            opt.zero_grad()
+            logits = seal_logits(net, x, graphs["train"], n, pairs[:, take], settings,
+                                 seed=epoch * pairs.size(1) + lo)
+            F.binary_cross_entropy_with_logits(logits, truth[take]).backward()
+            opt.step()
+        val = evaluate("val")
+        bar.set_postfix(val=f"{val[SELECT_BY]:.4f}")
+        if val[SELECT_BY] > best["val"][SELECT_BY]:
+            best, best_state, waited = {"epoch": epoch, "val": val}, \
+                copy.deepcopy(net.state_dict()), 0
+        else:
+            waited += 1
+            if waited >= config.patience:
+                break
+    seconds = time.perf_counter() - start
+    net.load_state_dict(best_state)
+    return {"dataset": split.name, "split_seed": split.seed, "model": "seal", "pe": [],
+            "labels": labels, "hops": hops, "pair_features": False, "best_epoch": best["epoch"],
+            "epochs_run": epoch, "val": best["val"], "test": evaluate("test"),
+            "train_seconds": seconds, "seconds_per_epoch": seconds / epoch, "pe_seconds": 0.0,
+            "params": sum(p.numel() for p in net.parameters()),
+            "model_config": {"model": "seal", "channels": channels, "layers": layers,
+                             "dropout": dropout, **settings},
+            "config": {k: getattr(config, k) for k in ("epochs", "lr", "weight_decay",
+                                                       "optimizer", "patience", "seed")},
+            "versions": versions()}

@@ -37,3 +37,14 @@ def test_a_hop_cap_below_one_is_refused():
     split = random_link_split("sbm", _communities(), seed=0)
     with pytest.raises(ValueError, match="max_dist must be a positive int, got 0"):
         fit_link(split, max_dist=0)
+
+
+def test_seal_learns_the_communities_from_labeled_subgraphs():
+    from graphpe.link import fit_seal
+
+    split = random_link_split("sbm", _communities(), seed=0)
+    record = fit_seal(split, hops=1, channels=16, layers=2, batch_pairs=64,
+                      config=TrainConfig(epochs=15, lr=0.01, weight_decay=0.0, patience=15,
+                                         progress=False, optimizer="adam"))
+    assert record["test"]["rocauc"] > 0.75
+    assert record["model"] == "seal" and record["labels"] == "drnl" and record["hops"] == 1
