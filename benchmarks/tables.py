@@ -1564,6 +1564,40 @@ def heterophilous_pyg_table(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def link_pairs_large_table(data: dict) -> str:
+    """Pair encodings of a million query pairs on ogbn-arxiv's graph, one thread (from
+    ``benchmarks/link_pairs_large.py``): each encoding's median and spread over the rounds,
+    CPU seconds, peak memory, and the ratio to the scipy reference at its pair count."""
+    setup = data["setup"]
+    if not data["rows"]:
+        return f"`{setup['command']}`: skipped ({setup['skipped']}).\n"
+    check = setup["ppr_check"]
+    load = ", ".join(f"{x:.1f}" for x in setup["load_average_start"])
+    lines = [f"`{setup['command']}` (ogbn-arxiv's graph: {setup['nodes']:,} nodes, "
+             f"{setup['undirected_edges']:,} edges; {setup['pairs']:,} pairs, half edges and "
+             f"half non-edges; one thread; median (min - max) of {data['rows'][0]['rounds']} "
+             f"rounds on a {setup['cpu_count']}-core machine shared with other benchmark jobs, "
+             f"load average {load} at the start; each call includes reading the graph into a "
+             f"CSR, {setup['graph_to_csr_s']:.2f} s):", "",
+             "| encoding | s (min - max) | CPU s | peak memory (MB) | scipy reference s | "
+             "compiled s | scipy / compiled |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in data["rows"]:
+        if "speedup" in r:
+            at = f" at {r['reference_pairs']:,} pairs"
+            ref = (f"{r['reference_s']:.2f}{at} | {r['compiled_s']:.2f}{at} | "
+                   f"{r['speedup']:.0f}x")
+        else:
+            ref = "- | - | -"
+        lines.append(f"| {r['label']} | {r['wall_s']:.2f} ({r['wall_min_s']:.2f} - "
+                     f"{r['wall_max_s']:.2f}) | {r['cpu_s']:.2f} | {r['peak_rss_rise_mb']:.0f} "
+                     f"| {ref} |")
+    lines += ["", f"Distances and scores equal the scipy reference's; the PageRank of "
+              f"{check['pairs_checked']} pairs is within the push's bound of power iteration's "
+              f"({'yes' if check['within_bound'] else 'no'}: at most "
+              f"{check['max_error_over_bound']:.2f} of the bound)."]
+    return "\n".join(lines) + "\n"
+
+
 def seal_labeling_table(data: dict) -> str:
     """SEAL's enclosing subgraphs with DRNL labels, graphpe against PyG's SEAL example's
     Python path (from ``benchmarks/seal_labeling.py``): medians and spreads, the ratio."""
@@ -1640,6 +1674,7 @@ TABLES = {
     "pairwise": ("benchmarks/results/pairwise.json", pairwise_table),
     "pairwise_large": ("benchmarks/results/pairwise_large.json", pairwise_large_table),
     "seal_labeling": ("benchmarks/results/seal_labeling.json", seal_labeling_table),
+    "link_pairs_large": ("benchmarks/results/link_pairs_large.json", link_pairs_large_table),
     "link_planetoid": ("benchmarks/results/link_planetoid.json", link_planetoid_table),
     "sparse_eigen": ("benchmarks/results/sparse_eigen.json", sparse_eigen_table),
     "papers_lcp": ("benchmarks/results/papers_lcp.json", papers_lcp_table),

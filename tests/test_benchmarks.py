@@ -550,8 +550,10 @@ def test_rwse_estimator_benchmark_runs(tmp_path, monkeypatch):
     assert "no " in data["skipped"]["arxiv"]
     rows = data["rows"]
     assert [(r["estimator"], r["walks"]) for r in rows] == [
-        ("collision", 8), ("collision", 16), ("indicator", 8), ("indicator", 16)] * 3
+        ("collision", 8), ("collision", 16), ("indicator", 8), ("indicator", 16)] * 4
     assert all(0 <= r["within_3se"] <= r["within_4se"] <= 1 for r in rows)
+    assert all(r["target_within_4se"] == 0.99 and r["within_4se_lower"] <= r["within_4se"]
+               and r["meets_target"] == (r["within_4se"] >= 0.99) for r in rows)
     table = _tables().rwse_estimator_table(data)
     assert "seconds (8 / 16 walks)" in table and "| indicator |" in table
     assert "Skipped arxiv: ogbn-arxiv: no " in table
@@ -1029,3 +1031,24 @@ def test_link_benchmarks_run_on_cora(tmp_path, monkeypatch):
     assert json.loads(out.read_text())["rows"] == result["rows"]
     table = _tables().link_planetoid_table(result)
     assert "| Cora | gcn | rwse | yes | 2 |" in table and "GAE" in table
+
+
+def test_link_pairs_large_runs_on_a_graph_the_test_writes(tmp_path, monkeypatch):
+    """benchmarks/link_pairs_large.py on a small scipy CSR in GraphSAINT's layout: every
+    encoding timed, the scipy reference beside it, PageRank checked against power iteration;
+    its table."""
+    import networkx as nx
+    import scipy.sparse as sp
+
+    graph = tmp_path / "adj_full.npz"
+    sp.save_npz(graph, sp.csr_matrix(nx.to_scipy_sparse_array(
+        nx.barabasi_albert_graph(400, 3, seed=0))))
+    out = tmp_path / "l.json"
+    _run_script("link_pairs_large", ["--graph", str(graph), "--pairs", "2000",
+                                     "--reference-pairs", "500", "--rounds", "1",
+                                     "--check-ppr", "2", "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    assert len(data["rows"]) >= 5 and data["setup"]["ppr_check"]["within_bound"]
+    assert all(r["speedup"] > 0 for r in data["rows"] if "speedup" in r)
+    table = _tables().link_pairs_large_table(data)
+    assert "| encoding | s (min - max) |" in table

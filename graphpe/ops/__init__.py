@@ -28,7 +28,7 @@ from graphpe.ops.graph import (
     validate_graph,
 )
 from graphpe.ops.labeling import enclosing_subgraphs
-from graphpe.ops.link import pair_distances, pair_neighbourhood_scores, without_pairs
+from graphpe.ops.link import pair_distances, pair_neighbourhood_scores, pair_ppr, without_pairs
 from graphpe.ops.plan import DEFAULT_PLAN, ExecPlan
 from graphpe.ops.propagate import (
     normalize_per_graph,
@@ -60,6 +60,7 @@ __all__ = [
     "orthonormalize",
     "pair_distances",
     "pair_neighbourhood_scores",
+    "pair_ppr",
     "propagate",
     "propagation_operator",
     "degree",
