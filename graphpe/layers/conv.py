@@ -443,8 +443,8 @@ def gcn_conv(conv: nn.Module, h: Tensor, edge_index: Tensor) -> Tensor:
     (self loops, symmetric, no ``improved``, not ``cached``, with bias), on a graph of at
     least :data:`GCN_OPERATOR_MIN_EDGES` edges as ``S (h W) + b`` with its operator ``S``
     (:func:`graphpe.ops.spmm.gcn_operator`, built once per ``edge_index`` tensor); the same
-    maths, to rounding. Other convolutions and settings, half precision and sparse
-    ``edge_index`` go through ``conv`` itself."""
+    maths, to rounding. PyG's ``SAGEConv`` goes to :func:`sage_conv`; other convolutions and
+    settings, half precision and sparse ``edge_index`` go through ``conv`` itself."""
     covered = (isinstance(edge_index, Tensor) and not edge_index.is_sparse
                and edge_index.size(-1) >= GCN_OPERATOR_MIN_EDGES
                and h.dtype in (torch.float32, torch.float64)
@@ -454,6 +454,25 @@ def gcn_conv(conv: nn.Module, h: Tensor, edge_index: Tensor) -> Tensor:
                and getattr(conv, "bias", None) is not None and conv.__class__.__name__
                == "GCNConv")
     if not covered:
-        return conv(h, edge_index)
+        return sage_conv(conv, h, edge_index)
     operator, transpose = _cached_gcn_operator(edge_index, h.size(0), h.dtype)
     return operator_product(operator, transpose, conv.lin(h)) + conv.bias
+
+
+def sage_conv(conv: nn.Module, h: Tensor, edge_index: Tensor) -> Tensor:
+    """``conv(h, edge_index)`` for PyG's ``SAGEConv`` ``conv`` with mean aggregation, a root
+    weight and neither ``normalize`` nor ``project``, on a graph of at least
+    :data:`GCN_OPERATOR_MIN_EDGES` edges as ``W_l (M h) + b + W_r h`` with the mean operator
+    ``M`` (:func:`graphpe.ops.spmm.mean_operator`, built once per ``edge_index`` tensor, as
+    PyG's cached CSR ``adj_t`` path reads it); the same maths, to rounding. Anything else goes
+    through ``conv`` itself."""
+    covered = (conv.__class__.__name__ == "SAGEConv" and isinstance(edge_index, Tensor)
+               and not edge_index.is_sparse and edge_index.size(-1) >= GCN_OPERATOR_MIN_EDGES
+               and h.dtype in (torch.float32, torch.float64)
+               and not torch.is_autocast_enabled(h.device.type)
+               and getattr(conv, "aggr", None) == "mean" and getattr(conv, "root_weight", False)
+               and not getattr(conv, "normalize", True) and not getattr(conv, "project", True))
+    if not covered:
+        return conv(h, edge_index)
+    operator, transpose = _cached_gcn_operator(edge_index, h.size(0), h.dtype, "mean")
+    return conv.lin_l(operator_product(operator, transpose, h)) + conv.lin_r(h)

@@ -333,3 +333,41 @@ def test_gcn_conv_by_its_operator_equals_pygs_gcnconv(monkeypatch):
     assert conv_module._cached_gcn_operator(edge_index, n, torch.float32) is not first
     torch.testing.assert_close(conv_module.gcn_conv(conv, x, edge_index), conv(x, edge_index),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_sage_conv_by_the_mean_operator_equals_pygs_sageconv(monkeypatch):
+    """graphpe.layers.conv.sage_conv (also reached through gcn_conv): W_l (M h) + b + W_r h
+    with the mean operator, values and gradients equal to SAGEConv's message passing on a
+    directed graph with duplicate edges, self loops and nodes without in-edges; a SAGEConv
+    with other settings goes through the module."""
+    from torch_geometric.nn import SAGEConv
+
+    from graphpe.layers import conv as conv_module
+
+    monkeypatch.setattr(conv_module, "GCN_OPERATOR_MIN_EDGES", 0)
+    monkeypatch.setattr(conv_module, "_gcn_operators", type(conv_module._gcn_operators)())
+    torch.manual_seed(0)
+    n = 60
+    edge_index = torch.randint(0, n - 5, (2, 300))  # the last five nodes get no messages
+    edge_index = torch.cat([edge_index, edge_index[:, :20], torch.arange(5).repeat(2, 1)], 1)
+    conv = SAGEConv(8, 6)
+    x = torch.randn(n, 8, requires_grad=True)
+    grad = torch.randn(n, 6)
+    results = []
+    for function in (conv, lambda h, e: conv_module.sage_conv(conv, h, e),
+                     lambda h, e: conv_module.gcn_conv(conv, h, e)):
+        x.grad = None
+        conv.zero_grad()
+        out = function(x, edge_index)
+        out.backward(grad)
+        results.append((out.detach(), x.grad.clone(), conv.lin_l.weight.grad.clone(),
+                        conv.lin_l.bias.grad.clone(), conv.lin_r.weight.grad.clone()))
+    for got in results[1:]:
+        for want, value in zip(results[0], got, strict=True):
+            torch.testing.assert_close(value, want, rtol=1e-5, atol=1e-5)
+    assert len(conv_module._gcn_operators) == 1
+    other = SAGEConv(8, 6, aggr="max")
+    calls = []
+    monkeypatch.setattr(other, "forward", lambda h, e: calls.append(1) or h[:, :6])
+    conv_module.sage_conv(other, x, edge_index)
+    assert calls == [1]
