@@ -15,7 +15,7 @@ from torch_geometric.data import Batch, Data
 from graphpe.ops.spectral import check_times, electrostatic_encoding, heat_kernel_diagonals
 from graphpe.ops.walk import heat_kernels
 from tests.conftest import graph_families, nx_to_data
-from tests.ops.walk.test_pairwise import raw_graph
+from tests.ops.walk.test_pairs import raw_graph
 
 TIMES = (0.0, 0.3, 1.0, 2.5, 7.0)
 
