@@ -110,8 +110,9 @@ class SEAL(nn.Module):
     (:func:`graphpe.ops.labeling.enclosing_subgraphs`): every node starts from the embedding
     of its label (DRNL; DE's two distances embedded and summed) plus a linear map of its
     features where ``node_dim`` is given; ``num_layers`` GIN layers
-    ``h' = MLP((1 + \epsilon) h + \sum_{j \to i} h_j)``; the score reads the two targets and
-    the whole subgraph, every layer's states concatenated (as PyG's SEAL example's readout):
+    :math:`h' = \mathrm{MLP}\big((1 + \epsilon) h + \sum_{j \to i} h_j\big)`; the score
+    reads the two targets and the whole subgraph, every layer's states concatenated (as PyG's
+    SEAL example's readout):
 
     .. math:: s(u, v) = \mathrm{MLP}\big([\, h_u \odot h_v \;\|\; \textstyle\sum_x h_x \,]\big)
 
