@@ -1539,9 +1539,9 @@ def heterophilous_published_table(data: dict) -> str:
 def heterophilous_pyg_table(data: dict) -> str:
     """graphpe's Polynormer / SGFormer against PyG's on a heterophilous set
     (``benchmarks/heterophilous_pyg.py``): test ROC-AUC (%) over the splits on each side, the
-    paired difference with its standard error, and the training step's median seconds measured
-    in turn in one process: PyG as its examples call it (``edge_index``), PyG's cached CSR
-    path, graphpe, and PyG's faster path over graphpe's."""
+    paired difference with its standard error, and the training step's median seconds (min -
+    max over the rounds) measured in turn in one process: PyG as its examples call it
+    (``edge_index``), PyG's cached CSR path, graphpe, and PyG's faster path over graphpe's."""
     lines = ["| dataset, model | budget | PyG | graphpe | graphpe - PyG | within 2 SE "
              "| s / step PyG edge_index | s / step PyG cached CSR | s / step graphpe "
              "| PyG's faster / graphpe |",
@@ -1549,7 +1549,8 @@ def heterophilous_pyg_table(data: dict) -> str:
     for key, entry in data.items():
         st, summ = entry["settings"], entry.get("summary", {})
         budget = (f"{st['channels']} ch, {st['layers']} layers, lr {st['lr']:g}, "
-                  f"{st['epochs']} epochs")
+                  f"{st['epochs']} epochs" if summ else
+                  f"{st['channels']} ch, {st['layers']} layers (step timing only)")
         sides = [_percent(summ[lib]["test_mean"], summ[lib]["test_std"])
                  + f" ({summ[lib]['runs']})" if lib in summ else "" for lib in ("pyg", "graphpe")]
         diff = summ.get("difference")
@@ -1557,7 +1558,8 @@ def heterophilous_pyg_table(data: dict) -> str:
         within = "" if diff is None else ("yes" if diff["within_two_se"] else "no")
         timing = entry.get("timing")
         times = ["", "", "", ""] if timing is None else [
-            *(f"{timing['median'][k]:.3f}" for k in ("pyg", "pyg_cached_csr", "graphpe")),
+            *(f"{timing['median'][k]:.3f} ({timing['spread'][k][0]:.3f} - "
+              f"{timing['spread'][k][1]:.3f})" for k in ("pyg", "pyg_cached_csr", "graphpe")),
             f"{timing['pyg_over_graphpe']:.2f}x"]
         lines.append(f"| {key} | {budget} | {sides[0]} | {sides[1]} | {diff_cell} | {within} | "
                      + " | ".join(times) + " |")
