@@ -55,15 +55,24 @@ def _operator_pair(src: Tensor, dst: Tensor, weight: Tensor,
         return forward.coalesce().to_sparse_csr(), backward.coalesce().to_sparse_csr()
 
 
+def _sparse_dense(operator: Tensor, x: Tensor) -> Tensor:
+    """``operator @ x``; on the CPU by ``torch.sparse.mm(..., "sum")``, whose CSR kernel (the
+    one PyG's ``spmm`` calls) is about a third faster than ``@``'s on large graphs, the same
+    sums to rounding."""
+    if operator.device.type == "cpu" and operator.layout == torch.sparse_csr:
+        return torch.sparse.mm(operator, x, "sum")
+    return operator @ x
+
+
 class _OperatorProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, operator: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
         ctx.transpose = transpose
-        return operator @ x
+        return _sparse_dense(operator, x)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[None, None, Tensor]:
-        return None, None, ctx.transpose @ grad
+        return None, None, _sparse_dense(ctx.transpose, grad.contiguous())
 
 
 def operator_product(operator: Tensor, transpose: Tensor, x: Tensor) -> Tensor:
