@@ -63,6 +63,30 @@ def scored(model: LinkPredictor, graph: Data, part: dict[str, Any]) -> dict[str,
     return link_metrics(logits[labels == 1], logits[labels == 0])
 
 
+class BestEpoch:
+    """The epoch of the best validation metric so far, its model state, and early stopping
+    after ``patience`` epochs without a better one."""
+
+    def __init__(self, patience: int) -> None:
+        self.patience, self.waited = patience, 0
+        self.epoch, self.val, self.state = 0, {SELECT_BY: -1.0}, None
+
+    def update(self, epoch: int, val: dict[str, float], net: torch.nn.Module) -> bool:
+        """Record ``epoch``'s validation metrics; True when training should stop."""
+        if val[SELECT_BY] > self.val[SELECT_BY]:
+            self.epoch, self.val, self.waited = epoch, val, 0
+            self.state = copy.deepcopy(net.state_dict())
+            return False
+        self.waited += 1
+        return self.waited >= self.patience
+
+
+def config_record(config: TrainConfig) -> dict[str, Any]:
+    """The settings of ``config`` a link run reads, for its record."""
+    return {k: getattr(config, k) for k in ("epochs", "lr", "weight_decay", "optimizer",
+                                            "patience", "seed")}
+
+
 def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int = 64,
              layers: int = 2, max_dist: int | None = 3, decoder: str = "mlp",
              config: TrainConfig | None = None, **model_kwargs: Any) -> dict[str, Any]:
@@ -93,7 +117,7 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
     pair_dim = 0 if max_dist is None else max_dist + 5
     net = build_link_model(model_config, pair_dim, decoder)
     opt = make_optimizer(net, config.lr, config.weight_decay, config.optimizer)
-    best, best_state, waited = {"val": {SELECT_BY: -1.0}}, None, 0
+    best = BestEpoch(config.patience)
     start = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} links", unit="epoch",
                disable=not config.progress)
@@ -101,25 +125,19 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
         loss = train_epoch(net, opt, split, graphs["train"], train_features, max_dist)
         val = scored(net, graphs["val"], parts["val"])
         bar.set_postfix(loss=f"{loss:.4f}", val=f"{val[SELECT_BY]:.4f}")
-        if val[SELECT_BY] > best["val"][SELECT_BY]:
-            best, best_state, waited = {"epoch": epoch, "val": val, "loss": loss}, \
-                copy.deepcopy(net.state_dict()), 0
-        else:
-            waited += 1
-            if waited >= config.patience:
-                break
+        if best.update(epoch, val, net):
+            break
     seconds = time.perf_counter() - start
-    net.load_state_dict(best_state)
+    net.load_state_dict(best.state)
     return {"dataset": split.name, "split_seed": split.seed, "model": model,
             "pe": [s.to_dict() for s in specs], "pair_features": max_dist is not None,
-            "max_dist": max_dist, "decoder": decoder, "best_epoch": best["epoch"],
+            "max_dist": max_dist, "decoder": decoder, "best_epoch": best.epoch,
             "epochs_run": epoch,
-            "val": best["val"], "test": scored(net, graphs["test"], parts["test"]),
+            "val": best.val, "test": scored(net, graphs["test"], parts["test"]),
             "train_seconds": seconds, "seconds_per_epoch": seconds / epoch,
             "pe_seconds": pe_seconds, "params": sum(p.numel() for p in net.parameters()),
             "model_config": {**model_config, "pair_dim": pair_dim},
-            "config": {k: getattr(config, k) for k in ("epochs", "lr", "weight_decay",
-                                                       "optimizer", "patience", "seed")},
+            "config": config_record(config),
             "versions": versions()}
 
 
@@ -187,7 +205,7 @@ def fit_seal(split: LinkSplit, hops: int = 2, labels: str = "drnl", channels: in
             logits = seal_logits(net, x, graphs[part], n, pairs, settings).numpy()
         return link_metrics(logits[truth.numpy() == 1], logits[truth.numpy() == 0])
 
-    best, best_state, waited = {"val": {SELECT_BY: -1.0}}, None, 0
+    best = BestEpoch(config.patience)
     start = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} SEAL", unit="epoch",
                disable=not config.progress)
@@ -208,22 +226,16 @@ def fit_seal(split: LinkSplit, hops: int = 2, labels: str = "drnl", channels: in
             opt.step()
         val = evaluate("val")
         bar.set_postfix(val=f"{val[SELECT_BY]:.4f}")
-        if val[SELECT_BY] > best["val"][SELECT_BY]:
-            best, best_state, waited = {"epoch": epoch, "val": val}, \
-                copy.deepcopy(net.state_dict()), 0
-        else:
-            waited += 1
-            if waited >= config.patience:
-                break
+        if best.update(epoch, val, net):
+            break
     seconds = time.perf_counter() - start
-    net.load_state_dict(best_state)
+    net.load_state_dict(best.state)
     return {"dataset": split.name, "split_seed": split.seed, "model": "seal", "pe": [],
-            "labels": labels, "hops": hops, "pair_features": False, "best_epoch": best["epoch"],
-            "epochs_run": epoch, "val": best["val"], "test": evaluate("test"),
+            "labels": labels, "hops": hops, "pair_features": False, "best_epoch": best.epoch,
+            "epochs_run": epoch, "val": best.val, "test": evaluate("test"),
             "train_seconds": seconds, "seconds_per_epoch": seconds / epoch, "pe_seconds": 0.0,
             "params": sum(p.numel() for p in net.parameters()),
             "model_config": {"model": "seal", "channels": channels, "layers": layers,
                              "dropout": dropout, **settings},
-            "config": {k: getattr(config, k) for k in ("epochs", "lr", "weight_decay",
-                                                       "optimizer", "patience", "seed")},
+            "config": config_record(config),
             "versions": versions()}
