@@ -69,6 +69,29 @@ def parse_splits(text: str | None, splits: int, name: str) -> list[int]:
     return chosen
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSet:
+    """Which runs a cell trains: ``dataset`` read from ``root`` (``download``: fetch it where
+    absent) on its fixed ``splits`` (``"all"``, ``"0,3,7"``) or from ``seeds`` seeds on its one
+    split (at most one of the two; neither: one run on split 0)."""
+
+    dataset: str
+    root: str | Path
+    splits: str | None = None
+    seeds: int | None = None
+    download: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelShape:
+    """The size and options every model of a grid is built with: ``channels`` wide,
+    ``layers`` deep, ``options`` the model flags (:func:`graphpe.train.run`'s keywords)."""
+
+    channels: int = 64
+    layers: int = 4
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
 def run_ids(bundle: DatasetBundle, splits: str | None, seeds: int | None) -> list[tuple[int, int]]:
     """The runs ``(split, seed offset)`` of ``--splits`` or ``--seeds`` on ``bundle`` (at most
     one of the two; neither: one run)."""
@@ -86,21 +109,20 @@ def run_name(split: int, seed: int, by_seed: bool) -> str:
     return f"seed{seed}" if by_seed else f"split{split}"
 
 
-def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: int,
-               layers: int, config: Any, model_options: dict[str, Any], runs_dir: str | Path,
-               splits: str | None = None, seeds: int | None = None, download: bool = False,
+def train_runs(runs: RunSet, model: str, pe: Any, shape: ModelShape, config: Any,
+               runs_dir: str | Path,
                report: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """Trains ``model`` with ``pe`` on every run of ``splits`` / ``seeds`` (see the module
+    """Trains ``model`` of ``shape`` with ``pe`` on every run of ``runs`` (see the module
     docstring), each record in ``runs_dir``; returns the records in run order. Runs whose
     record exists are read back (their settings must equal these: else a ``ValueError``)."""
     from graphpe.train import run
 
     runs_dir = Path(runs_dir)
-    settings = run_settings(channels, layers, model_options, config)
+    settings = run_settings(shape, config)
     defaults = _config_defaults(config)
-    first = load_dataset(dataset, root, seed=config.seed, download=download)
-    ids = run_ids(first, splits, seeds)
-    by_seed = seeds is not None
+    first = load_dataset(runs.dataset, runs.root, seed=config.seed, download=runs.download)
+    ids = run_ids(first, runs.splits, runs.seeds)
+    by_seed = runs.seeds is not None
     records = []
     for split, offset in ids:
         name = run_name(split, offset, by_seed)
@@ -115,14 +137,14 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
                 report(f"{name}: done before ({record['metric']} {record['test']:.4f})")
             continue
         bundle = first if (split, seed) == (0, config.seed) else load_dataset(
-            dataset, root, seed=seed, fold=split, download=download)
+            runs.dataset, runs.root, seed=seed, fold=split, download=runs.download)
         state = runs_dir / "state" / f"{name}.pt"
         resume = Path(f"{state}.state")
         run_config = dataclasses.replace(
             config, seed=seed, results=None, checkpoint=str(state),
             resume=str(resume) if resume.exists() else None)
-        record = run(bundle, pe, model=model, channels=channels, layers=layers,
-                     config=run_config, **model_options)
+        record = run(bundle, pe, model=model, channels=shape.channels, layers=shape.layers,
+                     config=run_config, **shape.options)
         if record.get("interrupted_after_epoch") is not None:  # not done: its state resumes
             raise KeyboardInterrupt
         record.update(model=model, pe=_pe_label(pe), split=split, seed=seed, run=name,
@@ -139,13 +161,12 @@ def train_runs(dataset: str, root: str | Path, pe: Any, model: str, channels: in
     return records
 
 
-def run_settings(channels: int, layers: int, model_options: dict[str, Any],
-                 config: Any) -> dict[str, Any]:
+def run_settings(shape: ModelShape, config: Any) -> dict[str, Any]:
     """What a run's record keeps of its settings (as JSON values), to check a record read
     back against: the model's sizes and options, the training settings that change what it
     computes."""
     return json.loads(json.dumps(
-        {"channels": channels, "layers": layers, "options": model_options,
+        {"channels": shape.channels, "layers": shape.layers, "options": dict(shape.options),
          "config": _computing(config)}, default=str))
 
 
@@ -334,24 +355,22 @@ def cell_dir(out: Path, model: str, pe: str) -> Path:
     return out / "runs" / model / re.sub(r"[^A-Za-z0-9_.=+-]+", "_", pe)
 
 
-def compare(dataset: str, root: str | Path, models: Sequence[str], pes: Sequence[str],
-            config: Any, out: str | Path, channels: int = 64, layers: int = 4,
-            model_options: dict[str, Any] | None = None, splits: str | None = None,
-            seeds: int | None = None, download: bool = False,
+def compare(runs: RunSet, models: Sequence[str], pes: Sequence[str], shape: ModelShape,
+            config: Any, out: str | Path,
             report: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Runs every cell (each of ``models`` with each of ``pes``, see the module docstring)
-    on the runs of ``splits`` / ``seeds``, resumably under ``out``; writes ``out/compare.json``
-    (the summaries and the table's rows), ``out/compare.md`` and ``out/compare.png`` (where
-    matplotlib is installed) and returns the JSON's content. The cells of earlier grids under
-    ``out`` trained with the same settings stay in the table (:func:`earlier_cells`), so a
-    grid grows by running it again with more models or encodings."""
+    on ``runs``, resumably under ``out``; writes ``out/compare.json`` (the summaries and the
+    table's rows), ``out/compare.md`` and ``out/compare.png`` (where matplotlib is installed)
+    and returns the JSON's content. The cells of earlier grids under ``out`` trained with the
+    same settings stay in the table (:func:`earlier_cells`), so a grid grows by running it
+    again with more models or encodings."""
     out = Path(out)
     if not models or not pes:
         raise ValueError("compare needs at least one model and one encoding set ('none' "
                          "for none)")
     asked = {(model, _pe_label(pe.replace("+", ","))) for model in models for pe in pes}
-    earlier = earlier_cells(out, dataset, run_settings(channels, layers, dict(
-        model_options or {}), config), _config_defaults(config))
+    earlier = earlier_cells(out, runs.dataset, run_settings(shape, config),
+                            _config_defaults(config))
     cells: dict[tuple[str, str], dict[str, Any]] = {
         key: summary for key, summary in earlier.items() if key not in asked}
     for model in models:
@@ -359,15 +378,12 @@ def compare(dataset: str, root: str | Path, models: Sequence[str], pes: Sequence
             label = _pe_label(pe.replace("+", ","))
             if report:
                 report(f"{model} with {label}")
-            records = train_runs(dataset, root, label.replace("+", ",") if label != "none"
-                                 else "none", model, channels, layers, config,
-                                 dict(model_options or {}), cell_dir(out, model, label),
-                                 splits=splits, seeds=seeds, download=download,
+            records = train_runs(runs, model, label.replace("+", ",") if label != "none"
+                                 else "none", shape, config, cell_dir(out, model, label),
                                  report=(lambda line: report(f"  {line}")) if report else None)
             cells[(model, label)] = summarize(records)
-            write_compare(out, dataset, cells, config, channels, layers, splits, seeds)
-    return write_compare(out, dataset, cells, config, channels, layers, splits, seeds,
-                         plot=True)
+            write_compare(out, runs, cells, config, shape)
+    return write_compare(out, runs, cells, config, shape, plot=True)
 
 
 def _row_order(out: Path, cells: dict[tuple[str, str], Any]) -> Callable[[Any], tuple]:
@@ -384,19 +400,19 @@ def _row_order(out: Path, cells: dict[tuple[str, str], Any]) -> Callable[[Any], 
     return lambda item: (model_rank[item[0][0]], item[0][1] != "none", rank[item[0]])
 
 
-def write_compare(out: Path, dataset: str, cells: dict[tuple[str, str], dict[str, Any]],
-                  config: Any, channels: int, layers: int, splits: str | None,
-                  seeds: int | None, plot: bool = False) -> dict[str, Any]:
+def write_compare(out: Path, runs: RunSet, cells: dict[tuple[str, str], dict[str, Any]],
+                  config: Any, shape: ModelShape, plot: bool = False) -> dict[str, Any]:
     """The grid so far as ``compare.json`` and ``compare.md`` (and with ``plot`` the figure):
     one row per cell, in the order of the table already there, new cells after it, each
     model's cells together, ``none`` first."""
     rows = compare_table(dict(sorted(cells.items(), key=_row_order(out, cells))))
-    result = {"dataset": dataset, "splits": splits, "seeds": seeds, "channels": channels,
-              "layers": layers, "config": dataclasses.asdict(config),
+    result = {"dataset": runs.dataset, "splits": runs.splits, "seeds": runs.seeds,
+              "channels": shape.channels, "layers": shape.layers,
+              "config": dataclasses.asdict(config),
               "significant_se": SIGNIFICANT_SE, "rows": rows}
     out.mkdir(parents=True, exist_ok=True)
     (out / "compare.json").write_text(json.dumps(result, indent=1, default=str))
     (out / "compare.md").write_text(markdown_table(rows))
     if plot and rows:
-        result["plot"] = plot_cost(rows, out / "compare.png", dataset)
+        result["plot"] = plot_cost(rows, out / "compare.png", runs.dataset)
     return result

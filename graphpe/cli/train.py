@@ -217,15 +217,15 @@ def splits_folder(args: argparse.Namespace) -> str:
 def run_train_splits(args: argparse.Namespace) -> None:
     """``graphpe train --splits``: one run per split, then the mean ± std over them, printed
     and written to ``--results``."""
-    from graphpe.compare import summarize, train_runs
+    from graphpe.compare import ModelShape, RunSet, summarize, train_runs
 
     if args.checkpoint or args.resume:
         raise ValueError("--splits keeps each split's state itself (a stopped run resumes "
                          "when run again); --checkpoint and --resume apply to one run")
     folder = splits_folder(args)
-    records = train_runs(args.dataset, args.root, args.pe, args.model, args.channels,
-                         args.layers, train_config(args), model_options(args), folder,
-                         splits=args.splits, download=args.download,
+    runs = RunSet(args.dataset, args.root, splits=args.splits, download=args.download)
+    shape = ModelShape(args.channels, args.layers, model_options(args))
+    records = train_runs(runs, args.model, args.pe, shape, train_config(args), folder,
                          report=lambda line: print(line, flush=True))
     summary = summarize(records)
     result = {"dataset": args.dataset, "model": args.model, "pe": args.pe,
@@ -266,7 +266,7 @@ def model_list(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 def run_compare(args: argparse.Namespace) -> None:
     """``graphpe compare``: the grid of :func:`graphpe.compare.compare`, then its table."""
-    from graphpe.compare import compare
+    from graphpe.compare import ModelShape, RunSet, compare
 
     if args.checkpoint or args.resume or args.results:
         raise ValueError("compare keeps every run's record and state under --out; "
@@ -281,11 +281,11 @@ def run_compare(args: argparse.Namespace) -> None:
     if any(o != shared for o in options.values()):
         raise ValueError("the grid's models take different flags (e.g. --heads); run them "
                          "in separate grids with the same --out")
-    result = compare(args.dataset, args.root, args.model, args.pe.split(","),
-                     train_config(args), args.out, channels=args.channels,
-                     layers=args.layers, model_options=shared, splits=args.splits,
-                     seeds=args.seeds, download=args.download,
-                     report=lambda line: print(line, flush=True))
+    runs = RunSet(args.dataset, args.root, splits=args.splits, seeds=args.seeds,
+                  download=args.download)
+    result = compare(runs, args.model, args.pe.split(","),
+                     ModelShape(args.channels, args.layers, shared), train_config(args),
+                     args.out, report=lambda line: print(line, flush=True))
     from pathlib import Path
 
     print(Path(args.out, "compare.md").read_text(), end="")
