@@ -25,8 +25,9 @@ its file, read from there on later runs:
   machines), read in place.
 
 ``--synthetic`` runs graphpe's stand-ins instead (``graphpe.synthetic``): ``road_like_graph
-(25000)``, ``social_like_graph(80000)``, ``coauthor_like_graph(19000)`` (sizes times
-``--synthetic-scale``).
+(25000)``, ``social_like_graph(80000)``, ``coauthor_like_graph(19000)`` and a hub-heavy,
+one-component ``social_like_graph(89250)`` of Flickr's size and largest degree (``photo``;
+sizes times ``--synthetic-scale``).
 
 What is measured per graph, each in its own subprocess (one thread for every library; stopped
 after ``--timeout`` seconds; address space limited to ``--memory-gb``), timing the call alone
@@ -119,9 +120,12 @@ DEFAULT_SOLVERS = "auto,lanczos,shift_invert,chebyshev"
 BEST_SOLVER_FACTOR = 3.0
 CITATION_SPEEDUP = 2.0
 SYNTHETIC = {
-    "road": ("road network (synthetic)", "road_like_graph", 25_000),
-    "social": ("social (synthetic)", "social_like_graph", 80_000),
-    "coauthor": ("co-authorship (synthetic)", "coauthor_like_graph", 19_000),
+    "road": ("road network (synthetic)", "road_like_graph", 25_000, {}),
+    "social": ("social (synthetic)", "social_like_graph", 80_000, {}),
+    "coauthor": ("co-authorship (synthetic)", "coauthor_like_graph", 19_000, {}),
+    # Flickr's size, one component and hubs of its degree (about 5,200; Flickr's 5,425)
+    "photo": ("photo sharing, hub-heavy (synthetic)", "social_like_graph", 89_250,
+              {"mean_degree": 10.1, "max_weight": 3_000, "connected": True}),
 }
 
 
@@ -190,8 +194,8 @@ def load_real(name: str, data: Path) -> tuple[np.ndarray, int] | str:
 def load_synthetic(name: str, scale: float) -> tuple[np.ndarray, int]:
     import graphpe.synthetic as synthetic
 
-    _, maker, size = SYNTHETIC[name]
-    g = getattr(synthetic, maker)(max(int(size * scale), 20))
+    _, maker, size, options = SYNTHETIC[name]
+    g = getattr(synthetic, maker)(max(int(size * scale), 20), **options)
     return simple_edges(g.edge_index.t().numpy(), int(g.num_nodes))
 
 
@@ -664,7 +668,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             if args.synthetic:
-                kind, maker, size = SYNTHETIC[name]
+                kind, maker, size, _ = SYNTHETIC[name]
                 edges, n = load_synthetic(name, args.synthetic_scale)
                 label = f"{maker}({max(int(size * args.synthetic_scale), 20)})"
             else:

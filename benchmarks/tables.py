@@ -574,6 +574,65 @@ def large_graphs_table(data: dict) -> str:
     return "\n".join(lines)
 
 
+def lappe_vs_pyg_table(data: dict) -> str:
+    """graphpe's default LapPE against PyG's transform, first and second call in fresh
+    processes, rounds in turn, with the eigenvalues against a converged reference (from
+    ``benchmarks/lappe_vs_pyg.py``)."""
+    def seconds(side: dict, key: str) -> str:
+        return f"{side[key]:.2f} s" if key in side else "-"
+
+    def ratio(r: dict | None) -> str:
+        return "-" if r is None else f"{r['median']:.2f}x ({r['low']:.2f}-{r['high']:.2f})"
+
+    def error(side: dict) -> str:
+        e = side.get("eigenvalue_error")
+        return "-" if e is None else f"{e:.1e}"
+
+    def residual(side: dict) -> str:
+        return f"{side['residual']:.1e}" if "residual" in side else "-"
+
+    lines = [
+        f"`{data['command']}` (one thread; {data['rounds']} rounds in turn, each side in a "
+        f"fresh process per round, stopped after {data['timeout']:.0f} s; LapPE k = "
+        f"{data['k']}: graphpe's `LaplacianPE(k={data['k']})` against PyG's "
+        f"`AddLaplacianEigenvectorPE({data['k']}, is_undirected=True)`; medians over the "
+        "rounds, each ratio PyG / graphpe with the lowest and highest round's in brackets; "
+        "eigenvalues: the largest difference of each side's sorted Rayleigh quotients to "
+        "scipy's converged `eigsh(L, 17, which=\"SA\", tol=0)`, beside the smallest gap "
+        "between the reference's eigenvalues; the largest residual `|L v - lambda v|` of "
+        "each side's unit columns; where measured, PyG asked for graphpe's accuracy (float64 "
+        f"edge weights, ARPACK's `tol={data.get('float64_tol', 1e-9):g}`), its second call "
+        "against graphpe's in the first round):",
+        "",
+        "| graph | kind | nodes (measured) | edges | graphpe first call | PyG first call | "
+        "first call, x PyG | graphpe second call | PyG second call | second call, x PyG | "
+        "eigenvalues off (graphpe / PyG) | smallest gap | residual (graphpe / PyG) | x PyG "
+        "at graphpe's accuracy | target |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+        "| ---: | ---: | --- |",
+    ]
+    for r in data["rows"]:
+        ours, pyg = r["graphpe"], r["pyg"]
+        nodes = f"{r['nodes']:,}"
+        if r["components"] > 1:
+            nodes += f" ({r['measured_nodes']:,}: largest of {r['components']:,} components)"
+        gap = r["reference"].get("min_gap")
+        target = "met" if r["met"] else f"**not met** ({r['why']})"
+        graph = r["graph"] + (" \\*" if r.get("carried") else "")
+        lines.append(
+            f"| {graph} | {r['kind']} | {nodes} | {r['measured_edges']:,} | "
+            f"{seconds(ours, 'first_s')} | {seconds(pyg, 'first_s')} | "
+            f"{ratio(r['first_ratio'])} | {seconds(ours, 'second_s')} | "
+            f"{seconds(pyg, 'second_s')} | {ratio(r['second_ratio'])} | {error(ours)} / "
+            f"{error(pyg)} | {'-' if gap is None else f'{gap:.1e}'} | "
+            f"{residual(ours)} / {residual(pyg)} | {ratio(r.get('float64_ratio'))} | "
+            f"{target} |")
+    if any(r.get("carried") for r in data["rows"]):
+        lines += ["", "\\* carried over from an earlier run of the same script "
+                  "(`--keep-other-rows`): the graphs not measured in the last one."]
+    return "\n".join(lines)
+
+
 def rwse_estimator_table(data: dict) -> str:
     """RWSE estimated by random walks: seconds, and the estimates against exact values, per
     graph, estimator and number of walks (from ``benchmarks/rwse_estimator.py``)."""
@@ -1696,6 +1755,7 @@ TABLES = {
     "directed": ("benchmarks/results/directed.json", directed_table),
     "directed_pairs": ("benchmarks/results/directed_pairs.json", directed_pairs_table),
     "large_graphs": ("benchmarks/results/large_graphs.json", large_graphs_table),
+    "lappe_vs_pyg": ("benchmarks/results/lappe_vs_pyg.json", lappe_vs_pyg_table),
     "rwse_estimator": ("benchmarks/results/rwse_estimator.json", rwse_estimator_table),
     "arxiv_encodings": ("benchmarks/results/arxiv_encodings.json", arxiv_encodings_table),
     "arxiv_nodes": ("benchmarks/results/arxiv_nodes.json", arxiv_nodes_table),

@@ -569,7 +569,7 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
                                  "--solvers", "auto,lanczos", "--json", str(out)], monkeypatch)
     data = json.loads(out.read_text())
     rows = data["rows"]
-    assert [r["encoding"] for r in rows] == ["LapPE k=16", "RWSE 16", "LCP (orc)"] * 3
+    assert [r["encoding"] for r in rows] == ["LapPE k=16", "RWSE 16", "LCP (orc)"] * 4
     assert all(isinstance(r["met"], bool) for r in rows)
     for r in rows:
         if r["encoding"].startswith("LapPE"):
@@ -583,7 +583,7 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
                                  "--keep-other-rows", "--json", str(out)], monkeypatch)
     again = json.loads(out.read_text())["rows"]
     assert [r["encoding"] for r in again] == [r["encoding"] for r in rows]
-    assert [bool(r.get("carried")) for r in again] == [False, True, True] * 3
+    assert [bool(r.get("carried")) for r in again] == [False, True, True] * 4
     assert again[1] == {**rows[1], "carried": True}
     data_dir = tmp_path / "cache"
     data_dir.mkdir()
@@ -629,6 +629,49 @@ def test_large_graphs_benchmark_runs(tmp_path, monkeypatch):
     sampled = bench["sampled_landing_probs"](np.array([[0, 1, 2], [1, 2, 0]]), 3,
                                              np.array([0, 2]))
     np.testing.assert_allclose(sampled, np.load(tmp_path / "w.npy")[[0, 2]], atol=1e-15)
+
+
+def test_lappe_vs_pyg_benchmark_runs(tmp_path, monkeypatch):
+    """benchmarks/lappe_vs_pyg.py on two tiny stand-ins in this process: a disconnected graph
+    measured on its largest component, both sides' eigenvalues equal to the converged
+    reference's, the ratios and targets judged, the table generated; one measurement through
+    a fresh subprocess."""
+    out = tmp_path / "l.json"
+    _run_script("lappe_vs_pyg", ["--graphs", "coauthor-like,photo-like", "--scale", "0.01",
+                                 "--rounds", "2", "--inline", "--data", str(tmp_path / "c"),
+                                 "--json", str(out)], monkeypatch)
+    data = json.loads(out.read_text())
+    coauthor, photo = data["rows"]
+    assert coauthor["components"] > 1 and coauthor["measured_nodes"] < coauthor["nodes"]
+    assert photo["components"] == 1 and photo["measured_nodes"] == photo["nodes"]
+    for row in data["rows"]:
+        assert len(row["reference"]["eigenvalues"]) == 16
+        for side in ("graphpe", "pyg"):
+            assert row[side]["finished"] == 2 and row[side]["eigenvalue_error"] < 1e-6
+        ratio = row["first_ratio"]
+        assert ratio["low"] <= ratio["high"] and ratio["median"] > 0
+        assert row["met"] == (row["why"] == "")
+    table = _tables().lappe_vs_pyg_table(data)
+    assert "largest of" in table and table.count("\n| ") == 4  # header, rule, 2 rows
+    bench = runpy.run_path(str(BENCH / "lappe_vs_pyg.py"), run_name="lappe_vs_pyg")
+    ok = {"status": "ok", "first_s": 2.0, "second_s": 1.0}
+    row = {"kind": "citation", "graphpe": {"eigenvalue_error": 1e-9},
+           "first_ratio": bench["ratios"]([{**ok, "first_s": 5.0}], [ok], "first_s"),
+           "second_ratio": bench["ratios"]([{**ok, "second_s": 1.9}], [ok], "second_s")}
+    assert row["first_ratio"] == {"median": 2.5, "low": 2.5, "high": 2.5}
+    assert bench["judge"](row) == (False, "second call 1.90x < 2x")
+    row["graphpe"]["eigenvalue_error"] = 1e-3
+    assert bench["judge"]({**row, "kind": "social"}) == (False, "eigenvalues off by 1.0e-03")
+    graph = tmp_path / "g.npz"
+    import numpy as np
+
+    ring = np.arange(40)
+    np.savez(graph, edges=np.stack([ring, (ring + 1) % 40]), num_nodes=40)
+    result = bench["run_measure"]({"side": "pyg", "graph": str(graph)}, 120.0)
+    assert result["status"] == "ok" and result["first_s"] > 0 and result["residual"] < 1e-5
+    # a ring's Laplacian spectrum: 1 - cos(2 pi j / 40), each twice past 0
+    expected = np.sort(1 - np.cos(2 * np.pi * np.arange(40) / 40))[1:17]
+    np.testing.assert_allclose(result["eigenvalues"], expected, atol=1e-6)
 
 
 def test_regression_compares_medians_and_marks_the_slower_rows():
