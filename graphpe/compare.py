@@ -15,7 +15,8 @@ every cell on the same runs and :func:`compare_table` summarizes them: the mean 
 deviation of the test metric over the runs, the difference to the same model without
 encodings with its standard error (paired over the runs both cells share: the splits are the
 same), a marker where that difference exceeds two standard errors, and the encodings' cost
-(precompute seconds per run, the bytes they add per node, training seconds per epoch).
+(precompute seconds per run, the bytes they add per node, training seconds per epoch: the
+medians over the runs).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import dataclasses
 import json
 import math
 import re
+import statistics
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -243,21 +245,26 @@ def _differences(held: dict, wanted: dict, prefix: str = "") -> dict[str, tuple]
 
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Mean and sample standard deviation of the runs' test and validation metrics, with the
-    per-run values and the mean costs."""
+    per-run values and the median costs (the median: one run slowed by other work on the
+    machine, or paused, does not move it)."""
     tests = [float(r["test"]) for r in records]
     vals = [float(r["val"]) for r in records]
     return {"runs": len(records), "test_mean": _mean(tests), "test_std": _std(tests),
             "val_mean": _mean(vals), "val_std": _std(vals), "test": tests,
             "run_names": [r["run"] for r in records],
-            "pe_seconds": _mean([float(r.get("pe_seconds") or 0.0) for r in records]),
+            "pe_seconds": _median([float(r.get("pe_seconds") or 0.0) for r in records]),
             "pe_bytes_per_node": _mean([float(r.get("pe_bytes_per_node") or 0.0)
                                         for r in records]),
-            "seconds_per_epoch": _mean([float(r["seconds_per_epoch"]) for r in records]),
+            "seconds_per_epoch": _median([float(r["seconds_per_epoch"]) for r in records]),
             "metric": records[0]["metric"] if records else None}
 
 
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else math.nan
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan
 
 
 def _std(values: Sequence[float]) -> float:

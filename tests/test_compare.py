@@ -44,6 +44,11 @@ def test_summary_and_paired_difference():
     other["run_names"] = ["seed7"]
     diff, se = difference(other, base)
     assert se == pytest.approx(math.sqrt(0.02 ** 2 / 3))
+    # the costs are medians: one run paused for minutes does not move them
+    slowed = records([0.80, 0.82, 0.84])
+    slowed[1].update(seconds_per_epoch=5.0, pe_seconds=30.0)
+    assert summarize(slowed)["seconds_per_epoch"] == 0.1
+    assert summarize(slowed)["pe_seconds"] == 0.5
 
 
 def test_parse_splits_and_its_errors():
