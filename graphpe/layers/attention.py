@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from graphpe.layers.common import DeclaredForm
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.dropout import dropout_host, dropout_keys
 from graphpe.ops.host import rows_or_zero, use_host_kernels
@@ -457,7 +458,7 @@ def _attention_core(qkv: Tensor, layout: GraphLayout, heads: int, dropout: float
     return _GraphAttentionCore.apply(qkv, pair_bias, layout, heads, dropout, pair_slots)
 
 
-class MultiheadGraphAttention(nn.Module):
+class MultiheadGraphAttention(DeclaredForm, nn.Module):
     r"""Multi-head softmax attention among the nodes of each graph,
 
     .. math:: \mathrm{out}_i = W_O \big\Vert_{h} \sum_{j \in G(i)}
@@ -483,6 +484,8 @@ class MultiheadGraphAttention(nn.Module):
     reads = ("layout", "pair_bias", "pair_index")
     updates = None
     adds_residual = False
+    #: what the fast paths compute in its place (:class:`~graphpe.layers.common.DeclaredForm`)
+    form = "multihead"
 
     def __init__(self, channels: int, heads: int = 1, dropout: float = 0.0) -> None:
         super().__init__()

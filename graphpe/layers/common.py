@@ -1,9 +1,33 @@
-"""Pieces every encoder and layer of :mod:`graphpe.nn` uses: a plain MLP and the read of a
-precomputed encoding from a batch."""
+"""Pieces every encoder and layer of :mod:`graphpe.nn` uses: a plain MLP, the read of a
+precomputed encoding from a batch, and the declaration of the function a module computes
+(which the fast paths read)."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor, nn
+
+
+class DeclaredForm:
+    """A module that names the function its ``forward`` computes (``form``), so a fast path
+    that computes the same function in its place (:mod:`graphpe.layers.fused`,
+    :class:`graphpe.nn.static.StaticGPS`) chooses by what the module declares, not by its
+    class. A subclass that overrides ``forward`` computes another function: its ``form`` is
+    None (no fast path covers it) unless it declares one itself; a subclass that keeps the
+    forward keeps the form."""
+
+    form: ClassVar[str | None] = None
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "forward" in vars(cls) and "form" not in vars(cls):
+            cls.form = None
+
+
+def form_of(module: object) -> str | None:
+    """The function ``module`` declares it computes (:class:`DeclaredForm`), or None."""
+    return getattr(module, "form", None) if isinstance(module, DeclaredForm) else None
 
 
 def mlp(sizes: list[int], dropout: float = 0.0) -> nn.Sequential:

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from graphpe.layers.common import DeclaredForm
 from graphpe.ops import message
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.graph import index_range
@@ -85,7 +86,7 @@ def gin_aggregate(x: Tensor, edge_index: Tensor, eps: Tensor) -> Tensor:
     return agg + (1 + eps.reshape(())) * x
 
 
-class GINLayer(nn.Module):
+class GINLayer(DeclaredForm, nn.Module):
     r"""GIN (Xu et al., "How Powerful are Graph Neural Networks?", ICLR 2019) and, with edge
     features, GINE (Hu et al., "Strategies for Pre-training Graph Neural Networks", ICLR 2020):
 
@@ -115,6 +116,8 @@ class GINLayer(nn.Module):
     #: residual and dropout left to the layer
     updates = None
     adds_residual = False
+    #: what the fast paths compute in its place (:class:`~graphpe.layers.common.DeclaredForm`)
+    form = "gin"
 
     def __init__(self, mlp: nn.Module, eps: float = 0.0, train_eps: bool = False,
                  edge_features: bool = True) -> None:
@@ -272,7 +275,7 @@ class _GatedAggregate(torch.autograd.Function):
         return grad_xw, grad_ce, grad_bias, grad_gate, None, None
 
 
-class GatedGCNLayer(nn.Module):
+class GatedGCNLayer(DeclaredForm, nn.Module):
     r"""The residual gated graph convolution with edge features (Bresson & Laurent, "Residual
     Gated Graph ConvNets", 2017; with the edge update of Dwivedi et al., "Benchmarking Graph
     Neural Networks", JMLR 2023), as GraphGPS's ``GatedGCNLayer``, the local MPNN of its
@@ -311,6 +314,8 @@ class GatedGCNLayer(nn.Module):
     #: order, and the features returned updated beside the nodes, ``(x', edge_attr')``
     reads = ("edge_index", "edge_attr", "edge_weight")
     updates = "edge_attr"
+    #: what the fast paths compute in its place (:class:`~graphpe.layers.common.DeclaredForm`)
+    form = "gatedgcn"
 
     def __init__(self, channels: int, dropout: float = 0.0, residual: bool = True,
                  update_edges: bool = True) -> None:

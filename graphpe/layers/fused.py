@@ -60,11 +60,11 @@ from torch_geometric.nn.norm import BatchNorm
 
 from graphpe.layers.attention import (
     GraphLayout,
-    MultiheadGraphAttention,
     attention_core_backward,
     attention_core_forward,
 )
-from graphpe.layers.conv import GINLayer, checked_edges
+from graphpe.layers.common import form_of
+from graphpe.layers.conv import checked_edges
 from graphpe.layers.layer_maths import gps_layer
 from graphpe.ops import message
 from graphpe.ops.epilogue import bias_relu_, relu_backward_
@@ -325,12 +325,13 @@ def _module_reason(layer: nn.Module) -> str | None:
     if not layer.fused:
         return "fused is False"
     conv, attn = layer.conv, layer.attn
-    if type(conv) is not GINLayer:
-        return f"conv is {_kind(conv)}, not GINLayer (GINE)"
+    if form_of(conv) != "gin":
+        return f"conv is {_kind(conv)}, which does not declare GINLayer's form 'gin' (GINE)"
     if not conv.edge_features:
         return "conv is GIN (edge_features=False); the fused layer computes GINE"
-    if type(attn) is not MultiheadGraphAttention:
-        return f"attn is {_kind(attn)}, not MultiheadGraphAttention"
+    if form_of(attn) != "multihead":
+        return (f"attn is {_kind(attn)}, which does not declare MultiheadGraphAttention's "
+                "form 'multihead'")
     if layer.dropout != 0.0:
         return f"branch dropout {layer.dropout} (the fused layer has none)"
     return None
@@ -339,8 +340,11 @@ def _module_reason(layer: nn.Module) -> str | None:
 def fused_covers(layer: nn.Module) -> bool:
     """Whether this path runs ``layer`` (a :class:`~graphpe.layers.gps.GPSLayer`) in its
     current mode: the layer settings it declares to cover, which the parity tests enumerate.
-    ``fused`` on, a GINE :class:`~graphpe.layers.conv.GINLayer`, a
-    :class:`~graphpe.layers.attention.MultiheadGraphAttention`, no branch dropout, and the
+    ``fused`` on, a conv that declares the form of a
+    :class:`~graphpe.layers.conv.GINLayer` (``"gin"``, built with edge features: GINE), an
+    attention that declares a :class:`~graphpe.layers.attention.MultiheadGraphAttention`'s
+    (``"multihead"``; :class:`~graphpe.layers.common.DeclaredForm`: a subclass that overrides
+    ``forward`` declares none), no branch dropout, and the
     submodules :func:`_fused_parts` computes (batch norms with affine parameters and running
     statistics, no hooks). Each call also needs what :func:`may_fuse` reads of its inputs:
     CPU float32 tensors without autocast, training mode or evaluation without autograd."""

@@ -35,7 +35,8 @@ import torch
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from graphpe.layers.conv import GINLayer, checked_edges
+from graphpe.layers.common import form_of
+from graphpe.layers.conv import checked_edges
 from graphpe.layers.fused import (
     batch_norm_train,
     declined,
@@ -151,8 +152,8 @@ def _parts(conv: nn.Module, norm: nn.Module,
     ``BatchNorm1d``, both in the mode ``training`` as
     :func:`~graphpe.layers.fused.fusable_batch_norm` requires, and nothing has hooks; else why
     not, a sentence."""
-    if type(conv) is not GINLayer:
-        return f"conv is {type(conv).__name__}, not GINLayer"
+    if form_of(conv) != "gin":
+        return f"conv is {type(conv).__name__}, which does not declare GINLayer's form 'gin'"
     if not conv.use_kernels:
         return "conv.use_kernels is False"
     mlp = conv._modules["nn"]

@@ -34,12 +34,9 @@ from torch import Tensor, nn
 from torch_geometric.nn.norm import BatchNorm as PygBatchNorm
 
 from graphpe.encodings.laplacian import LapPEEncoder
-from graphpe.layers.attention import MultiheadGraphAttention
-from graphpe.layers.common import read_attribute
-from graphpe.layers.conv import GatedGCNLayer, GINLayer
+from graphpe.layers.common import form_of, read_attribute
 from graphpe.layers.encoders import LinearSEEncoder, PairBiasEncoder, pair_values, parameter_dtype
 from graphpe.layers.layer_maths import gps_layer
-from graphpe.nn.transformers import GPS, GRIT
 from graphpe.ops.checks import check_positive_int
 
 logger = logging.getLogger(__name__)
@@ -354,18 +351,18 @@ class StaticGPS(nn.Module):
         """Why this path does not run ``model`` (the message its construction raises), or
         None where it does: the configurations it declares to cover, which the parity tests
         enumerate."""
-        if not isinstance(model, GPS) or isinstance(model, GRIT):
+        if form_of(model) != "gps":
             return f"StaticGPS runs a GPS model, got {type(model).__name__}"
         if model.task == "node_classification":
             return "StaticGPS runs graph-level tasks (graph_regression, graph_classification)"
         for layer in model.layers:  # the modules it computes in fixed shapes
-            if layer.attn is not None and type(layer.attn) is not MultiheadGraphAttention:
+            if layer.attn is not None and form_of(layer.attn) != "multihead":
                 return (f"StaticGPS supports attention 'multihead' or None: a "
                         f"MultiheadGraphAttention, got {type(layer.attn).__name__}")
-            if layer.conv is not None and type(layer.conv) not in (GINLayer, GatedGCNLayer):
+            if layer.conv is not None and form_of(layer.conv) not in ("gin", "gatedgcn"):
                 return (f"StaticGPS supports mpnn 'gine', 'gin', 'gatedgcn' or None, got "
                         f"{type(layer.conv).__name__}")
-            if isinstance(layer.conv, GatedGCNLayer) and not layer.conv.residual:
+            if form_of(layer.conv) == "gatedgcn" and not layer.conv.residual:
                 return "StaticGPS runs GatedGCN layers with their residuals"
         if model.peg_gates is not None:
             return "StaticGPS does not support PEG gates"
@@ -447,7 +444,7 @@ class StaticGPS(nn.Module):
                key_bias: Tensor, mask: Tensor, count: Tensor) -> tuple[Tensor, Tensor | None]:
         side = {"edges": edge_attr}  # GatedGCN's updated edge features
 
-        gated = isinstance(layer.conv, GatedGCNLayer)
+        gated = form_of(layer.conv) == "gatedgcn"
 
         def mpnn(x: Tensor) -> Tensor:
             if gated:  # its norms over the real nodes and the real edges

@@ -17,6 +17,7 @@ from graphpe.layers.attention import (
     check_heads,
     layout_from_batch,
 )
+from graphpe.layers.common import DeclaredForm
 from graphpe.layers.conv import GatedGCNLayer, GINLayer
 from graphpe.layers.encoders import PairBiasEncoder, PairFeatureEncoder
 from graphpe.layers.gps import GPSLayer, declared
@@ -134,7 +135,7 @@ def _attention_inputs(h: Tensor, batch, pair_encoder: nn.Module | None,
                             layout)
 
 
-class GPS(PEGraphModel):
+class GPS(DeclaredForm, PEGraphModel):
     """A GPS network: a :class:`~graphpe.layers.gps.GPSLayer` stack, then pooling and an MLP
     head. Extra arguments: ``mpnn`` (default ``gine`` with edge features, else ``gin``;
     ``gatedgcn`` for GraphGPS's GatedGCN, which updates the edge features layer by layer),
@@ -152,6 +153,9 @@ class GPS(PEGraphModel):
     rest as :class:`PEGraphModel`."""
 
     takes_graph_token = True
+    #: the function :class:`graphpe.nn.static.StaticGPS` computes in fixed shapes
+    #: (:class:`~graphpe.layers.common.DeclaredForm`)
+    form = "gps"
 
     def __init__(
         self,
@@ -270,6 +274,8 @@ class GRIT(GPS):
     GRIT's: attention over pair features that it updates (RRWP in the paper, given as
     ``pair_encoder``, a :class:`PairFeatureEncoder`), the degree scaler, residuals, norms and
     the FFN. ``mpnn='gine'`` adds GPS's message passing beside it. Arguments as :class:`GPS`."""
+
+    form = "grit"  # not GPS's: StaticGPS does not run it
 
     def __init__(self, channels: int, num_layers: int, out_dim: int, mpnn: str | None = None,
                  attention: str | None = "grit", **kwargs: Any) -> None:

@@ -233,6 +233,52 @@ def test_fused_path_runs_only_where_it_computes_the_layer():
     assert path(param) != fused
 
 
+def test_fused_path_follows_the_forms_the_modules_declare(caplog):
+    """The fused layer runs a conv or attention by the form it declares, not by its class: a
+    subclass that keeps the forward is fused (equal to the module path), one that overrides
+    it declares no form and runs module by module, and says why."""
+    from graphpe.layers.attention import MultiheadGraphAttention
+    from graphpe.layers.common import form_of
+    from graphpe.layers.conv import GINLayer
+
+    class Tagged(GINLayer):  # the same maths: the same form
+        pass
+
+    class Doubled(GINLayer):  # another function
+        def forward(self, x, edge_index, edge_attr=None, edge_weight=None):
+            return 2.0 * super().forward(x, edge_index, edge_attr, edge_weight)
+
+    class Declared(Doubled):  # claims a form: its author vouches for it
+        form = "gin"
+
+    class Scaled(MultiheadGraphAttention):
+        def forward(self, x, *args, **kwargs):
+            return 0.5 * super().forward(x, *args, **kwargs)
+
+    assert (Tagged.form, Doubled.form, Declared.form, Scaled.form) == ("gin", None, "gin", None)
+    assert form_of(torch.nn.Linear(2, 2)) is None
+    x, edge_index, batch, edge_attr, ptr = _graphs([5, 7], 8, 0)
+    layout = graph_layout(ptr)
+    reference = _layer()
+    for kind, swap, fused in ((Tagged, "conv", True), (Doubled, "conv", False),
+                              (Scaled, "attn", False)):
+        layer = copy.deepcopy(reference)
+        module = getattr(layer, swap)
+        module.__class__ = kind
+        assert fused_module.fused_covers(layer) is fused
+        out = layer(x.clone().requires_grad_(), edge_index, batch, edge_attr, layout).x
+        assert (out.grad_fn.name() == "_FusedGPSLayerBackward") is fused
+        layer.fused = False  # the module path, the reference
+        expected = layer(x, edge_index, batch, edge_attr, layout).x
+        torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
+    layer = copy.deepcopy(reference)
+    layer.conv.__class__ = Doubled
+    assert form_of(layer.conv) is None and form_of(layer.attn) == "multihead"
+    with caplog.at_level("DEBUG", logger="graphpe.layers.fused"):
+        layer(x.clone().requires_grad_(), edge_index, batch, edge_attr, layout)
+    assert "conv is Doubled, which does not declare GINLayer's form 'gin' (GINE)" in caplog.text
+
+
 def test_fused_layer_rejects_node_ids_out_of_range():
     x, edge_index, batch, edge_attr, ptr = _graphs([5, 7], 8, 0)
     bad = edge_index.clone()

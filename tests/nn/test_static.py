@@ -256,6 +256,25 @@ def test_unsupported_models_raise():
         StaticGPS(gps(task="node_classification"))
     with pytest.raises(ValueError, match="does not support PEG gates"):
         StaticGPS(gps({"rwse": {"walk_length": 8}, "peg": {}}))
+    # by the form a model declares: GRIT (a GPS subclass) is not GPS's function, nor is a
+    # subclass that overrides forward; one that keeps GPS's forward runs
+    with pytest.raises(ValueError, match="StaticGPS runs a GPS model, got GRIT"):
+        StaticGPS(build_model({"model": "grit", "channels": 8, "node_vocab": 5,
+                               "pair": {"rrwp": {}}}))
+    model = gps()
+
+    class Halved(type(model)):
+        def forward(self, batch):
+            return 0.5 * super().forward(batch)
+
+    class Renamed(type(model)):
+        pass
+
+    model.__class__ = Halved
+    with pytest.raises(ValueError, match="StaticGPS runs a GPS model, got Halved"):
+        StaticGPS(model)
+    model.__class__ = Renamed
+    assert StaticGPS.unsupported(model) is None
 
 
 @pytest.mark.parametrize("pair", [{"rrwp": {"num_steps": 5}}, {"spd": {"max_dist": 3}},
