@@ -27,9 +27,12 @@ questions, so both run on the graph's largest component, and the row says so.
 
 **Eigenvalues.** Residuals show that the columns are eigenvectors, not that they are the
 smallest ones. Each side's Rayleigh quotients (float64, of its unit columns, sorted) are
-compared with scipy's ``eigsh(L, 17, which="SA", tol=0)`` on the same graph, the first
+compared with scipy's ``eigsh(L, 18, which="SA", tol=0)`` on the same graph, the first
 (null) one dropped: the largest difference, and the smallest gap between the reference's
-eigenvalues beside it (a difference below the gap cannot hide a skipped eigenvalue). Rows go to
+eigenvalues beside it (a difference below the gap cannot hide a skipped eigenvalue). Eigenvalues
+are right to the square of the vectors' error, so the eigenspace is compared too: the sine of
+the largest principal angle between each side's 16 columns and the reference's (defined to
+about the residual over the gap past the 16th eigenvalue, printed beside it). Rows go to
 ``--json`` (default ``benchmarks/results/lappe_vs_pyg.json``) as they are measured.
 """
 
@@ -150,9 +153,22 @@ def measure(spec: dict) -> dict:
         out = transform(data)
         calls.append(time.perf_counter() - start)
         first = out if first is None else first
-    eigenvalues, res = spectrum(laplacian(edges, n), getattr(first, attr).numpy())
-    return {"import_s": imported, "first_s": calls[0], "second_s": calls[1],
-            "eigenvalues": eigenvalues, "residual": res}
+    vecs = getattr(first, attr).numpy()
+    eigenvalues, res = spectrum(laplacian(edges, n), vecs)
+    out = {"import_s": imported, "first_s": calls[0], "second_s": calls[1],
+           "eigenvalues": eigenvalues, "residual": res}
+    if spec.get("reference") and Path(spec["reference"]).exists():
+        out["subspace_sin"] = subspace_sin(np.load(spec["reference"]), vecs)
+    return out
+
+
+def subspace_sin(reference: np.ndarray, vecs: np.ndarray) -> float:
+    """The sine of the largest principal angle between the span of ``vecs``' columns and the
+    reference's orthonormal columns: how far the eigenspace returned is from the converged one
+    (eigenvalues are right to the square of it, so they cannot show it)."""
+    q, _ = np.linalg.qr(np.asarray(vecs, dtype=np.float64))
+    cosines = np.linalg.svd(reference.T @ q, compute_uv=False)
+    return float(np.sqrt(max(0.0, 1.0 - float(cosines.min()) ** 2)))
 
 
 def run_measure(spec: dict, timeout: float, inline: bool = False) -> dict:
@@ -175,16 +191,21 @@ def run_measure(spec: dict, timeout: float, inline: bool = False) -> dict:
     return {"status": "failed", "error": (err[-1] if err else str(proc.returncode))[-200:]}
 
 
-def reference_spectrum(edges: np.ndarray, n: int) -> dict:
-    """scipy's converged ``k + 1`` smallest eigenvalues of the graph's Laplacian, the first
-    dropped, and the smallest gap between consecutive ones (the first included)."""
+def reference_spectrum(edges: np.ndarray, n: int, vectors: Path) -> dict:
+    """scipy's converged ``k + 2`` smallest eigenpairs of the graph's Laplacian: the ``k``
+    after the first as the reference (eigenvectors saved to ``vectors``), the smallest gap
+    between consecutive eigenvalues (the first included) and the gap past the ``k``-th (the
+    eigenspace is defined to about the residual over it)."""
     import scipy.sparse.linalg as spla
 
     start = time.perf_counter()
-    vals = np.sort(spla.eigsh(laplacian(edges, n), K + 1, which="SA", tol=0.0,
-                              return_eigenvectors=False))
-    return {"eigenvalues": vals[1:].tolist(), "min_gap": float(np.diff(vals).min()),
-            "seconds": time.perf_counter() - start}
+    vals, vecs = spla.eigsh(laplacian(edges, n), K + 2, which="SA", tol=0.0)
+    order = np.argsort(vals)
+    vals, vecs = vals[order], vecs[:, order]
+    np.save(vectors, np.ascontiguousarray(vecs[:, 1 : K + 1]))
+    return {"eigenvalues": vals[1 : K + 1].tolist(),
+            "min_gap": float(np.diff(vals[: K + 1]).min()),
+            "gap_after": float(vals[K + 1] - vals[K]), "seconds": time.perf_counter() - start}
 
 
 def side_summary(results: list[dict], reference: list[float] | None) -> dict:
@@ -195,6 +216,8 @@ def side_summary(results: list[dict], reference: list[float] | None) -> dict:
         for key in ("first_s", "second_s", "import_s"):
             out[key] = statistics.median(r[key] for r in ok)
         out["residual"] = max(r["residual"] for r in ok)
+        if all("subspace_sin" in r for r in ok):
+            out["subspace_sin"] = max(r["subspace_sin"] for r in ok)
         if reference is not None:
             out["eigenvalue_error"] = max(
                 float(np.abs(np.array(r["eigenvalues"]) - np.array(reference)).max())
@@ -243,22 +266,27 @@ def bench(name: str, kind: str, label: str, edges: np.ndarray, n: int, args,
            "measured_edges": int(sub.shape[1])}
     print(f"{label}: {n:,} nodes, {edges.shape[1]:,} edges, {components} component(s); "
           f"measured on {nodes:,} nodes", flush=True)
+    vectors = tmp / f"{name}-reference.npy"
+    try:
+        row["reference"] = reference_spectrum(sub, nodes, vectors)
+    except Exception as err:  # no converged reference: the row says so
+        row["reference"] = {"error": f"{type(err).__name__}: {err}"[:200]}
     runs: dict[str, list[dict]] = {"graphpe": [], "pyg": []}
     for i in range(args.rounds):
         for side in ("graphpe", "pyg"):
-            result = run_measure({"side": side, "graph": str(path)}, args.timeout,
-                                 args.inline)
+            if runs[side] and runs[side][-1]["status"] == "timeout":  # no faster next time
+                runs[side].append({"status": "timeout", "skipped": True})
+                continue
+            result = run_measure({"side": side, "graph": str(path),
+                                  "reference": str(vectors)}, args.timeout, args.inline)
             runs[side].append(result)
             shown = (f"first {result['first_s']:.2f} s, second {result['second_s']:.2f} s"
                      if result["status"] == "ok" else result["status"])
             print(f"  round {i + 1} {side}: {shown}", flush=True)
     if args.float64:  # once: PyG asked for graphpe's accuracy, for the record
-        runs["pyg-float64"] = [run_measure({"side": "pyg-float64", "graph": str(path)},
-                                           args.timeout, args.inline)]
-    try:
-        row["reference"] = reference_spectrum(sub, nodes)
-    except Exception as err:  # no converged reference: the row says so
-        row["reference"] = {"error": f"{type(err).__name__}: {err}"[:200]}
+        runs["pyg-float64"] = [run_measure({"side": "pyg-float64", "graph": str(path),
+                                            "reference": str(vectors)}, args.timeout,
+                                           args.inline)]
     reference = row["reference"].get("eigenvalues")
     for side in runs:
         row[side] = side_summary(runs[side], reference)

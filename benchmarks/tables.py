@@ -591,6 +591,9 @@ def lappe_vs_pyg_table(data: dict) -> str:
     def residual(side: dict) -> str:
         return f"{side['residual']:.1e}" if "residual" in side else "-"
 
+    def angle(side: dict) -> str:
+        return f"{side['subspace_sin']:.1e}" if "subspace_sin" in side else "-"
+
     lines = [
         f"`{data['command']}` (one thread; {data['rounds']} rounds in turn, each side in a "
         f"fresh process per round, stopped after {data['timeout']:.0f} s; LapPE k = "
@@ -598,18 +601,20 @@ def lappe_vs_pyg_table(data: dict) -> str:
         f"`AddLaplacianEigenvectorPE({data['k']}, is_undirected=True)`; medians over the "
         "rounds, each ratio PyG / graphpe with the lowest and highest round's in brackets; "
         "eigenvalues: the largest difference of each side's sorted Rayleigh quotients to "
-        "scipy's converged `eigsh(L, 17, which=\"SA\", tol=0)`, beside the smallest gap "
-        "between the reference's eigenvalues; the largest residual `|L v - lambda v|` of "
+        "scipy's converged `eigsh(L, 18, which=\"SA\", tol=0)`, beside the smallest gap "
+        "between the reference's eigenvalues; eigenspace: the sine of the largest principal "
+        "angle between each side's columns and the reference's, beside the gap past the "
+        "16th eigenvalue; the largest residual `|L v - lambda v|` of "
         "each side's unit columns; where measured, PyG asked for graphpe's accuracy (float64 "
         f"edge weights, ARPACK's `tol={data.get('float64_tol', 1e-9):g}`), its second call "
         "against graphpe's in the first round):",
         "",
         "| graph | kind | nodes (measured) | edges | graphpe first call | PyG first call | "
         "first call, x PyG | graphpe second call | PyG second call | second call, x PyG | "
-        "eigenvalues off (graphpe / PyG) | smallest gap | residual (graphpe / PyG) | x PyG "
-        "at graphpe's accuracy | target |",
+        "eigenvalues off (graphpe / PyG) | smallest gap | eigenspace off (graphpe / PyG) | "
+        "gap past the 16th | residual (graphpe / PyG) | x PyG at graphpe's accuracy | target |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: | ---: | --- |",
+        "| ---: | ---: | ---: | ---: | --- |",
     ]
     for r in data["rows"]:
         ours, pyg = r["graphpe"], r["pyg"]
@@ -617,6 +622,7 @@ def lappe_vs_pyg_table(data: dict) -> str:
         if r["components"] > 1:
             nodes += f" ({r['measured_nodes']:,}: largest of {r['components']:,} components)"
         gap = r["reference"].get("min_gap")
+        after = f"{r['reference']['gap_after']:.1e}" if "gap_after" in r["reference"] else "-"
         target = "met" if r["met"] else f"**not met** ({r['why']})"
         graph = r["graph"] + (" \\*" if r.get("carried") else "")
         lines.append(
@@ -625,6 +631,7 @@ def lappe_vs_pyg_table(data: dict) -> str:
             f"{ratio(r['first_ratio'])} | {seconds(ours, 'second_s')} | "
             f"{seconds(pyg, 'second_s')} | {ratio(r['second_ratio'])} | {error(ours)} / "
             f"{error(pyg)} | {'-' if gap is None else f'{gap:.1e}'} | "
+            f"{angle(ours)} / {angle(pyg)} | {after} | "
             f"{residual(ours)} / {residual(pyg)} | {ratio(r.get('float64_ratio'))} | "
             f"{target} |")
     if any(r.get("carried") for r in data["rows"]):

@@ -648,6 +648,7 @@ def test_lappe_vs_pyg_benchmark_runs(tmp_path, monkeypatch):
         assert len(row["reference"]["eigenvalues"]) == 16
         for side in ("graphpe", "pyg"):
             assert row[side]["finished"] == 2 and row[side]["eigenvalue_error"] < 1e-6
+            assert 0.0 <= row[side]["subspace_sin"] < 1e-2
         ratio = row["first_ratio"]
         assert ratio["low"] <= ratio["high"] and ratio["median"] > 0
         assert row["met"] == (row["why"] == "")
