@@ -26,7 +26,8 @@ from tqdm.auto import tqdm
 from graphpe.datasets.link import LinkSplit
 from graphpe.datasets.metrics import link_metrics
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
-from graphpe.nn.link import SEAL, LinkPredictor, build_link_model
+from graphpe.nn.link import LinkPredictor, build_link_model
+from graphpe.nn.seal import SEAL
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.labeling import enclosing_subgraphs
 from graphpe.ops.link import link_pair_features
@@ -181,7 +182,7 @@ def seal_logits(model: SEAL, x: torch.Tensor, edge_index: torch.Tensor, num_node
 def fit_seal(split: LinkSplit, hops: int = 2, labels: str = "drnl", channels: int = 32,
              layers: int = 3, batch_pairs: int = 128, max_nodes_per_hop: int | None = None,
              dropout: float = 0.5, config: TrainConfig | None = None) -> dict[str, Any]:
-    """Train :class:`~graphpe.nn.link.SEAL` on ``split``: each epoch every training edge and
+    """Train :class:`~graphpe.nn.seal.SEAL` on ``split``: each epoch every training edge and
     as many fresh non-edges, in shuffled batches of ``batch_pairs`` pairs, each pair read
     through its ``hops``-hop enclosing subgraph with ``labels`` (``"drnl"``, ``"de"`` or
     ``"de+"``) and the node features, its own edge removed from it; validation and test as

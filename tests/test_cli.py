@@ -512,6 +512,29 @@ def test_train_task_link_on_cora_and_its_bad_settings(tmp_path, capsys):
     assert code == 2 and ("link prediction reads Cora, CiteSeer, PubMed, got 'MUTAG'" in err)
 
 
+def test_train_task_link_trains_seal_and_refuses_its_wrong_flags(tmp_path, capsys):
+    """``graphpe train --task link --model seal``: SEAL on Cora's labeled enclosing subgraphs,
+    its record written; encodings for SEAL, and SEAL's flags on another model, are one line
+    each."""
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    out = tmp_path / "seal.json"
+    base = ["train", "--task", "link", "--dataset", "Cora", "--root", str(tmp_path),
+            "--model", "seal", "--channels", "8", "--layers", "1", "--epochs", "1"]
+    code, printed, err = run_cli([*base, "--hops", "1", "--labels", "de", "--results",
+                                  str(out)], capsys)
+    assert code == 0, err
+    record = json.loads(out.read_text())
+    assert (record["model"], record["hops"], record["labels"]) == ("seal", 1, "de")
+    assert set(record["test"]) == {"rocauc", "ap", "hits@20", "hits@50", "hits@100"}
+    assert json.loads(printed)["model"] == "seal"
+    code, _, err = run_cli([*base, "--pe", "rwse"], capsys)
+    assert code == 2 and ("graphpe: error: --model seal reads no encodings: its subgraphs' "
+                          "nodes carry their labels (--labels), got --pe rwse") in err
+    code, _, err = run_cli([*base[:8], "gcn", *base[9:], "--hops", "2"], capsys)
+    assert code == 2 and ("graphpe: error: --hops sets the enclosing subgraphs' radius of "
+                          "--model seal, not gcn") in err
+
+
 def test_compare_refuses_the_link_task(tmp_path, capsys):
     code, _, err = run_cli(["compare", "--task", "link", "--dataset", "Cora", "--root",
                             str(tmp_path), "--model", "gcn", "--pe", "none", "--out",

@@ -85,6 +85,11 @@ def _add_model_args(p_train: argparse.ArgumentParser, grid: bool = False) -> Non
     p_train.add_argument("--attn-dropout", type=float, default=None,
                          help="dropout on the attention weights (gps, grit: default 0; "
                               "graphormer: 0.1)")
+    p_train.add_argument("--hops", type=int, default=None,
+                         help="seal (--task link): the enclosing subgraphs' radius (default 2)")
+    p_train.add_argument("--labels", choices=["drnl", "de", "de+"], default=None,
+                         help="seal (--task link): the subgraphs' node labels (default drnl, "
+                              "SEAL's; de, de+: distance encoding)")
     p_train.add_argument("--pe-combine", choices=["sum", "concat", "split"], default=None,
                          help="how the node embedding takes the encodings (default sum: each "
                               "encoder --channels wide, added); concat: concatenated, then "
@@ -173,7 +178,7 @@ def run_train_link(args: argparse.Namespace) -> None:
     """``graphpe train --task link``: :func:`graphpe.link.fit_link` on the dataset's edges
     split by ``--seed``; prints the record's summary and writes the record to ``--results``."""
     from graphpe.datasets.link import load_link_dataset
-    from graphpe.link import fit_link
+    from graphpe.link import fit_link, fit_seal
 
     if args.splits is not None:
         raise ValueError("--task link splits the graph's edges by --seed; --splits picks the "
@@ -181,10 +186,21 @@ def run_train_link(args: argparse.Namespace) -> None:
     if args.pair_max_dist < 0:
         raise ValueError(f"--pair-max-dist must be 0 (no pair features) or a positive int, got "
                          f"{args.pair_max_dist}")
+    options = model_options(args)
+    seal = MODELS[args.model].link_only
+    if seal and args.pe not in ("", "none"):
+        raise ValueError(f"--model {args.model} reads no encodings: its subgraphs' nodes carry "
+                         f"their labels (--labels), got --pe {args.pe}")
     split = load_link_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
-    record = fit_link(split, args.pe, args.model, args.channels, args.layers,
-                      max_dist=args.pair_max_dist or None, decoder=args.decoder,
-                      config=train_config(args), **model_options(args))
+    if seal:
+        record = fit_seal(split, hops=options.get("hops", 2),
+                          labels=options.get("labels", "drnl"), channels=args.channels,
+                          layers=args.layers, dropout=options["dropout"],
+                          config=train_config(args))
+    else:
+        record = fit_link(split, args.pe, args.model, args.channels, args.layers,
+                          max_dist=args.pair_max_dist or None, decoder=args.decoder,
+                          config=train_config(args), **options)
     if args.results:
         with open(args.results, "w") as f:
             json.dump(record, f, indent=2)
@@ -314,7 +330,8 @@ def model_options(args: argparse.Namespace) -> dict:
              "in_dropout": args.in_dropout, "residual": args.residual, "norm": args.norm,
              "mpnn": None if args.mpnn == "auto" else args.mpnn,
              "attention": None if args.attention == "auto" else args.attention,
-             "graph_token": True if args.graph_token else None}
+             "graph_token": True if args.graph_token else None, "hops": args.hops,
+             "labels": args.labels}
     for name, value in given.items():
         if value is None:
             continue
@@ -333,4 +350,5 @@ MODEL_FLAGS = {"heads": "the attention heads", "attn_dropout": "the attention dr
                "local_epochs": "the local warm-up", "global_layers": "the global stage's layers",
                "in_dropout": "the input dropout", "residual": "a linear skip in the layers",
                "norm": "a normalization in the layers", "mpnn": "the local MPNN",
-               "attention": "the global attention", "graph_token": "a graph token"}
+               "attention": "the global attention", "graph_token": "a graph token",
+               "hops": "the enclosing subgraphs' radius", "labels": "the subgraphs' labels"}

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 from graphpe.encodings import GATE, PAIR, encodings, from_model_config
 from graphpe.nn.models import GCN, GIN, GINE, SAGE, GatedGCN, PEGraphModel, ResidualGNN
 from graphpe.nn.scalable import Polynormer, SGFormer
+from graphpe.nn.seal import SEAL
 from graphpe.nn.transformers import GPS, GRIT, Graphormer
 from graphpe.ops.files import load_torch_file
 
@@ -33,13 +35,16 @@ class ModelKind:
     """One ``model`` name of :func:`build_model` (and ``graphpe train --model``), declared
     once: what builds it, the model flags of ``graphpe train`` it takes beyond the shared
     ones (``channels``, ``layers``, ``dropout``, the readout and the encoders' widths),
-    whether it reads a pairwise encoding (an attention bias or pair features) and whether
-    PEG can gate its messages."""
+    whether it reads a pairwise encoding (an attention bias or pair features), whether
+    PEG can gate its messages, and whether it is a link model alone (it scores node pairs
+    through their enclosing subgraphs: ``graphpe train --task link`` trains it,
+    :func:`build_model` does not build it)."""
 
-    build: Callable[..., PEGraphModel]
+    build: Callable[..., nn.Module]
     takes: tuple[str, ...] = ()
     pairs: bool = False
     gates: bool = False
+    link_only: bool = False
 
 
 ATTENTION = ("heads", "attn_dropout")
@@ -61,6 +66,7 @@ MODELS: dict[str, ModelKind] = {
                                   ("heads",) if module.startswith(("gat", "gt")) else ())
        for module in ("gcn", "sage", "gat", "gat-sep", "gt", "gt-sep")},
     "res-mlp": ModelKind(functools.partial(ResidualGNN, module="ffn")),
+    "seal": ModelKind(SEAL, ("hops", "labels"), link_only=True),
 }
 
 
@@ -91,6 +97,10 @@ def build_model(config: dict[str, Any]) -> PEGraphModel:
     kind = config.pop("model", "gine")
     if kind not in MODELS:
         raise ValueError(f"model must be one of {tuple(MODELS)}, got {kind!r}")
+    if MODELS[kind].link_only:
+        raise ValueError(f"{kind} scores node pairs through their enclosing subgraphs: train it "
+                         f"with graphpe train --task link --model {kind} "
+                         "(graphpe.link.fit_seal)")
     channels = config.pop("channels", 64)
     layers = config.pop("layers", 4)
     out_dim = config.pop("out_dim", 1)

@@ -34,32 +34,3 @@ def test_the_decoder_names_the_pair_features_it_reads():
         net(_graph(), pairs, torch.zeros(1, 2))
     with pytest.raises(ValueError, match="the decoder reads 4 pair features per pair, got None"):
         net(_graph(), pairs)
-
-
-@pytest.mark.parametrize("labels", ["drnl", "de"])
-def test_seal_scores_a_pair_the_same_both_ways(labels):
-    from graphpe.nn.link import SEAL
-    from graphpe.ops.labeling import enclosing_subgraphs
-
-    torch.manual_seed(0)
-    graph, pairs = _graph(), torch.tensor([[0, 4, 7], [9, 2, 8]])
-    net = SEAL(8, 2, node_dim=5, label_columns=1 if labels == "drnl" else 2).eval()
-
-    def logits(p):
-        sub = enclosing_subgraphs(graph.edge_index, graph.num_nodes, p, 2, labels=labels)
-        return net(graph.x, sub.nodes, sub.edge_index, sub.batch, sub.labels, sub.target_index)
-
-    ahead = logits(pairs)
-    assert ahead.shape == (3,)
-    torch.testing.assert_close(ahead, logits(pairs.flip(0)))
-
-
-def test_seal_names_the_node_features_it_was_built_for():
-    from graphpe.nn.link import SEAL
-    from graphpe.ops.labeling import enclosing_subgraphs
-
-    graph = _graph()
-    sub = enclosing_subgraphs(graph.edge_index, graph.num_nodes, torch.tensor([[0], [1]]))
-    net = SEAL(8, 1, node_dim=3)
-    with pytest.raises(ValueError, match="SEAL was built for 3 node features, got 5"):
-        net(graph.x, sub.nodes, sub.edge_index, sub.batch, sub.labels, sub.target_index)

@@ -302,7 +302,7 @@ def test_unknown_model_name_is_refused():
                                          r"'gcn', 'sage', 'gin', 'gatedgcn', 'graphormer', "
                                          r"'sgformer', 'polynormer', 'res-gcn', 'res-sage', "
                                          r"'res-gat', 'res-gat-sep', 'res-gt', 'res-gt-sep', "
-                                         r"'res-mlp'\), got 'gat'"):
+                                         r"'res-mlp', 'seal'\), got 'gat'"):
         build_model({"model": "gat", "node_vocab": 5})
 
 
