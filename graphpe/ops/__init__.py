@@ -37,6 +37,7 @@ from graphpe.ops.propagate import (
     propagation_operator,
     random_feature_propagation,
 )
+from graphpe.ops.resistance import pair_resistance
 from graphpe.ops.walk import random_walk_landing_probs
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "pair_distances",
     "pair_neighbourhood_scores",
     "pair_ppr",
+    "pair_resistance",
     "propagate",
     "propagation_operator",
     "degree",
