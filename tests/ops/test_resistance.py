@@ -69,6 +69,29 @@ def test_without_own_edge_is_the_graph_without_that_edge():
                            without_own_edge=True)[0] == pytest.approx(3.0)
 
 
+def test_the_sketch_is_unbiased_and_within_its_spread():
+    """``sketch=k``: each estimate a mean of k squares around the exact value (relative
+    spread sqrt(2 / k)); the mean over seeds converges to it; zeros and infinities exact."""
+    edge_index, n = _graph(7)
+    g = torch.Generator().manual_seed(1)
+    pairs = torch.cat([torch.randint(0, 32, (2, 200), generator=g),
+                       torch.tensor([[3, 0, 39], [3, 35, 2]])], dim=1)
+    exact = pair_resistance(edge_index, n, pairs).numpy()
+    k = 400
+    draws = np.stack([pair_resistance(edge_index, n, pairs, sketch=k, seed=s).numpy()
+                      for s in range(20)])
+    assert np.all(draws[:, -3] == 0.0) and np.all(np.isinf(draws[:, -2:]))
+    positive = exact[:-3] > 0
+    relative = draws[:, :-3][:, positive] / exact[:-3][positive] - 1.0
+    spread = np.sqrt(2.0 / k)
+    assert np.abs(relative).max() < 6 * spread
+    assert abs(relative.std() - spread) < 0.25 * spread
+    # the mean of 20 draws: within 6 standard errors of the exact value, pair by pair
+    assert np.abs(relative.mean(axis=0)).max() < 6 * spread / np.sqrt(20)
+    np.testing.assert_array_equal(
+        pair_resistance(edge_index, n, pairs, sketch=k, seed=3).numpy(), draws[3])
+
+
 def test_pair_resistance_bad_input():
     edge_index, n = _graph(0)
     with pytest.raises(ValueError, match=r"^pairs must be a \[2, Q\] tensor of node ids, got "
@@ -79,3 +102,8 @@ def test_pair_resistance_bad_input():
     with pytest.raises(MemoryError, match="factor_laplacian: the LU factor would take more "
                                           "than max_factor_bytes=64 bytes"):
         pair_resistance(edge_index, n, torch.tensor([[0], [1]]), max_factor_bytes=64)
+    with pytest.raises(ValueError, match="sketch must be a positive int, got 0"):
+        pair_resistance(edge_index, n, torch.tensor([[0], [1]]), sketch=0)
+    with pytest.raises(ValueError, match=r"^without_own_edge needs the exact resistance"):
+        pair_resistance(edge_index, n, torch.tensor([[0], [1]]), sketch=8,
+                        without_own_edge=True)
