@@ -42,6 +42,7 @@ from torch import Tensor
 
 from graphpe.ops.checks import check_flag, check_positive_int
 from graphpe.ops.eigen.krylov import factor_laplacian
+from graphpe.ops.host import memory_budget
 from graphpe.ops.link import adjacency, check_pairs
 
 #: the bytes of one block of right-hand sides solved together (``n x b`` float64, ``b`` at
@@ -59,7 +60,8 @@ def pair_resistance(edge_index: Tensor, num_nodes: int, pairs: Tensor, *,
     read in the graph without it (exact only). ``sketch``: estimate from ``sketch`` random
     projections drawn from ``seed`` (``sketch`` solves per component; None: exact, one solve
     per distinct endpoint). ``max_factor_bytes``: a ``MemoryError`` before any numeric work
-    where a component's factor would take more."""
+    where a component's factor would take more (None: the kernels' working-memory budget,
+    :func:`~graphpe.ops.host.memory_budget`)."""
     pairs = check_pairs(pairs, num_nodes)
     check_flag("without_own_edge", without_own_edge)
     if sketch is not None:
@@ -101,7 +103,8 @@ def _grounded_solver(lap: sp.csr_matrix, nodes: np.ndarray,
     ``b`` is ``[len(nodes), r]`` (the ground's row ignored), the result has 0 on the ground's
     row; solved ``r`` columns at a time within :data:`SOLVE_BLOCK_BYTES`."""
     kept = nodes[1:]
-    factor = factor_laplacian(lap[kept][:, kept], 0.0, max_factor_bytes=max_factor_bytes)
+    factor = factor_laplacian(lap[kept][:, kept], 0.0,
+                              max_factor_bytes=memory_budget(max_factor_bytes))
     size = int(min(256, max(1, SOLVE_BLOCK_BYTES // (8 * max(kept.shape[0], 1)))))
 
     def solve(rhs: np.ndarray) -> np.ndarray:
