@@ -58,6 +58,14 @@ import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import write_json_atomic  # noqa: E402
+from large_graphs import (  # noqa: E402
+    DEFAULT_DATA,
+    REAL,
+    SYNTHETIC,
+    laplacian,
+    load_real,
+    load_synthetic,
+)
 
 K = 16
 DEFAULT_JSON = Path("benchmarks/results/lappe_vs_pyg.json")
@@ -69,25 +77,9 @@ FLOAT64_TOL = 1e-9
 #: the ratio PyG / graphpe both medians reach on every graph, and on the citation graph
 SPEEDUP = {"citation": 2.0}
 DEFAULT_SPEEDUP = 1.0
-#: stand-ins: name -> (kind, graphpe.synthetic maker, nodes, options)
-STAND_INS = {
-    "road-like": ("road network", "road_like_graph", 25_000, {}),
-    "social-like": ("social", "social_like_graph", 80_000, {}),
-    "coauthor-like": ("co-authorship", "coauthor_like_graph", 19_000, {}),
-    "photo-like": ("photo sharing, hub-heavy", "social_like_graph", 89_250,
-                   {"mean_degree": 10.1, "max_weight": 3_000, "connected": True}),
-}
-
-
-def laplacian(edges: np.ndarray, n: int) -> sp.csr_matrix:
-    """``I - D^-1/2 A D^-1/2`` of the undirected graph of ``edges`` (``[2, E]``, once each;
-    isolated nodes get a zero row and column, as PyG's)."""
-    adj = sp.coo_matrix((np.ones(edges.shape[1]), (edges[0], edges[1])), shape=(n, n))
-    adj = (adj + adj.T).tocsr()
-    deg = np.asarray(adj.sum(axis=1)).ravel()
-    inv = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1e-300)), 0.0)
-    d = sp.diags(inv)
-    return (sp.diags((deg > 0).astype(float)) - d @ adj @ d).tocsr()
+#: the stand-ins of large_graphs.py (``SYNTHETIC``), each named ``<name>-like`` beside the
+#: real graph of its kind
+STAND_INS = {f"{name}-like": name for name in SYNTHETIC}
 
 
 def largest_component(edges: np.ndarray, n: int) -> tuple[np.ndarray, int, int]:
@@ -300,29 +292,22 @@ def bench(name: str, kind: str, label: str, edges: np.ndarray, n: int, args,
 
 def graphs(args) -> list[tuple[str, str, str, np.ndarray, int]]:
     """``(name, kind, label, edges, n)`` of the graphs asked for that are at hand."""
-    import large_graphs
-
-    import graphpe.synthetic as synthetic
-
-    names = args.graphs.split(",") if args.graphs else [*large_graphs.REAL, *STAND_INS]
+    names = args.graphs.split(",") if args.graphs else [*REAL, *STAND_INS]
     out = []
     for name in names:
         if name in STAND_INS:
-            kind, maker, size, options = STAND_INS[name]
-            size = max(int(size * args.scale), 20)
-            g = getattr(synthetic, maker)(size, **options)
-            edges, n = large_graphs.simple_edges(g.edge_index.t().numpy(), int(g.num_nodes))
-            out.append((name, kind, f"{maker}({size})", edges, n))
-        elif name in large_graphs.REAL:
-            loaded = large_graphs.load_real(name, args.data)
+            kind, maker, size, _ = SYNTHETIC[STAND_INS[name]]
+            edges, n = load_synthetic(STAND_INS[name], args.scale)
+            out.append((name, kind, f"{maker}({max(int(size * args.scale), 20)})", edges, n))
+        elif name in REAL:
+            loaded = load_real(name, args.data)
             if isinstance(loaded, str):
                 print(f"[skip] {name}: {loaded}", flush=True)
                 continue
-            kind, label, _ = large_graphs.REAL[name]
+            kind, label, _ = REAL[name]
             out.append((name, kind, label, *loaded))
         else:
-            sys.exit(f"unknown graph {name!r}; choose from "
-                     f"{', '.join([*large_graphs.REAL, *STAND_INS])}")
+            sys.exit(f"unknown graph {name!r}; choose from {', '.join([*REAL, *STAND_INS])}")
     return out
 
 
@@ -346,9 +331,7 @@ def main() -> None:
     if args.measure is not None:
         print(json.dumps(measure(json.loads(args.measure))))
         return
-    import large_graphs
-
-    args.data = args.data or large_graphs.DEFAULT_DATA
+    args.data = args.data or DEFAULT_DATA
     args.data.mkdir(parents=True, exist_ok=True)
     meta = {"command": "python benchmarks/lappe_vs_pyg.py" + (
         f" --graphs {args.graphs}" if args.graphs else "") + (
