@@ -97,6 +97,12 @@ def pair_resistance(edge_index: Tensor, num_nodes: int, pairs: Tensor, *,
     return torch.from_numpy(out)
 
 
+def _columns_per_block(rows: int) -> int:
+    """Right-hand sides of ``rows`` float64 entries handled together: at most 256, within
+    :data:`SOLVE_BLOCK_BYTES`."""
+    return int(min(256, max(1, SOLVE_BLOCK_BYTES // (8 * max(rows, 1)))))
+
+
 def _grounded_solver(lap: sp.csr_matrix, nodes: np.ndarray,
                      max_factor_bytes: int | None) -> Callable[[np.ndarray], np.ndarray]:
     """``b -> G b`` for one component (its sorted ``nodes``) grounded at its first node:
@@ -105,7 +111,7 @@ def _grounded_solver(lap: sp.csr_matrix, nodes: np.ndarray,
     kept = nodes[1:]
     factor = factor_laplacian(lap[kept][:, kept], 0.0,
                               max_factor_bytes=memory_budget(max_factor_bytes))
-    size = int(min(256, max(1, SOLVE_BLOCK_BYTES // (8 * max(kept.shape[0], 1)))))
+    size = _columns_per_block(kept.shape[0])
 
     def solve(rhs: np.ndarray) -> np.ndarray:
         out = np.zeros(rhs.shape)
@@ -128,7 +134,7 @@ def _component_resistance(solve: Callable[[np.ndarray], np.ndarray], nodes: np.n
     diag = np.zeros(num_nodes)  # G_xx of the endpoints (0 at the ground)
     cross = np.zeros(us.shape[0])  # G_uv of each pair
     order = np.argsort(us, kind="stable")
-    step = int(min(256, max(1, SOLVE_BLOCK_BYTES // (8 * max(nodes.shape[0], 1)))))
+    step = _columns_per_block(nodes.shape[0])
     for lo in range(0, ends.shape[0], step):
         block = ends[lo: lo + step]
         rhs = np.zeros((nodes.shape[0], block.shape[0]))
