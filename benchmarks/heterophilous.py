@@ -18,8 +18,9 @@ one ``graphpe compare`` in this process on one thread, its runs' records under
 ``benchmarks/results/heterophilous/<dataset>-<setting>/`` (a stopped grid continues where it
 stopped; finished runs are read back). After each grid, ``benchmarks/results/
 heterophilous.json`` is rebuilt from every grid's ``compare.json`` with the published numbers
-(``heterophilous/published.json``: Platonov et al.'s table, Polynormer, Luo et al.'s tuned
-GNNs, each with its source) for the docs' table.
+(``graphpe.datasets.published``: Platonov et al.'s table, Polynormer, Luo et al.'s tuned
+GNNs, each with its source; ``heterophilous/published.json`` adds how each was read) for the
+docs' table.
 
 The data: the authors' archives in ``../shared/data/heterophilous`` (copied into ``--root``,
 default ``~/.cache/graphpe/heterophilous``; the shared folder is only read).
@@ -28,17 +29,20 @@ default ``~/.cache/graphpe/heterophilous``; the shared folder is only read).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
 import sys
 from pathlib import Path
 
+from graphpe.datasets.published import PUBLISHED
+
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("GRAPHPE_SHARED_DATA", HERE.parents[1] / "shared" / "data"))
 OUT = HERE / "results" / "heterophilous"
 MERGED = HERE / "results" / "heterophilous.json"
-PUBLISHED = OUT / "published.json"
+PROVENANCE = OUT / "published.json"
 SETTINGS = {"protocol": "configs/heterophilous_gcn.toml",
             "tuned": "configs/heterophilous_tuned.toml",
             "polynormer": "configs/heterophilous_polynormer.toml",
@@ -89,7 +93,11 @@ def merge(out: Path = OUT, merged_path: Path = MERGED) -> dict:
                           "model", "pe", "runs", "test_mean", "test_std", "val_mean",
                           "val_std", "diff", "diff_se", "significant", "pe_seconds",
                           "seconds_per_epoch", "test", "run_names")} for row in grid["rows"]]})
-    published = json.loads(PUBLISHED.read_text())
+    provenance = json.loads(PROVENANCE.read_text())
+    published = {"metric": provenance["metric"], "unit": provenance["unit"], "entries": [
+        {**dataclasses.asdict(entry), **provenance["notes"].get(f"{entry.dataset}/{entry.model}",
+                                                                 {})}
+        for entry in PUBLISHED]}
     merged = {"command": "python benchmarks/heterophilous.py --dataset D --setting S "
                          "--models M --pes P", "grids": grids, "published": published}
     merged_path.write_text(json.dumps(merged, indent=1))

@@ -245,8 +245,8 @@ def _differences(held: dict, wanted: dict, prefix: str = "") -> dict[str, tuple]
 
 def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Mean and sample standard deviation of the runs' test and validation metrics, with the
-    per-run values and the median costs (the median: one run slowed by other work on the
-    machine, or paused, does not move it)."""
+    per-run values (and seconds of training and encoding) and the median costs (the median:
+    one run slowed by other work on the machine, or paused, does not move it)."""
     tests = [float(r["test"]) for r in records]
     vals = [float(r["val"]) for r in records]
     return {"runs": len(records), "test_mean": _mean(tests), "test_std": _std(tests),
@@ -256,6 +256,8 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "pe_bytes_per_node": _mean([float(r.get("pe_bytes_per_node") or 0.0)
                                         for r in records]),
             "seconds_per_epoch": _median([float(r["seconds_per_epoch"]) for r in records]),
+            "run_seconds": [float(r.get("train_seconds") or 0.0)
+                            + float(r.get("pe_seconds") or 0.0) for r in records],
             "metric": records[0]["metric"] if records else None}
 
 

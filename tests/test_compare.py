@@ -89,6 +89,26 @@ def test_train_splits_reports_mean_and_std_and_resumes(tmp_path, capsys, monkeyp
     assert json.loads(results.read_text())["test"] == summary["test"]
 
 
+def test_train_splits_prints_the_published_numbers_of_the_same_architecture(tmp_path, capsys):
+    """On a benchmark with published results (here Minesweeper, from an archive the test
+    writes in PyG's layout), the summary names the paper's number of the model graphpe runs,
+    its budget, and this run's at its own, both in percent."""
+    write_archive(tmp_path / "minesweeper" / "raw" / "minesweeper.npz", splits=2)
+    results = tmp_path / "run.json"
+    main(["train", "--dataset", "Minesweeper", "--root", str(tmp_path), "--model", "res-gcn",
+          *FAST, "--splits", "all", "--results", str(results)])
+    out = capsys.readouterr().out
+    summary = json.loads(results.read_text())
+    assert [(p["model"], p["mean"], p["std"]) for p in summary["published"]] == [
+        ("GCN", 89.75, 0.52)]
+    assert ("  beside Platonov et al., ICLR 2023's GCN: 89.75 ± 0.52 (512 channels, 1-5 "
+            "layers (5 typical), dropout 0.2, AdamW lr 3e-5, 1,000 full-batch steps, test at "
+            "the best validation step, 10 splits); this run, 8 channels, 2 layers, 3 steps: "
+            f"{100 * summary['test_mean']:.2f} ± {100 * summary['test_std']:.2f}") in out
+    assert len(summary["run_seconds"]) == 2 and all(s > 0 for s in summary["run_seconds"])
+    assert f"{sum(summary['run_seconds']) / 60:.1f} min of training and encoding in all" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--splits", "all"], "graph:edges.txt has one split: --splits all"),
     (["--splits", "5"], "split 5 is out of range; it has 1 split (0-0)"),

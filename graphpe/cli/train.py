@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -234,6 +235,7 @@ def run_train_splits(args: argparse.Namespace) -> None:
     """``graphpe train --splits``: one run per split, then the mean ± std over them, printed
     and written to ``--results``."""
     from graphpe.compare import ModelShape, RunSet, summarize, train_runs
+    from graphpe.datasets.published import published_results
 
     if args.checkpoint or args.resume:
         raise ValueError("--splits keeps each split's state itself (a stopped run resumes "
@@ -241,18 +243,28 @@ def run_train_splits(args: argparse.Namespace) -> None:
     folder = splits_folder(args)
     runs = RunSet(args.dataset, args.root, splits=args.splits, download=args.download)
     shape = ModelShape(args.channels, args.layers, model_options(args))
-    records = train_runs(runs, args.model, args.pe, shape, train_config(args), folder,
+    config = train_config(args)
+    records = train_runs(runs, args.model, args.pe, shape, config, folder,
                          report=lambda line: print(line, flush=True))
     summary = summarize(records)
+    published = published_results(args.dataset, args.model)
     result = {"dataset": args.dataset, "model": args.model, "pe": args.pe,
-              "splits": args.splits, "runs_folder": folder, **summary}
+              "splits": args.splits, "runs_folder": folder, **summary,
+              "published": [dataclasses.asdict(entry) for entry in published]}
     if args.results:
         with open(args.results, "w") as f:
             json.dump(result, f, indent=2)
     print(f"{args.dataset} {args.model} pe={args.pe}: test {summary['metric']} "
           f"{summary['test_mean']:.4f} ± {summary['test_std']:.4f} over {summary['runs']} "
-          f"splits (val {summary['val_mean']:.4f} ± {summary['val_std']:.4f}); records in "
-          f"{folder}")
+          f"splits (val {summary['val_mean']:.4f} ± {summary['val_std']:.4f}); "
+          f"{sum(summary['run_seconds']) / 60:.1f} min of training and encoding in all; "
+          f"records in {folder}")
+    budget = (f"{shape.channels} channels, {shape.layers} layers, "
+              f"{config.epochs} steps")
+    for entry in published:
+        print(f"  beside {entry.paper}'s {entry.model}: {entry.value_text()} "
+              f"({entry.protocol}); this run, {budget}: {100 * summary['test_mean']:.2f} ± "
+              f"{100 * summary['test_std']:.2f}")
 
 
 def add_compare_arguments(p: argparse.ArgumentParser) -> None:
