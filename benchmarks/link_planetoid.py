@@ -5,6 +5,7 @@ published numbers.
     python benchmarks/link_planetoid.py                      # the grid below, resumable
     python benchmarks/link_planetoid.py --datasets Cora --models gcn --pes none,lap --seeds 2
     python benchmarks/link_planetoid.py --models seal --pes drnl --pairs off   # SEAL (below)
+    python benchmarks/link_planetoid.py --models gcn --pes none --pairs spd+cn+ppr+resistance
 
 The protocol is Kipf & Welling's ("Variational graph auto-encoders", NIPS 2016 workshop, Table
 1): 85 / 5 / 10 % of the undirected edges for training / validation / test, as many sampled
@@ -12,11 +13,12 @@ non-edges as held-out edges (PyG's ``RandomLinkSplit``, one split per seed), tes
 average precision; Hits@K (OGB's count) is reported beside them. The model
 (:func:`graphpe.link.fit_link`): ``--layers`` graph convolutions ``--channels`` wide with
 dropout 0.5 and a linear output, a decoder ``MLP(h_u * h_v || f(u, v))`` (``--decoder dot``: the
-graph autoencoders' inner product plus a linear map of ``f``), the pair features
-``f`` (capped distance with the pair's own edge set aside, common neighbours, Adamic-Adar,
-resource allocation) in the ``pairs`` rows only; full batch, Adam at ``--lr``, ``--epochs``
-epochs with patience ``--patience``, the test metrics at the best validation ROC-AUC.
-``--models seal`` trains SEAL instead (:func:`graphpe.link.fit_seal`, settings in
+graph autoencoders' inner product plus a linear map of ``f``), the pair features ``f`` of
+``--pairs`` (``on``: the capped distance with the pair's own edge set aside, common neighbours,
+Adamic-Adar, resource allocation; ``off``: none; or names of
+``graphpe.ops.link_features.PAIR_FEATURES`` joined by ``+``); full batch, Adam at ``--lr``,
+``--epochs`` epochs with patience ``--patience``, the test metrics at the best validation
+ROC-AUC. ``--models seal`` trains SEAL instead (:func:`graphpe.link.fit_seal`, settings in
 :data:`SEAL`), its ``--pes`` the node labels of the enclosing subgraphs. Each split seed also
 seeds the model. One thread.
 
@@ -77,6 +79,20 @@ def prepared_root(root: Path, name: str, shared: Path = DEFAULT_SHARED) -> Path:
     return root
 
 
+#: the --pairs of the first grid: off and on (its rows keep these keys)
+PAIR_SETS = {"off": False, "on": True}
+
+
+def pair_feature_set(pairs: bool | str, max_dist: int):
+    """The features of a row's ``pairs``: none (False), the default set (True) or the names
+    joined by ``+``."""
+    from graphpe.ops.link_features import PairFeatureSet
+
+    if isinstance(pairs, bool):
+        return PairFeatureSet(max_dist=max_dist) if pairs else PairFeatureSet(())
+    return PairFeatureSet(tuple(pairs.split("+")), max_dist)
+
+
 def settings_of(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in ("channels", "layers", "dropout", "lr", "epochs",
                                           "patience", "max_dist", "decoder")}
@@ -116,7 +132,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--datasets", default="Cora,CiteSeer")
     parser.add_argument("--models", default="gcn,sage")
     parser.add_argument("--pes", default="none,lap,rwse")
-    parser.add_argument("--pairs", default="off,on", help="pair features: off, on or both")
+    parser.add_argument("--pairs", default="off,on",
+                        help="comma-separated pair feature sets: off, on (spd+cn), or names "
+                             "joined by '+' (spd+cn+ppr+resistance)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--channels", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
@@ -152,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
             split = load_link_dataset(dataset, root, seed=seed)
             for model in args.models.split(","):
                 for pe in args.pes.split(","):
-                    for pairs in [p == "on" for p in args.pairs.split(",")]:
+                    for pairs in [PAIR_SETS.get(p, p) for p in args.pairs.split(",")]:
                         if (dataset, model, pe, pairs, seed) in done:
                             continue
                         if model == "seal":  # pe names the labels; no pair features
@@ -164,7 +182,8 @@ def main(argv: list[str] | None = None) -> None:
                         else:
                             row = fit_link(split, () if pe == "none" else (pe,), model,
                                            args.channels, args.layers,
-                                           max_dist=args.max_dist if pairs else None,
+                                           pair_features=pair_feature_set(pairs,
+                                                                          args.max_dist),
                                            decoder=args.decoder,
                                            config=dataclasses.replace(config, seed=seed),
                                            dropout=args.dropout, head_hidden=[])

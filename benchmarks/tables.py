@@ -1698,13 +1698,18 @@ def link_planetoid_table(data: dict) -> str:
              "| dataset | model | node encoding (SEAL: labels) | pair features | seeds "
              "| test ROC-AUC (%) | test AP (%) | Hits@100 (%) | ROC-AUC vs plain |",
              "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
-    for c in sorted(data["summary"], key=lambda c: (c["dataset"], c["model"], c["pairs"],
-                                                    c["pe"] != "none", c["pe"])):
+    def pair_cell(pairs: bool | str) -> str:  # True / False: the first grid's on / off
+        return pairs.replace("+", ", ") if isinstance(pairs, str) else ("yes" if pairs else "no")
+
+    for c in sorted(data["summary"], key=lambda c: (c["dataset"], c["model"],
+                                                    str(c["pairs"]) != "False",
+                                                    isinstance(c["pairs"], str),
+                                                    str(c["pairs"]), c["pe"] != "none", c["pe"])):
         vs = c.get("rocauc_vs_plain")
         vs_cell = "" if vs is None else (f"{100 * vs[0]:+.2f} ± {100 * vs[1]:.2f}"
                                          + (" *" if vs[2] else ""))
         lines.append(f"| {c['dataset']} | {c['model']} | {c['pe']} | "
-                     f"{'yes' if c['pairs'] else 'no'} | {c['seeds']} | "
+                     f"{pair_cell(c['pairs'])} | {c['seeds']} | "
                      f"{_percent(*c['rocauc'])} | {_percent(*c['ap'])} | "
                      f"{_percent(*c['hits@100'])} | {vs_cell} |")
     pub = data["published"]

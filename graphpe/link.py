@@ -7,8 +7,8 @@ every training edge and as many non-edges drawn uniformly from the pairs that ar
 edges (PyG's ``negative_sampling``), and the loss is their binary cross-entropy. The training
 graph is the message graph of the training edges themselves (as PyG's link example and the
 graph autoencoders train); the pair features of a training edge are computed with that edge
-set aside (:func:`graphpe.ops.link.link_pair_features`), so its features look like a held-out
-edge's. Validation reads the training graph; test reads it with the validation edges added.
+set aside (:class:`graphpe.ops.link_features.PairFeatureSet`), so its features look like a
+held-out edge's. Validation reads the training graph; test reads it with the validation edges added.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from graphpe.nn.link import LinkPredictor, build_link_model
 from graphpe.nn.seal import SEAL
 from graphpe.ops.checks import check_positive_int
 from graphpe.ops.labeling import enclosing_subgraphs
-from graphpe.ops.link import link_pair_features
+from graphpe.ops.link_features import PairFeatureSet
 from graphpe.records import versions
 from graphpe.train import make_optimizer, seed_everything
 from graphpe.train_config import TrainConfig
@@ -47,12 +47,12 @@ def encoded_graph(split: LinkSplit, part: str, transforms: list) -> Data:
     return Compose(transforms)(graph) if transforms else graph
 
 
-def held_out(split: LinkSplit, part: str, graph: Data, max_dist: int | None) -> dict[str, Any]:
-    """``part``'s pairs, labels and pair features (None without ``max_dist``) on ``graph``."""
+def held_out(split: LinkSplit, part: str, graph: Data,
+             pair_features: PairFeatureSet) -> dict[str, Any]:
+    """``part``'s pairs, labels and pair features (None where there are none) on ``graph``."""
     pairs, labels = split.targets(part)
-    features = (None if max_dist is None else
-                link_pair_features(graph.edge_index, split.num_nodes, pairs, max_dist))
-    return {"pairs": pairs, "labels": labels, "features": features}
+    return {"pairs": pairs, "labels": labels,
+            "features": pair_inputs(pair_features, graph, pairs)}
 
 
 def scored(model: LinkPredictor, graph: Data, part: dict[str, Any]) -> dict[str, float]:
@@ -89,41 +89,40 @@ def config_record(config: TrainConfig) -> dict[str, Any]:
 
 
 def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int = 64,
-             layers: int = 2, max_dist: int | None = 3, decoder: str = "mlp",
-             config: TrainConfig | None = None, **model_kwargs: Any) -> dict[str, Any]:
+             layers: int = 2, pair_features: PairFeatureSet | None = None,
+             decoder: str = "mlp", config: TrainConfig | None = None,
+             **model_kwargs: Any) -> dict[str, Any]:
     """Train a :class:`~graphpe.nn.link.LinkPredictor` (``model``'s node model with the
-    encodings ``pe``, ``channels`` wide, ``layers`` deep; the decoder reads the pair features
-    of :func:`~graphpe.ops.link.link_pair_features` capped at ``max_dist`` hops, or none for
-    ``max_dist=None``; ``decoder`` one of :data:`graphpe.nn.link.DECODERS`) for
+    encodings ``pe``, ``channels`` wide, ``layers`` deep; the decoder reads the
+    ``pair_features`` (default: the capped distance and the common-neighbour scores;
+    ``PairFeatureSet(())``: none); ``decoder`` one of :data:`graphpe.nn.link.DECODERS`) for
     ``config.epochs`` full-batch epochs (stopping after ``config.patience`` without a better
     validation ROC-AUC). Of ``config`` it reads ``epochs``, ``lr``, ``weight_decay``,
     ``optimizer``, ``patience``, ``seed`` and ``progress``. Returns the record: the validation
     and test metrics at the best validation epoch, the settings, the seconds."""
     config = config or TrainConfig()
-    if max_dist is not None:
-        check_positive_int("max_dist", max_dist)
+    pair_features = PairFeatureSet() if pair_features is None else pair_features
     specs = resolve_pe(pe)
     transforms = transforms_of(specs)
     start = time.perf_counter()
     graphs = {part: encoded_graph(split, part, transforms) for part in ("train", "test")}
     graphs["val"] = graphs["train"]
-    parts = {part: held_out(split, part, graphs[part], max_dist) for part in ("val", "test")}
-    train_features = (None if max_dist is None else link_pair_features(
-        graphs["train"].edge_index, split.num_nodes, split.train_pos, max_dist))
+    parts = {part: held_out(split, part, graphs[part], pair_features)
+             for part in ("val", "test")}
+    train_features = pair_inputs(pair_features, graphs["train"], split.train_pos)
     pe_seconds = time.perf_counter() - start
     seed_everything(config.seed)
     model_config = {"model": model, "channels": channels, "layers": layers,
                     "pe": pe_model_config(specs), "node_dim": split.graph.x.size(1),
                     **model_kwargs}
-    pair_dim = 0 if max_dist is None else max_dist + 5
-    net = build_link_model(model_config, pair_dim, decoder)
+    net = build_link_model(model_config, pair_features.width, decoder)
     opt = make_optimizer(net, config.lr, config.weight_decay, config.optimizer)
     best = BestEpoch(config.patience)
     start = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} links", unit="epoch",
                disable=not config.progress)
     for epoch in bar:
-        loss = train_epoch(net, opt, split, graphs["train"], train_features, max_dist)
+        loss = train_epoch(net, opt, split, graphs["train"], train_features, pair_features)
         val = scored(net, graphs["val"], parts["val"])
         bar.set_postfix(loss=f"{loss:.4f}", val=f"{val[SELECT_BY]:.4f}")
         if best.update(epoch, val, net):
@@ -131,19 +130,26 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
     seconds = time.perf_counter() - start
     net.load_state_dict(best.state)
     return {"dataset": split.name, "split_seed": split.seed, "model": model,
-            "pe": [s.to_dict() for s in specs], "pair_features": max_dist is not None,
-            "max_dist": max_dist, "decoder": decoder, "best_epoch": best.epoch,
+            "pe": [s.to_dict() for s in specs], "pair_features": list(pair_features.names),
+            "max_dist": pair_features.max_dist, "decoder": decoder, "best_epoch": best.epoch,
             "epochs_run": epoch,
             "val": best.val, "test": scored(net, graphs["test"], parts["test"]),
             "train_seconds": seconds, "seconds_per_epoch": seconds / epoch,
             "pe_seconds": pe_seconds, "params": sum(p.numel() for p in net.parameters()),
-            "model_config": {**model_config, "pair_dim": pair_dim},
+            "model_config": {**model_config, "pair_dim": pair_features.width},
             "config": config_record(config),
             "versions": versions()}
 
 
+def pair_inputs(pair_features: PairFeatureSet, graph: Data,
+                      pairs: torch.Tensor) -> torch.Tensor | None:
+    """The features of ``pairs`` on ``graph`` (None where the decoder reads none)."""
+    return (pair_features.compute(graph.edge_index, graph.num_nodes, pairs)
+            if pair_features.names else None)
+
+
 def train_epoch(net: LinkPredictor, opt: torch.optim.Optimizer, split: LinkSplit, graph: Data,
-                train_features: torch.Tensor | None, max_dist: int | None) -> float:
+                train_features: torch.Tensor | None, pair_features: PairFeatureSet) -> float:
     """One full-batch step on every training edge and as many fresh non-edges."""
     from torch_geometric.utils import negative_sampling
 
@@ -152,9 +158,9 @@ def train_epoch(net: LinkPredictor, opt: torch.optim.Optimizer, split: LinkSplit
                                   num_neg_samples=split.train_pos.size(1))
     pairs = torch.cat([split.train_pos, negatives], dim=1)
     features = None
-    if max_dist is not None:
-        features = torch.cat([train_features, link_pair_features(
-            graph.edge_index, split.num_nodes, negatives, max_dist)])
+    if train_features is not None:
+        features = torch.cat([train_features,
+                              pair_inputs(pair_features, graph, negatives)])
     labels = torch.cat([torch.ones(split.train_pos.size(1)), torch.zeros(negatives.size(1))])
     opt.zero_grad()
     loss = F.binary_cross_entropy_with_logits(net(graph, pairs, features), labels)

@@ -1062,19 +1062,22 @@ def test_link_benchmarks_run_on_cora(tmp_path, monkeypatch):
                                   str(SHARED_DATA), "--json", str(seal)], monkeypatch)
     assert json.loads(seal.read_text())
     out = tmp_path / "link.json"
-    argv = ["--datasets", "Cora", "--models", "gcn", "--pes", "none,rwse", "--pairs", "off,on",
-            "--seeds", "2", "--epochs", "3", "--channels", "16", "--root",
+    argv = ["--datasets", "Cora", "--models", "gcn", "--pes", "none,rwse", "--pairs",
+            "off,on,ppr+resistance", "--seeds", "2", "--epochs", "3", "--channels", "16", "--root",
             str(tmp_path / "data"), "--shared", str(SHARED_DATA), "--json", str(out)]
     _run_script("link_planetoid", argv, monkeypatch)
     result = json.loads(out.read_text())
-    assert len(result["rows"]) == 8 and result["settings"]["epochs"] == 3
+    assert len(result["rows"]) == 12 and result["settings"]["epochs"] == 3
     cells = {(c["pe"], c["pairs"]): c for c in result["summary"]}
-    assert set(cells) == {("none", False), ("none", True), ("rwse", False), ("rwse", True)}
+    assert set(cells) == {(pe, pairs) for pe in ("none", "rwse")
+                          for pairs in (False, True, "ppr+resistance")}
+    assert [r["model_config"]["pair_dim"] for r in result["rows"][:3]] == [0, 8, 3]
     assert cells[("rwse", True)]["seeds"] == 2 and "rocauc_vs_plain" in cells[("rwse", True)]
     _run_script("link_planetoid", argv, monkeypatch)  # every row done: nothing reruns
     assert json.loads(out.read_text())["rows"] == result["rows"]
     table = _tables().link_planetoid_table(result)
     assert "| Cora | gcn | rwse | yes | 2 |" in table and "GAE" in table
+    assert "| Cora | gcn | rwse | ppr, resistance | 2 |" in table
 
 
 def test_link_pairs_large_runs_on_a_graph_the_test_writes(tmp_path, monkeypatch):

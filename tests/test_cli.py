@@ -490,22 +490,28 @@ def test_third_party_warnings_are_hidden_and_graphpes_kept():
 
 def test_train_task_link_on_cora_and_its_bad_settings(tmp_path, capsys):
     """``graphpe train --task link``: a link predictor on Cora's edges split by the seed, its
-    record written; a node-level dataset, --splits and a negative hop cap are one line each."""
+    record written with the pair features asked; a node-level dataset, --splits, a hop cap of 0
+and an unknown pair feature are one line each."""
     copy_shared("planetoid/Cora", tmp_path / "Cora")
     out = tmp_path / "link.json"
     base = ["train", "--task", "link", "--dataset", "Cora", "--root", str(tmp_path),
             "--model", "gcn", "--channels", "16", "--layers", "2", "--epochs", "3"]
-    code, printed, err = run_cli([*base, "--pe", "rwse", "--results", str(out)], capsys)
+    code, printed, err = run_cli([*base, "--pe", "lap", "--pair-pe", "spd,cn,ppr,resistance",
+                                  "--results", str(out)], capsys)
     assert code == 0, err
     record = json.loads(out.read_text())
-    assert record["dataset"] == "Cora" and record["pair_features"] and record["max_dist"] == 3
+    assert record["dataset"] == "Cora" and record["max_dist"] == 3
+    assert record["pair_features"] == ["spd", "cn", "ppr", "resistance"]
+    assert record["model_config"]["pair_dim"] == 5 + 3 + 2 + 1
     assert set(record["test"]) == {"rocauc", "ap", "hits@20", "hits@50", "hits@100"}
     assert json.loads(printed)["test"] == record["test"]
     for extra, message in (
             (["--splits", "all"], "graphpe: error: --task link splits the graph's edges by "
                                   "--seed; --splits picks the fixed node splits"),
-            (["--pair-max-dist", "-1"], "graphpe: error: --pair-max-dist must be 0 (no pair "
-                                        "features) or a positive int, got -1")):
+            (["--pair-max-dist", "0"], "graphpe: error: max_dist must be a positive int, "
+                                       "got 0"),
+            (["--pair-pe", "spd,katz"], "graphpe: error: unknown pair feature 'katz'; known: "
+                                        "spd, cn, ppr, resistance (or none)")):
         code, _, err = run_cli([*base, *extra], capsys)
         assert code == 2 and message in err
     code, _, err = run_cli([*base[:4], "MUTAG", *base[5:]], capsys)

@@ -1,5 +1,5 @@
 """Training a link predictor (graphpe.link.fit_link) on a graph with communities: it learns,
-its record says what ran, the pair features' width follows max_dist."""
+its record says what ran, the decoder reads as many pair features as the set has."""
 
 import networkx as nx
 import pytest
@@ -8,6 +8,7 @@ from torch_geometric.data import Data
 
 from graphpe.datasets.link import random_link_split
 from graphpe.link import fit_link
+from graphpe.ops.link_features import PairFeatureSet
 from graphpe.train_config import TrainConfig
 
 
@@ -19,24 +20,19 @@ def _communities() -> Data:
                 edge_index=torch.cat([edges, edges.flip(0)], 1), num_nodes=120)
 
 
-@pytest.mark.parametrize("max_dist", [None, 2])
-def test_a_link_predictor_learns_the_communities(max_dist):
+@pytest.mark.parametrize("pair_features", [PairFeatureSet(()), PairFeatureSet(max_dist=2)])
+def test_a_link_predictor_learns_the_communities(pair_features):
     split = random_link_split("sbm", _communities(), seed=0)
-    record = fit_link(split, ("rwse",), "gcn", channels=16, layers=2, max_dist=max_dist,
+    record = fit_link(split, ("rwse",), "gcn", channels=16, layers=2,
+                      pair_features=pair_features,
                       config=TrainConfig(epochs=150, lr=0.01, weight_decay=0.0, patience=150,
                                          progress=False, optimizer="adam"))
     # a held-out edge mostly joins two nodes of one community, a random pair mostly not
     assert record["test"]["rocauc"] > 0.78
     assert set(record["test"]) == {"rocauc", "ap", "hits@20", "hits@50", "hits@100"}
-    assert record["model_config"]["pair_dim"] == (0 if max_dist is None else max_dist + 5)
+    assert record["model_config"]["pair_dim"] == pair_features.width
     assert record["pe"][0]["name"] == "rwse" and 1 <= record["best_epoch"] <= 150
-    assert record["pair_features"] is (max_dist is not None)
-
-
-def test_a_hop_cap_below_one_is_refused():
-    split = random_link_split("sbm", _communities(), seed=0)
-    with pytest.raises(ValueError, match="max_dist must be a positive int, got 0"):
-        fit_link(split, max_dist=0)
+    assert record["pair_features"] == list(pair_features.names)
 
 
 def test_seal_learns_the_communities_from_labeled_subgraphs():

@@ -23,7 +23,7 @@ NOT_CONFIG = {"help", "dataset", "root", "pe", "download", "config", "model", "a
               "mpnn", "residual", "norm", "channels", "layers", "dropout", "heads",
               "local_epochs", "global_layers", "in_dropout", "attn_dropout", "pe_combine",
               "pe_channels", "head_hidden",
-              "pool", "graph_token", "splits", "retain_memory", "task", "pair_max_dist",
+              "pool", "graph_token", "splits", "retain_memory", "task", "pair_pe", "pair_max_dist",
               "decoder", "hops", "labels"}
 # TrainConfig fields without a flag: set from Python (graphpe.train.fit's callers)
 NO_FLAG = {"resample_pe", "shuffle", "sync_batchnorm"}

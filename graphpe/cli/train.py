@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from graphpe.cli.options import add_data_arguments, check_device, widths
 from graphpe.nn.build import MODELS
+from graphpe.ops.link_features import DEFAULT_PAIR_FEATURES, PAIR_FEATURES
 from graphpe.train_config import add_config_flags, config_from_args
 
 if TYPE_CHECKING:
@@ -122,10 +123,12 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                          help="auto: the dataset's own task; link: link prediction on its "
                               "graph (Cora, CiteSeer, PubMed: the edges split 85/5/10 by "
                               "--seed, scored by ROC-AUC, AP and Hits@K)")
+    p_train.add_argument("--pair-pe", default=",".join(DEFAULT_PAIR_FEATURES),
+                         help="--task link: the pair features the decoder also reads, "
+                              f"comma-separated ({', '.join(PAIR_FEATURES)}; none: the node "
+                              "embeddings alone); none reads the pair's own edge")
     p_train.add_argument("--pair-max-dist", type=int, default=3,
-                         help="--task link: the decoder also reads each pair's distance capped "
-                              "at this many hops and its common-neighbour scores (0: the node "
-                              "embeddings alone)")
+                         help="--task link: spd's cap in hops")
     p_train.add_argument("--decoder", choices=["mlp", "dot"], default="mlp",
                          help="--task link: an MLP of the embeddings' product (and the pair "
                               "features), or their inner product (the graph autoencoder's)")
@@ -180,13 +183,12 @@ def run_train_link(args: argparse.Namespace) -> None:
     split by ``--seed``; prints the record's summary and writes the record to ``--results``."""
     from graphpe.datasets.link import load_link_dataset
     from graphpe.link import fit_link, fit_seal
+    from graphpe.ops.link_features import PairFeatureSet
 
     if args.splits is not None:
         raise ValueError("--task link splits the graph's edges by --seed; --splits picks the "
                          "fixed node splits of a node-level dataset")
-    if args.pair_max_dist < 0:
-        raise ValueError(f"--pair-max-dist must be 0 (no pair features) or a positive int, got "
-                         f"{args.pair_max_dist}")
+    pair_features = PairFeatureSet.parse(args.pair_pe, args.pair_max_dist)
     options = model_options(args)
     seal = MODELS[args.model].link_only
     if seal and args.pe not in ("", "none"):
@@ -200,7 +202,7 @@ def run_train_link(args: argparse.Namespace) -> None:
                           config=train_config(args))
     else:
         record = fit_link(split, args.pe, args.model, args.channels, args.layers,
-                          max_dist=args.pair_max_dist or None, decoder=args.decoder,
+                          pair_features=pair_features, decoder=args.decoder,
                           config=train_config(args), **options)
     if args.results:
         with open(args.results, "w") as f:

@@ -1,7 +1,7 @@
 r"""A link predictor: a node model (any of :func:`graphpe.nn.build.build_model`'s, with its node
 encodings) embeds every node, and a pair decoder scores each query pair from the two
-embeddings and, optionally, the pair's own features (:func:`graphpe.ops.link.
-link_pair_features`: its distance and common-neighbourhood scores):
+embeddings and, optionally, the pair's own features (:mod:`graphpe.ops.link_features`: its
+distance, common-neighbourhood scores, PageRank, resistance):
 
 .. math::
 

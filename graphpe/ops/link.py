@@ -34,11 +34,11 @@ A link model must not read the edges it is asked to predict: :func:`without_pair
 the edges joining given pairs (either direction) from ``edge_index``, and the features of a
 training target are computed on that graph (a positive pair then has distance >= 2, as a held
 out one has). Removing every training target at once would leave a training graph without
-its edges; :func:`link_pair_features` instead sets aside each pair's own edge alone: its
-distance is the one in the graph without ``u - v`` (``pair_distances(...,
-without_own_edge=True)``: each ball's first hop skips that edge), and the neighbourhood
-scores never read it (a common neighbour of ``u`` and ``v`` is neither of them).
-``pair_ppr(..., without_own_edge=True)`` does the same for PageRank.
+its edges; a link decoder's features (:mod:`graphpe.ops.link_features`) instead set aside
+each pair's own edge alone: its distance is the one in the graph without ``u - v``
+(``pair_distances(..., without_own_edge=True)``: each ball's first hop skips that edge), and
+the neighbourhood scores never read it (a common neighbour of ``u`` and ``v`` is neither of
+them). ``pair_ppr(..., without_own_edge=True)`` does the same for PageRank.
 """
 
 from __future__ import annotations
@@ -488,24 +488,6 @@ def pair_ppr(edge_index: Tensor, num_nodes: int, pairs: Tensor, alpha: float = 0
         csr.indptr, csr.indices, local_ptr, local_indices, local_of, sources, targets, pair,
         column, group_ptr, lo, hi, alpha, eps, without_own_edge, out), chunks)
     return torch.from_numpy(out)
-
-
-def link_pair_features(edge_index: Tensor, num_nodes: int, pairs: Tensor,
-                       max_dist: int = 3) -> Tensor:
-    """``[Q, max_dist + 5]`` float32 inputs of a pair decoder: the one-hot capped distance of
-    each pair in the graph without the pair's own edge (columns ``0 .. max_dist + 1``, see
-    :func:`pair_distances`), then ``log(1 + CN)``, Adamic-Adar and resource allocation
-    (:func:`pair_neighbourhood_scores`: none of them reads the edge ``u - v``). A positive
-    target and a negative one are therefore described alike: neither's features show whether
-    the two nodes are joined."""
-    check_positive_int("max_dist", max_dist)
-    pairs = check_pairs(pairs, num_nodes)
-    csr = simple_csr(edge_index.cpu(), num_nodes)
-    distance = _distances_on(csr, pairs, max_dist, True)
-    scores = _scores_on(csr, pairs)
-    scores[:, 0] = torch.log1p(scores[:, 0])
-    one_hot = torch.nn.functional.one_hot(distance, max_dist + 2).to(torch.float32)
-    return torch.cat([one_hot, scores.to(torch.float32)], dim=1)
 
 
 # ------------------------------------------------------------ the reference (scipy)

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from graphpe.ops.link import (
     NEIGHBOURHOOD_SCORES,
     adjacency,
-    link_pair_features,
     pair_distances,
     pair_neighbourhood_scores,
     pair_ppr,
@@ -61,22 +60,6 @@ def test_distances_without_the_own_edge_equal_networkx_on_the_cut_graph(seed, ma
         except nx.NetworkXNoPath:
             want.append(max_dist + 1)
     assert got.tolist() == want
-
-
-def test_link_pair_features_do_not_tell_a_joined_pair_from_the_same_pair_unjoined():
-    """The pair features of a target read neither its own edge nor its presence: on the graph
-    with the edge u - v and on the graph without it, (u, v) gets the same features."""
-    g, data, _ = _graph_and_pairs(11, p=0.15)
-    pairs = torch.tensor(list(g.edges)).t()
-    with_edges = link_pair_features(data.edge_index, data.num_nodes, pairs)
-    for column in range(0, pairs.size(1), 7):
-        alone = without_pairs(data.edge_index, pairs[:, column:column + 1], data.num_nodes)
-        torch.testing.assert_close(
-            link_pair_features(alone, data.num_nodes, pairs[:, column:column + 1]),
-            with_edges[column:column + 1])
-    assert with_edges.shape == (pairs.size(1), 3 + 2 + 3)
-    assert with_edges[:, 1].sum() == 0  # no pair is at distance 1 once its edge is set aside
-    torch.testing.assert_close(with_edges[:, :5].sum(1), torch.ones(pairs.size(1)))
 
 
 def test_the_reference_in_chunks_equals_one_chunk(monkeypatch):
@@ -283,7 +266,6 @@ def test_bad_pairs_are_one_clear_error(pairs, message):
     for call in (lambda: pair_distances(ei, 4, pairs),
                  lambda: pair_neighbourhood_scores(ei, 4, pairs),
                  lambda: pair_ppr(ei, 4, pairs),
-                 lambda: link_pair_features(ei, 4, pairs),
                  lambda: reference_pair_distances(ei, 4, pairs),
                  lambda: reference_neighbourhood_scores(ei, 4, pairs),
                  lambda: without_pairs(ei, pairs, 4)):

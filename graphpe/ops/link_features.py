@@ -1,0 +1,135 @@
+r"""The pair features a link decoder reads, declared once: each a name, its columns and the
+kernel that computes it for query pairs ``(u, v)`` without reading the pair's own edge.
+
+A link model must not learn from the edge it is asked to predict. Removing every training
+target at once would leave a training graph without its edges, so each feature sets aside each
+pair's own edge alone: a positive training pair is then described as a held-out one is, and
+a pair's features on a graph with the edge ``u - v`` equal its features on the graph without
+it (``tests/ops/test_link_features.py``). The features (``PAIR_FEATURES``):
+
+- ``spd``: the shortest-path distance in the graph without ``u - v``, capped at ``max_dist``
+  (:func:`graphpe.ops.link.pair_distances`), one-hot over ``0 .. max_dist + 1`` (``max_dist +
+  1``: farther, or unreachable): ``max_dist + 2`` columns.
+- ``cn``: ``log(1 + CN)``, Adamic-Adar and resource allocation
+  (:func:`graphpe.ops.link.pair_neighbourhood_scores`; a common neighbour of ``u`` and ``v``
+  is neither of them, so none reads ``u - v``): 3 columns.
+- ``ppr``: ``log(1 + n pi_u(v))`` and ``log(1 + n pi_v(u))``, the personalized PageRank both
+  ways (:func:`graphpe.ops.link.pair_ppr`, forward push at its defaults) relative to the
+  uniform ``1 / n``: 2 columns.
+- ``resistance``: ``1 / (1 + R(u, v))`` with ``R`` the effective resistance
+  (:func:`graphpe.ops.resistance.pair_resistance`, exact): ``1`` for ``u = v``, ``0`` across
+  components or over a bridge that is the pair's own edge: 1 column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from graphpe.ops.checks import check_positive_int
+from graphpe.ops.link import check_pairs, pair_distances, pair_neighbourhood_scores, pair_ppr
+from graphpe.ops.resistance import pair_resistance
+
+
+def _spd(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
+    distance = pair_distances(edge_index, num_nodes, pairs, max_dist, without_own_edge=True)
+    return torch.nn.functional.one_hot(distance, max_dist + 2).to(torch.float32)
+
+
+def _cn(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
+    scores = pair_neighbourhood_scores(edge_index, num_nodes, pairs)
+    scores[:, 0] = torch.log1p(scores[:, 0])
+    return scores.to(torch.float32)
+
+
+def _ppr(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
+    ppr = pair_ppr(edge_index, num_nodes, pairs, without_own_edge=True)
+    return torch.log1p(num_nodes * ppr).to(torch.float32)
+
+
+def _resistance(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
+    resistance = pair_resistance(edge_index, num_nodes, pairs, without_own_edge=True)
+    return (1.0 / (1.0 + resistance)).to(torch.float32).unsqueeze(1)  # 1 / inf = 0
+
+
+@dataclass(frozen=True)
+class PairFeature:
+    """One pair feature: its name, what it is, its column count given ``max_dist``, and
+    ``compute(edge_index, num_nodes, pairs, max_dist)``, a float32 ``[Q, width]`` that does
+    not read a pair's own edge."""
+
+    name: str
+    about: str
+    width: Callable[[int], int]
+    compute: Callable[[Tensor, int, Tensor, int], Tensor]
+
+
+#: every pair feature, by name (the module docstring has the maths)
+PAIR_FEATURES: dict[str, PairFeature] = {feature.name: feature for feature in (
+    PairFeature("spd", "shortest-path distance capped at max_dist, one-hot",
+                lambda max_dist: max_dist + 2, _spd),
+    PairFeature("cn", "log(1 + common neighbours), Adamic-Adar, resource allocation",
+                lambda max_dist: 3, _cn),
+    PairFeature("ppr", "personalized PageRank both ways, log(1 + n pi)",
+                lambda max_dist: 2, _ppr),
+    PairFeature("resistance", "1 / (1 + effective resistance), exact",
+                lambda max_dist: 1, _resistance),
+)}
+#: what a link predictor reads unless told otherwise
+DEFAULT_PAIR_FEATURES = ("spd", "cn")
+
+
+@dataclass(frozen=True)
+class PairFeatureSet:
+    """The pair features a decoder reads, in order, and the distance cap of ``spd``.
+
+    Args:
+        names: names of :data:`PAIR_FEATURES` (empty: none, the embeddings alone).
+        max_dist: ``spd``'s cap in hops (a positive int).
+    """
+
+    names: tuple[str, ...] = DEFAULT_PAIR_FEATURES
+    max_dist: int = 3
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", tuple(self.names))
+        check_positive_int("max_dist", self.max_dist)
+        for name in self.names:
+            if name not in PAIR_FEATURES:
+                raise ValueError(f"unknown pair feature {name!r}; known: "
+                                 f"{', '.join(PAIR_FEATURES)} (or none)")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError(f"pair features named twice: {','.join(self.names)}")
+
+    @classmethod
+    def parse(cls, text: str, max_dist: int = 3) -> PairFeatureSet:
+        """``"spd,cn,ppr"`` (``"none"`` or ``""``: no pair features)."""
+        names = [] if text.strip() in ("", "none") else [n.strip() for n in text.split(",")]
+        return cls(tuple(names), max_dist)
+
+    @property
+    def width(self) -> int:
+        """The columns of :meth:`compute`."""
+        return sum(PAIR_FEATURES[name].width(self.max_dist) for name in self.names)
+
+    def compute(self, edge_index: Tensor, num_nodes: int, pairs: Tensor) -> Tensor:
+        """The float32 ``[Q, width]`` features of ``pairs`` ``[2, Q]`` on the graph
+        ``edge_index``, the features side by side in :attr:`names`' order."""
+        pairs = check_pairs(pairs, num_nodes)
+        if not self.names:
+            return torch.zeros(pairs.size(1), 0)
+        return torch.cat([PAIR_FEATURES[name].compute(edge_index, num_nodes, pairs,
+                                                      self.max_dist) for name in self.names],
+                         dim=1)
+
+
+def link_pair_features(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int = 3,
+                       features: Sequence[str] = DEFAULT_PAIR_FEATURES) -> Tensor:
+    """``[Q, width]`` float32 inputs of a pair decoder: the ``features`` of ``pairs`` (by
+    default the one-hot capped distance, then ``log(1 + CN)``, Adamic-Adar and resource
+    allocation: ``max_dist + 5`` columns), none of which reads a pair's own edge, so a positive
+    target and a negative one are described alike."""
+    return PairFeatureSet(tuple(features), max_dist).compute(edge_index, num_nodes, pairs)
