@@ -26,6 +26,9 @@ OFFLINE = {
     "IMDB-BINARY": ("tu/IMDB-BINARY", "IMDB-BINARY"),
     **{f"ogbg-{n}": (f"ogb/ogbg_{n}", f"ogbg_{n}")
        for n in ("molhiv", "molesol", "molfreesolv", "molbace", "molbbbp")},
+    "Peptides-func": ("lrgb/peptides-functional", "peptides-functional"),
+    "Minesweeper": ("heterophilous/minesweeper", "minesweeper"),
+    "Tolokers": ("heterophilous/tolokers", "tolokers"),
 }
 
 

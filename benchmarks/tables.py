@@ -1602,6 +1602,27 @@ def heterophilous_published_table(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def config_epochs_table(data: dict) -> str:
+    """Each shipped config's epoch on this machine (``benchmarks/config_epochs.py``): its
+    encodings' seconds, its first epoch's training, a later epoch (training and evaluation),
+    and the budget the config asks for at that rate; the configs whose data is not here are
+    not rows."""
+    lines = ["| config | dataset | threads | parameters | encodings s | first epoch s (training) "
+             "| epoch s | epochs in config | whole budget |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in sorted(data["rows"], key=lambda r: (r["dataset"], r["config"])):
+        if "error" in r:
+            continue
+        hours = r["budget_hours"]
+        budget = "" if hours is None else (f"{hours:.1f} h" if hours >= 1 else
+                                           f"{60 * hours:.0f} min")
+        lines.append(f"| `{r['config']}` | {r['dataset']} | {r['threads']} | "
+                     f"{r['params']:,} | {r['pe_seconds']:.1f} | "
+                     f"{r['first_epoch_train_seconds']:.2f} | {r['epoch_seconds']:.2f} | "
+                     f"{r['config_epochs']:,} | {budget} |")
+    return "\n".join(lines) + "\n"
+
+
 def heterophilous_pyg_table(data: dict) -> str:
     """graphpe's Polynormer / SGFormer against PyG's on a heterophilous set
     (``benchmarks/heterophilous_pyg.py``): test ROC-AUC (%) over the splits on each side, the
@@ -1780,6 +1801,7 @@ TABLES = {
     "heterophilous_published": ("benchmarks/results/heterophilous.json",
                                 heterophilous_published_table),
     "heterophilous_pyg": ("benchmarks/results/heterophilous_pyg.json", heterophilous_pyg_table),
+    "config_epochs": ("benchmarks/results/config_epochs.json", config_epochs_table),
     "zinc_parity": ("benchmarks/results/zinc_parity/summary.json", zinc_parity_table),
     "distributed_encode": ("benchmarks/results/distributed_encode.json",
                            distributed_encode_table),

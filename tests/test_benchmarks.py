@@ -1052,6 +1052,30 @@ def test_the_heterophilous_verdict_says_what_helped_hurt_and_did_neither():
 
 
 
+def test_config_epochs_runs_a_shipped_config_and_skips_one_without_data(tmp_path,
+                                                                        monkeypatch, capsys):
+    """benchmarks/config_epochs.py: a shipped config's own command for two epochs in a fresh
+    process, on an archive the test writes where the config's dataset goes; a config whose
+    dataset has no offline copy is named and skipped; the table reads the row."""
+    from tests.datasets.test_heterophilous import write_archive
+
+    shared = tmp_path / "shared"
+    write_archive(shared / "heterophilous" / "minesweeper" / "raw" / "minesweeper.npz",
+                  splits=1)
+    out = tmp_path / "epochs.json"
+    _run_script("config_epochs", ["--configs", "heterophilous_gcn,ogbn_arxiv_gcn", "--epochs",
+                                  "2", "--threads", "1", "--root", str(tmp_path / "data"),
+                                  "--shared", str(shared), "--json", str(out)], monkeypatch)
+    assert "[skip] ogbn_arxiv_gcn: ogbn-arxiv has no offline copy here" in capsys.readouterr().out
+    row, = json.loads(out.read_text())["rows"]
+    assert (row["config"], row["dataset"], row["epochs_run"], row["config_epochs"]) == (
+        "heterophilous_gcn", "Minesweeper", 2, 1000)
+    assert row["epoch_seconds"] > 0 and row["budget_hours"] == pytest.approx(
+        1000 * row["epoch_seconds"] / 3600)
+    table = _tables().config_epochs_table(json.loads(out.read_text()))
+    assert f"| `heterophilous_gcn` | Minesweeper | 1 | {row['params']:,} |" in table
+
+
 def test_link_benchmarks_run_on_cora(tmp_path, monkeypatch):
     """benchmarks/seal_labeling.py (both sides checked equal, then timed) and
     benchmarks/link_planetoid.py (a few epochs, two seeds, resumed) on the shared Cora."""
