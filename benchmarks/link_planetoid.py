@@ -157,8 +157,14 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     settings = settings_of(args)
     result = json.loads(args.json.read_text()) if args.json.exists() else {}
-    if result.get("settings") != settings:
-        result = {"settings": settings, "rows": []}
+    if result.get("rows") and result.get("settings") != settings:
+        differ = {k: (result["settings"].get(k), v) for k, v in settings.items()
+                  if result["settings"].get(k) != v}
+        sys.exit(f"{args.json} holds {len(result['rows'])} rows at other settings "
+                 f"(theirs, these: {differ}); give the same settings to add to them, or "
+                 "another --json")
+    result.setdefault("rows", [])
+    result["settings"] = settings
     result.update(published=PUBLISHED, command="python benchmarks/link_planetoid.py")
     done = {(r["dataset"], r["model"], r["pe_name"], r["pairs"], r["split_seed"])
             for r in result["rows"]}

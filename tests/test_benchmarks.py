@@ -1099,6 +1099,11 @@ def test_link_benchmarks_run_on_cora(tmp_path, monkeypatch):
     assert cells[("rwse", True)]["seeds"] == 2 and "rocauc_vs_plain" in cells[("rwse", True)]
     _run_script("link_planetoid", argv, monkeypatch)  # every row done: nothing reruns
     assert json.loads(out.read_text())["rows"] == result["rows"]
+    with pytest.raises(SystemExit, match=r"holds 12 rows at other settings \(theirs, these: "
+                                         r"\{'epochs': \(3, 4\)\}\)"):
+        _run_script("link_planetoid", [*argv[:-2], "--epochs", "4", "--json", str(out)],
+                    monkeypatch)  # (argv ends with --json out; --epochs 3 earlier is overridden)
+    assert json.loads(out.read_text())["rows"] == result["rows"]  # nothing thrown away
     table = _tables().link_planetoid_table(result)
     assert "| Cora | gcn | rwse | yes | 2 |" in table and "GAE" in table
     assert "| Cora | gcn | rwse | ppr, resistance | 2 |" in table
