@@ -314,7 +314,13 @@ def main(argv: list[str] | None = None) -> None:
     key = f"{args.dataset}-{args.model}"
     entry = result.setdefault(key, {"settings": settings, "rows": []})
     if entry["settings"] != settings:
-        entry.update(settings=settings, rows=[])  # other settings: a new comparison
+        if entry["rows"]:
+            differ = {k: (entry["settings"].get(k), v) for k, v in settings.items()
+                      if entry["settings"].get(k) != v}
+            sys.exit(f"{args.json}: {key} holds {len(entry['rows'])} runs at other settings "
+                     f"(theirs, these: {differ}); give the same settings to add to them, or "
+                     "another --json")
+        entry["settings"] = settings
     if args.accuracy:
         from graphpe.compare import parse_splits
         from graphpe.datasets.heterophilous import archive_path, read_split_archive, split_count
