@@ -11,6 +11,7 @@ PyG's split gives them. No held-out edge is in a graph a model reads before it i
 from __future__ import annotations
 
 import random
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,14 +70,19 @@ def random_link_split(name: str, graph: Data, seed: int = 0,
                       held_out: tuple[float, float] = LINK_SPLIT) -> LinkSplit:
     """Split ``graph``'s undirected edges by PyG's ``RandomLinkSplit`` (``num_val``,
     ``num_test`` = ``held_out``, ``is_undirected=True``, one sampled non-edge per held-out
-    edge), drawn from ``seed``."""
+    edge), drawn from ``seed``. A directed graph is read with each edge in both directions,
+    and a warning says so: the targets, the pair features and SEAL's labels are undirected."""
     from torch_geometric.transforms import RandomLinkSplit
-    from torch_geometric.utils import to_undirected
+    from torch_geometric.utils import is_undirected, to_undirected
 
     val, test = held_out
     if not (0 < val < 1 and 0 < test < 1 and val + test < 1):
         raise ValueError(f"held_out must be two shares in (0, 1) that sum below 1, got "
                          f"{held_out}")
+    if not is_undirected(graph.edge_index, num_nodes=graph.num_nodes):
+        warnings.warn(f"{name} is a directed graph: link prediction here reads it as "
+                      "undirected (each edge in both directions; a target is an unordered "
+                      "pair)", UserWarning, stacklevel=2)
     base = Data(x=graph.x, edge_index=to_undirected(graph.edge_index, num_nodes=graph.num_nodes),
                 num_nodes=graph.num_nodes)
     split = RandomLinkSplit(num_val=val, num_test=test, is_undirected=True,

@@ -2,6 +2,8 @@
 graphs a model reads, non-edges that are non-edges, seeds; the link metrics against
 scikit-learn and a hand count of Hits@K; bad input."""
 
+import warnings
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -49,6 +51,23 @@ def test_a_seed_draws_the_same_split_and_another_seed_another():
     a, b, c = (random_link_split("g", graph, seed=s) for s in (1, 1, 2))
     assert torch.equal(a.test_pos, b.test_pos) and torch.equal(a.val_neg, b.val_neg)
     assert not torch.equal(a.test_pos, c.test_pos)
+
+
+def test_a_directed_graph_is_read_as_undirected_and_says_so():
+    """One direction of each edge: the warning names the graph, and the split is the one of
+    the same graph with both directions."""
+    graph = _graph()
+    one_way = Data(x=graph.x, edge_index=graph.edge_index[:, graph.edge_index[0] <
+                                                           graph.edge_index[1]],
+                   num_nodes=graph.num_nodes)
+    with pytest.warns(UserWarning, match=r"^d is a directed graph: link prediction here reads "
+                                         r"it as undirected \(each edge in both directions"):
+        directed = random_link_split("d", one_way, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an undirected graph: no warning
+        both = random_link_split("d", graph, seed=1)
+    assert torch.equal(directed.test_pos, both.test_pos)
+    assert torch.equal(directed.train_pos, both.train_pos)
 
 
 @pytest.mark.parametrize("held_out", [(0.0, 0.1), (0.5, 0.5), (0.1, 1.2)])
