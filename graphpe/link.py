@@ -24,7 +24,6 @@ from torch_geometric.transforms import Compose
 from tqdm.auto import tqdm
 
 from graphpe.datasets.link import LinkSplit
-from graphpe.datasets.metrics import link_metrics
 from graphpe.encodings import pe_model_config, resolve_pe, transforms_of
 from graphpe.nn.link import LinkPredictor, build_link_model
 from graphpe.nn.seal import SEAL
@@ -35,8 +34,8 @@ from graphpe.records import versions
 from graphpe.train import make_optimizer, seed_everything
 from graphpe.train_config import TrainConfig
 
-#: the validation metric that picks the epoch
-SELECT_BY = "rocauc"
+#: held-out pairs scored at a time (their embeddings' products are [pairs, channels])
+SCORE_CHUNK = 1 << 18
 
 
 def encoded_graph(split: LinkSplit, part: str, transforms: list) -> Data:
@@ -55,26 +54,32 @@ def held_out(split: LinkSplit, part: str, graph: Data,
             "features": pair_inputs(pair_features, graph, pairs)}
 
 
-def scored(model: LinkPredictor, graph: Data, part: dict[str, Any]) -> dict[str, float]:
-    """``link_metrics`` of ``model`` on a held-out part."""
+def scored(model: LinkPredictor, split: LinkSplit, graph: Data,
+           part: dict[str, Any]) -> dict[str, float]:
+    """``split``'s metrics of ``model`` on a held-out part: the nodes embedded once, the pairs
+    scored :data:`SCORE_CHUNK` at a time."""
     model.eval()
+    pairs, features = part["pairs"], part["features"]
     with torch.no_grad():
-        logits = model(graph, part["pairs"], part["features"]).numpy()
+        h = model.embed(graph)
+        logits = torch.cat([model.score(h, pairs[:, lo:lo + SCORE_CHUNK], None if features is
+                                        None else features[lo:lo + SCORE_CHUNK])
+                            for lo in range(0, pairs.size(1), SCORE_CHUNK)]).numpy()
     labels = part["labels"].numpy()
-    return link_metrics(logits[labels == 1], logits[labels == 0])
+    return split.metrics(logits[labels == 1], logits[labels == 0])
 
 
 class BestEpoch:
-    """The epoch of the best validation metric so far, its model state, and early stopping
-    after ``patience`` epochs without a better one."""
+    """The epoch of the best validation metric ``select_by`` so far, its model state, and
+    early stopping after ``patience`` epochs without a better one."""
 
-    def __init__(self, patience: int) -> None:
-        self.patience, self.waited = patience, 0
-        self.epoch, self.val, self.state = 0, {SELECT_BY: -1.0}, None
+    def __init__(self, patience: int, select_by: str) -> None:
+        self.patience, self.waited, self.select_by = patience, 0, select_by
+        self.epoch, self.val, self.state = 0, {select_by: -1.0}, None
 
     def update(self, epoch: int, val: dict[str, float], net: torch.nn.Module) -> bool:
         """Record ``epoch``'s validation metrics; True when training should stop."""
-        if val[SELECT_BY] > self.val[SELECT_BY]:
+        if val[self.select_by] > self.val[self.select_by]:
             self.epoch, self.val, self.waited = epoch, val, 0
             self.state = copy.deepcopy(net.state_dict())
             return False
@@ -97,8 +102,9 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
     ``pair_features`` (default: the capped distance and the common-neighbour scores;
     ``PairFeatureSet(())``: none); ``decoder`` one of :data:`graphpe.nn.link.DECODERS`) for
     ``config.epochs`` full-batch epochs (stopping after ``config.patience`` without a better
-    validation ROC-AUC). Of ``config`` it reads ``epochs``, ``lr``, ``weight_decay``,
-    ``optimizer``, ``patience``, ``seed`` and ``progress``. Returns the record: the validation
+    validation metric, ``split.select_by``: ROC-AUC, or the OGB set's own). Of ``config`` it
+    reads ``epochs``, ``lr``, ``weight_decay``, ``optimizer``, ``patience``, ``seed`` and
+    ``progress``. Returns the record: the validation
     and test metrics at the best validation epoch, the settings, the seconds."""
     config = config or TrainConfig()
     pair_features = PairFeatureSet() if pair_features is None else pair_features
@@ -117,14 +123,14 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
                     **model_kwargs}
     net = build_link_model(model_config, pair_features.width, decoder)
     opt = make_optimizer(net, config.lr, config.weight_decay, config.optimizer)
-    best = BestEpoch(config.patience)
+    best = BestEpoch(config.patience, split.select_by)
     start = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} links", unit="epoch",
                disable=not config.progress)
     for epoch in bar:
         loss = train_epoch(net, opt, split, graphs["train"], train_features, pair_features)
-        val = scored(net, graphs["val"], parts["val"])
-        bar.set_postfix(loss=f"{loss:.4f}", val=f"{val[SELECT_BY]:.4f}")
+        val = scored(net, split, graphs["val"], parts["val"])
+        bar.set_postfix(loss=f"{loss:.4f}", val=f"{val[split.select_by]:.4f}")
         if best.update(epoch, val, net):
             break
     seconds = time.perf_counter() - start
@@ -133,7 +139,8 @@ def fit_link(split: LinkSplit, pe: Any = (), model: str = "gcn", channels: int =
             "pe": [s.to_dict() for s in specs], "pair_features": list(pair_features.names),
             "max_dist": pair_features.max_dist, "decoder": decoder, "best_epoch": best.epoch,
             "epochs_run": epoch,
-            "val": best.val, "test": scored(net, graphs["test"], parts["test"]),
+            "val": best.val, "test": scored(net, split, graphs["test"], parts["test"]),
+            "select_by": split.select_by,
             "train_seconds": seconds, "seconds_per_epoch": seconds / epoch,
             "pe_seconds": pe_seconds, "params": sum(p.numel() for p in net.parameters()),
             "model_config": {**model_config, "pair_dim": pair_features.width},
@@ -210,9 +217,9 @@ def fit_seal(split: LinkSplit, hops: int = 2, labels: str = "drnl", channels: in
         net.eval()
         with torch.no_grad():
             logits = seal_logits(net, x, graphs[part], n, pairs, settings).numpy()
-        return link_metrics(logits[truth.numpy() == 1], logits[truth.numpy() == 0])
+        return split.metrics(logits[truth.numpy() == 1], logits[truth.numpy() == 0])
 
-    best = BestEpoch(config.patience)
+    best = BestEpoch(config.patience, split.select_by)
     start = time.perf_counter()
     bar = tqdm(range(1, config.epochs + 1), desc=f"{split.name} SEAL", unit="epoch",
                disable=not config.progress)
@@ -232,7 +239,7 @@ def fit_seal(split: LinkSplit, hops: int = 2, labels: str = "drnl", channels: in
             F.binary_cross_entropy_with_logits(logits, truth[take]).backward()
             opt.step()
         val = evaluate("val")
-        bar.set_postfix(val=f"{val[SELECT_BY]:.4f}")
+        bar.set_postfix(val=f"{val[split.select_by]:.4f}")
         if best.update(epoch, val, net):
             break
     seconds = time.perf_counter() - start

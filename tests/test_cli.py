@@ -515,7 +515,8 @@ and an unknown pair feature are one line each."""
         code, _, err = run_cli([*base, *extra], capsys)
         assert code == 2 and message in err
     code, _, err = run_cli([*base[:4], "MUTAG", *base[5:]], capsys)
-    assert code == 2 and ("link prediction reads Cora, CiteSeer, PubMed, got 'MUTAG'" in err)
+    assert code == 2 and ("link prediction reads Cora, CiteSeer, PubMed, ogbl-collab, "
+                          "ogbl-ddi, ogbl-ppa, ogbl-citation2, got 'MUTAG'" in err)
 
 
 def test_train_task_link_trains_seal_and_refuses_its_wrong_flags(tmp_path, capsys):

@@ -122,7 +122,8 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
     p_train.add_argument("--task", choices=["auto", "link"], default="auto",
                          help="auto: the dataset's own task; link: link prediction on its "
                               "graph (Cora, CiteSeer, PubMed: the edges split 85/5/10 by "
-                              "--seed, scored by ROC-AUC, AP and Hits@K)")
+                              "--seed, scored by ROC-AUC, AP and Hits@K; ogbl-collab, -ddi, "
+                              "-ppa, -citation2: OGB's split, negatives and metric)")
     p_train.add_argument("--pair-pe", default=",".join(DEFAULT_PAIR_FEATURES),
                          help="--task link: the pair features the decoder also reads, "
                               f"comma-separated ({', '.join(PAIR_FEATURES)}; none: the node "

@@ -39,22 +39,31 @@ UNSPLIT = ("Amazon-Computers", "Amazon-Photo", "Coauthor-CS", "Coauthor-Physics"
 WIKICS_SPLITS = 20  # WikiCS's train/val masks: 20 columns, fold picks one
 
 
-def ogbn_meta(name: str) -> dict[str, str]:
-    """OGB's description of the node set ``name`` (its row of ogb's ``master.csv``)."""
-    import pandas as pd
-    from ogb import nodeproppred
+#: OGB's packages by the prefix of a dataset's name: node or link property prediction
+OGB_TASKS = {"ogbn": "nodeproppred", "ogbl": "linkproppred"}
 
-    master = pd.read_csv(Path(nodeproppred.__file__).parent / "master.csv", index_col=0,
+
+def ogb_meta(name: str) -> dict[str, str]:
+    """OGB's description of the node or link set ``name`` (its row of ogb's ``master.csv``)."""
+    import importlib
+
+    import pandas as pd
+
+    package = importlib.import_module(f"ogb.{OGB_TASKS[name.split('-')[0]]}")
+    master = pd.read_csv(Path(package.__file__).parent / "master.csv", index_col=0,
                          keep_default_na=False)
     return dict(master[name])
 
 
-def ogbn_files(meta: dict[str, str], processed: bool = False) -> list[str]:
-    """The files of OGB's folder of a node set that its loader reads, relative to the folder:
-    the release note, the split and the raw files PyG looks for, and until the graph is
-    processed (``processed/geometric_data_processed.pt``) the raw files processing reads."""
+def ogb_files(meta: dict[str, str], processed: bool = False, link: bool = False) -> list[str]:
+    """The files of OGB's folder of a node set (or with ``link`` a link set) that its loader
+    reads, relative to the folder: the release note, the split (a node set's index files, a
+    link set's ``.pt`` dictionaries of edges) and the raw files PyG looks for, and until the
+    graph is processed (``processed/geometric_data_processed.pt``) the raw files processing
+    reads."""
     folder = f"split/{meta['split']}"
-    split = [f"{folder}/{part}.csv.gz" for part in ("train", "valid", "test")]
+    split = [f"{folder}/{part}.{'pt' if link else 'csv.gz'}"
+             for part in ("train", "valid", "test")]
     if meta["binary"] == "True":  # ogbn-papers100M: numpy archives
         raw, processing = ["raw/data.npz"], ["raw/node-label.npz"]
     else:
@@ -64,17 +73,18 @@ def ogbn_files(meta: dict[str, str], processed: bool = False) -> list[str]:
         extra = [f for key in ("additional node files", "additional edge files")
                  for f in meta[key].split(",") if meta[key] != "None"]
         processing = [f"raw/{f}.csv.gz" for f in ("num-node-list", "num-edge-list",
-                                                    "node-label", *extra)]
+                                                    *([] if link else ["node-label"]), *extra)]
     return [f"RELEASE_v{meta['version']}.txt", *raw, *([] if processed else processing),
             *split]
 
 
-def _require_ogbn(name: str, folder: Path, meta: dict[str, str], download: bool) -> None:
+def require_ogb(name: str, folder: Path, meta: dict[str, str], download: bool,
+                link: bool = False) -> None:
     """A one-line FileNotFoundError naming the files OGB's loader would miss under ``folder``
     (without RELEASE_v1.txt OGB asks on stdin whether to download again; without a raw file
     PyG downloads the whole set)."""
     processed = (folder / "processed" / "geometric_data_processed.pt").exists()
-    files = ogbn_files(meta, processed)
+    files = ogb_files(meta, processed, link)
     if (folder / f"split/{meta['split']}/split_dict.pt").exists():  # OGB reads it first
         files = [f for f in files if not f.startswith("split/")]
     missing = [f for f in files if not (folder / f).exists()]
@@ -82,6 +92,14 @@ def _require_ogbn(name: str, folder: Path, meta: dict[str, str], download: bool)
     if len(missing) < len(files):
         expected += f" ({len(missing)} missing: {', '.join(missing)})"
     require_files(name, [folder / f for f in files], expected, download, every=True)
+
+
+def ogb_folder(name: str, root: Path) -> Path:
+    """Where OGB keeps ``name`` under ``root`` (``ogbn_arxiv``, or ``ogbn_arxiv_pyg`` where
+    that exists: OGB prefers it)."""
+    folder = root / name.replace("-", "_")
+    return folder.with_name(folder.name + "_pyg") if folder.with_name(
+        folder.name + "_pyg").exists() else folder
 
 
 def index_mask(index: torch.Tensor, num_nodes: int) -> torch.Tensor:
@@ -102,11 +120,9 @@ def load_ogb_nodes(name: str, root: Path, pre_transform, download: bool = False,
         from ogb.nodeproppred import Evaluator, PygNodePropPredDataset
     except ImportError as err:
         raise ImportError(f"{name} needs the ogb package: pip install 'graphpe[ogb]'") from err
-    meta = ogbn_meta(name)
-    folder = root / name.replace("-", "_")
-    if folder.with_name(folder.name + "_pyg").exists():  # (OGB prefers a _pyg folder)
-        folder = folder.with_name(folder.name + "_pyg")
-    _require_ogbn(name, folder, meta, download)
+    meta = ogb_meta(name)
+    folder = ogb_folder(name, root)
+    require_ogb(name, folder, meta, download)
     os.environ.setdefault("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "1")  # ogb 1.3.6 on torch >= 2.6
     ds = PygNodePropPredDataset(name, root=str(root), pre_transform=pre_transform)
     split = ds.get_idx_split()

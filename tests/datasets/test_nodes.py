@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("ogb")
 
 from graphpe.datasets import load_dataset  # noqa: E402
-from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, ogbn_files, ogbn_meta  # noqa: E402
+from graphpe.datasets.nodes import OGBN_NAMES, PYG_NODE_NAMES, ogb_files, ogb_meta  # noqa: E402
 
 N = 30  # nodes of the tiny graphs
 
@@ -36,7 +36,7 @@ def write_ogbn(root: Path, name: str, seed: int = 0) -> dict[str, np.ndarray]:
     """OGB's raw layout of ``name`` (a non-binary node set) under ``root``, as the official zip
     unpacks: ``RELEASE_v1.txt``, ``raw/*.csv.gz`` (no header, no index) and
     ``split/<split>/{train,valid,test}.csv.gz``. Returns what was written."""
-    meta = ogbn_meta(name)
+    meta = ogb_meta(name)
     rng = np.random.default_rng(seed)
     folder = root / name.replace("-", "_")
     edges = _ring_edges(N)
@@ -70,13 +70,13 @@ def test_the_written_layout_is_what_the_loader_reads(tmp_path):
     write_ogbn(tmp_path, "ogbn-arxiv")
     folder = tmp_path / "ogbn_arxiv"
     written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-    assert written == sorted(ogbn_files(ogbn_meta("ogbn-arxiv")))
-    assert sorted(ogbn_files(ogbn_meta("ogbn-proteins"))) == sorted([
+    assert written == sorted(ogb_files(ogb_meta("ogbn-arxiv")))
+    assert sorted(ogb_files(ogb_meta("ogbn-proteins"))) == sorted([
         "RELEASE_v1.txt", "raw/edge.csv.gz", "raw/edge-feat.csv.gz", "raw/num-node-list.csv.gz",
         "raw/num-edge-list.csv.gz", "raw/node-label.csv.gz", "raw/node_species.csv.gz",
         *(f"split/species/{p}.csv.gz" for p in ("train", "valid", "test"))])
     # ogbn-papers100M ships numpy archives; once processed, OGB reads no more raw labels
-    assert ogbn_files(ogbn_meta("ogbn-papers100M"), processed=True) == [
+    assert ogb_files(ogb_meta("ogbn-papers100M"), processed=True) == [
         "RELEASE_v1.txt", "raw/data.npz",
         *(f"split/time/{p}.csv.gz" for p in ("train", "valid", "test"))]
 
