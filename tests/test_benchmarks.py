@@ -1052,6 +1052,25 @@ def test_the_heterophilous_verdict_says_what_helped_hurt_and_did_neither():
 
 
 
+def test_heterophilous_train_splits_table_reads_the_run_and_the_paper(tmp_path, capsys):
+    """The table of a ``graphpe train --splits all`` run reads its --results JSON: the
+    command, the mean over the splits at its budget, the paper's number beside it, minutes."""
+    from graphpe.cli import main
+    from tests.datasets.test_heterophilous import write_archive
+
+    write_archive(tmp_path / "minesweeper" / "raw" / "minesweeper.npz", splits=2)
+    out = tmp_path / "run.json"
+    main(["train", "--dataset", "Minesweeper", "--root", str(tmp_path), "--config",
+          "configs/heterophilous_gcn.toml", "--channels", "8", "--epochs", "2", "--splits",
+          "all", "--results", str(out)])
+    data = json.loads(out.read_text())
+    table = _tables().heterophilous_train_splits_table(data)
+    assert ("| `graphpe train --dataset Minesweeper --root R --config "
+            "configs/heterophilous_gcn.toml --splits all` | 2 | ") in table
+    assert "| 8 channels, 5 layers, 2 steps |" in table
+    assert "| Platonov et al., ICLR 2023's GCN | | 89.75 ± 0.52 | 512 channels" in table
+
+
 def test_config_epochs_runs_a_shipped_config_and_skips_one_without_data(tmp_path,
                                                                         monkeypatch, capsys):
     """benchmarks/config_epochs.py: a shipped config's own command for two epochs in a fresh

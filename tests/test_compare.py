@@ -106,6 +106,7 @@ def test_train_splits_prints_the_published_numbers_of_the_same_architecture(tmp_
             "the best validation step, 10 splits); this run, 8 channels, 2 layers, 3 steps: "
             f"{100 * summary['test_mean']:.2f} ± {100 * summary['test_std']:.2f}") in out
     assert len(summary["run_seconds"]) == 2 and all(s > 0 for s in summary["run_seconds"])
+    assert (summary["channels"], summary["layers"], summary["epochs"]) == (8, 2, 3)
     assert f"{sum(summary['run_seconds']) / 60:.1f} min of training and encoding in all" in out
 
 

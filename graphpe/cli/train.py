@@ -252,8 +252,9 @@ def run_train_splits(args: argparse.Namespace) -> None:
     summary = summarize(records)
     published = published_results(args.dataset, args.model)
     result = {"dataset": args.dataset, "model": args.model, "pe": args.pe,
-              "splits": args.splits, "runs_folder": folder, **summary,
-              "published": [dataclasses.asdict(entry) for entry in published]}
+              "splits": args.splits, "runs_folder": folder, "config_file": args.config,
+              "channels": shape.channels, "layers": shape.layers, "epochs": config.epochs,
+              **summary, "published": [dataclasses.asdict(entry) for entry in published]}
     if args.results:
         with open(args.results, "w") as f:
             json.dump(result, f, indent=2)
