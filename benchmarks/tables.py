@@ -1732,13 +1732,19 @@ def link_planetoid_table(data: dict) -> str:
     st = data["settings"]
     lines = [f"`{data['command']}` ({st['layers']} layers, {st['channels']} channels, dropout "
              f"{st['dropout']:g}, {st['decoder']} decoder, Adam at lr {st['lr']:g}, at most "
-             f"{st['epochs']} epochs with patience {st['patience']}; pair features: distance "
-             f"capped at {st['max_dist']} with the pair's own edge set aside, common "
-             "neighbours, Adamic-Adar, resource allocation; mean ± std over the split seeds, "
-             "`*`: beyond two standard errors of the plain model on the same splits):", "",
+             f"{st['epochs']} epochs with patience {st['patience']}; pair features `yes`: "
+             f"spd (distance capped at {st['max_dist']} with the pair's own edge set aside) "
+             "and cn (common neighbours, Adamic-Adar, resource allocation), else the ones "
+             "named (`graphpe.ops.link_features`); mean ± std over the split seeds, `*`: "
+             "beyond two standard errors of the plain model on the same splits; the "
+             "encodings' and held-out pairs' features in seconds before training, and a "
+             "training epoch's seconds with its fresh non-edges' features, medians over the "
+             "seeds, one thread beside other work):", "",
              "| dataset | model | node encoding (SEAL: labels) | pair features | seeds "
-             "| test ROC-AUC (%) | test AP (%) | Hits@100 (%) | ROC-AUC vs plain |",
-             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+             "| test ROC-AUC (%) | test AP (%) | Hits@100 (%) | ROC-AUC vs plain | features s "
+             "| s / epoch |",
+             "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
     def pair_cell(pairs: bool | str) -> str:  # True / False: the first grid's on / off
         return pairs.replace("+", ", ") if isinstance(pairs, str) else ("yes" if pairs else "no")
 
@@ -1752,7 +1758,8 @@ def link_planetoid_table(data: dict) -> str:
         lines.append(f"| {c['dataset']} | {c['model']} | {c['pe']} | "
                      f"{pair_cell(c['pairs'])} | {c['seeds']} | "
                      f"{_percent(*c['rocauc'])} | {_percent(*c['ap'])} | "
-                     f"{_percent(*c['hits@100'])} | {vs_cell} |")
+                     f"{_percent(*c['hits@100'])} | {vs_cell} | {c['pe_seconds']:.2f} | "
+                     f"{c['seconds_per_epoch']:.2f} |")
     pub = data["published"]
     lines += ["", "Published, same split protocol (" + pub["source"] + "):", "",
               "| model | dataset | test ROC-AUC (%) | test AP (%) |", "| --- | --- | ---: | ---: |"]
