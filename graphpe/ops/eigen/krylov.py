@@ -37,7 +37,8 @@ connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with th
    bounded race. Lanczos runs first for at most the predicted time of the whole shift-invert
    solve (:func:`predicted_shift_invert_seconds`); if it has not converged by then, the
    factorization and shift-invert follow. The total is at most about twice the faster
-   method's time.
+   method's time. A solve predicted under :data:`RACE_MIN_SECONDS` is not raced: shift-invert
+   alone.
 
 Every native step that can run long (the analysis, the factorization) runs through
 :func:`~graphpe.ops.progress.run_interruptible`, so Ctrl-C returns within a fraction of a
@@ -94,6 +95,12 @@ SOLVE_SECONDS_PER_ENTRY = 1.0e-9
 ARPACK_SECONDS_PER_NODE_PAIR = 6.0e-9
 # shift-invert's solves per wanted pair (measured 3.2 - 5 for k = 16)
 SOLVES_PER_PAIR = 4
+# ``auto``: the shortest predicted shift-invert solve it races Lanczos against. Below it the
+# race can save little, and Lanczos never won it on the graphs measured (Cora's and
+# CiteSeer's largest components, predicted 0.02 s: Lanczos gave up after 124-154 products
+# and the race cost 1.1-1.4x shift-invert alone); a factor that cheap means small separators,
+# whose graphs have small, clustered low eigenvalues (slow for Lanczos)
+RACE_MIN_SECONDS = 0.05
 _INDEX_BYTES = 4
 _VALUE_BYTES = 8
 
@@ -115,13 +122,13 @@ class Factor(NamedTuple):
 class SolverChoice(NamedTuple):
     """The sparse eigensolver chosen for one connected component: its name, the reason in
     words, the measurements behind it, the symbolic factor where the analysis completed, and
-    for ``shift_invert`` the seconds Lanczos runs first (the race; 0: none)."""
+    for ``shift_invert`` the seconds Lanczos runs first (the race; None: no race)."""
 
     solver: str
     reason: str
     probes: dict[str, float]
     symbolic: SymbolicFactor | None = None
-    lanczos_seconds: float = 0.0
+    lanczos_seconds: float | None = 0.0
 
 
 def default_sigma(upper: float) -> float:
@@ -415,6 +422,12 @@ def choose_sparse_solver(
             probes, symbolic))
     race = predicted_shift_invert_seconds(symbolic, k)
     probes["shift_invert_seconds"] = race
+    if race < RACE_MIN_SECONDS:
+        return _chosen(SolverChoice(
+            "shift_invert", f"the LU factor fits ({factor_bytes(symbolic):,} bytes, fill "
+            f"{probes['fill_ratio']:.1f}x) and the whole solve is predicted at {race:.3f} s, "
+            f"below the {RACE_MIN_SECONDS:g} s worth racing Lanczos for: no race", probes,
+            symbolic, None))
     return _chosen(SolverChoice(
         "shift_invert", f"the LU factor fits ({factor_bytes(symbolic):,} bytes, fill "
         f"{probes['fill_ratio']:.1f}x, ~{predicted:.2f} s): Lanczos first for the "
@@ -442,6 +455,10 @@ def auto_eigenpairs(
     if choice.solver == "lanczos":
         solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes, **common)
         return _solved_by(solved, "lanczos", "no race")
+    if choice.lanczos_seconds is None:
+        solved = shift_invert_eigenpairs(operator, k, symbolic=choice.symbolic,
+                                         max_factor_bytes=max_factor_bytes, **common)
+        return _solved_by(solved, "shift_invert", f"no race, {solved.iterations} solves")
     solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes,
                                 max_seconds=choice.lanczos_seconds, **common)
     if solved.converged:

@@ -151,7 +151,11 @@ def _entries(data: Data, normalization: str):
     return ei, off, data.num_nodes, diag
 
 
-def test_auto_races_on_a_road_network_and_takes_lanczos_on_a_power_law_graph(caplog):
+def test_auto_races_on_a_road_network_and_takes_lanczos_on_a_power_law_graph(caplog,
+                                                                            monkeypatch):
+    import graphpe.ops.eigen.krylov as krylov
+
+    monkeypatch.setattr(krylov, "RACE_MIN_SECONDS", 0.0)  # the stand-in is small: race anyway
     road = giant_component("road")
     choice = choose_sparse_solver(road[0], K)
     # the road network orders with little fill: both methods are affordable, Lanczos gets
@@ -190,6 +194,7 @@ def test_the_race_falls_back_to_shift_invert_when_lanczos_runs_out_of_time(monke
     monkeypatch.setattr(krylov, "ARPACK_SECONDS_PER_NODE_PAIR", 0.0)
     monkeypatch.setattr(krylov, "FACTOR_SECONDS_PER_COLUMN", 0.0)
     monkeypatch.setattr(krylov, "FACTOR_FLOPS_PER_SECOND", float("inf"))  # a 0 s race
+    monkeypatch.setattr(krylov, "RACE_MIN_SECONDS", -1.0)  # (raced however short)
     sub, basis, _, w, _ = giant_component("road")
     with caplog.at_level(logging.DEBUG, logger="graphpe"):
         solved, solver = auto_eigenpairs(sub, K, upper=2.0, deflate=basis, tol=1e-10)
@@ -276,3 +281,25 @@ def test_unknown_sparse_solver_raises():
                                          r"got 'lobpcg'$"):
         laplacian_eigenpairs(data.edge_index, data.num_nodes, 2,
                              plan=ExecPlan(sparse_solver="lobpcg"))
+
+
+def test_a_solve_too_short_to_race_goes_straight_to_shift_invert(monkeypatch, caplog):
+    """Below RACE_MIN_SECONDS of predicted shift-invert time, Lanczos is not started: the
+    choice says so and the eigenpairs are shift-invert's, equal to dense eigh's."""
+    import graphpe.ops.eigen.krylov as krylov
+
+    sub, basis, _, w, _ = giant_component("road")
+    monkeypatch.setattr(krylov, "RACE_MIN_SECONDS", 1e9)
+
+    def no_lanczos(*args, **kwargs):
+        raise AssertionError("Lanczos ran where no race was due")
+
+    monkeypatch.setattr(krylov, "lanczos_eigenpairs", no_lanczos)
+    choice = choose_sparse_solver(sub, K)
+    assert choice.solver == "shift_invert" and choice.lanczos_seconds is None
+    assert choice.reason.endswith("worth racing Lanczos for: no race")
+    with caplog.at_level(logging.DEBUG, logger="graphpe"):
+        solved, solver = auto_eigenpairs(sub, K, upper=2.0, deflate=basis, tol=1e-10)
+    assert solver == "shift_invert" and solved.converged
+    assert np.allclose(solved.eigvals.numpy(), w[1 : K + 1], atol=1e-9)
+    assert any("solved by shift_invert (no race" in r.getMessage() for r in caplog.records)
