@@ -7,7 +7,8 @@ each side returns against a converged reference.
     python benchmarks/lappe_vs_pyg.py --graphs citation,photo-like --rounds 5
 
 Graphs: the real graphs of ``benchmarks/large_graphs.py`` found in its cache folder (``--data``;
-ogbn-arxiv is read from ``../shared/data`` on the project's machines) and graphpe's generated
+ogbn-arxiv is read from ``../shared/data`` on the project's machines), the mid-size citation
+graphs Cora and CiteSeer (PyG's Planetoid files there) and graphpe's generated
 stand-ins (:mod:`graphpe.synthetic`, named ``<kind>-like``): a road network, a power-law
 social graph, a co-authorship graph, and a hub-heavy one-component graph of GraphSAINT
 Flickr's size and largest degree (``photo-like``).
@@ -61,6 +62,7 @@ from common import write_json_atomic  # noqa: E402
 from large_graphs import (  # noqa: E402
     DEFAULT_DATA,
     REAL,
+    SHARED_DATA,
     SYNTHETIC,
     laplacian,
     load_real,
@@ -80,6 +82,8 @@ DEFAULT_SPEEDUP = 1.0
 #: the stand-ins of large_graphs.py (``SYNTHETIC``), each named ``<name>-like`` beside the
 #: real graph of its kind
 STAND_INS = {f"{name}-like": name for name in SYNTHETIC}
+#: mid-size real graphs a user encodes whole (PyG's Planetoid files), by the name --graphs takes
+PLANETOID = {"cora": "Cora", "citeseer": "CiteSeer"}
 
 
 def largest_component(edges: np.ndarray, n: int) -> tuple[np.ndarray, int, int]:
@@ -290,12 +294,35 @@ def bench(name: str, kind: str, label: str, edges: np.ndarray, n: int, args,
     return row
 
 
+def planetoid_edges(name: str) -> tuple[np.ndarray, int] | str:
+    """``(edges, n)`` of a Planetoid citation graph (PyG's files under the shared data, read
+    through PyG's loader in a temporary folder), or why not."""
+    import shutil
+
+    from torch_geometric.datasets import Planetoid
+
+    source = SHARED_DATA / "planetoid" / name / "raw"
+    if not source.is_dir():
+        return f"{source} not found (the project machines' shared data)"
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copytree(source, Path(tmp) / name / "raw")
+        data = Planetoid(tmp, name)[0]
+    edges = data.edge_index.numpy()
+    return edges[:, edges[0] < edges[1]].copy(), int(data.num_nodes)
+
+
 def graphs(args) -> list[tuple[str, str, str, np.ndarray, int]]:
     """``(name, kind, label, edges, n)`` of the graphs asked for that are at hand."""
-    names = args.graphs.split(",") if args.graphs else [*REAL, *STAND_INS]
+    names = args.graphs.split(",") if args.graphs else [*REAL, *PLANETOID, *STAND_INS]
     out = []
     for name in names:
-        if name in STAND_INS:
+        if name in PLANETOID:
+            loaded = planetoid_edges(PLANETOID[name])
+            if isinstance(loaded, str):
+                print(f"[skip] {name}: {loaded}", flush=True)
+                continue
+            out.append((name, "citation (mid-size)", f"Planetoid {PLANETOID[name]}", *loaded))
+        elif name in STAND_INS:
             kind, maker, size, _ = SYNTHETIC[STAND_INS[name]]
             edges, n = load_synthetic(STAND_INS[name], args.scale)
             out.append((name, kind, f"{maker}({max(int(size * args.scale), 20)})", edges, n))
@@ -307,7 +334,8 @@ def graphs(args) -> list[tuple[str, str, str, np.ndarray, int]]:
             kind, label, _ = REAL[name]
             out.append((name, kind, label, *loaded))
         else:
-            sys.exit(f"unknown graph {name!r}; choose from {', '.join([*REAL, *STAND_INS])}")
+            sys.exit(f"unknown graph {name!r}; choose from "
+                     f"{', '.join([*REAL, *PLANETOID, *STAND_INS])}")
     return out
 
 

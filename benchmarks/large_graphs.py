@@ -112,7 +112,8 @@ REAL = {
                  ["ogbn_arxiv/raw/edge.csv.gz", "ogbn_arxiv/raw/edge.csv"]),
 }
 # graphs read in place from the project machines' shared data where the cache lacks them
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_DATA = Path(os.environ.get("GRAPHPE_SHARED_DATA",
+                                   Path(__file__).resolve().parents[2] / "shared" / "data"))
 SHARED = {"citation": SHARED_DATA / "ogbn-arxiv-graph" / "adj_full.npz"}
 DEFAULT_SOLVERS = "auto,lanczos,shift_invert,chebyshev"
 # LapPE: the default within this factor of graphpe's fastest solver on every graph, and at
