@@ -63,6 +63,13 @@ NEIGHBOURHOOD_SCORES = ("common_neighbours", "adamic_adar", "resource_allocation
 _SEARCH_RATIO = 16
 
 
+def pair_graph(graph: Tensor | HostCSR, num_nodes: int) -> HostCSR:
+    """The undirected simple graph the pair kernels read: ``graph``'s ``edge_index`` made
+    simple (:func:`graphpe.ops.host.simple_csr`), or ``graph`` itself where it already is a
+    :class:`~graphpe.ops.host.HostCSR` (built once for several calls on one graph)."""
+    return graph if isinstance(graph, HostCSR) else simple_csr(graph.cpu(), num_nodes)
+
+
 def check_pairs(pairs: Tensor, num_nodes: int) -> Tensor:
     """``pairs`` as a ``[2, Q]`` int64 tensor of node ids in ``[0, num_nodes)`` (on the CPU);
     a ValueError naming what is wrong otherwise."""
@@ -177,19 +184,18 @@ def _distances_on(csr: HostCSR, pairs: Tensor, max_dist: int, cut: bool) -> Tens
     return torch.from_numpy(out)
 
 
-def pair_distances(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int = 3,
-                   without_own_edge: bool = False) -> Tensor:
+def pair_distances(edge_index: Tensor | HostCSR, num_nodes: int, pairs: Tensor,
+                   max_dist: int = 3, without_own_edge: bool = False) -> Tensor:
     """Shortest-path distances of ``pairs`` ``[2, Q]`` on the undirected graph, capped: an
     int64 ``[Q]`` with ``max_dist + 1`` for pairs farther apart than ``max_dist`` hops or not
     connected (see the module docstring: two balls per pair, the cheaper one grown a hop at
     a time until they meet). ``without_own_edge``: each pair's distance in the graph without
     the edge ``u - v`` itself (a training target's distance as if it were held out; the other
-    pairs' edges stay)."""
+    pairs' edges stay). ``edge_index`` may be the graph's :func:`pair_graph`, built once."""
     check_positive_int("max_dist", max_dist)
     check_flag("without_own_edge", without_own_edge)
     pairs = check_pairs(pairs, num_nodes)
-    return _distances_on(simple_csr(edge_index.cpu(), num_nodes), pairs, max_dist,
-                         without_own_edge)
+    return _distances_on(pair_graph(edge_index, num_nodes), pairs, max_dist, without_own_edge)
 
 
 @aot.njit(cache=True, nogil=True)
@@ -254,12 +260,13 @@ def _scores_on(csr: HostCSR, pairs: Tensor) -> Tensor:
     return torch.from_numpy(out)
 
 
-def pair_neighbourhood_scores(edge_index: Tensor, num_nodes: int, pairs: Tensor) -> Tensor:
+def pair_neighbourhood_scores(edge_index: Tensor | HostCSR, num_nodes: int,
+                              pairs: Tensor) -> Tensor:
     """``[Q, 3]`` float64: each pair's common neighbours, Adamic-Adar and resource allocation
     scores (:data:`NEIGHBOURHOOD_SCORES`, see the module docstring). For ``u = v`` they are
-    the sums over ``N(u)`` itself."""
+    the sums over ``N(u)`` itself. ``edge_index`` may be the graph's :func:`pair_graph`."""
     pairs = check_pairs(pairs, num_nodes)
-    return _scores_on(simple_csr(edge_index.cpu(), num_nodes), pairs)
+    return _scores_on(pair_graph(edge_index, num_nodes), pairs)
 
 
 # the columns of the push's per-node state: residual, estimate, mark (+stamp: touched by
@@ -422,7 +429,7 @@ def _check_ppr(alpha: object, eps: object) -> tuple[float, float]:
     return float(alpha), float(eps)
 
 
-def pair_ppr(edge_index: Tensor, num_nodes: int, pairs: Tensor, alpha: float = 0.15,
+def pair_ppr(edge_index: Tensor | HostCSR, num_nodes: int, pairs: Tensor, alpha: float = 0.15,
              eps: float = 1e-4, without_own_edge: bool = False) -> Tensor:
     r"""Personalized PageRank of the query pairs by forward push: a float64 ``[Q, 2]``,
     column 0 the PageRank of ``v`` personalized on ``u``, ``pi_u(v)``, column 1 ``pi_v(u)``.
@@ -452,7 +459,8 @@ def pair_ppr(edge_index: Tensor, num_nodes: int, pairs: Tensor, alpha: float = 0
     ``O(num_nodes)`` (estimate, residual, mark, threshold, queue), never cleared.
 
     Args:
-        edge_index: ``[2, E]``, the graph (read as undirected and simple).
+        edge_index: ``[2, E]``, the graph (read as undirected and simple), or its
+            :func:`pair_graph` built once for several calls.
         num_nodes: its node count.
         pairs: ``[2, Q]`` node ids, the query pairs (``u = v`` gives ``pi_u(u)``).
         alpha: the stopping (teleport) probability, in ``(0, 1)``.
@@ -469,7 +477,7 @@ def pair_ppr(edge_index: Tensor, num_nodes: int, pairs: Tensor, alpha: float = 0
     alpha, eps = _check_ppr(alpha, eps)
     check_flag("without_own_edge", without_own_edge)
     pairs = check_pairs(pairs, num_nodes)
-    csr = simple_csr(edge_index.cpu(), num_nodes)
+    csr = pair_graph(edge_index, num_nodes)
     local_ptr, local_indices, local_of = _local_graph(csr)
     u, v = pairs[0].numpy(), pairs[1].numpy()
     degree = np.diff(csr.indptr)

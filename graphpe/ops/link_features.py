@@ -25,46 +25,66 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from graphpe.ops.checks import check_positive_int
-from graphpe.ops.link import check_pairs, pair_distances, pair_neighbourhood_scores, pair_ppr
+from graphpe.ops.host import HostCSR
+from graphpe.ops.link import (
+    check_pairs,
+    pair_distances,
+    pair_graph,
+    pair_neighbourhood_scores,
+    pair_ppr,
+)
 from graphpe.ops.resistance import pair_resistance
 
 
-def _spd(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
-    distance = pair_distances(edge_index, num_nodes, pairs, max_dist, without_own_edge=True)
+class PairGraph(NamedTuple):
+    """The graph the features read, in the two forms their kernels take: ``edge_index``
+    ``[2, E]`` and its undirected simple CSR (:func:`graphpe.ops.link.pair_graph`, built once
+    for every feature of a set)."""
+
+    edge_index: Tensor
+    csr: HostCSR
+    num_nodes: int
+
+
+def _spd(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
+    distance = pair_distances(graph.csr, graph.num_nodes, pairs, max_dist,
+                              without_own_edge=True)
     return torch.nn.functional.one_hot(distance, max_dist + 2).to(torch.float32)
 
 
-def _cn(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
-    scores = pair_neighbourhood_scores(edge_index, num_nodes, pairs)
+def _cn(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
+    scores = pair_neighbourhood_scores(graph.csr, graph.num_nodes, pairs)
     scores[:, 0] = torch.log1p(scores[:, 0])
     return scores.to(torch.float32)
 
 
-def _ppr(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
-    ppr = pair_ppr(edge_index, num_nodes, pairs, without_own_edge=True)
-    return torch.log1p(num_nodes * ppr).to(torch.float32)
+def _ppr(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
+    ppr = pair_ppr(graph.csr, graph.num_nodes, pairs, without_own_edge=True)
+    return torch.log1p(graph.num_nodes * ppr).to(torch.float32)
 
 
-def _resistance(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int) -> Tensor:
-    resistance = pair_resistance(edge_index, num_nodes, pairs, without_own_edge=True)
+def _resistance(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
+    resistance = pair_resistance(graph.edge_index, graph.num_nodes, pairs,
+                                 without_own_edge=True)
     return (1.0 / (1.0 + resistance)).to(torch.float32).unsqueeze(1)  # 1 / inf = 0
 
 
 @dataclass(frozen=True)
 class PairFeature:
     """One pair feature: its name, what it is, its column count given ``max_dist``, and
-    ``compute(edge_index, num_nodes, pairs, max_dist)``, a float32 ``[Q, width]`` that does
-    not read a pair's own edge."""
+    ``compute(graph, pairs, max_dist)`` (``graph`` a :class:`PairGraph`), a float32
+    ``[Q, width]`` that does not read a pair's own edge."""
 
     name: str
     about: str
     width: Callable[[int], int]
-    compute: Callable[[Tensor, int, Tensor, int], Tensor]
+    compute: Callable[[PairGraph, Tensor, int], Tensor]
 
 
 #: every pair feature, by name (the module docstring has the maths)
@@ -121,9 +141,9 @@ class PairFeatureSet:
         pairs = check_pairs(pairs, num_nodes)
         if not self.names:
             return torch.zeros(pairs.size(1), 0)
-        return torch.cat([PAIR_FEATURES[name].compute(edge_index, num_nodes, pairs,
-                                                      self.max_dist) for name in self.names],
-                         dim=1)
+        graph = PairGraph(edge_index, pair_graph(edge_index, num_nodes), num_nodes)
+        return torch.cat([PAIR_FEATURES[name].compute(graph, pairs, self.max_dist)
+                          for name in self.names], dim=1)
 
 
 def link_pair_features(edge_index: Tensor, num_nodes: int, pairs: Tensor, max_dist: int = 3,
