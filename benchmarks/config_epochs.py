@@ -28,11 +28,11 @@ import sys
 import time
 from pathlib import Path
 
-import tomllib
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import DEFAULT_ROOT, DEFAULT_SHARED, OFFLINE, place  # noqa: E402
+
+from graphpe.cli.options import load_config  # noqa: E402
 
 CONFIGS = HERE.parent / "configs"
 DEFAULT_JSON = HERE / "results" / "config_epochs.json"
@@ -65,7 +65,7 @@ def epoch_row(config: Path, dataset: str, root: Path, threads: int, epochs: int,
     trained = run["epoch_train_seconds"]
     evaluation = (run["train_seconds"] - sum(trained)) / len(trained)
     epoch = statistics.median(trained[1:] or trained) + evaluation
-    budget = tomllib.loads(config.read_text()).get("epochs")
+    budget = load_config(str(config)).get("epochs")
     return {"config": config.stem, "dataset": dataset, "threads": threads,
             "params": run.get("params"), "pe_seconds": run.get("pe_seconds"),
             "first_epoch_train_seconds": trained[0], "epoch_seconds": epoch,

@@ -1631,7 +1631,7 @@ def config_epochs_table(data: dict) -> str:
     lines = ["| config | dataset | threads | parameters | encodings s | first epoch s (training) "
              "| epoch s | epochs in config | whole budget |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    import tomllib
+    from graphpe.cli.options import load_config
 
     for r in sorted(data["rows"], key=lambda r: (r["dataset"], r["config"])):
         if "error" in r:
@@ -1640,7 +1640,7 @@ def config_epochs_table(data: dict) -> str:
         budget = "" if hours is None else (f"{hours:.1f} h" if hours >= 1 else
                                            f"{60 * hours:.0f} min")
         config = ROOT / "configs" / f"{r['config']}.toml"
-        if budget and config.exists() and "local-epochs" in tomllib.loads(config.read_text()):
+        if budget and config.exists() and "local_epochs" in load_config(str(config)):
             budget = f"at least {budget}"  # its later stage's epochs cost more than the first's
         lines.append(f"| `{r['config']}` | {r['dataset']} | {r['threads']} | "
                      f"{r['params']:,} | {r['pe_seconds']:.1f} | "

@@ -455,19 +455,19 @@ def auto_eigenpairs(
     if choice.solver == "lanczos":
         solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes, **common)
         return _solved_by(solved, "lanczos", "no race")
-    if choice.lanczos_seconds is None:
-        solved = shift_invert_eigenpairs(operator, k, symbolic=choice.symbolic,
-                                         max_factor_bytes=max_factor_bytes, **common)
-        return _solved_by(solved, "shift_invert", f"no race, {solved.iterations} solves")
-    solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes,
-                                max_seconds=choice.lanczos_seconds, **common)
-    if solved.converged:
-        return _solved_by(solved, "lanczos", f"within the race ({solved.iterations} products)")
-    log.debug("sparse eigensolver: Lanczos did not converge in %.2f s (%d products)",
-              choice.lanczos_seconds, solved.iterations)
+    raced = choice.lanczos_seconds is not None
+    if raced:
+        solved = lanczos_eigenpairs(operator, k, max_basis_bytes=max_basis_bytes,
+                                    max_seconds=choice.lanczos_seconds, **common)
+        if solved.converged:
+            return _solved_by(solved, "lanczos",
+                              f"within the race ({solved.iterations} products)")
+        log.debug("sparse eigensolver: Lanczos did not converge in %.2f s (%d products)",
+                  choice.lanczos_seconds, solved.iterations)
     solved = shift_invert_eigenpairs(operator, k, symbolic=choice.symbolic,
                                      max_factor_bytes=max_factor_bytes, **common)
-    return _solved_by(solved, "shift_invert", f"{solved.iterations} solves")
+    return _solved_by(solved, "shift_invert",
+                      f"{'' if raced else 'no race, '}{solved.iterations} solves")
 
 
 def _solved_by(solved: SparseEigenpairs, solver: str,
