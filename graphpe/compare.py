@@ -377,11 +377,10 @@ def compare(runs: RunSet, models: Sequence[str], pes: Sequence[str], shape: Mode
     if not models or not pes:
         raise ValueError("compare needs at least one model and one encoding set ('none' "
                          "for none)")
-    asked = {(model, _pe_label(pe.replace("+", ","))) for model in models for pe in pes}
-    earlier = earlier_cells(out, runs.dataset, run_settings(shape, config),
-                            _config_defaults(config))
-    cells: dict[tuple[str, str], dict[str, Any]] = {
-        key: summary for key, summary in earlier.items() if key not in asked}
+    # every earlier cell stays until its runs are read again: a grid stopped by an error in
+    # one cell (or Ctrl-C) leaves the table with every cell it had
+    cells = earlier_cells(out, runs.dataset, run_settings(shape, config),
+                          _config_defaults(config))
     for model in models:
         for pe in pes:
             label = _pe_label(pe.replace("+", ","))

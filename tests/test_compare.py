@@ -232,3 +232,24 @@ def test_a_grid_grows_and_keeps_only_cells_of_its_settings(tmp_path, capsys):
     rows = json.loads((out / "compare.json").read_text())["rows"]
     assert [r["pe"] for r in rows] == ["lap:k=3"]
 
+
+
+def test_a_grid_stopped_by_an_error_keeps_every_earlier_row(tmp_path, capsys, monkeypatch):
+    write_archive(tmp_path / "g.npz", splits=2)
+    out = tmp_path / "grid"
+    base = ["compare", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+            "res-gcn,res-sage", "--splits", "all", "--out", str(out), *FAST]
+    main([*base, "--pe", "none"])
+    rows = json.loads((out / "compare.json").read_text())["rows"]
+    real_run = graphpe.train.run
+
+    def failing(bundle, pe, **kwargs):
+        if pe != "none":
+            raise ValueError("this encoding does not fit the graph")
+        return real_run(bundle, pe, **kwargs)
+
+    monkeypatch.setattr(graphpe.train, "run", failing)
+    # res-gcn's none is read back, its rwse fails before res-sage's none is read again
+    with pytest.raises(SystemExit):
+        main([*base, "--pe", "none,rwse:walk_length=4"])
+    assert json.loads((out / "compare.json").read_text())["rows"] == rows

@@ -19,25 +19,17 @@ Skipped where the docs dependencies (the ``docs`` extra) are not installed.
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
-import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-NEEDED = ("mkdocs", "material", "mkdocstrings", "mkdocs_gen_files", "mkdocs_literate_nav",
-          "latex2mathml", "matplotlib")
-MISSING = [name for name in NEEDED if importlib.util.find_spec(name) is None]
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason=f"the docs dependencies are not installed ({', '.join(MISSING)}): "
-                          "pip install -e '.[docs]'")
+from tests.docs.conftest import DOCS_DEPENDENCIES
+
+pytestmark = DOCS_DEPENDENCIES
 
 # what raw LaTeX or reST maths markup looks like in a page's text
 RAW_MATHS = (r"\mathrm", r"\sum", r"\frac", r"\lambda", r"\tfrac", r"\langle", r"\big",
@@ -112,19 +104,6 @@ class Page(HTMLParser):
             self._signature.append(data)
         if not self._skip:
             self.text.append(data)
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true",
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    run = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet",
-         "-f", str(ROOT / "mkdocs.yml"), "-d", str(out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, f"mkdocs build failed:\n{(run.stdout + run.stderr)[-6000:]}"
-    return out
 
 
 @pytest.fixture(scope="module")
