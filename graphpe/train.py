@@ -38,6 +38,7 @@ from graphpe.evaluation import evaluate as evaluate  # (graphpe.cli's and users'
 from graphpe.evaluation import node_mask, predicted_classes, predictions, score
 from graphpe.nn.build import MODELS, build_model, model_names
 from graphpe.ops.checks import check_non_negative_int
+from graphpe.ops.progress import duration_text
 from graphpe.records import (
     Progress,
     restore_training_state,
@@ -48,7 +49,7 @@ from graphpe.records import (
     write_run_files,
 )
 from graphpe.records import versions as versions  # (graphpe.pretrain's import)
-from graphpe.run_log import LOG, EpochLines, batch_bar, interrupted_message
+from graphpe.run_log import LOG, EpochLines, batch_bar, interrupted_message, logged_batches
 from graphpe.runtime import (
     autocast,
     distribute,
@@ -256,6 +257,8 @@ def fit(
         interrupted = None
     except KeyboardInterrupt:  # (and a SIGTERM under graphpe train): keep what finished
         if not progress.history or setup.world > 1:
+            if setup.rank == 0 and not progress.history:
+                LOG.warning(interrupted_message(-1, config.epochs, -1, None, None))
             raise
         interrupted = progress.history[-1]["epoch"]
         state = training_state_path(config.checkpoint) if config.checkpoint else None
@@ -289,6 +292,8 @@ def _epochs(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, progress:
     shown = config.progress and setup.rank == 0
     bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}", disable=not shown)
     lines = EpochLines(bundle.name, config.epochs, not config.progress and setup.rank == 0)
+    lines.start(progress.first, _batch_count(setup.train_loader),
+                sum(p.numel() for p in setup.model.parameters()))
     for epoch in bar:
         if hasattr(setup.model, "set_epoch"):  # a model whose training has stages (Polynormer)
             setup.model.set_epoch(epoch)
@@ -395,6 +400,13 @@ def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetB
     return maybe_compile(StaticGPS(model), config.compile, device, static=True), shapes
 
 
+def _batch_count(loader: Any) -> int | None:
+    try:
+        return len(loader)
+    except TypeError:  # a sampler that does not know its length
+        return None
+
+
 def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoch: int) -> float:
     """One pass over the training batches, then one step of the learning-rate schedule;
     returns the mean training loss per graph, or per seed node of sampled mini-batches (over
@@ -404,8 +416,10 @@ def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoc
     setup.model.train()
     # the loss summed on the device and read once per epoch: no host sync per step
     total, count = torch.zeros((), dtype=torch.float64, device=setup.device), 0
-    for batch in batch_bar(setup.train_loader, f"epoch {epoch + 1}",
-                           config.progress and setup.rank == 0):
+    shown = config.progress and setup.rank == 0
+    batches = batch_bar(setup.train_loader, f"epoch {epoch + 1}", shown) if shown else \
+        logged_batches(setup.train_loader, bundle.name, epoch, config.epochs, setup.rank == 0)
+    for batch in batches:
         setup.opt.zero_grad()
         with autocast(setup.device, config.precision):
             out, y = _forward_batch(setup, bundle, config, batch)
@@ -474,8 +488,13 @@ def run(bundle: DatasetBundle, pe: Any = (), model: str = "gine", channels: int 
     if config.subgraph_pe:  # each sampled batch encoded by its loader
         encoded, pe_seconds = bundle, 0.0
     else:
+        if transforms and not config.progress:  # no bars: say what runs before it runs
+            LOG.info("%s: computing %s for every graph", bundle.name,
+                     ", ".join(spec.name for spec in specs))
         encoded, pe_seconds = encode_bundle(bundle, transforms, progress=config.progress,
                                             cache_dir=config.cache_dir)
+        if transforms and not config.progress:
+            LOG.info("%s: encodings computed in %s", bundle.name, duration_text(pe_seconds))
     seed_everything(config.seed)
     model_config = {"model": model, "channels": channels, "layers": layers,
                     "pe": pe_model_config(specs), **bundle.model_kwargs(), **model_kwargs}

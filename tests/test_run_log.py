@@ -5,9 +5,10 @@ import torch
 from tqdm.auto import tqdm
 
 import graphpe.run_log as run_log
+import graphpe.train
 from graphpe.nn import build_model
 from graphpe.records import training_state_path
-from graphpe.run_log import EpochLines, batch_bar, interrupted_message
+from graphpe.run_log import EpochLines, batch_bar, interrupted_message, logged_batches
 from graphpe.train import TrainConfig, fit
 from tests.test_train import csl_bundle
 
@@ -26,15 +27,38 @@ def test_a_batch_bar_only_where_bars_show_and_there_are_batches():
     assert isinstance(bar, tqdm) and bar.desc.startswith("epoch 5") and list(bar) == loader
 
 
+def test_batch_lines_without_bars_say_the_first_batch_then_every_line_seconds(monkeypatch,
+                                                                                caplog):
+    loader = list(range(5))
+    assert logged_batches(loader, "ZINC", 0, 3, enabled=False) is loader
+    assert logged_batches([1], "ZINC", 0, 3, enabled=True) == [1]  # one batch: epoch lines
+    clock = iter(float(t) for t in (0, 2, 4, 6, 8, 10, 100, 102, 104, 106, 108, 110))
+    monkeypatch.setattr(run_log.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(run_log, "LINE_SECONDS", 5.0)
+    with caplog.at_level(logging.INFO, logger="graphpe"):
+        assert list(logged_batches(loader, "ZINC", 0, 3, enabled=True)) == loader
+        assert list(logged_batches(loader, "ZINC", 1, 3, enabled=True)) == loader
+    assert [r.getMessage() for r in caplog.records] == [
+        # the run's first batch at once, with the epoch's predicted rest
+        "ZINC: epoch 1/3: batch 1/5 took 2.00 s, about 8 s left in the epoch",
+        "ZINC: epoch 1/3: batch 4/5, 0.5 batches/s, about 2 s left in the epoch",
+        # a later epoch: no first-batch line, the throttled ones only
+        "ZINC: epoch 2/3: batch 3/5, 0.5 batches/s, about 4 s left in the epoch"]
+
+
 def test_epoch_lines_are_throttled(monkeypatch, caplog):
     lines = EpochLines("CSL", 10, enabled=True)
     with caplog.at_level(logging.INFO, logger="graphpe"):
+        lines.start(0, 1, 1234)
+        lines.start(3, 20, 1234)
         lines(0, 0.5, 0.25, 0.25, 1.5)
         lines(1, 0.4, 0.3, 0.3, 1.5)  # within LINE_SECONDS of the first: not said
         monkeypatch.setattr(run_log, "LINE_SECONDS", 0.0)
         lines(2, 0.3, 0.2, 0.3, 1.25)
         EpochLines("CSL", 10, enabled=False)(0, 0.5, 0.25, 0.25, 1.5)
     assert [r.getMessage() for r in caplog.records] == [
+        "CSL: training 1,234 parameters for 10 epochs of one full-graph step",
+        "CSL: training 1,234 parameters for 10 epochs of 20 batches, from epoch 4 (resumed)",
         "CSL: epoch 1/10, loss 0.5000, val 0.2500 (best 0.2500), 1.5 s per epoch",
         "CSL: epoch 3/10, loss 0.3000, val 0.2000 (best 0.3000), 1.25 s per epoch"]
 
@@ -81,3 +105,18 @@ def test_the_message_says_how_to_resume():
         "its record goes to a.json; continue with --resume a.pt.state")
     assert interrupted_message(0, 5, 0, None, None).endswith(
         "a run with --checkpoint PATH keeps a state to resume from")
+
+
+def test_an_interrupt_in_the_first_epoch_says_nothing_was_kept(tmp_path, caplog,
+                                                                monkeypatch):
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(graphpe.train, "_train_epoch", stop)
+    config = TrainConfig(epochs=5, batch_size=8, progress=False,
+                         checkpoint=str(tmp_path / "a.pt"), results=str(tmp_path / "a.json"))
+    with caplog.at_level(logging.WARNING, logger="graphpe"), pytest.raises(KeyboardInterrupt):
+        fit(_model(), csl_bundle(), config)
+    assert [r.getMessage() for r in caplog.records] == [interrupted_message(-1, 5, -1, None, None)]
+    assert "no epoch finished" in caplog.records[0].getMessage()
+    assert not list(tmp_path.iterdir())
