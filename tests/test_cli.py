@@ -517,6 +517,24 @@ and an unknown pair feature are one line each."""
     code, _, err = run_cli([*base[:4], "MUTAG", *base[5:]], capsys)
     assert code == 2 and ("link prediction reads Cora, CiteSeer, PubMed, ogbl-collab, "
                           "ogbl-ddi, ogbl-ppa, ogbl-citation2, got 'MUTAG'" in err)
+    code, _, err = run_cli([*base[:4], "ogbl-ddi", *base[5:], "--link-negatives", "heart"],
+                           capsys)
+    assert code == 2 and "graphpe: error: --link-negatives heart builds HeaRT's negatives " \
+                         "for the random splits of Cora, CiteSeer, PubMed; ogbl-ddi" in err
+
+
+def test_train_task_link_under_heart_ranks_each_edge_among_its_negatives(tmp_path, capsys):
+    copy_shared("planetoid/Cora", tmp_path / "Cora")
+    out = tmp_path / "heart.json"
+    code, printed, err = run_cli(
+        ["train", "--task", "link", "--dataset", "Cora", "--root", str(tmp_path), "--model",
+         "gcn", "--channels", "8", "--layers", "1", "--epochs", "2", "--pair-pe", "none",
+         "--link-negatives", "heart", "--results", str(out)], capsys)
+    assert code == 0, err
+    record = json.loads(out.read_text())
+    assert record["dataset"] == "Cora (HeaRT)" and record["select_by"] == "mrr"
+    assert {"mrr", "hits@1", "hits@10", "hits@100", "rocauc"} <= set(record["test"])
+    assert 0 < record["test"]["mrr"] <= 1
 
 
 def test_train_task_link_trains_seal_and_refuses_its_wrong_flags(tmp_path, capsys):

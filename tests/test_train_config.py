@@ -24,6 +24,7 @@ NOT_CONFIG = {"help", "dataset", "root", "pe", "download", "config", "model", "a
               "local_epochs", "global_layers", "in_dropout", "attn_dropout", "pe_combine",
               "pe_channels", "head_hidden",
               "pool", "graph_token", "splits", "retain_memory", "task", "pair_pe", "pair_max_dist",
+              "link_negatives",
               "decoder", "hops", "labels"}
 # TrainConfig fields without a flag: set from Python (graphpe.train.fit's callers)
 NO_FLAG = {"resample_pe", "shuffle", "sync_batchnorm"}

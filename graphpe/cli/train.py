@@ -130,6 +130,11 @@ def _add_fit_args(p_train: argparse.ArgumentParser) -> None:
                               "embeddings alone); none reads the pair's own edge")
     p_train.add_argument("--pair-max-dist", type=int, default=3,
                          help="--task link: spd's cap in hops")
+    p_train.add_argument("--link-negatives", choices=["random", "heart"], default="random",
+                         help="--task link on Cora, CiteSeer, PubMed: the held-out edges' "
+                              "negatives: random (one random non-edge each, scored by "
+                              "ROC-AUC) or heart (HeaRT's 500 hard negatives each, Li et al. "
+                              "2023, scored by each edge's rank among its own: MRR)")
     p_train.add_argument("--decoder", choices=["mlp", "dot"], default="mlp",
                          help="--task link: an MLP of the embeddings' product (and the pair "
                               "features), or their inner product (the graph autoencoder's)")
@@ -182,7 +187,7 @@ def run_train(args: argparse.Namespace) -> None:
 def run_train_link(args: argparse.Namespace) -> None:
     """``graphpe train --task link``: :func:`graphpe.link.fit_link` on the dataset's edges
     split by ``--seed``; prints the record's summary and writes the record to ``--results``."""
-    from graphpe.datasets.link import load_link_dataset
+    from graphpe.datasets.link import OGB_LINK_NAMES, PLANETOID_LINK_NAMES, load_link_dataset
     from graphpe.link import fit_link, fit_seal
     from graphpe.ops.link_features import PairFeatureSet
 
@@ -195,7 +200,15 @@ def run_train_link(args: argparse.Namespace) -> None:
     if seal and args.pe not in ("", "none"):
         raise ValueError(f"--model {args.model} reads no encodings: its subgraphs' nodes carry "
                          f"their labels (--labels), got --pe {args.pe}")
+    if args.link_negatives == "heart" and args.dataset in OGB_LINK_NAMES:
+        raise ValueError(f"--link-negatives heart builds HeaRT's negatives for the random "
+                         f"splits of {', '.join(PLANETOID_LINK_NAMES)}; {args.dataset} comes "
+                         "with OGB's own negatives")
     split = load_link_dataset(args.dataset, args.root, seed=args.seed, download=args.download)
+    if args.link_negatives == "heart":
+        from graphpe.datasets.heart import heart_split
+
+        split = heart_split(split, seed=args.seed)
     if seal:
         record = fit_seal(split, hops=options.get("hops", 2),
                           labels=options.get("labels", "drnl"), channels=args.channels,

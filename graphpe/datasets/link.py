@@ -35,8 +35,10 @@ from graphpe.datasets.planetoid import load_planetoid
 LINK_SPLIT = (0.05, 0.10)
 #: OGB's link sets (``load_ogb_link``)
 OGB_LINK_NAMES = ("ogbl-collab", "ogbl-ddi", "ogbl-ppa", "ogbl-citation2")
+#: the Planetoid graphs ``load_link_dataset`` splits at random
+PLANETOID_LINK_NAMES = ("Cora", "CiteSeer", "PubMed")
 #: the graphs ``load_link_dataset`` reads
-LINK_DATASETS = ("Cora", "CiteSeer", "PubMed", *OGB_LINK_NAMES)
+LINK_DATASETS = (*PLANETOID_LINK_NAMES, *OGB_LINK_NAMES)
 #: the parts a LinkSplit scores
 PARTS = ("train", "val", "test")
 

@@ -8,6 +8,8 @@
 - :class:`FilteredMRR`: LRGB's PCQM-Contact score (a score matrix per graph).
 - :class:`BinaryROCAUC`: the area under the ROC curve of one binary target (the
   heterophilous benchmarks' Minesweeper, Tolokers, Questions; scores in ``y_pred``).
+- :class:`RankEvaluator`: each held-out edge's rank among its own negatives (MRR, Hits@K;
+  ogbl-citation2's and HeaRT's link metrics; ``y_pred_pos`` and ``y_pred_neg`` as OGB's).
 
 The class-label evaluators set ``takes_labels``: the training loop hands them the arg-max of the
 model's scores, as it does OGB's ``acc`` evaluators (OGB's convention for multi-class tasks).
@@ -186,6 +188,30 @@ def _graph_ranks(score: np.ndarray, pos: np.ndarray) -> dict[str, float]:
     return {"mrr": float(np.mean(1.0 / filtered)), "mrr_raw": float(np.mean(1.0 / raw)),
             **{f"hits@{k}": float(np.mean(filtered <= k)) for k in (1, 3, 10)}}
 
+
+class RankEvaluator:
+    """The rank of each held-out edge among its own negatives, as OGB's ogbl-citation2
+    ``Evaluator`` and HeaRT's code compute it: ``y_pred_pos`` ``[Q]``, ``y_pred_neg``
+    ``[Q, K]``; the rank is 1 plus the mean of the negatives scored above the edge and those
+    scored at least as high (ties count half). Returns per-edge lists: the reciprocal rank
+    (``mrr_list``) and, for each of :data:`RANK_HITS_AT`, whether the rank is at most ``K``."""
+
+    eval_metric = "mrr"
+
+    def eval(self, input_dict: dict[str, Any]) -> dict[str, np.ndarray]:
+        pos = np.asarray(input_dict["y_pred_pos"], np.float64).reshape(-1, 1)
+        neg = np.asarray(input_dict["y_pred_neg"], np.float64)
+        if neg.ndim != 2 or neg.shape[0] != pos.shape[0] or not neg.shape[1]:
+            raise ValueError(f"y_pred_neg must be [Q, K] for Q = {pos.shape[0]} edges, got "
+                             f"{list(neg.shape)}")
+        rank = 1.0 + 0.5 * ((neg > pos).sum(1) + (neg >= pos).sum(1))
+        out = {"mrr_list": 1.0 / rank}
+        out.update({f"hits@{k}_list": (rank <= k).astype(np.float64) for k in RANK_HITS_AT})
+        return out
+
+
+#: the K of the Hits@K that :class:`RankEvaluator` reports (HeaRT's)
+RANK_HITS_AT = (1, 3, 10, 20, 50, 100)
 
 #: the K of the Hits@K that :func:`link_metrics` reports (OGB's link benchmarks report 20,
 #: 50 and 100)
