@@ -47,6 +47,16 @@ sys.path.insert(0, str(HERE))
 from common import DEFAULT_SHARED  # noqa: E402
 
 DEFAULT_JSON = HERE / "results" / "link_planetoid.json"
+HEART_JSON = HERE / "results" / "link_heart.json"
+#: ``--models heuristic``: the heuristics HeaRT ranks negatives by, in
+#: :class:`graphpe.datasets.heart.HeuristicScores`' order
+HEURISTICS = ("ra", "ppr", "cos")
+HEART_PUBLISHED = {
+    "source": "Li et al., Evaluating Graph Neural Networks for Link Prediction: Current "
+              "Pitfalls and New Benchmarking, NeurIPS 2023 (HeaRT), Table 3: its numbers "
+              "could not be read offline here, so none is quoted; its own split files and "
+              "Andersen-push PageRank differ from this benchmark's (graphpe.datasets.heart)",
+    "rows": []}
 #: Kipf & Welling (2016), Table 1: test ROC-AUC and AP (%), mean ± std over 10 runs
 PUBLISHED = {
     "source": "Kipf & Welling, Variational Graph Auto-Encoders, NIPS 2016 Bayesian deep "
@@ -95,12 +105,46 @@ def pair_feature_set(pairs: bool | str, max_dist: int):
 
 def settings_of(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in ("channels", "layers", "dropout", "lr", "epochs",
-                                          "patience", "max_dist", "decoder")}
+                                          "patience", "max_dist", "decoder", "negatives")}
 
 
-def summary(rows: list[dict]) -> list[dict]:
+def heuristic_row(split, name: str, seed: int) -> dict:
+    """A heuristic's own scores of the held-out pairs (no training): resource allocation,
+    personalized PageRank or feature cosine, as HeaRT's negatives rank nodes
+    (:class:`graphpe.datasets.heart.HeuristicScores` on the training graph; for the test
+    pairs the validation edges join it)."""
+    import numpy as np
+    import scipy.sparse as sp
+    import torch
+
+    from graphpe.datasets.heart import HeuristicScores
+
+    which = HEURISTICS.index(name)
+    n, features = split.num_nodes, split.graph.x.double().numpy()
+    row = {"dataset": split.name, "model": "heuristic", "split_seed": seed,
+           "seconds_per_epoch": 0.0, "pe_seconds": 0.0, "best_epoch": None}
+    for part in ("val", "test"):
+        known = split.train_pos if part == "val" else torch.cat([split.train_pos,
+                                                                 split.val_pos], 1)
+        u, v = known.numpy()
+        graph = sp.csr_matrix((np.ones(2 * u.size), (np.r_[u, v], np.r_[v, u])), shape=(n, n))
+        scorer = HeuristicScores(graph, features)
+        pairs, labels = split.targets(part)
+        scores = np.empty(pairs.size(1))
+        sources, inverse = np.unique(pairs[0].numpy(), return_inverse=True)
+        for lo in range(0, sources.size, 512):
+            block = scorer(sources[lo:lo + 512])[which]
+            mine = (inverse >= lo) & (inverse < lo + 512)
+            scores[mine] = block[inverse[mine] - lo, pairs[1].numpy()[mine]]
+        positive = labels.numpy() > 0
+        row[part] = split.metrics(scores[positive], scores[~positive])
+    return row
+
+
+def summary(rows: list[dict], metric: str = "rocauc") -> list[dict]:
     """Mean ± std over seeds per (dataset, model, pe, pairs) of each test metric, and the
-    paired difference of test ROC-AUC to the same model without encodings or pair features."""
+    paired difference of the test ``metric`` to the same model without encodings or pair
+    features (``<metric>_vs_plain``)."""
     cells: dict[tuple, list[dict]] = {}
     for row in rows:
         cells.setdefault((row["dataset"], row["model"], row["pe_name"], row["pairs"]),
@@ -111,18 +155,18 @@ def summary(rows: list[dict]) -> list[dict]:
                  "seeds": len(runs), "seconds_per_epoch": statistics.median(
                      r["seconds_per_epoch"] for r in runs),
                  "pe_seconds": statistics.median(r["pe_seconds"] for r in runs)}
-        for metric in runs[0]["test"]:
-            values = [r["test"][metric] for r in runs]
-            entry[metric] = [statistics.mean(values),
-                             statistics.stdev(values) if len(values) > 1 else 0.0]
-        base = {r["split_seed"]: r["test"]["rocauc"] for r in cells.get(
+        for name in runs[0]["test"]:
+            values = [r["test"][name] for r in runs]
+            entry[name] = [statistics.mean(values),
+                           statistics.stdev(values) if len(values) > 1 else 0.0]
+        base = {r["split_seed"]: r["test"][metric] for r in cells.get(
             (dataset, model, "none", False), [])}
-        diffs = [r["test"]["rocauc"] - base[r["split_seed"]] for r in runs
+        diffs = [r["test"][metric] - base[r["split_seed"]] for r in runs
                  if r["split_seed"] in base]
         if (pe, pairs) != ("none", False) and len(diffs) > 1:
             se = statistics.stdev(diffs) / len(diffs) ** 0.5
-            entry["rocauc_vs_plain"] = [statistics.mean(diffs), se,
-                                        abs(statistics.mean(diffs)) > 2 * se]
+            entry[f"{metric}_vs_plain"] = [statistics.mean(diffs), se,
+                                           abs(statistics.mean(diffs)) > 2 * se]
         out.append(entry)
     return out
 
@@ -146,10 +190,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--decoder", default="mlp", choices=("mlp", "dot"))
     parser.add_argument("--root", type=Path, default=Path.home() / ".cache" / "graphpe")
     parser.add_argument("--shared", type=Path, default=DEFAULT_SHARED)
-    parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    parser.add_argument("--negatives", default="random", choices=("random", "heart"),
+                        help="the held-out edges' negatives: random (one each, ROC-AUC) or "
+                             "HeaRT's 500 hard ones each (MRR; --json defaults to "
+                             "results/link_heart.json; --models heuristic scores the pairs "
+                             "by each of --pes ra, ppr, cos without training)")
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
+    if args.json is None:
+        args.json = DEFAULT_JSON if args.negatives == "random" else HEART_JSON
     import torch
 
+    from graphpe.datasets.heart import heart_split
     from graphpe.datasets.link import load_link_dataset
     from graphpe.link import fit_link, fit_seal
     from graphpe.train_config import TrainConfig
@@ -157,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     settings = settings_of(args)
     result = json.loads(args.json.read_text()) if args.json.exists() else {}
+    if "settings" in result:  # grids run before --negatives existed drew random ones
+        result["settings"] = {"negatives": "random", **result["settings"]}
     if result.get("rows") and result.get("settings") != settings:
         differ = {k: (result["settings"].get(k), v) for k, v in settings.items()
                   if result["settings"].get(k) != v}
@@ -165,7 +219,10 @@ def main(argv: list[str] | None = None) -> None:
                  "another --json")
     result.setdefault("rows", [])
     result["settings"] = settings
-    result.update(published=PUBLISHED, command="python benchmarks/link_planetoid.py")
+    result.update(published=PUBLISHED if args.negatives == "random" else HEART_PUBLISHED,
+                  command="python benchmarks/link_planetoid.py" + (
+                      "" if args.negatives == "random" else " --negatives heart"))
+    metric = "rocauc" if args.negatives == "random" else "mrr"
     done = {(r["dataset"], r["model"], r["pe_name"], r["pairs"], r["split_seed"])
             for r in result["rows"]}
     config = TrainConfig(epochs=args.epochs, lr=args.lr, weight_decay=0.0, optimizer="adam",
@@ -174,12 +231,20 @@ def main(argv: list[str] | None = None) -> None:
         root = prepared_root(args.root, dataset, args.shared)
         for seed in range(args.seeds):
             split = load_link_dataset(dataset, root, seed=seed)
+            if args.negatives == "heart":
+                split = heart_split(split, seed=seed)
             for model in args.models.split(","):
                 for pe in args.pes.split(","):
                     for pairs in [PAIR_SETS.get(p, p) for p in args.pairs.split(",")]:
                         if (dataset, model, pe, pairs, seed) in done:
                             continue
-                        if model == "seal":  # pe names the labels; no pair features
+                        if model == "heuristic":  # pe names the heuristic
+                            if pairs or pe not in HEURISTICS:
+                                continue
+                            row = heuristic_row(split, pe, seed)
+                        elif pe in HEURISTICS:  # the heuristics' names: no encodings
+                            continue
+                        elif model == "seal":  # pe names the labels; no pair features
                             if pairs or pe not in SEAL_LABELS:
                                 continue
                             row = fit_seal(split, labels=pe, **SEAL["model"],
@@ -193,14 +258,17 @@ def main(argv: list[str] | None = None) -> None:
                                            decoder=args.decoder,
                                            config=dataclasses.replace(config, seed=seed),
                                            dropout=args.dropout, head_hidden=[])
-                        row.update(pe_name=pe, pairs=pairs)
+                        row.update(pe_name=pe, pairs=pairs, dataset=dataset)
                         result["rows"].append(row)
-                        result["summary"] = summary(result["rows"])
+                        result["summary"] = summary(result["rows"], metric)
                         args.json.parent.mkdir(parents=True, exist_ok=True)
                         args.json.write_text(json.dumps(result, indent=1))
                         print(f"{dataset} {model} {pe} pairs={pairs} seed {seed}: test "
                               + ", ".join(f"{k} {v:.4f}" for k, v in row["test"].items()),
                               flush=True)
+    if result["rows"]:  # the summary from every row, also where none was added
+        result["summary"] = summary(result["rows"], metric)
+        args.json.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -1126,6 +1126,23 @@ def test_link_benchmarks_run_on_cora(tmp_path, monkeypatch):
     table = _tables().link_planetoid_table(result)
     assert "| Cora | gcn | rwse | yes | 2 |" in table and "GAE" in table
     assert "| Cora | gcn | rwse | ppr, resistance | 2 |" in table
+    # HeaRT's negatives: the heuristics' own ranks and a trained model's, scored by MRR
+    heart = tmp_path / "heart.json"
+    _run_script("link_planetoid", [
+        "--negatives", "heart", "--datasets", "Cora", "--models", "heuristic,gcn", "--pes",
+        "ra,none", "--pairs", "off,cn", "--seeds", "2", "--epochs", "2", "--channels", "8",
+        "--root", str(tmp_path / "data"), "--shared", str(SHARED_DATA), "--json", str(heart)],
+        monkeypatch)
+    result = json.loads(heart.read_text())
+    cells = {(c["model"], c["pe"], c["pairs"]): c for c in result["summary"]}
+    assert set(cells) == {("heuristic", "ra", False), ("gcn", "none", False),
+                          ("gcn", "none", "cn")}
+    assert 0.05 < cells[("heuristic", "ra", False)]["mrr"][0] < 0.3  # RA: about 12 %
+    assert "mrr_vs_plain" in cells[("gcn", "none", "cn")]
+    assert "--negatives heart" in result["command"] and result["settings"]["negatives"] == "heart"
+    table = _tables().link_heart_table(result)
+    assert "| Cora | heuristic | ra | no | 2 |" in table
+    assert "| Cora | gcn | none | cn | 2 |" in table
 
 
 def test_link_pairs_large_runs_on_a_graph_the_test_writes(tmp_path, monkeypatch):
