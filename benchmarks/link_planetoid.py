@@ -114,10 +114,10 @@ def heuristic_row(split, name: str, seed: int) -> dict:
     (:class:`graphpe.datasets.heart.HeuristicScores` on the training graph; for the test
     pairs the validation edges join it)."""
     import numpy as np
-    import scipy.sparse as sp
     import torch
 
     from graphpe.datasets.heart import HeuristicScores
+    from graphpe.ops.link import adjacency
 
     which = HEURISTICS.index(name)
     n, features = split.num_nodes, split.graph.x.double().numpy()
@@ -126,9 +126,7 @@ def heuristic_row(split, name: str, seed: int) -> dict:
     for part in ("val", "test"):
         known = split.train_pos if part == "val" else torch.cat([split.train_pos,
                                                                  split.val_pos], 1)
-        u, v = known.numpy()
-        graph = sp.csr_matrix((np.ones(2 * u.size), (np.r_[u, v], np.r_[v, u])), shape=(n, n))
-        scorer = HeuristicScores(graph, features)
+        scorer = HeuristicScores(adjacency(known, n), features)
         pairs, labels = split.targets(part)
         scores = np.empty(pairs.size(1))
         sources, inverse = np.unique(pairs[0].numpy(), return_inverse=True)

@@ -43,6 +43,7 @@ from torch import Tensor
 
 from graphpe.datasets.link import LinkSplit
 from graphpe.datasets.metrics import RankEvaluator
+from graphpe.ops.link import adjacency
 
 #: negatives per held-out edge (the paper's ``--num-samples``): half from each end
 HEART_NEGATIVES = 500
@@ -70,8 +71,8 @@ def heart_split(split: LinkSplit, negatives: int = HEART_NEGATIVES, seed: int = 
                          f"{n} nodes")
     rng = np.random.default_rng(seed)
     features = split.graph.x.double().numpy()
-    train = _adjacency(split.train_pos, n)
-    known_test = _adjacency(torch.cat([split.train_pos, split.val_pos], 1), n)
+    train = adjacency(split.train_pos, n)
+    known_test = adjacency(torch.cat([split.train_pos, split.val_pos], 1), n)
     scorer = HeuristicScores(train, features)
     val_neg = hard_negatives(split.val_pos, scorer, train, negatives // 2, rng)
     test_neg = hard_negatives(split.test_pos, scorer, known_test, negatives // 2, rng)
@@ -181,14 +182,3 @@ def _best_partners(own: np.ndarray, other: np.ndarray, scorer: HeuristicScores,
                               scored.size)
             best[i] = np.concatenate([scored, fill])
     return best
-
-
-def _adjacency(edges: Tensor, n: int) -> sp.csr_matrix:
-    """The undirected 0/1 adjacency of the pairs ``edges`` ``[2, E]``."""
-    rows, cols = edges.numpy()
-    matrix = sp.coo_matrix((np.ones(2 * rows.size), (np.r_[rows, cols], np.r_[cols, rows])),
-                           shape=(n, n)).tocsr()
-    matrix.data[:] = 1.0
-    matrix.setdiag(0)
-    matrix.eliminate_zeros()
-    return matrix
