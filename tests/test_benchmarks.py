@@ -1,6 +1,7 @@
 """The benchmark scripts run end to end on tiny inputs (their numbers are not checked here)."""
 
 import json
+import math
 import runpy
 import sys
 from pathlib import Path
@@ -760,7 +761,11 @@ def test_arxiv_encodings_benchmark_runs(tmp_path, monkeypatch):
     assert direct["outputs"] == {"rwse": ["float32", [1500, 16]],
                                  "rwse_stderr": ["float32", [1500, 16]]}
     assert direct["estimated"] and direct["checked_nodes"] == 32
-    assert 0 < direct["within_4se"] <= 1 and direct["mean_stderr"] > 0 and direct["rmse"] < 0.05
+    # the coverage the estimator promises (99 % within 4 standard errors) less four binomial
+    # standard deviations of a share of 32 x 16 checked values
+    entries = 32 * 16
+    assert direct["within_4se"] >= 0.99 - 4 * math.sqrt(0.99 * 0.01 / entries)
+    assert direct["mean_stderr"] > 0 and direct["rmse"] < 0.05
     assert 0 < row["seconds"] < 60 and 0 < row["peak_rss_gb"] < 4
     cache = row["cache"]
     assert not cache["miss"]["hit"] and cache["hit"]["hit"] and cache["hit_was_hit"]
