@@ -35,6 +35,26 @@ def test_simple_csr_is_the_undirected_simple_graph(data):
     assert csr.weight.tolist() == ref.edge_weight[keep].tolist()
 
 
+def test_simple_csr_sorts_a_hub_row_past_the_insertion_limit():
+    """A hub's row longer than SORT_INSERTION_MAX (merge sorted), with duplicates of other
+    weights and self loops: the same graph as ops.graph.undirected_simple."""
+    from graphpe.ops.host import SORT_INSERTION_MAX
+
+    rng = np.random.default_rng(0)
+    n, hub = 300, 7
+    spokes = rng.integers(0, n, 4 * SORT_INSERTION_MAX)  # repeats: duplicate edges
+    rows = np.r_[np.full(spokes.size, hub), rng.integers(0, n, 200)]
+    cols = np.r_[spokes, rng.integers(0, n, 200)]
+    edge_index = torch.from_numpy(np.stack([rows, cols]))
+    weight = torch.from_numpy(rng.integers(0, 4, rows.size).astype(np.float64))
+    csr = simple_csr(edge_index, n, weight)
+    ref = undirected_simple(edge_index, n, weight)
+    keep = ref.edge_weight > 0
+    assert np.diff(csr.indptr)[hub] > SORT_INSERTION_MAX
+    assert csr.indices.tolist() == ref.edge_index[1][keep].tolist()
+    assert csr.weight.tolist() == ref.edge_weight[keep].tolist()
+
+
 def test_compiled_kernel_refuses_gpu_tensors():
     ei = torch.zeros(2, 0, dtype=torch.long, device="meta")
     with pytest.raises(ValueError, match="kernel='compiled' runs on CPU tensors"):
