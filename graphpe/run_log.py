@@ -21,14 +21,19 @@ LOG = logging.getLogger("graphpe.train")
 LINE_SECONDS = 30.0
 
 
+def batch_count(loader: Any) -> int | None:
+    """How many batches ``loader`` yields; None for one that does not know (a sampler)."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None
+
+
 def batch_bar(loader: Iterable[Any], desc: str, enabled: bool) -> Iterable[Any]:
     """``loader`` shown as a bar of its batches (``desc``: ``"epoch 3"``, ``"val"``) below
     the epochs' bar, cleared when done; ``loader`` itself where bars are off or it is one
     batch (a whole graph)."""
-    try:
-        total = len(loader)  # type: ignore[arg-type]
-    except TypeError:
-        total = None
+    total = batch_count(loader)
     if not enabled or total == 1:
         return loader
     return tqdm(loader, desc=desc, total=total, leave=False, position=1, unit="batch")
@@ -42,10 +47,7 @@ def logged_batches(loader: Iterable[Any], name: str, epoch: int, epochs: int,
     minutes), then at most every :data:`LINE_SECONDS` (batches done, rate, time left in the
     epoch). ``loader`` itself where disabled or it is one batch (a whole graph: the epoch
     lines say all)."""
-    try:
-        total = len(loader)  # type: ignore[arg-type]
-    except TypeError:
-        total = None
+    total = batch_count(loader)
     if not enabled or total == 1:
         return loader
     return _logged(loader, f"{name}: epoch {epoch + 1}/{epochs}", total, first=epoch == 0)

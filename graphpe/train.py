@@ -49,7 +49,14 @@ from graphpe.records import (
     write_run_files,
 )
 from graphpe.records import versions as versions  # (graphpe.pretrain's import)
-from graphpe.run_log import LOG, EpochLines, batch_bar, interrupted_message, logged_batches
+from graphpe.run_log import (
+    LOG,
+    EpochLines,
+    batch_bar,
+    batch_count,
+    interrupted_message,
+    logged_batches,
+)
 from graphpe.runtime import (
     autocast,
     distribute,
@@ -292,7 +299,7 @@ def _epochs(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, progress:
     shown = config.progress and setup.rank == 0
     bar = tqdm(range(progress.first, config.epochs), desc=f"{bundle.name}", disable=not shown)
     lines = EpochLines(bundle.name, config.epochs, not config.progress and setup.rank == 0)
-    lines.start(progress.first, _batch_count(setup.train_loader),
+    lines.start(progress.first, batch_count(setup.train_loader),
                 sum(p.numel() for p in setup.model.parameters()))
     for epoch in bar:
         if hasattr(setup.model, "set_epoch"):  # a model whose training has stages (Polynormer)
@@ -398,13 +405,6 @@ def _training_forward(model: nn.Module, train_model: nn.Module, bundle: DatasetB
                       "(CUDA graphs with compile=True)", stacklevel=4)  # (fit's caller)
     shapes = static_shapes(bundle.train, config.batch_size)
     return maybe_compile(StaticGPS(model), config.compile, device, static=True), shapes
-
-
-def _batch_count(loader: Any) -> int | None:
-    try:
-        return len(loader)
-    except TypeError:  # a sampler that does not know its length
-        return None
 
 
 def _train_epoch(setup: _Setup, bundle: DatasetBundle, config: TrainConfig, epoch: int) -> float:
