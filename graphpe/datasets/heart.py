@@ -123,6 +123,7 @@ def heuristic_ranks(scores: np.ndarray) -> np.ndarray:
     scores from the highest (1; ties share the smallest rank), then the zeros (one rank past
     the last positive), then the excluded ones (one more)."""
     ranks = np.empty_like(scores)
+    # a loop over the block's rows: run once per split before training, never per step
     for row, out in zip(scores, ranks, strict=True):
         positive = row > 0
         values = row[positive]
