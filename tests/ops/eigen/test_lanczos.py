@@ -133,7 +133,7 @@ def test_eigenvalues_are_invariant_under_node_relabelling(seed):
 
 def test_defaults_and_threshold():
     assert default_ncv(16) == 64 and default_ncv(4) == 52 and default_ncv(30) == 90
-    assert default_keep(16, 64) == 34 and default_keep(4, 5) == 4
+    assert default_keep(16, 64) == 24 and default_keep(4, 5) == 4
     assert reorth_threshold(1.0, 1.0) == SEMI_ORTHOGONAL
     assert reorth_threshold(0.0, 1.0) == MIN_REORTH_THRESHOLD
     assert reorth_threshold(1e-8, 2.0) == pytest.approx(5e-11)
