@@ -16,9 +16,11 @@ from graphpe.ops.eigen.krylov import (
     analyze_factor,
     auto_eigenpairs,
     choose_sparse_solver,
+    degree_order,
     factor_bytes,
     factor_laplacian,
     lanczos_eigenpairs,
+    permuted,
     predicted_factor_seconds,
     shift_invert_eigenpairs,
 )
@@ -94,6 +96,15 @@ def test_solver_matches_dense_eigh(solver, name):
         assert np.abs(ref @ ref.T - ours @ ours.T).max() < 1e-6, (lo, hi)
     assert np.allclose(vecs.T @ vecs, np.eye(K), atol=1e-8)
     assert np.abs(basis.dense().numpy().T @ vecs).max() < 1e-8
+
+
+def test_degree_order_puts_the_longest_rows_first_and_permutes_symmetrically():
+    a = sp.csr_matrix(np.array([[1, 1, 0, 0], [1, 1, 1, 1], [0, 1, 1, 0], [0, 1, 0, 1.0]]))
+    order = degree_order(a)
+    assert order.tolist() == [1, 0, 2, 3]  # row 1 has 4 entries, the others 2 (kept in order)
+    b = permuted(a, order)
+    q = np.eye(4)[order]
+    assert np.array_equal(b.toarray(), q @ a.toarray() @ q.T)
 
 
 @pytest.mark.parametrize("name", ["road", "coauthor"])
