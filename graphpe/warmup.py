@@ -110,6 +110,27 @@ def _sparse_factor_analysis(graph) -> None:
     symbolic_cholesky(pattern.indptr.astype(np.int64), pattern.indices.astype(np.int64))
 
 
+def _fused_lanczos(graph) -> None:
+    """The compiled steps of the large-graph Lanczos (:mod:`graphpe.ops.eigen.lanczos`) on
+    ``graph``'s Laplacian, with and without a null vector, for scipy's 32- and 64-bit
+    indices."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    from graphpe.ops.eigen.lanczos import thick_restart_lanczos
+
+    row, col = graph.edge_index.numpy()
+    n = int(graph.num_nodes)
+    lap = sp.identity(n, format="csr") - sp.csr_matrix((np.full(row.size, 0.25), (row, col)),
+                                                       shape=(n, n))
+    null = np.full((n, 1), n**-0.5)
+    for index in (np.int32, np.int64):  # scipy takes 64-bit indices past 2^31 entries
+        csr = lap.copy()
+        csr.indices, csr.indptr = lap.indices.astype(index), lap.indptr.astype(index)
+        for deflate in (None, null):
+            thick_restart_lanczos(csr, n, 2, null=deflate, ncv=8, max_products=16)
+
+
 def _large_graph_walk_paths(graph) -> None:
     """The kernels of RWSE's exact paths for graphs past its dense limit (the path chooser's
     ball profile and each of :data:`~graphpe.ops.walk.large.LANDING_PATHS`), which only such
@@ -206,6 +227,7 @@ def warm_family(family: str, pes: Sequence[str] | None = None) -> float:
         _train_models(graphs)
     if family == "eigen" and pes is None:
         _sparse_factor_analysis(graphs[2])
+        _fused_lanczos(graphs[2])
     if family == "walk" and (pes is None or "rwse" in pes):
         _large_graph_walk_paths(graphs[2])
     for pe in names:

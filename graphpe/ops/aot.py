@@ -42,6 +42,7 @@ AOT_MODULES = (
     "graphpe.ops.graph",
     "graphpe.ops.eigen.compiled",
     "graphpe.ops.eigen.hermitian",
+    "graphpe.ops.eigen.lanczos",
     "graphpe.ops.eigen.ordering",
     "graphpe.ops.walk.compiled",
     "graphpe.ops.walk.directed",

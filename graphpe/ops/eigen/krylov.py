@@ -271,7 +271,7 @@ def lanczos_eigenpairs(
             bar.update(0)
 
         solved = thick_restart_lanczos(
-            lambda x: csr @ x, n, k, null=None if null is None else null[order], tol=tol,
+            csr, n, k, null=None if null is None else null[order], tol=tol,
             norm_bound=upper, ncv=ncv, max_products=max_products, start=start[order],
             seed=seed, max_seconds=max_seconds, on_restart=on_restart)
     return _finish(csr, solved.values, solved.vectors, tol, solved.products, order)

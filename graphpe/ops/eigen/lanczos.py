@@ -52,12 +52,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
 # BLAS level 1 on contiguous float64 vectors updates them in place (no temporary per step)
 from scipy.linalg.blas import daxpy, dnrm2, dscal, dznrm2, zaxpy, zdscal
+
+from graphpe.ops import aot
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 EPS = float(np.finfo(np.float64).eps)
 # the residual ``||A x - theta x||`` a sparse solve of a Laplacian stops at by default (times
@@ -74,6 +79,8 @@ MIN_REORTH_THRESHOLD = EPS**0.75
 # a vector whose norm drops below this fraction in Gram-Schmidt is orthogonalized again
 # (Daniel, Gragg, Kaufman and Stewart's test, 1976)
 DGKS_RATIO = 0.717
+# the step's sums may be reassociated (vectorized); no inf or NaN reaches them
+FASTMATH = {"contract", "arcp", "reassoc", "nsz"}
 # rows per block of the in-place restart product ``V[:, :l] = V[:, :m] Y``
 _RESTART_ROWS = 1024
 
@@ -123,7 +130,7 @@ def default_keep(k: int, ncv: int) -> int:
 
 
 def thick_restart_lanczos(
-    matvec: Callable[[np.ndarray], np.ndarray],
+    matvec: Callable[[np.ndarray], np.ndarray] | sp.csr_matrix,
     n: int,
     k: int,
     *,
@@ -148,7 +155,11 @@ def thick_restart_lanczos(
 
     Args:
         matvec: ``x -> A x`` on float64 vectors of length ``n`` (may return a new array or a
-            view it owns; the result is not kept).
+            view it owns; the result is not kept), or ``A`` itself as a scipy CSR matrix:
+            then, for a real operator on one process with at most one ``null`` column held
+            as an array, each step runs in compiled passes (:func:`csr_product_dot`,
+            :func:`lanczos_update`, :func:`remove_and_norm`: the same arithmetic, summed in
+            another order).
         n: the operator's size.
         k: eigenpairs wanted; ``k + 1`` at most the dimension outside ``null``.
         which: ``"smallest"`` or ``"largest"`` eigenvalues.
@@ -240,6 +251,9 @@ def thick_restart_lanczos(
             return rng.standard_normal(rows) + 1j * rng.standard_normal(rows)
         return rng.standard_normal(rows)
 
+    fused = _fusable(matvec, null, hermitian, reduce)
+    if fused is None and not callable(matvec):
+        matvec = matvec.__matmul__
     basis = np.zeros((rows, m + 1), dtype=dtype, order="F")
     # H = V^T A V: an arrowhead for the kept Ritz vectors after a restart, tridiagonal below
     proj = np.zeros((m + 1, m + 1))
@@ -255,20 +269,28 @@ def thick_restart_lanczos(
     while True:
         for j in range(lo, m):
             vj = basis[:, j]
-            w = np.asarray(matvec(vj), dtype=dtype)
-            if np.may_share_memory(w, basis) or not w.flags.writeable:
-                w = w.copy()
-            products += 1
-            alpha = float(dot(vj, w).real)  # real for a Hermitian operator
-            axpy(vj, w, a=-alpha)
-            if j > lo:
-                axpy(basis[:, j - 1], w, a=-proj[j - 1, j])
-            elif j > 0:
-                # right after a restart v_j is coupled to every kept Ritz vector
-                w -= basis[:, :j] @ proj[:j, j]
-            project(w)
+            in_place = fused is not None
+            if in_place:
+                # the product lands in the next column; alpha, the three-term update, the
+                # null vector's removal and the norm in three passes (:func:`_fused_step`)
+                w = basis[:, j + 1]
+                alpha, beta = _fused_step(fused, basis, j, lo, proj)
+                products += 1
+            else:
+                w = np.asarray(matvec(vj), dtype=dtype)
+                if np.may_share_memory(w, basis) or not w.flags.writeable:
+                    w = w.copy()
+                products += 1
+                alpha = float(dot(vj, w).real)  # real for a Hermitian operator
+                axpy(vj, w, a=-alpha)
+                if j > lo:
+                    axpy(basis[:, j - 1], w, a=-proj[j - 1, j])
+                elif j > 0:
+                    # right after a restart v_j is coupled to every kept Ritz vector
+                    w -= basis[:, :j] @ proj[:j, j]
+                project(w)
+                beta = norm(w, blas=True)
             proj[j, j] = alpha
-            beta = norm(w, blas=True)
             if j > 0 and not force:
                 est = (proj[: j + 1, :j].T @ omega[j, : j + 1]
                        - omega[:j, : j + 1] @ proj[: j + 1, j])
@@ -291,10 +313,14 @@ def thick_restart_lanczos(
                 _orthogonalize(w, basis[:, : j + 1], norm(w), project, gram, norm)
                 w /= norm(w)
                 beta = 0.0
+                in_place = False
+            elif in_place:
+                scale(w, 1.0 / beta)
             else:
                 scal(1.0 / beta, w)
             proj[j + 1, j] = proj[j, j + 1] = beta
-            basis[:, j + 1] = w
+            if not in_place:
+                basis[:, j + 1] = w
         theta, vecs = np.linalg.eigh(sign * proj[:m, :m])
         theta *= sign
         estimates = np.abs(beta * vecs[m - 1])
@@ -326,6 +352,50 @@ def thick_restart_lanczos(
         np.fill_diagonal(omega, 1.0)
         restarts += 1
         force = True
+
+
+class _FusedOperator(NamedTuple):
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    null: np.ndarray  # the one null vector, or empty
+
+
+_NO_VECTOR = np.empty(0)
+
+
+def _fusable(matvec, null, hermitian: bool, reduce) -> _FusedOperator | None:
+    """The operator's CSR arrays where the step can be fused: a real float64 CSR matrix
+    given as ``matvec``, at most one null vector held densely, one process."""
+    import scipy.sparse as sp
+    if (callable(matvec) and not sp.issparse(matvec)) or hermitian or reduce is not None:
+        return None
+    if not sp.issparse(matvec) or matvec.format != "csr" or matvec.dtype != np.float64:
+        return None
+    if null is not None and (not isinstance(null, np.ndarray) or null.shape[1] != 1):
+        return None
+    z = _NO_VECTOR if null is None else np.ascontiguousarray(null[:, 0], dtype=np.float64)
+    unsigned = np.uint32 if matvec.indices.dtype == np.int32 else np.uint64
+    return _FusedOperator(matvec.indptr.astype(matvec.indices.dtype, copy=False).view(unsigned),
+                          matvec.indices.view(unsigned), matvec.data, z)
+
+
+def _fused_step(op: _FusedOperator, basis: np.ndarray, j: int, lo: int,
+                proj: np.ndarray) -> tuple[float, float]:
+    """One Lanczos step from ``v_j = basis[:, j]`` into ``basis[:, j + 1]``: ``w = A v_j``,
+    ``alpha = v_j^T w``, ``w -= alpha v_j + beta_(j-1) v_(j-1)`` (or the kept Ritz vectors'
+    couplings right after a restart), ``w -= (z^T w) z`` for the null vector ``z``; returns
+    ``(alpha, ||w||)``."""
+    vj, w = basis[:, j], basis[:, j + 1]
+    alpha = csr_product_dot(op.indptr, op.indices, op.data, vj, w)
+    if j > lo:
+        c = lanczos_update(w, vj, alpha, basis[:, j - 1], proj[j - 1, j], op.null)
+    else:
+        c = lanczos_update(w, vj, alpha, _NO_VECTOR, 0.0, op.null)
+        if j > 0:  # right after a restart v_j is coupled to every kept Ritz vector
+            w -= basis[:, :j] @ proj[:j, j]
+            c = float(op.null @ w) if op.null.size else 0.0
+    return alpha, remove_and_norm(w, op.null, c)
 
 
 def _zdscal(a: float, x: np.ndarray) -> np.ndarray:
@@ -369,3 +439,78 @@ def _combine(basis: np.ndarray, coef: np.ndarray, out: np.ndarray) -> None:
     of ``basis`` itself (each block of rows depends on the same rows only)."""
     for lo in range(0, basis.shape[0], _RESTART_ROWS):
         out[lo : lo + _RESTART_ROWS] = basis[lo : lo + _RESTART_ROWS] @ coef
+
+
+# ----------------------------------------------------------------------------- the fused step
+# One Lanczos step reads and writes each vector of length n about ten times in separate numpy
+# and BLAS calls; these kernels do the same arithmetic in four passes (the vectors of a large
+# graph do not stay in cache between calls).
+
+
+@aot.njit(cache=True, nogil=True)
+def csr_product_dot(indptr, indices, data, x, out):  # pragma: no cover - compiled
+    """``out = A x`` for the CSR matrix ``A`` (``indptr``, ``indices``, ``data``); returns
+    ``x^T A x``. The index arrays are unsigned (a view of scipy's): with signed ones numba
+    checks every gather for a negative index, which made the product twice scipy's time; and
+    no reassociation, which would vectorize the row sums into gathers, slow on this
+    project's CPUs."""
+    acc = 0.0
+    for i in range(x.shape[0]):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += data[p] * x[indices[p]]
+        out[i] = s
+        acc += x[i] * s
+    return acc
+
+
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def lanczos_update(w, v, alpha, prev, beta_prev, z):  # pragma: no cover - compiled
+    """``w -= alpha v + beta_prev prev`` in place (``prev`` empty: no second term); returns
+    ``z^T w`` after the update (``z`` empty: 0)."""
+    n = w.shape[0]
+    acc = 0.0
+    with_prev = prev.shape[0] == n
+    with_z = z.shape[0] == n
+    if with_prev and with_z:
+        for i in range(n):
+            x = w[i] - alpha * v[i] - beta_prev * prev[i]
+            w[i] = x
+            acc += z[i] * x
+    elif with_prev:
+        for i in range(n):
+            w[i] = w[i] - alpha * v[i] - beta_prev * prev[i]
+    elif with_z:
+        for i in range(n):
+            x = w[i] - alpha * v[i]
+            w[i] = x
+            acc += z[i] * x
+    else:
+        for i in range(n):
+            w[i] = w[i] - alpha * v[i]
+    return acc
+
+
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def remove_and_norm(w, z, c):  # pragma: no cover - compiled
+    """``w -= c z`` in place (``z`` empty: unchanged); returns ``||w||``."""
+    acc = 0.0
+    if z.shape[0] == w.shape[0]:
+        for i in range(w.shape[0]):
+            x = w[i] - c * z[i]
+            w[i] = x
+            acc += x * x
+    else:
+        for i in range(w.shape[0]):
+            acc += w[i] * w[i]
+    return np.sqrt(acc)
+
+
+@aot.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def scale(w, a):  # pragma: no cover - compiled
+    """``w *= a`` in place."""
+    for i in range(w.shape[0]):
+        w[i] *= a
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)

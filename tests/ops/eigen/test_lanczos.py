@@ -47,6 +47,46 @@ def test_smallest_pairs_match_dense_eigh(name):
         assert np.abs(ref @ ref.T - ours @ ours.T).max() < 1e-7, (lo, hi)
 
 
+@pytest.mark.parametrize("name", ["road", "social", "coauthor"])
+@pytest.mark.parametrize("deflated", [True, False])
+@pytest.mark.parametrize("index", [np.int32, np.int64])
+def test_the_fused_step_equals_the_numpy_step(name, deflated, index):
+    """The compiled step (the operator given as a CSR matrix) runs the numpy step's
+    arithmetic summed in another order: the same pairs to rounding, the same product count
+    or nearly, and it restarts (the coupling to the kept Ritz vectors)."""
+    sub, _, _, w, _ = giant_component(name)
+    csr = sub.copy()
+    csr.indices, csr.indptr = sub.indices.astype(index), sub.indptr.astype(index)
+    null = _null(name) if deflated else None
+    k, tol = 6, 1e-10
+    # without the null space 0 is the smallest eigenvalue, found as a Ritz pair like the rest
+    want = w[1 : k + 1] if deflated else w[:k]
+    numpy_step = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], k, null=null,
+                                       tol=tol, norm_bound=2.0, ncv=24)
+    fused = thick_restart_lanczos(csr, sub.shape[0], k, null=null, tol=tol, norm_bound=2.0,
+                                  ncv=24)
+    assert fused.converged and fused.restarts > 0
+    assert abs(fused.products - numpy_step.products) <= 0.1 * numpy_step.products
+    assert np.allclose(fused.values, want, atol=1e-10)
+    assert np.allclose(fused.values, numpy_step.values, atol=1e-11)
+    x = fused.vectors
+    assert np.linalg.norm(sub @ x - x * fused.values, axis=0).max() <= tol
+    assert np.abs(x.T @ x - np.eye(k)).max() < 1e-9
+    if deflated:
+        assert np.abs(null.T @ x).max() < 1e-12
+
+
+def test_an_operator_the_fused_step_does_not_cover_runs_the_numpy_step():
+    """A float32 matrix, two null columns: the matrix is multiplied by ``@``."""
+    sub, _, _, w, _ = giant_component("social")
+    res = thick_restart_lanczos(sub.astype(np.float32), sub.shape[0], 4, null=_null("social"),
+                                tol=1e-5, norm_bound=2.0)
+    assert res.converged and np.allclose(res.values, w[1:5], atol=1e-5)
+    two = np.linalg.qr(np.column_stack([_null("social")[:, 0], np.ones(sub.shape[0])]))[0]
+    res = thick_restart_lanczos(sub, sub.shape[0], 2, null=two, tol=1e-9, norm_bound=2.0)
+    assert res.converged
+
+
 def test_largest_pairs_match_arpack_on_an_indefinite_matrix():
     rng = np.random.default_rng(0)
     a = sp.random(600, 600, density=0.02, random_state=1, format="csr")
