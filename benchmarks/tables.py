@@ -1834,6 +1834,7 @@ TABLES = {
     "pairwise_large": ("benchmarks/results/pairwise_large.json", pairwise_large_table),
     "seal_labeling": ("benchmarks/results/seal_labeling.json", seal_labeling_table),
     "link_pairs_large": ("benchmarks/results/link_pairs_large.json", link_pairs_large_table),
+    "link_pairs_rrwp": ("benchmarks/results/link_pairs_rrwp.json", link_pairs_large_table),
     "link_planetoid": ("benchmarks/results/link_planetoid.json", link_planetoid_table),
     "link_heart": ("benchmarks/results/link_heart.json", link_heart_table),
     "sparse_eigen": ("benchmarks/results/sparse_eigen.json", sparse_eigen_table),

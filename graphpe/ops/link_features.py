@@ -19,6 +19,10 @@ it (``tests/ops/test_link_features.py``). The features (``PAIR_FEATURES``):
 - ``resistance``: ``1 / (1 + R(u, v))`` with ``R`` the effective resistance
   (:func:`graphpe.ops.resistance.pair_resistance`, exact): ``1`` for ``u = v``, ``0`` across
   components or over a bridge that is the pair's own edge: 1 column.
+- ``rrwp``: ``log(1 + n M^k[u, v])`` and ``log(1 + n M^k[v, u])`` for ``k = 1 ..``
+  :data:`PAIR_WALK_STEPS`, the random walk's landing probabilities at the pair
+  (:func:`graphpe.ops.pair_walk.pair_walks`, exact) relative to the uniform ``1 / n``:
+  ``2 PAIR_WALK_STEPS`` columns.
 """
 
 from __future__ import annotations
@@ -39,7 +43,11 @@ from graphpe.ops.link import (
     pair_neighbourhood_scores,
     pair_ppr,
 )
+from graphpe.ops.pair_walk import pair_walks
 from graphpe.ops.resistance import pair_resistance
+
+#: the walk lengths of ``rrwp``, 1 .. this (balls of radius 2 around both ends)
+PAIR_WALK_STEPS = 4
 
 
 class PairGraph(NamedTuple):
@@ -75,6 +83,12 @@ def _resistance(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
     return (1.0 / (1.0 + resistance)).to(torch.float32).unsqueeze(1)  # 1 / inf = 0
 
 
+def _rrwp(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
+    walks = pair_walks(graph.csr, graph.num_nodes, pairs, PAIR_WALK_STEPS,
+                       without_own_edge=True)
+    return torch.log1p(graph.num_nodes * walks).to(torch.float32)
+
+
 @dataclass(frozen=True)
 class PairFeature:
     """One pair feature: its name, what it is, its column count given ``max_dist``, and
@@ -97,6 +111,8 @@ PAIR_FEATURES: dict[str, PairFeature] = {feature.name: feature for feature in (
                 lambda max_dist: 2, _ppr),
     PairFeature("resistance", "1 / (1 + effective resistance), exact",
                 lambda max_dist: 1, _resistance),
+    PairFeature("rrwp", f"random-walk landing probabilities both ways, 1 .. {PAIR_WALK_STEPS} "
+                "steps, log(1 + n p)", lambda max_dist: 2 * PAIR_WALK_STEPS, _rrwp),
 )}
 #: what a link predictor reads unless told otherwise
 DEFAULT_PAIR_FEATURES = ("spd", "cn")

@@ -16,6 +16,7 @@ from graphpe.ops.link_features import (
     PairFeatureSet,
     link_pair_features,
 )
+from graphpe.ops.pair_walk import reference_pair_walks
 from tests.conftest import nx_to_data
 
 ALL = tuple(PAIR_FEATURES)
@@ -59,8 +60,8 @@ def test_each_column_is_its_kernel_or_its_definition():
                        torch.tensor(list(g.edges)).t()[:, :10], torch.tensor([[4], [4]])], 1)
     features = PairFeatureSet(ALL, max_dist=2)
     out = features.compute(data.edge_index, 40, pairs)
-    assert out.dtype == torch.float32 and out.shape == (pairs.size(1), 4 + 3 + 2 + 1)
-    assert features.width == 10
+    assert out.dtype == torch.float32 and out.shape == (pairs.size(1), 4 + 3 + 2 + 1 + 8)
+    assert features.width == 18
     torch.testing.assert_close(out[:, :4].sum(1), torch.ones(pairs.size(1)))
     scores = pair_neighbourhood_scores(data.edge_index, 40, pairs)
     torch.testing.assert_close(out[:, 4], torch.log1p(scores[:, 0]).float())
@@ -83,6 +84,8 @@ def test_each_column_is_its_kernel_or_its_definition():
             e[u], e[v] = 1.0, -1.0
             want = 1.0 / (1.0 + e @ np.linalg.pinv(lap) @ e)
         assert out[q, 9].item() == pytest.approx(want, rel=1e-5, abs=1e-6), (u, v)
+    walks = reference_pair_walks(data.edge_index, 40, pairs, 4, without_own_edge=True)
+    torch.testing.assert_close(out[:, 10:18], torch.log1p(40 * walks).float())
 
 
 def test_the_set_keeps_its_order_and_the_default_is_distance_and_neighbourhood():
@@ -101,7 +104,7 @@ def test_the_set_keeps_its_order_and_the_default_is_distance_and_neighbourhood()
 
 @pytest.mark.parametrize("make, message", [
     (lambda: PairFeatureSet(("spd", "cnn")),
-     r"^unknown pair feature 'cnn'; known: spd, cn, ppr, resistance \(or none\)$"),
+     r"^unknown pair feature 'cnn'; known: spd, cn, ppr, resistance, rrwp \(or none\)$"),
     (lambda: PairFeatureSet(("cn", "cn")), r"^pair features named twice: cn,cn$"),
     (lambda: PairFeatureSet(max_dist=0), r"^max_dist must be a positive int, got 0$"),
     (lambda: PairFeatureSet.parse("spd,,cn"), r"^unknown pair feature ''"),

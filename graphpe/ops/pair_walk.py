@@ -1,0 +1,200 @@
+r"""Random-walk landing probabilities of query node pairs on one graph (RRWP at a pair), for
+link prediction: ``M^k[u, v]`` and ``M^k[v, u]`` for ``k = 1 .. steps``, computed for the
+pairs asked, never for all pairs of the graph.
+
+``M = D^-1 A`` is the random walk of the undirected simple graph (``edge_index``'s edges in
+both directions, duplicates merged, self loops and weights ignored; a zero row at a node
+without neighbours, whose walk's mass leaves). ``M^k[u, v]`` is the probability that a walk
+from ``u`` stands on ``v`` after ``k`` steps: the pair's entry of GRIT's relative random-walk
+probabilities (Ma et al., ICML 2023), without the ``n x n`` matrix.
+
+By meeting in the middle: with ``p_s^x = e_x^T M^s`` the walk's distribution after ``s``
+steps from ``x``, and the walk reversible (``d(w) M^r[w, v] = d(v) M^r[v, w]``),
+
+    M^k[u, v] = sum_w p_s^u(w) M^r[w, v] = d(v) sum_w p_s^u(w) p_r^v(w) / d(w),
+
+for ``k = s + r``, ``s = ceil(k / 2)``, ``r = floor(k / 2)`` (``r = 0``: ``p_1^u(v)``), and
+``M^k[v, u] = d(u) M^k[u, v] / d(v)`` (0 where ``d(v) = 0``). A pair costs the walks from
+``u`` for ``ceil(steps / 2)`` steps and from ``v`` for ``floor(steps / 2)``: the edges of their
+balls of those radii (large around hubs), with every distribution held sparsely over the
+nodes it reached.
+
+A link model must not read the edge it predicts: with ``without_own_edge`` each pair's
+probabilities are those of the graph without the edge ``u - v`` (``d(u)`` and ``d(v)`` one
+less, the walks never step along it), as :func:`graphpe.ops.link.pair_distances` and
+:func:`graphpe.ops.link.pair_ppr` do. The heat kernel ``exp(-t L)`` at a pair is a fixed
+series in these powers (``L = I - D^-1/2 A D^-1/2``: ``(D^-1/2 A D^-1/2)^k[u, v] =
+sqrt(d(u) / d(v)) M^k[u, v]``); a decoder reading them reads its truncation.
+
+:func:`reference_pair_walks` (dense matrix powers of the graph without each pair's edge) is
+the slower reference the tests check the compiled kernel against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from graphpe.ops import aot
+from graphpe.ops.checks import check_flag, check_positive_int
+from graphpe.ops.host import HostCSR, csr_position, graph_chunks, run_over_graphs
+from graphpe.ops.link import check_pairs, pair_graph
+
+# the most steps a call takes (each a dense scratch vector per thread, and balls of half its
+# radius around both ends)
+MAX_PAIR_WALK_STEPS = 8
+# the fewest pairs a thread is given
+PAIRS_PER_THREAD = 2048
+
+
+@aot.njit(cache=True, nogil=True)
+def _spread(indptr, indices, degree, src, src_nodes, src_count, dst, dst_nodes, u, v,
+            cut):  # pragma: no cover - compiled
+    """One step of the walk: ``dst = src M`` over the nodes ``src_nodes[:src_count]`` holding
+    ``src``'s mass (``dst`` zero on entry); returns how many nodes ``dst`` reached (listed in
+    ``dst_nodes``). ``degree`` is the walk's (the own edge already set aside where ``cut``);
+    ``cut``: the edge ``u - v`` is not stepped along."""
+    count = 0
+    for i in range(src_count):
+        x = src_nodes[i]
+        if degree[x] == 0:
+            continue
+        share = src[x] / degree[x]
+        for k in range(indptr[x], indptr[x + 1]):
+            w = indices[k]
+            if cut and ((x == u and w == v) or (x == v and w == u)):
+                continue
+            if dst[w] == 0.0:
+                dst_nodes[count] = w
+                count += 1
+            dst[w] += share
+    return count
+
+
+@aot.njit(cache=True, nogil=True)
+def _walks(indptr, indices, degree, start, steps, u, v, cut, prob, nodes,
+           counts):  # pragma: no cover - compiled
+    """The distributions ``p_0 .. p_steps`` from ``start`` into ``prob[s]`` over
+    ``nodes[s, :counts[s]]``."""
+    prob[0, start] = 1.0
+    nodes[0, 0] = start
+    counts[0] = 1
+    for s in range(steps):
+        counts[s + 1] = _spread(indptr, indices, degree, prob[s], nodes[s], counts[s],
+                                prob[s + 1], nodes[s + 1], u, v, cut)
+
+
+@aot.njit(cache=True, nogil=True)
+def _clear(prob, nodes, counts, steps):  # pragma: no cover - compiled
+    for s in range(steps + 1):
+        for i in range(counts[s]):
+            prob[s, nodes[s, i]] = 0.0
+
+
+@aot.njit(cache=True, nogil=True)
+def _pair_walks_range(indptr, indices, us, vs, lo, hi, steps, cut,
+                      out):  # pragma: no cover - compiled
+    """``out[q] = [M^1[u, v] .. M^steps[u, v], M^1[v, u] .. M^steps[v, u]]`` for the pairs
+    ``lo .. hi - 1`` (the module docstring)."""
+    n = indptr.shape[0] - 1
+    half_u, half_v = (steps + 1) // 2, steps // 2
+    prob_u = np.zeros((half_u + 1, n))
+    prob_v = np.zeros((half_v + 1, n))
+    nodes_u = np.empty((half_u + 1, n), np.int64)
+    nodes_v = np.empty((half_v + 1, n), np.int64)
+    counts_u = np.zeros(half_u + 1, np.int64)
+    counts_v = np.zeros(half_v + 1, np.int64)
+    degree = np.empty(n, np.float64)
+    for x in range(n):
+        degree[x] = indptr[x + 1] - indptr[x]
+    for q in range(lo, hi):
+        u, v = us[q], vs[q]
+        own = False
+        if cut and u != v:
+            at = csr_position(indptr, indices, u, v)
+            own = at < indptr[u + 1] and indices[at] == v
+        if own:
+            degree[u] -= 1.0
+            degree[v] -= 1.0
+        _walks(indptr, indices, degree, u, half_u, u, v, own, prob_u, nodes_u, counts_u)
+        _walks(indptr, indices, degree, v, half_v, u, v, own, prob_v, nodes_v, counts_v)
+        for k in range(1, steps + 1):
+            s, r = (k + 1) // 2, k // 2
+            if r == 0:
+                forward = prob_u[1, v]
+            else:
+                total = 0.0
+                for i in range(counts_v[r]):
+                    w = nodes_v[r, i]
+                    total += prob_u[s, w] * prob_v[r, w] / degree[w]
+                forward = degree[v] * total
+            out[q, k - 1] = forward
+            out[q, steps + k - 1] = degree[u] * forward / degree[v] if degree[v] > 0 else 0.0
+        _clear(prob_u, nodes_u, counts_u, half_u)
+        _clear(prob_v, nodes_v, counts_v, half_v)
+        if own:
+            degree[u] += 1.0
+            degree[v] += 1.0
+
+
+def _check_steps(steps: object) -> int:
+    steps = check_positive_int("steps", steps)
+    if steps > MAX_PAIR_WALK_STEPS:
+        raise ValueError(f"steps must be at most {MAX_PAIR_WALK_STEPS} (balls of half that "
+                         f"radius around both ends of every pair), got {steps}")
+    return steps
+
+
+def pair_walks(edge_index: Tensor | HostCSR, num_nodes: int, pairs: Tensor, steps: int = 4,
+               without_own_edge: bool = False) -> Tensor:
+    """Random-walk landing probabilities of ``pairs`` ``[2, Q]``: a float64 ``[Q, 2 steps]``,
+    columns ``M^1[u, v] .. M^steps[u, v]`` then ``M^1[v, u] .. M^steps[v, u]`` (module
+    docstring).
+
+    Args:
+        edge_index: ``[2, E]``, the graph (read as undirected and simple), or its
+            :func:`~graphpe.ops.link.pair_graph` built once for several calls.
+        num_nodes: its node count.
+        pairs: ``[2, Q]`` node ids (``u = v`` gives the return probabilities).
+        steps: the walk lengths, ``1 .. steps`` (at most :data:`MAX_PAIR_WALK_STEPS`).
+        without_own_edge: each pair joined by an edge gets the probabilities of the graph
+            without that edge, so a training target does not read its own edge.
+    """
+    steps = _check_steps(steps)
+    check_flag("without_own_edge", without_own_edge)
+    pairs = check_pairs(pairs, num_nodes)
+    csr = pair_graph(edge_index, num_nodes)
+    us, vs = pairs[0].numpy(), pairs[1].numpy()
+    out = np.empty((us.shape[0], 2 * steps), np.float64)
+    chunks = graph_chunks(np.arange(us.shape[0] + 1), min_nodes=PAIRS_PER_THREAD)
+    run_over_graphs(lambda lo, hi: _pair_walks_range(
+        csr.indptr, csr.indices, us, vs, lo, hi, steps, without_own_edge, out), chunks)
+    return torch.from_numpy(out)
+
+
+def reference_pair_walks(edge_index: Tensor, num_nodes: int, pairs: Tensor, steps: int = 4,
+                         without_own_edge: bool = False) -> Tensor:
+    """:func:`pair_walks` by dense matrix powers of each pair's graph (small graphs only)."""
+    steps = _check_steps(steps)
+    pairs = check_pairs(pairs, num_nodes)
+    csr = pair_graph(edge_index, num_nodes)
+    dense = np.zeros((num_nodes, num_nodes))
+    rows = np.repeat(np.arange(num_nodes), np.diff(csr.indptr))
+    dense[rows, csr.indices] = 1.0
+    out = np.empty((pairs.size(1), 2 * steps))
+    for q, (u, v) in enumerate(pairs.t().tolist()):
+        adj = dense.copy()
+        if without_own_edge:
+            adj[u, v] = adj[v, u] = 0.0
+        degree = adj.sum(1)
+        walk = np.divide(adj, degree[:, None], out=np.zeros_like(adj),
+                         where=degree[:, None] > 0)
+        power = np.eye(num_nodes)
+        for k in range(steps):
+            power = power @ walk
+            out[q, k], out[q, steps + k] = power[u, v], power[v, u]
+    return torch.from_numpy(out)
+
+
+aot.bind(globals())  # the kernels compiled ahead of time, where built (ops.aot)
