@@ -359,6 +359,38 @@ def plot_cost(rows: Sequence[dict[str, Any]], path: Path, title: str) -> bool:
     return True
 
 
+def largest_graph(bundle: DatasetBundle) -> int:
+    """The node count of the largest graph in any of ``bundle``'s splits."""
+    return max(int(graph.num_nodes) for split in (bundle.train, bundle.val, bundle.test)
+               for graph in split)
+
+
+def check_encodings_fit(runs: RunSet, pes: Sequence[str], config: Any) -> None:
+    """Before any cell trains: a ``ValueError`` naming every encoding of ``pes`` whose
+    transform refuses graphs the size of the dataset's largest (its ``max_nodes``: the
+    dense and all-pairs encodings), so a grid does not stop on it hours in."""
+    from graphpe.encodings.registry import resolve_pe
+
+    limits = {}
+    for pe in pes:
+        if pe != "none":
+            for spec in resolve_pe(pe.replace("+", ",")):
+                limit = getattr(spec.transform(), "max_nodes", None)
+                if isinstance(limit, int):
+                    limits[spec.name] = limit
+    if not limits:
+        return
+    largest = largest_graph(load_dataset(runs.dataset, runs.root, seed=config.seed,
+                                         download=runs.download))
+    refused = [f"{name} (max_nodes={limit:,})" for name, limit in limits.items()
+               if largest > limit]
+    if refused:
+        raise ValueError(f"{runs.dataset}'s largest graph has {largest:,} nodes, more than "
+                         f"{', '.join(refused)} take: each computes densely per graph "
+                         f"(n x n values); drop {'them' if len(refused) > 1 else 'it'} "
+                         "from --pe")
+
+
 def cell_dir(out: Path, model: str, pe: str) -> Path:
     """A cell's folder of run records under ``out``."""
     return out / "runs" / model / re.sub(r"[^A-Za-z0-9_.=+-]+", "_", pe)
@@ -377,6 +409,7 @@ def compare(runs: RunSet, models: Sequence[str], pes: Sequence[str], shape: Mode
     if not models or not pes:
         raise ValueError("compare needs at least one model and one encoding set ('none' "
                          "for none)")
+    check_encodings_fit(runs, pes, config)
     # every earlier cell stays until its runs are read again: a grid stopped by an error in
     # one cell (or Ctrl-C) leaves the table with every cell it had
     cells = earlier_cells(out, runs.dataset, run_settings(shape, config),

@@ -253,3 +253,21 @@ def test_a_grid_stopped_by_an_error_keeps_every_earlier_row(tmp_path, capsys, mo
     with pytest.raises(SystemExit):
         main([*base, "--pe", "none,rwse:walk_length=4"])
     assert json.loads((out / "compare.json").read_text())["rows"] == rows
+
+
+def test_an_encoding_too_small_for_the_graph_is_refused_before_any_cell(tmp_path, capsys,
+                                                                          monkeypatch):
+    """The pre-flight: every encoding whose transform refuses graphs of the dataset's size is
+    named in one error before the first cell trains, not when the grid reaches it."""
+    write_archive(tmp_path / "g.npz", num_nodes=1100, splits=2)
+    monkeypatch.setattr(graphpe.train, "run", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(SystemExit):
+        main(["compare", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+              "res-gcn", "--pe", "none,rwse:walk_length=4,hkdiag+lap:k=3,rrwp,drwse",
+              "--splits", "all", "--out", str(tmp_path / "grid"), *FAST])
+    err = capsys.readouterr().err
+    assert ("graph:g.npz's largest graph has 1,100 nodes, more than hkdiag (max_nodes=1,024), "
+            "rrwp (max_nodes=1,024) take: each computes densely per graph (n x n values); "
+            "drop them from --pe") in err
+    assert "drwse" not in err  # its limit, 2,048 nodes, holds the graph
+    assert not (tmp_path / "grid" / "runs").exists()
