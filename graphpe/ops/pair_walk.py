@@ -17,7 +17,9 @@ for ``k = s + r``, ``s = ceil(k / 2)``, ``r = floor(k / 2)`` (``r = 0``: ``p_1^u
 ``M^k[v, u] = d(u) M^k[u, v] / d(v)`` (0 where ``d(v) = 0``). A pair costs the walks from
 ``u`` for ``ceil(steps / 2)`` steps and from ``v`` for ``floor(steps / 2)``: the edges of their
 balls of those radii (large around hubs), with every distribution held sparsely over the
-nodes it reached.
+nodes it reached. The longer walk starts from the pair's end of larger degree (the sums
+hold with the ends swapped), and the pairs that share that end take its walks once: a hub is
+an end of many pairs, and its walks cost the most.
 
 A link model must not read the edge it predicts: with ``without_own_edge`` each pair's
 probabilities are those of the graph without the edge ``u - v`` (``d(u)`` and ``d(v)`` one
@@ -92,11 +94,54 @@ def _clear(prob, nodes, counts, steps):  # pragma: no cover - compiled
             prob[s, nodes[s, i]] = 0.0
 
 
+@aot.njit(cache=True, nogil=True, inline="always")
+def _source_prob(prob_u, prob_v, s, w, u, v, corrected, du, dv):  # pragma: no cover
+    """``p_s^u(w)``: from ``u``'s walks on the whole graph, or where ``corrected`` (the
+    pair's own edge set aside, ``s <= 2``) from the same walks without the edge ``u - v``:
+    ``p'_1(w) = (d(u) p_1(w) - [w = v]) / (d(u) - 1)``, ``p'_2(w) = (d(u) p_2(w) - A(v, w) /
+    d(v)) / (d(u) - 1)`` (the walks through ``v`` taken out; no other row of ``A`` changes),
+    with ``A(v, w) = (d(v) - 1) p'^v_1(w) + [w = u]`` read from ``v``'s own walk.
+    ``du``, ``dv``: the degrees with the edge."""
+    if not corrected:
+        return prob_u[s, w]
+    if du <= 1.0:
+        return 0.0
+    if s == 1:
+        taken = 1.0 if w == v else 0.0
+    else:
+        taken = ((dv - 1.0) * prob_v[1, w] + (1.0 if w == u else 0.0)) / dv
+    return (du * prob_u[s, w] - taken) / (du - 1.0)
+
+
 @aot.njit(cache=True, nogil=True)
-def _pair_walks_range(indptr, indices, us, vs, lo, hi, steps, cut,
-                      out):  # pragma: no cover - compiled
-    """``out[q] = [M^1[u, v] .. M^steps[u, v], M^1[v, u] .. M^steps[v, u]]`` for the pairs
-    ``lo .. hi - 1`` (the module docstring)."""
+def _products(prob_u, prob_v, nodes_v, counts_v, degree, u, v, steps, corrected, du, dv, out,
+              q):  # pragma: no cover - compiled
+    """``out[q]`` from the walks of ``u`` and ``v`` (the module docstring's sums;
+    ``corrected``: ``u``'s walks are the whole graph's, see :func:`_source_prob`)."""
+    for k in range(1, steps + 1):
+        s, r = (k + 1) // 2, k // 2
+        if r == 0:
+            # one step: along the edge u - v, which a corrected pair has set aside
+            forward = 0.0 if corrected else prob_u[1, v]
+        else:
+            total = 0.0
+            for i in range(counts_v[r]):
+                w = nodes_v[r, i]
+                total += (_source_prob(prob_u, prob_v, s, w, u, v, corrected, du, dv)
+                          * prob_v[r, w] / degree[w])
+            forward = degree[v] * total
+        out[q, k - 1] = forward
+        out[q, steps + k - 1] = degree[u] * forward / degree[v] if degree[v] > 0 else 0.0
+
+
+@aot.njit(cache=True, nogil=True)
+def _pair_walks_groups(indptr, indices, sources, targets, group_ptr, lo, hi, steps, cut,
+                       out):  # pragma: no cover - compiled
+    """``out[q] = [M^1[s, t] .. M^steps[s, t], M^1[t, s] .. M^steps[t, s]]`` for the pairs of
+    the groups ``lo .. hi - 1``: the pairs ``group_ptr[g] .. group_ptr[g + 1] - 1`` share
+    their source ``s``, whose walks on the whole graph are taken once for all of them. A pair
+    whose own edge is set aside reads them corrected (:func:`_source_prob`) where the source
+    walks at most two steps (``steps <= 4``), else walks on its own."""
     n = indptr.shape[0] - 1
     half_u, half_v = (steps + 1) // 2, steps // 2
     prob_u = np.zeros((half_u + 1, n))
@@ -108,34 +153,44 @@ def _pair_walks_range(indptr, indices, us, vs, lo, hi, steps, cut,
     degree = np.empty(n, np.float64)
     for x in range(n):
         degree[x] = indptr[x + 1] - indptr[x]
-    for q in range(lo, hi):
-        u, v = us[q], vs[q]
-        own = False
-        if cut and u != v:
-            at = csr_position(indptr, indices, u, v)
-            own = at < indptr[u + 1] and indices[at] == v
-        if own:
-            degree[u] -= 1.0
-            degree[v] -= 1.0
-        _walks(indptr, indices, degree, u, half_u, u, v, own, prob_u, nodes_u, counts_u)
-        _walks(indptr, indices, degree, v, half_v, u, v, own, prob_v, nodes_v, counts_v)
-        for k in range(1, steps + 1):
-            s, r = (k + 1) // 2, k // 2
-            if r == 0:
-                forward = prob_u[1, v]
+    correctable = half_u <= 2
+    for g in range(lo, hi):
+        u = sources[group_ptr[g]]
+        shared = False  # the source's walks on the whole graph are in prob_u
+        for q in range(group_ptr[g], group_ptr[g + 1]):
+            v = targets[q]
+            own = False
+            if cut and u != v:
+                at = csr_position(indptr, indices, u, v)
+                own = at < indptr[u + 1] and indices[at] == v
+            du, dv = degree[u], degree[v]
+            if own and not correctable:
+                if shared:
+                    _clear(prob_u, nodes_u, counts_u, half_u)
+                    shared = False
+                degree[u] -= 1.0
+                degree[v] -= 1.0
+                _walks(indptr, indices, degree, u, half_u, u, v, True, prob_u, nodes_u,
+                       counts_u)
             else:
-                total = 0.0
-                for i in range(counts_v[r]):
-                    w = nodes_v[r, i]
-                    total += prob_u[s, w] * prob_v[r, w] / degree[w]
-                forward = degree[v] * total
-            out[q, k - 1] = forward
-            out[q, steps + k - 1] = degree[u] * forward / degree[v] if degree[v] > 0 else 0.0
-        _clear(prob_u, nodes_u, counts_u, half_u)
-        _clear(prob_v, nodes_v, counts_v, half_v)
-        if own:
-            degree[u] += 1.0
-            degree[v] += 1.0
+                if not shared:
+                    _walks(indptr, indices, degree, u, half_u, u, v, False, prob_u, nodes_u,
+                           counts_u)
+                    shared = True
+                if own:
+                    degree[u] -= 1.0
+                    degree[v] -= 1.0
+            _walks(indptr, indices, degree, v, half_v, u, v, own, prob_v, nodes_v, counts_v)
+            _products(prob_u, prob_v, nodes_v, counts_v, degree, u, v, steps,
+                      own and correctable, du, dv, out, q)
+            _clear(prob_v, nodes_v, counts_v, half_v)
+            if own:
+                if not correctable:
+                    _clear(prob_u, nodes_u, counts_u, half_u)
+                degree[u] = du
+                degree[v] = dv
+        if shared:
+            _clear(prob_u, nodes_u, counts_u, half_u)
 
 
 def _check_steps(steps: object) -> int:
@@ -165,11 +220,25 @@ def pair_walks(edge_index: Tensor | HostCSR, num_nodes: int, pairs: Tensor, step
     check_flag("without_own_edge", without_own_edge)
     pairs = check_pairs(pairs, num_nodes)
     csr = pair_graph(edge_index, num_nodes)
-    us, vs = pairs[0].numpy(), pairs[1].numpy()
-    out = np.empty((us.shape[0], 2 * steps), np.float64)
-    chunks = graph_chunks(np.arange(us.shape[0] + 1), min_nodes=PAIRS_PER_THREAD)
-    run_over_graphs(lambda lo, hi: _pair_walks_range(
-        csr.indptr, csr.indices, us, vs, lo, hi, steps, without_own_edge, out), chunks)
+    u, v = pairs[0].numpy(), pairs[1].numpy()
+    # each pair's source is its end of larger degree (ties: the smaller id), the pairs
+    # grouped by source: a node in many pairs (a hub, as edges' ends often are) walks once
+    degree = np.diff(csr.indptr)
+    from_u = (degree[u] > degree[v]) | ((degree[u] == degree[v]) & (u <= v))
+    order = np.argsort(np.where(from_u, u, v), kind="stable")
+    sources, targets = np.where(from_u, u, v)[order], np.where(from_u, v, u)[order]
+    starts = np.flatnonzero(np.diff(sources, prepend=-1))
+    group_ptr = np.append(starts, sources.shape[0]).astype(np.int64)
+    walks = np.empty((u.shape[0], 2 * steps), np.float64)
+    chunks = graph_chunks(group_ptr, min_nodes=PAIRS_PER_THREAD)  # balanced by pairs
+    run_over_graphs(lambda lo, hi: _pair_walks_groups(
+        csr.indptr, csr.indices, sources, targets, group_ptr, lo, hi, steps,
+        without_own_edge, walks), chunks)
+    # back to the pairs' order, each as (u, v): the halves swap where v was the source
+    flip = ~from_u[order]
+    walks[flip] = np.concatenate([walks[flip, steps:], walks[flip, :steps]], axis=1)
+    out = np.empty_like(walks)
+    out[order] = walks
     return torch.from_numpy(out)
 
 
