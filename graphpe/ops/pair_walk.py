@@ -29,7 +29,9 @@ series in these powers (``L = I - D^-1/2 A D^-1/2``: ``(D^-1/2 A D^-1/2)^k[u, v]
 sqrt(d(u) / d(v)) M^k[u, v]``); a decoder reading them reads its truncation.
 
 :func:`reference_pair_walks` (dense matrix powers of the graph without each pair's edge) is
-the slower reference the tests check the compiled kernel against.
+the slower reference the tests check the compiled kernel against. The module is not among the
+kernels compiled at install (:data:`graphpe.ops.aot.AOT_MODULES`): numba compiles its kernels
+on first use and keeps them in its disk cache.
 """
 
 from __future__ import annotations
