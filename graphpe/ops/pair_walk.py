@@ -43,13 +43,11 @@ from torch import Tensor
 from graphpe.ops import aot
 from graphpe.ops.checks import check_flag, check_positive_int
 from graphpe.ops.host import HostCSR, csr_position, graph_chunks, run_over_graphs
-from graphpe.ops.link import check_pairs, pair_graph
+from graphpe.ops.link import PAIRS_PER_THREAD, check_pairs, pair_graph
 
 # the most steps a call takes (each a dense scratch vector per thread, and balls of half its
 # radius around both ends)
 MAX_PAIR_WALK_STEPS = 8
-# the fewest pairs a thread is given
-PAIRS_PER_THREAD = 2048
 
 
 @aot.njit(cache=True, nogil=True)
