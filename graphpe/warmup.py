@@ -112,8 +112,8 @@ def _sparse_factor_analysis(graph) -> None:
 
 def _fused_lanczos(graph) -> None:
     """The compiled steps of the large-graph Lanczos (:mod:`graphpe.ops.eigen.lanczos`) on
-    ``graph``'s Laplacian, with and without a null vector, for scipy's 32- and 64-bit
-    indices."""
+    ``graph``'s normalized Laplacian (the pattern product) and on a weighted one (the CSR
+    product), with and without a null vector, for scipy's 32- and 64-bit indices."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -121,14 +121,15 @@ def _fused_lanczos(graph) -> None:
 
     row, col = graph.edge_index.numpy()
     n = int(graph.num_nodes)
-    lap = sp.identity(n, format="csr") - sp.csr_matrix((np.full(row.size, 0.25), (row, col)),
-                                                       shape=(n, n))
+    scale = np.bincount(row, minlength=n).clip(1) ** -0.5
     null = np.full((n, 1), n**-0.5)
-    for index in (np.int32, np.int64):  # scipy takes 64-bit indices past 2^31 entries
-        csr = lap.copy()
-        csr.indices, csr.indptr = lap.indices.astype(index), lap.indptr.astype(index)
-        for deflate in (None, null):
-            thick_restart_lanczos(csr, n, 2, null=deflate, ncv=8, max_products=16)
+    for weights in (scale[row] * scale[col], np.full(row.size, 0.2)):
+        lap = sp.identity(n, format="csr") - sp.csr_matrix((weights, (row, col)), shape=(n, n))
+        for index in (np.int32, np.int64):  # scipy takes 64-bit indices past 2^31 entries
+            csr = lap.copy()
+            csr.indices, csr.indptr = lap.indices.astype(index), lap.indptr.astype(index)
+            for deflate in (None, null):
+                thick_restart_lanczos(csr, n, 2, null=deflate, ncv=8, max_products=16)
 
 
 def _large_graph_walk_paths(graph) -> None:

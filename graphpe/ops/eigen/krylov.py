@@ -26,8 +26,9 @@ connected component, :class:`~graphpe.ops.eigen.sparse.ComponentBasis`), with th
 
 1. the symbolic analysis (:func:`~graphpe.ops.eigen.ordering.minimum_degree_order`, then
    :func:`~graphpe.ops.eigen.ordering.cholesky_column_counts`) runs under a work budget of
-   :data:`ANALYSIS_WORK_PER_ENTRY` list entries per stored entry of ``L`` and a fill budget
-   (the factor's memory budget, and the fill whose factorization could not finish within
+   :data:`ANALYSIS_WORK_PER_ENTRY` list entries per stored entry of ``L`` (sooner where its
+   work so far projects past twice that: ``ordering.PROJECTED_WORK_MARGIN``) and a fill
+   budget (the factor's memory budget, and the fill whose factorization could not finish within
    ``max_factor_seconds`` even at the best rate: ``flops >= nnz(C)^2 / (2 n)``). Graphs
    without small separators (hubs, expanders) stop there: ``lanczos``;
 2. otherwise the factor's size and time are predicted from the exact column counts

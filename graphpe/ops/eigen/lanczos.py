@@ -355,18 +355,56 @@ def thick_restart_lanczos(
 
 
 class _FusedOperator(NamedTuple):
+    """The operator of the fused step: a CSR matrix (``indptr``, ``indices``, ``data``), or,
+    where ``scale`` is not empty, ``I - S P S`` with ``S = diag(scale)`` and ``P`` the 0/1
+    pattern (``indptr``, ``indices``, no diagonal; ``data`` empty)."""
+
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
+    scale: np.ndarray
     null: np.ndarray  # the one null vector, or empty
+    work: np.ndarray  # scratch of n values for the pattern product, or empty
 
 
 _NO_VECTOR = np.empty(0)
+# two entries are "equal" for :func:`normalized_pattern` within this many roundings
+_PATTERN_ULPS = 8
+
+
+def normalized_pattern(csr: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(indptr, indices, scale)`` where ``csr`` is the symmetric normalized Laplacian of an
+    unweighted graph without isolated nodes, ``I - D^-1/2 A D^-1/2`` (every diagonal entry 1,
+    every other stored entry ``-1 / sqrt(d_i d_j)`` with ``d_i`` the row's other entries, to
+    :data:`_PATTERN_ULPS` roundings): the off-diagonal pattern and ``D^-1/2``; None otherwise.
+
+    Its product ``x - s * (A (s * x))`` reads the pattern only, no values: a third less memory
+    traffic than the CSR product, the same result to rounding."""
+    n = csr.shape[0]
+    indptr, indices, data = csr.indptr, csr.indices, csr.data
+    if n == 0 or csr.dtype != np.float64:
+        return None
+    rows = np.repeat(np.arange(n, dtype=indices.dtype), np.diff(indptr))
+    on_diagonal = indices == rows
+    if int(on_diagonal.sum()) != n or not np.all(data[on_diagonal] == 1.0):
+        return None
+    degree = np.diff(indptr) - 1
+    if degree.min() < 1:
+        return None
+    scale = 1.0 / np.sqrt(degree.astype(np.float64))
+    off = ~on_diagonal
+    expected = -scale[rows[off]] * scale[indices[off]]
+    if not np.all(np.abs(data[off] - expected) <= _PATTERN_ULPS * EPS * np.abs(expected)):
+        return None
+    pattern_ptr = np.zeros(n + 1, dtype=indices.dtype)
+    np.cumsum(degree, out=pattern_ptr[1:])
+    return pattern_ptr, indices[off], scale
 
 
 def _fusable(matvec, null, hermitian: bool, reduce) -> _FusedOperator | None:
-    """The operator's CSR arrays where the step can be fused: a real float64 CSR matrix
-    given as ``matvec``, at most one null vector held densely, one process."""
+    """The operator's arrays where the step can be fused: a real float64 CSR matrix given as
+    ``matvec`` (as a pattern where :func:`normalized_pattern` recognizes it), at most one
+    null vector held densely, one process."""
     import scipy.sparse as sp
     if (callable(matvec) and not sp.issparse(matvec)) or hermitian or reduce is not None:
         return None
@@ -376,8 +414,14 @@ def _fusable(matvec, null, hermitian: bool, reduce) -> _FusedOperator | None:
         return None
     z = _NO_VECTOR if null is None else np.ascontiguousarray(null[:, 0], dtype=np.float64)
     unsigned = np.uint32 if matvec.indices.dtype == np.int32 else np.uint64
+    pattern = normalized_pattern(matvec)
+    if pattern is not None:
+        indptr, indices, scale = pattern
+        return _FusedOperator(indptr.view(unsigned), np.ascontiguousarray(indices).view(unsigned),
+                              _NO_VECTOR, scale, z, np.empty(matvec.shape[0]))
     return _FusedOperator(matvec.indptr.astype(matvec.indices.dtype, copy=False).view(unsigned),
-                          matvec.indices.view(unsigned), matvec.data, z)
+                          matvec.indices.view(unsigned), matvec.data, _NO_VECTOR, z,
+                          _NO_VECTOR)
 
 
 def _fused_step(op: _FusedOperator, basis: np.ndarray, j: int, lo: int,
@@ -387,7 +431,10 @@ def _fused_step(op: _FusedOperator, basis: np.ndarray, j: int, lo: int,
     couplings right after a restart), ``w -= (z^T w) z`` for the null vector ``z``; returns
     ``(alpha, ||w||)``."""
     vj, w = basis[:, j], basis[:, j + 1]
-    alpha = csr_product_dot(op.indptr, op.indices, op.data, vj, w)
+    if op.scale.size:
+        alpha = pattern_product_dot(op.indptr, op.indices, op.scale, vj, op.work, w)
+    else:
+        alpha = csr_product_dot(op.indptr, op.indices, op.data, vj, w)
     if j > lo:
         c = lanczos_update(w, vj, alpha, basis[:, j - 1], proj[j - 1, j], op.null)
     else:
@@ -461,6 +508,24 @@ def csr_product_dot(indptr, indices, data, x, out):  # pragma: no cover - compil
             s += data[p] * x[indices[p]]
         out[i] = s
         acc += x[i] * s
+    return acc
+
+
+@aot.njit(cache=True, nogil=True)
+def pattern_product_dot(indptr, indices, scale, x, work, out):  # pragma: no cover - compiled
+    """``out = x - s * (P (s * x))`` for the 0/1 pattern ``P`` (``indptr``, ``indices``,
+    unsigned) and ``s = scale`` (``work``: ``n`` values of scratch); returns ``x^T out``."""
+    n = x.shape[0]
+    for i in range(n):
+        work[i] = scale[i] * x[i]
+    acc = 0.0
+    for i in range(n):
+        s = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            s += work[indices[p]]
+        y = x[i] - scale[i] * s
+        out[i] = y
+        acc += x[i] * y
     return acc
 
 

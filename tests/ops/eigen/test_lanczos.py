@@ -14,6 +14,8 @@ from graphpe.ops.eigen.lanczos import (
     SEMI_ORTHOGONAL,
     default_keep,
     default_ncv,
+    normalized_pattern,
+    pattern_product_dot,
     reorth_threshold,
     thick_restart_lanczos,
 )
@@ -50,20 +52,26 @@ def test_smallest_pairs_match_dense_eigh(name):
 @pytest.mark.parametrize("name", ["road", "social", "coauthor"])
 @pytest.mark.parametrize("deflated", [True, False])
 @pytest.mark.parametrize("index", [np.int32, np.int64])
-def test_the_fused_step_equals_the_numpy_step(name, deflated, index):
+@pytest.mark.parametrize("product", ["pattern", "csr"])
+def test_the_fused_step_equals_the_numpy_step(name, deflated, index, product):
     """The compiled step (the operator given as a CSR matrix) runs the numpy step's
     arithmetic summed in another order: the same pairs to rounding, the same product count
-    or nearly, and it restarts (the coupling to the kept Ritz vectors)."""
+    or nearly, and it restarts (the coupling to the kept Ritz vectors). ``pattern``: the
+    normalized Laplacian, multiplied from its pattern; ``csr``: twice it, from its values."""
     sub, _, _, w, _ = giant_component(name)
+    if product == "csr":
+        sub, w = 2.0 * sub, 2.0 * w
+    assert (normalized_pattern(sub) is not None) == (product == "pattern")
     csr = sub.copy()
     csr.indices, csr.indptr = sub.indices.astype(index), sub.indptr.astype(index)
     null = _null(name) if deflated else None
     k, tol = 6, 1e-10
     # without the null space 0 is the smallest eigenvalue, found as a Ritz pair like the rest
     want = w[1 : k + 1] if deflated else w[:k]
+    bound = 2.0 if product == "pattern" else 4.0
     numpy_step = thick_restart_lanczos(lambda x: sub @ x, sub.shape[0], k, null=null,
-                                       tol=tol, norm_bound=2.0, ncv=24)
-    fused = thick_restart_lanczos(csr, sub.shape[0], k, null=null, tol=tol, norm_bound=2.0,
+                                       tol=tol, norm_bound=bound, ncv=24)
+    fused = thick_restart_lanczos(csr, sub.shape[0], k, null=null, tol=tol, norm_bound=bound,
                                   ncv=24)
     assert fused.converged and fused.restarts > 0
     assert abs(fused.products - numpy_step.products) <= 0.1 * numpy_step.products
@@ -74,6 +82,52 @@ def test_the_fused_step_equals_the_numpy_step(name, deflated, index):
     assert np.abs(x.T @ x - np.eye(k)).max() < 1e-9
     if deflated:
         assert np.abs(null.T @ x).max() < 1e-12
+
+
+def _normalized_laplacian(edges: np.ndarray, n: int) -> sp.csr_matrix:
+    adj = sp.csr_matrix((np.ones(edges.shape[1]), (edges[0], edges[1])), shape=(n, n))
+    adj = ((adj + adj.T) > 0).astype(np.float64)
+    s = np.asarray(adj.sum(axis=1)).ravel() ** -0.5
+    return (sp.identity(n, format="csr") - sp.diags(s) @ adj @ sp.diags(s)).tocsr()
+
+
+def test_normalized_pattern_multiplies_as_the_csr_matrix():
+    """Recognized: ``I - D^-1/2 A D^-1/2`` of an unweighted graph, in any row order and with
+    unsorted indices; its pattern product equals the CSR product to rounding and returns
+    ``x^T L x``."""
+    rng = np.random.default_rng(0)
+    n = 300
+    edges = np.vstack([np.arange(n), (np.arange(n) + 1) % n])  # a cycle keeps degrees >= 2
+    edges = np.hstack([edges, rng.integers(0, n, (2, 900))])
+    edges = edges[:, edges[0] != edges[1]]
+    lap = _normalized_laplacian(edges, n)
+    order = rng.permutation(n)
+    lap = lap[order][:, order].tocsr()
+    lap.has_sorted_indices = False  # fancy indexing may leave rows unsorted: still recognized
+    indptr, indices, scale = normalized_pattern(lap)
+    assert indices.size == lap.nnz - n and np.allclose(scale, np.diff(indptr) ** -0.5)
+    x = rng.standard_normal(n)
+    out, work = np.empty(n), np.empty(n)
+    acc = pattern_product_dot(indptr.view(np.uint32), indices.view(np.uint32), scale, x, work,
+                              out)
+    assert np.allclose(out, lap @ x, rtol=0, atol=1e-14)
+    assert np.isclose(acc, x @ (lap @ x), rtol=1e-13)
+
+
+def test_normalized_pattern_refuses_other_operators():
+    """Weighted edges, a shifted or scaled diagonal, an isolated node, float32: None (the
+    CSR product runs)."""
+    edges = np.array([[0, 1, 2, 3], [1, 2, 3, 0]])
+    lap = _normalized_laplacian(edges, 4)
+    assert normalized_pattern(lap) is not None
+    weighted = lap.copy()
+    weighted.data[weighted.data < 0] *= np.linspace(0.5, 1.0, int((weighted.data < 0).sum()))
+    assert normalized_pattern(weighted) is None
+    assert normalized_pattern((lap - 0.1 * sp.identity(4)).tocsr()) is None
+    assert normalized_pattern((2.0 * lap).tocsr()) is None
+    assert normalized_pattern(lap.astype(np.float32)) is None
+    isolated = sp.block_diag([lap, sp.csr_matrix(np.ones((1, 1)))], format="csr")
+    assert normalized_pattern(isolated) is None
 
 
 def test_an_operator_the_fused_step_does_not_cover_runs_the_numpy_step():

@@ -108,3 +108,28 @@ def test_budgets_stop_the_analysis():
     assert not complete and fill // 10 < total < fill
     partial = symbolic_cholesky(m.indptr, m.indices, max_fill=fill // 10)
     assert not partial.complete and partial.nnz < full.nnz
+
+
+def _laplacian_pattern(graph) -> sp.csr_matrix:
+    n = int(graph.num_nodes)
+    row, col = graph.edge_index.numpy()
+    return pattern(n, list(zip(row.tolist(), col.tolist(), strict=True)))
+
+
+def test_projected_work_stops_hub_heavy_orderings_early():
+    """A hub-heavy graph's ordering stops once its work so far, over the share of nodes
+    eliminated, passes twice the budget: before the budget itself. Graphs whose ordering
+    fits the budget (a grid, a co-authorship graph) still finish within it exactly."""
+    from graphpe.ops.eigen.ordering import PROJECTED_WORK_MARGIN
+    from graphpe.synthetic import coauthor_like_graph, social_like_graph
+
+    hubs = _laplacian_pattern(social_like_graph(5000, seed=0))
+    _, complete, total = minimum_degree_order(hubs.indptr, hubs.indices)
+    assert complete
+    budget = total // 8
+    _, complete, work = minimum_degree_order(hubs.indptr, hubs.indices, max_work=budget)
+    assert not complete and work < 0.8 * budget
+    assert PROJECTED_WORK_MARGIN == 2.0
+    for m in (grid(30), _laplacian_pattern(coauthor_like_graph(2000, seed=0))):
+        _, complete, total = minimum_degree_order(m.indptr, m.indices)
+        assert minimum_degree_order(m.indptr, m.indices, max_work=total)[1:] == (True, total)
