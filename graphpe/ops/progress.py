@@ -53,12 +53,12 @@ def refresh_seconds(terminal_seconds: float = 0.1) -> float:
 
 
 def progress_bar(desc: str, total: float | None = None, unit: str = "it",
-                 disable: bool = False) -> tqdm:
-    """A tqdm bar on stderr, shown once the call has run :data:`PROGRESS_DELAY_SECONDS`
-    (redrawn as :func:`refresh_seconds` says)."""
-    return tqdm(total=total, desc=desc, unit=unit, delay=PROGRESS_DELAY_SECONDS,
-                disable=disable, leave=False, dynamic_ncols=True,
-                mininterval=refresh_seconds())
+                 disable: bool = False, delay: float | None = None) -> tqdm:
+    """A tqdm bar on stderr, shown once it has existed ``delay`` seconds (default
+    :data:`PROGRESS_DELAY_SECONDS`; redrawn as :func:`refresh_seconds` says)."""
+    return tqdm(total=total, desc=desc, unit=unit,
+                delay=PROGRESS_DELAY_SECONDS if delay is None else delay, disable=disable,
+                leave=False, dynamic_ncols=True, mininterval=refresh_seconds())
 
 
 @contextlib.contextmanager
@@ -114,13 +114,21 @@ def run_interruptible(call: Callable[..., T], *args: Any, desc: str = "native ca
     start = time.perf_counter()
     worker.start()
     total = None if expected_seconds is None else max(float(expected_seconds), 1e-3)
-    with progress_bar(desc, total=total, unit="s") as bar:
-        while worker.is_alive():
+    bar = None  # made once the call has run the delay: most calls end sooner
+    try:
+        while True:
             worker.join(WAIT_SLICE_SECONDS)
             elapsed = time.perf_counter() - start
             if elapsed >= PROGRESS_DELAY_SECONDS:
+                if bar is None:
+                    bar = progress_bar(desc, total=total, unit="s", delay=0.0)
                 bar.n = round(elapsed if total is None else min(elapsed, total), 1)
                 bar.refresh()
+            if not worker.is_alive():
+                break
+    finally:
+        if bar is not None:
+            bar.close()
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]

@@ -351,8 +351,10 @@ def shift_invert_eigenpairs(
                       unit="solve") as bar:
 
         def matvec(x: np.ndarray) -> np.ndarray:
+            # the null space is invariant under the inverse: projecting its output is enough
+            # (a rounding-size null component of x, amplified by 1 / |sigma|, is removed)
             bar.update(1)
-            return _project(null, factor.lu.solve(_project(null, x.ravel().copy())))
+            return _project(null, factor.lu.solve(x.ravel()))
 
         inverse = spla.LinearOperator((n, n), matvec=matvec, dtype=np.float64)
         nu, vecs_ordered = spla.eigsh(inverse, k=k, which="LA", tol=tol / upper,
