@@ -97,7 +97,9 @@ def merge(out: Path = OUT, merged_path: Path = MERGED) -> dict:
                       "rows": [{k: row.get(k) for k in (
                           "model", "pe", "runs", "test_mean", "test_std", "val_mean",
                           "val_std", "diff", "diff_se", "significant", "pe_seconds",
-                          "seconds_per_epoch", "test", "run_names")} for row in grid["rows"]]})
+                          "seconds_per_epoch", "test", "run_names")}
+                               | ({"refused": row["refused"]} if row.get("refused") else {})
+                               for row in grid["rows"]]})
     provenance = json.loads(PROVENANCE.read_text())
     published = {"metric": provenance["metric"], "unit": provenance["unit"], "entries": [
         {**dataclasses.asdict(entry), **provenance["notes"].get(f"{entry.dataset}/{entry.model}",

@@ -1547,6 +1547,10 @@ def heterophilous_table(data: dict) -> str:
         budget = (f"{grid['setting']}: {grid['channels']} ch, {grid['layers']} layers, "
                   f"lr {grid['lr']:g}, {grid['epochs']} steps")
         for row in grid["rows"]:
+            if row.get("refused"):  # the encoding cannot take the graph: the first sentence
+                lines.append(f"| {grid['dataset']} | {budget} | {row['model']} | {row['pe']} "
+                             f"| 0 | refused: {row['refused'].split('. ')[0]} | | | | |")
+                continue
             minutes = (row["pe_seconds"] + row["seconds_per_epoch"] * grid["epochs"]) / 60
             vs = "" if row.get("diff") is None else (
                 f"{100 * row['diff']:+.2f} ± {100 * row['diff_se']:.2f}"

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from graphpe.datasets import DatasetBundle, load_dataset
+from graphpe.ops.checks import GraphRefusedError
 
 #: what the table's marker means: |difference to none| over its standard error exceeds this
 SIGNIFICANT_SE = 2.0
@@ -261,6 +262,12 @@ def summarize(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "metric": records[0]["metric"] if records else None}
 
 
+def refused_cell(reason: str) -> dict[str, Any]:
+    """The summary of a cell whose encoding refused the dataset's graphs
+    (:class:`~graphpe.ops.checks.GraphRefusedError`): no runs, and why."""
+    return {**summarize([]), "refused": reason}
+
+
 def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else math.nan
 
@@ -314,7 +321,13 @@ def markdown_table(rows: Sequence[dict[str, Any]], scale: float = 100.0) -> str:
     lines = ["| model | encodings | runs | test | vs none | precompute s | bytes / node | "
              "s / epoch |",
              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    refusals = []
     for row in rows:
+        if row.get("refused"):
+            refusals.append(f"{row['model']} with {row['pe']}: {row['refused']}")
+            lines.append(f"| {row['model']} | {row['pe']} | 0 | refused ({len(refusals)}) "
+                         "| | | | |")
+            continue
         vs = "" if "diff" not in row else (
             f"{row['diff'] * scale:+.2f} ± {row['diff_se'] * scale:.2f}"
             + (" *" if row["significant"] else ""))
@@ -323,6 +336,9 @@ def markdown_table(rows: Sequence[dict[str, Any]], scale: float = 100.0) -> str:
         lines.append(f"| {row['model']} | {row['pe']} | {row['runs']} | {test} | {vs} | "
                      f"{row['pe_seconds']:.2f} | {row.get('pe_bytes_per_node') or 0:.0f} | "
                      f"{row['seconds_per_epoch']:.3f} |")
+    if refusals:
+        lines += ["", "Refused (the encoding cannot take the dataset's graphs):",
+                  *(f"{i}. {text}" for i, text in enumerate(refusals, 1))]
     return "\n".join(lines) + "\n"
 
 
@@ -349,7 +365,7 @@ def plot_cost(rows: Sequence[dict[str, Any]], path: Path, title: str) -> bool:
                         textcoords="offset points")
     ax.set_xscale("log")
     ax.set_xlabel("precompute seconds per run (log; 'none' at 1e-3)")
-    ax.set_ylabel(f"test {rows[0]['metric'] if rows else ''}")
+    ax.set_ylabel(f"test {next((r['metric'] for r in rows if r['runs']), '')}")
     ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -419,10 +435,17 @@ def compare(runs: RunSet, models: Sequence[str], pes: Sequence[str], shape: Mode
             label = _pe_label(pe.replace("+", ","))
             if report:
                 report(f"{model} with {label}")
-            records = train_runs(runs, model, label.replace("+", ",") if label != "none"
-                                 else "none", shape, config, cell_dir(out, model, label),
-                                 report=(lambda line: report(f"  {line}")) if report else None)
-            cells[(model, label)] = summarize(records)
+            try:
+                records = train_runs(
+                    runs, model, label.replace("+", ",") if label != "none" else "none",
+                    shape, config, cell_dir(out, model, label),
+                    report=(lambda line: report(f"  {line}")) if report else None)
+            except GraphRefusedError as refusal:  # the encoding cannot take this graph
+                if report:
+                    report(f"  refused: {refusal}")
+                cells[(model, label)] = refused_cell(str(refusal))
+            else:
+                cells[(model, label)] = summarize(records)
             write_compare(out, runs, cells, config, shape)
     return write_compare(out, runs, cells, config, shape, plot=True)
 

@@ -271,3 +271,30 @@ def test_an_encoding_too_small_for_the_graph_is_refused_before_any_cell(tmp_path
             "drop them from --pe") in err
     assert "drwse" not in err  # its limit, 2,048 nodes, holds the graph
     assert not (tmp_path / "grid" / "runs").exists()
+
+
+def test_a_cell_whose_encoding_refuses_the_graph_is_recorded_and_the_grid_goes_on(
+        tmp_path, capsys, monkeypatch):
+    """An encoding that refuses the graph once it reaches it (exact curvature past its
+    transport budget, here 10 cells: a cost, not a size the pre-flight knows) leaves its cell
+    refused, with the reason, in the table and the JSON; the cells after it train."""
+    from graphpe.ops.curvature import tensor
+
+    real_check = tensor.check_transport_budget
+    monkeypatch.setattr(tensor, "check_transport_budget",
+                        lambda cost, max_transport_cells: real_check(cost, 10))
+    write_archive(tmp_path / "g.npz", splits=2)
+    out = tmp_path / "grid"
+    main(["compare", "--dataset", "graph:g.npz", "--root", str(tmp_path), "--model",
+          "res-gcn", "--pe", "none,lcp,rwse:walk_length=4", "--splits", "all", "--out",
+          str(out), *FAST])
+    printed = capsys.readouterr().out
+    rows = {row["pe"]: row for row in json.loads((out / "compare.json").read_text())["rows"]}
+    refused = rows["lcp"]
+    assert refused["runs"] == 0 and "past max_transport_cells=10" in refused["refused"]
+    assert "diff" not in refused
+    assert rows["rwse:walk_length=4"]["runs"] == 2 and "diff" in rows["rwse:walk_length=4"]
+    table = (out / "compare.md").read_text()
+    assert "| res-gcn | lcp | 0 | refused (1) |" in table
+    assert f"1. res-gcn with lcp: {refused['refused']}" in table
+    assert table in printed

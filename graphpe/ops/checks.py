@@ -13,6 +13,13 @@ import numbers
 from collections.abc import Collection
 
 
+class GraphRefusedError(ValueError):
+    """An encoding cannot take a graph at its settings: the graph passes a size or cost limit
+    (a dense kernel's ``max_nodes``, exact curvature's transport budget). The message names
+    the limit and what to change. A grid (``graphpe compare``) records the cell as refused
+    and goes on; any other error stops it."""
+
+
 def _is_int(value: object) -> bool:
     return not isinstance(value, bool) and isinstance(value, numbers.Integral)
 

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import GraphRefusedError
 from graphpe.ops.eigen.dense import batched_eigh
 from graphpe.ops.graph import (
     bucket_node_index,
@@ -81,7 +82,8 @@ def dense_ptr(edge_index: Tensor, num_nodes: int, ptr: Tensor | None,
         ptr.to(edge_index.device, torch.long)
     biggest = int((ptr[1:] - ptr[:-1]).max()) if ptr.numel() > 1 else 0
     if biggest > max_nodes:
-        raise ValueError(f"a graph has {biggest} nodes: {what}, and max_nodes={max_nodes}")
+        raise GraphRefusedError(f"a graph has {biggest} nodes: {what}, and "
+                                f"max_nodes={max_nodes}")
     return ptr
 
 

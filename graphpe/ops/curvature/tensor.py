@@ -33,6 +33,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from graphpe.ops.checks import GraphRefusedError
 from graphpe.ops.curvature.compiled import (
     ORC_CELLS_PER_SECOND,
     edge_triangles_host,
@@ -74,7 +75,7 @@ class TransportCost(NamedTuple):
     seconds: float
 
 
-class TransportBudgetError(ValueError):
+class TransportBudgetError(GraphRefusedError):
     """The exact Ollivier-Ricci curvature of a graph would exceed ``max_transport_cells``;
     ``cost`` holds the estimate (:class:`TransportCost`)."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from graphpe.ops.checks import check_choice, check_positive_int
+from graphpe.ops.checks import GraphRefusedError, check_choice, check_positive_int
 from graphpe.ops.eigen.tensor import canonical_signs, random_signs
 from graphpe.ops.graph import (
     bucket_node_index,
@@ -48,8 +48,8 @@ def svd_encoding(edge_index: Tensor, num_nodes: int, k: int, ptr: Tensor | None 
     out = torch.zeros(num_nodes, 2 * k, dtype=torch.float32, device=device)
     sizes = ptr.diff()
     if num_nodes and int(sizes.max()) > max_nodes:
-        raise ValueError(f"svd_encoding densifies each graph: a graph of {int(sizes.max())} "
-                         f"nodes is above max_nodes={max_nodes}")
+        raise GraphRefusedError(f"svd_encoding densifies each graph: a graph of "
+                                f"{int(sizes.max())} nodes is above max_nodes={max_nodes}")
     buckets = size_buckets(sizes)
     flips = (random_signs(sizes.numel(), k, generator, torch.float64, device)
              if sign == "random" else None)

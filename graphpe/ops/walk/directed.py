@@ -13,7 +13,12 @@ import torch
 from torch import Tensor
 
 from graphpe.ops import aot
-from graphpe.ops.checks import check_choice, check_positive_int, check_size_limit
+from graphpe.ops.checks import (
+    GraphRefusedError,
+    check_choice,
+    check_positive_int,
+    check_size_limit,
+)
 from graphpe.ops.graph import validate_graph
 from graphpe.ops.host import FASTMATH, graph_chunks, host_array, numpy_dtype, run_over_graphs
 
@@ -61,7 +66,7 @@ def directed_landing_probs(edge_index: Tensor, num_nodes: int, walk_length: int,
               else host_array(ptr.cpu(), np.int64))
     sizes = ptr_np[1:] - ptr_np[:-1]
     if sizes.size and int(sizes.max()) > max_nodes:
-        raise ValueError(f"directed_landing_probs densifies each graph: a graph of "
+        raise GraphRefusedError(f"directed_landing_probs densifies each graph: a graph of "
                          f"{int(sizes.max())} nodes is above max_nodes={max_nodes}")
     ei = host_array(edge_index.cpu(), np.int64)
     weight = (np.ones(ei.shape[1]) if edge_weight is None
