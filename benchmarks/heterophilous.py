@@ -29,15 +29,24 @@ default ``~/.cache/graphpe/heterophilous``; the shared folder is only read).
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import json
 import os
-import shutil
-import sys
-from pathlib import Path
 
-from graphpe.datasets.published import PUBLISHED
+# one thread for every library, set before numpy, numba or torch load: BLAS and numba read
+# these once, at import, and their worker threads spin against the other grid on a shared
+# machine (measured: Tolokers' LapPE 2.7-3.8 s with two threads beside busy processes, 0.9-1.1
+# s with one)
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+             "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from graphpe.datasets.published import PUBLISHED  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SHARED = Path(os.environ.get("GRAPHPE_SHARED_DATA", HERE.parents[1] / "shared" / "data"))
@@ -127,7 +136,6 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=None,
                         help="override the setting's epochs (a smoke run)")
     args = parser.parse_args()
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
     if not args.merge:
         if args.dataset is None:
             parser.error("--dataset is required unless --merge")
