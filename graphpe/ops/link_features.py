@@ -23,6 +23,10 @@ it (``tests/ops/test_link_features.py``). The features (``PAIR_FEATURES``):
   :data:`PAIR_WALK_STEPS`, the random walk's landing probabilities at the pair
   (:func:`graphpe.ops.pair_walk.pair_walks`, exact) relative to the uniform ``1 / n``:
   ``2 PAIR_WALK_STEPS`` columns.
+- ``heat``: ``log(1 + n H_t[u, v])`` and ``log(1 + n H_t[v, u])`` for ``t`` in
+  :data:`PAIR_HEAT_TIMES`, the heat kernel ``H_t = exp(-t (I - D^-1 A))`` at the pair
+  (:func:`graphpe.ops.pair_walk.pair_heat`, its series to 8 powers, within 1.1e-6):
+  ``2 len(PAIR_HEAT_TIMES)`` columns.
 """
 
 from __future__ import annotations
@@ -43,11 +47,13 @@ from graphpe.ops.link import (
     pair_neighbourhood_scores,
     pair_ppr,
 )
-from graphpe.ops.pair_walk import pair_walks
+from graphpe.ops.pair_walk import pair_heat, pair_walks
 from graphpe.ops.resistance import pair_resistance
 
 #: the walk lengths of ``rrwp``, 1 .. this (balls of radius 2 around both ends)
 PAIR_WALK_STEPS = 4
+#: the diffusion times of ``heat``
+PAIR_HEAT_TIMES = (0.5, 1.0)
 
 
 class PairGraph(NamedTuple):
@@ -89,6 +95,12 @@ def _rrwp(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
     return torch.log1p(graph.num_nodes * walks).to(torch.float32)
 
 
+def _heat(graph: PairGraph, pairs: Tensor, max_dist: int) -> Tensor:
+    heat = pair_heat(graph.csr, graph.num_nodes, pairs, PAIR_HEAT_TIMES,
+                     without_own_edge=True)
+    return torch.log1p(graph.num_nodes * heat).to(torch.float32)
+
+
 @dataclass(frozen=True)
 class PairFeature:
     """One pair feature: its name, what it is, its column count given ``max_dist``, and
@@ -113,6 +125,8 @@ PAIR_FEATURES: dict[str, PairFeature] = {feature.name: feature for feature in (
                 lambda max_dist: 1, _resistance),
     PairFeature("rrwp", f"random-walk landing probabilities both ways, 1 .. {PAIR_WALK_STEPS} "
                 "steps, log(1 + n p)", lambda max_dist: 2 * PAIR_WALK_STEPS, _rrwp),
+    PairFeature("heat", f"heat kernel of the random walk both ways at t = {PAIR_HEAT_TIMES}, "
+                "log(1 + n H)", lambda max_dist: 2 * len(PAIR_HEAT_TIMES), _heat),
 )}
 #: what a link predictor reads unless told otherwise
 DEFAULT_PAIR_FEATURES = ("spd", "cn")

@@ -24,9 +24,17 @@ an end of many pairs, and its walks cost the most.
 A link model must not read the edge it predicts: with ``without_own_edge`` each pair's
 probabilities are those of the graph without the edge ``u - v`` (``d(u)`` and ``d(v)`` one
 less, the walks never step along it), as :func:`graphpe.ops.link.pair_distances` and
-:func:`graphpe.ops.link.pair_ppr` do. The heat kernel ``exp(-t L)`` at a pair is a fixed
-series in these powers (``L = I - D^-1/2 A D^-1/2``: ``(D^-1/2 A D^-1/2)^k[u, v] =
-sqrt(d(u) / d(v)) M^k[u, v]``); a decoder reading them reads its truncation.
+:func:`graphpe.ops.link.pair_ppr` do.
+
+The heat kernel of the random walk's Laplacian ``L = I - M`` at a pair (:func:`pair_heat`) is
+the series in the same powers,
+
+    exp(-t L)[u, v] = e^-t sum_k t^k / k! M^k[u, v],
+
+summed to ``k =`` :data:`MAX_PAIR_WALK_STEPS`: as ``0 <= M^k[u, v] <= 1``, the terms left
+out total at most ``e^-t sum_(k > 8) t^k / k!`` (below 1.1e-6 for ``t <=``
+:data:`MAX_PAIR_HEAT_TIME`). For the symmetric Laplacian ``I - D^-1/2 A D^-1/2`` the entry is
+``sqrt(d(u) / d(v))`` times this one.
 
 :func:`reference_pair_walks` (dense matrix powers of the graph without each pair's edge) is
 the slower reference the tests check the compiled kernel against. The module is not among the
@@ -48,6 +56,9 @@ from graphpe.ops.link import PAIRS_PER_THREAD, check_pairs, pair_graph
 # the most steps a call takes (each a dense scratch vector per thread, and balls of half its
 # radius around both ends)
 MAX_PAIR_WALK_STEPS = 8
+# the longest diffusion time of pair_heat: its series, cut after MAX_PAIR_WALK_STEPS powers,
+# is then within 1.1e-6 of exp(-t L)
+MAX_PAIR_HEAT_TIME = 1.0
 
 
 @aot.njit(cache=True, nogil=True)
@@ -239,6 +250,32 @@ def pair_walks(edge_index: Tensor | HostCSR, num_nodes: int, pairs: Tensor, step
     walks[flip] = np.concatenate([walks[flip, steps:], walks[flip, :steps]], axis=1)
     out = np.empty_like(walks)
     out[order] = walks
+    return torch.from_numpy(out)
+
+
+def pair_heat(edge_index: Tensor | HostCSR, num_nodes: int, pairs: Tensor,
+              times: tuple[float, ...] = (0.5, 1.0),
+              without_own_edge: bool = False) -> Tensor:
+    """The heat kernel ``exp(-t (I - D^-1 A))`` of ``pairs`` ``[2, Q]`` (module docstring:
+    the series to :data:`MAX_PAIR_WALK_STEPS` powers of :func:`pair_walks`): a float64
+    ``[Q, 2 len(times)]``, columns ``H_t[u, v]`` for each of ``times``, then ``H_t[v, u]``.
+    ``times`` lie in ``(0,`` :data:`MAX_PAIR_HEAT_TIME` ``]``; ``without_own_edge`` as
+    :func:`pair_walks`."""
+    times = tuple(times)
+    if not times or any(not isinstance(t, (int, float)) or isinstance(t, bool)
+                        or not 0.0 < t <= MAX_PAIR_HEAT_TIME for t in times):
+        raise ValueError(f"times must be numbers in (0, {MAX_PAIR_HEAT_TIME:g}], got {times!r}")
+    pairs = check_pairs(pairs, num_nodes)
+    steps = MAX_PAIR_WALK_STEPS
+    walks = pair_walks(edge_index, num_nodes, pairs, steps, without_own_edge).numpy()
+    k = np.arange(1, steps + 1)
+    log_factorial = np.cumsum(np.log(k))
+    same = (pairs[0] == pairs[1]).numpy().astype(np.float64)  # the k = 0 term, M^0 = I
+    out = np.empty((walks.shape[0], 2 * len(times)))
+    for i, t in enumerate(times):
+        weight = np.exp(k * np.log(t) - log_factorial - t)  # e^-t t^k / k!
+        out[:, i] = np.exp(-t) * same + walks[:, :steps] @ weight
+        out[:, len(times) + i] = np.exp(-t) * same + walks[:, steps:] @ weight
     return torch.from_numpy(out)
 
 

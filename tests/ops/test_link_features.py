@@ -13,10 +13,11 @@ from graphpe.ops.link import pair_neighbourhood_scores, pair_ppr, without_pairs
 from graphpe.ops.link_features import (
     DEFAULT_PAIR_FEATURES,
     PAIR_FEATURES,
+    PAIR_HEAT_TIMES,
     PairFeatureSet,
     link_pair_features,
 )
-from graphpe.ops.pair_walk import reference_pair_walks
+from graphpe.ops.pair_walk import pair_heat, reference_pair_walks
 from tests.conftest import nx_to_data
 
 ALL = tuple(PAIR_FEATURES)
@@ -60,8 +61,8 @@ def test_each_column_is_its_kernel_or_its_definition():
                        torch.tensor(list(g.edges)).t()[:, :10], torch.tensor([[4], [4]])], 1)
     features = PairFeatureSet(ALL, max_dist=2)
     out = features.compute(data.edge_index, 40, pairs)
-    assert out.dtype == torch.float32 and out.shape == (pairs.size(1), 4 + 3 + 2 + 1 + 8)
-    assert features.width == 18
+    assert out.dtype == torch.float32 and out.shape == (pairs.size(1), 4 + 3 + 2 + 1 + 8 + 4)
+    assert features.width == 22
     torch.testing.assert_close(out[:, :4].sum(1), torch.ones(pairs.size(1)))
     scores = pair_neighbourhood_scores(data.edge_index, 40, pairs)
     torch.testing.assert_close(out[:, 4], torch.log1p(scores[:, 0]).float())
@@ -86,6 +87,8 @@ def test_each_column_is_its_kernel_or_its_definition():
         assert out[q, 9].item() == pytest.approx(want, rel=1e-5, abs=1e-6), (u, v)
     walks = reference_pair_walks(data.edge_index, 40, pairs, 4, without_own_edge=True)
     torch.testing.assert_close(out[:, 10:18], torch.log1p(40 * walks).float())
+    heat = pair_heat(data.edge_index, 40, pairs, PAIR_HEAT_TIMES, without_own_edge=True)
+    torch.testing.assert_close(out[:, 18:22], torch.log1p(40 * heat).float())
 
 
 def test_the_set_keeps_its_order_and_the_default_is_distance_and_neighbourhood():
@@ -104,7 +107,7 @@ def test_the_set_keeps_its_order_and_the_default_is_distance_and_neighbourhood()
 
 @pytest.mark.parametrize("make, message", [
     (lambda: PairFeatureSet(("spd", "cnn")),
-     r"^unknown pair feature 'cnn'; known: spd, cn, ppr, resistance, rrwp \(or none\)$"),
+     r"^unknown pair feature 'cnn'; known: spd, cn, ppr, resistance, rrwp, heat \(or none\)$"),
     (lambda: PairFeatureSet(("cn", "cn")), r"^pair features named twice: cn,cn$"),
     (lambda: PairFeatureSet(max_dist=0), r"^max_dist must be a positive int, got 0$"),
     (lambda: PairFeatureSet.parse("spd,,cn"), r"^unknown pair feature ''"),
