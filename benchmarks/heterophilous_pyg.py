@@ -86,8 +86,27 @@ def pyg_conv_stack(kind: str, channels: int, layers: int, dropout: float, classe
     return ConvStack()
 
 
+def logit_as_two_classes(channels: int):
+    """A head of one logit ``z`` written as PyG's two classes ``[0, z]``: under PyG's
+    ``log_softmax`` and negative log-likelihood that is binary cross-entropy on ``z``, as
+    graphpe trains (``--pyg-head logit``: PyG's model with graphpe's head and loss)."""
+    import torch
+
+    class LogitAsTwoClasses(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.logit = torch.nn.Linear(channels, 1)
+
+        def forward(self, x):
+            z = self.logit(x)
+            return torch.cat([torch.zeros_like(z), z], dim=-1)
+
+    return LogitAsTwoClasses()
+
+
 def pyg_model(kind: str, features: int, args: argparse.Namespace, classes: int = 2):
-    """``Linear(features, channels)`` then PyG's ``kind`` with ``classes`` outputs."""
+    """``Linear(features, channels)`` then PyG's ``kind`` with ``classes`` outputs (with
+    ``args.pyg_head == "logit"``, SGFormer's last layer one logit as two classes)."""
     import torch
     from torch_geometric.nn.models import Polynormer, SGFormer
 
@@ -100,6 +119,9 @@ def pyg_model(kind: str, features: int, args: argparse.Namespace, classes: int =
                         gnn_dropout=args.dropout, trans_dropout=args.dropout)
     else:
         body = pyg_conv_stack(kind, args.channels, args.layers, args.dropout, classes)
+    if getattr(args, "pyg_head", "two-class") == "logit":
+        body.fc = logit_as_two_classes(args.channels)
+        body.params2 = [*body.graph_conv.parameters(), *body.fc.parameters()]
     return torch.nn.Sequential(torch.nn.Linear(features, args.channels)), body
 
 
@@ -294,9 +316,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--root", type=Path,
                         default=Path.home() / ".cache" / "graphpe" / "heterophilous")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
+    parser.add_argument("--pyg-head", default="two-class", choices=("two-class", "logit"),
+                        help="logit: PyG's SGFormer with graphpe's head (one logit, binary "
+                             "cross-entropy), beside graphpe's runs of the two-class entry")
     args = parser.parse_args(argv)
     if not (args.accuracy or args.timing):
         parser.error("give --accuracy, --timing or both")
+    if args.pyg_head == "logit" and (args.model != "sgformer" or args.timing):
+        parser.error("--pyg-head logit is an accuracy check of SGFormer's head: give "
+                     "--accuracy --model sgformer")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
@@ -312,6 +340,9 @@ def main(argv: list[str] | None = None) -> None:
                                               "global_layers", "dropout", "lr", "epochs",
                                               "local_epochs", "seed")}
     key = f"{args.dataset}-{args.model}"
+    base = result.get(key)
+    if args.pyg_head == "logit":  # graphpe's side is the two-class entry's, split for split
+        key += "-pyg-logit"
     entry = result.setdefault(key, {"settings": settings, "rows": []})
     if entry["settings"] != settings:
         if entry["rows"]:
@@ -332,6 +363,12 @@ def main(argv: list[str] | None = None) -> None:
             for library in ("pyg", "graphpe"):
                 if (library, split) in done:
                     continue
+                if library == "graphpe" and args.pyg_head == "logit":
+                    if base is None or base["settings"] != settings:
+                        continue
+                    entry["rows"] += [r for r in base["rows"]
+                                      if r["library"] == "graphpe" and r["split"] == split]
+                    continue
                 row = pyg_split(args.model, graph, split, args) if library == "pyg" else \
                     graphpe_split(args.model, root, split, args)
                 entry["rows"].append(row)
@@ -339,6 +376,7 @@ def main(argv: list[str] | None = None) -> None:
                 entry["summary"] = summary(entry["rows"])
                 args.json.parent.mkdir(parents=True, exist_ok=True)
                 args.json.write_text(json.dumps(result, indent=1))
+        entry["summary"] = summary(entry["rows"])
     if args.timing:
         entry["timing"] = timing(args.model, root, args)
         print(json.dumps({k: entry["timing"][k] for k in ("median", "pyg_over_graphpe")}))
