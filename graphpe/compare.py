@@ -16,7 +16,10 @@ deviation of the test metric over the runs, the difference to the same model wit
 encodings with its standard error (paired over the runs both cells share: the splits are the
 same), a marker where that difference exceeds two standard errors, and the encodings' cost
 (precompute seconds per run, the bytes they add per node, training seconds per epoch: the
-medians over the runs).
+medians over the runs). A cell whose encoding refuses the dataset's graphs
+(:class:`~graphpe.ops.checks.GraphRefusedError`: a size or cost limit it meets only on the
+graph) is kept in the table as refused, with the reason, and the grid goes on; it stores no
+run, so a grid run again asks it again (a refusal costs seconds).
 """
 
 from __future__ import annotations
