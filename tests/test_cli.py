@@ -511,7 +511,7 @@ and an unknown pair feature are one line each."""
             (["--pair-max-dist", "0"], "graphpe: error: max_dist must be a positive int, "
                                        "got 0"),
             (["--pair-pe", "spd,katz"], "graphpe: error: unknown pair feature 'katz'; known: "
-                                        "spd, cn, ppr, resistance, rrwp (or none)")):
+                                        "spd, cn, ppr, resistance, rrwp, heat (or none)")):
         code, _, err = run_cli([*base, *extra], capsys)
         assert code == 2 and message in err
     code, _, err = run_cli([*base[:4], "MUTAG", *base[5:]], capsys)
