@@ -348,12 +348,16 @@ def test_padding_keys_are_masked():
 
 @pytest.mark.skipif(shutil.which("g++") is None and shutil.which("c++") is None,
                     reason="torch.compile on the CPU needs a C++ compiler")
-# (each compiles a whole model, ~20 s alone: the pair and GatedGCN variants run under
-# `make test-slow`)
+# Inductor generates and compiles C++ for the forward and backward (~20-45 s a model): the
+# default run traces through AOTAutograd only (``aot_eager``: the same graph capture, so a break
+# or host sync fails it just the same); Inductor and the pair and GatedGCN variants run under
+# `make test-slow`
+@pytest.mark.parametrize("backend", [
+    "aot_eager", pytest.param("inductor", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("pair", [
     None, pytest.param({"spd": {"max_dist": 3, "path_hops": 2}}, marks=pytest.mark.slow),
     pytest.param("gatedgcn", marks=pytest.mark.slow)])
-def test_fullgraph_compile_matches_eager(pair):
+def test_fullgraph_compile_matches_eager(pair, backend):
     """One graph, no breaks and no host syncs: what CUDA graphs need (also with Graphormer's
     spatial and edge encodings, and with GatedGCN)."""
     from graphpe.transforms import SPD
@@ -368,7 +372,7 @@ def test_fullgraph_compile_matches_eager(pair):
     model.train()
     sb = static_batch(batch, num_graphs=4, graph_size=16, num_edges=256)
     ref = copy.deepcopy(model)
-    compiled = torch.compile(StaticGPS(model), fullgraph=True, dynamic=False)
+    compiled = torch.compile(StaticGPS(model), fullgraph=True, dynamic=False, backend=backend)
     out = compiled(sb)
     expected = StaticGPS(ref)(sb)
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-4)
