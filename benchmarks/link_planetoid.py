@@ -46,11 +46,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from common import DEFAULT_SHARED  # noqa: E402
 
+from graphpe.datasets.heart import HEURISTICS  # noqa: E402  (``--models heuristic``'s names)
+
 DEFAULT_JSON = HERE / "results" / "link_planetoid.json"
 HEART_JSON = HERE / "results" / "link_heart.json"
-#: ``--models heuristic``: the heuristics HeaRT ranks negatives by, in
-#: :class:`graphpe.datasets.heart.HeuristicScores`' order
-HEURISTICS = ("ra", "ppr", "cos")
 HEART_PUBLISHED = {
     "source": "Li et al., Evaluating Graph Neural Networks for Link Prediction: Current "
               "Pitfalls and New Benchmarking, NeurIPS 2023 (HeaRT), Table 3: its numbers "
@@ -119,7 +118,6 @@ def heuristic_row(split, name: str, seed: int) -> dict:
     from graphpe.datasets.heart import HeuristicScores
     from graphpe.ops.link import adjacency
 
-    which = HEURISTICS.index(name)
     n, features = split.num_nodes, split.graph.x.double().numpy()
     row = {"dataset": split.name, "model": "heuristic", "split_seed": seed,
            "seconds_per_epoch": 0.0, "pe_seconds": 0.0, "best_epoch": None}
@@ -131,7 +129,7 @@ def heuristic_row(split, name: str, seed: int) -> dict:
         scores = np.empty(pairs.size(1))
         sources, inverse = np.unique(pairs[0].numpy(), return_inverse=True)
         for lo in range(0, sources.size, 512):
-            block = scorer(sources[lo:lo + 512])[which]
+            block = scorer.score(name, sources[lo:lo + 512])
             mine = (inverse >= lo) & (inverse < lo + 512)
             scores[mine] = block[inverse[mine] - lo, pairs[1].numpy()[mine]]
         positive = labels.numpy() > 0

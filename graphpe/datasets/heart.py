@@ -51,6 +51,9 @@ HEART_NEGATIVES = 500
 PPR_ALPHA = 0.15
 #: the power iteration stops once the mass it has not yet spread is below this
 PPR_TOL = 1e-9
+#: the three heuristics, in the order :class:`HeuristicScores` returns them: resource
+#: allocation, personalized PageRank, feature cosine
+HEURISTICS = ("ra", "ppr", "cos")
 #: rows of the score matrices formed at once (memory: ``3 * n * ROWS`` float64 values)
 ROWS = 1024
 
@@ -96,8 +99,18 @@ class HeuristicScores:
 
     def __call__(self, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``[b, n]`` RA, PPR and cosine scores of the nodes ``sources``."""
-        return (self.ra[sources].toarray(), personalized_pagerank(self.walk, sources),
-                self.unit[sources] @ self.unit.T)
+        return tuple(self.score(name, sources) for name in HEURISTICS)
+
+    def score(self, name: str, sources: np.ndarray) -> np.ndarray:
+        """``[b, n]`` scores of the nodes ``sources`` under the heuristic ``name`` (one of
+        :data:`HEURISTICS`)."""
+        if name == "ra":
+            return self.ra[sources].toarray()
+        if name == "ppr":
+            return personalized_pagerank(self.walk, sources)
+        if name == "cos":
+            return self.unit[sources] @ self.unit.T
+        raise ValueError(f"unknown heuristic {name!r}; known: {', '.join(HEURISTICS)}")
 
 
 def personalized_pagerank(walk: sp.csr_matrix, sources: np.ndarray,
@@ -106,16 +119,19 @@ def personalized_pagerank(walk: sp.csr_matrix, sources: np.ndarray,
     ``sources``, ``P = walk`` row-stochastic (a node without edges keeps only its own
     ``alpha``), summed until ``(1 - alpha)^k < tol``."""
     n = walk.shape[0]
-    term = np.zeros((len(sources), n))
-    term[np.arange(len(sources)), sources] = alpha
+    # the terms as columns ([n, b], C order): each step one sparse product straight into a
+    # new array, scaled and added in place (a row layout would copy each term twice a step)
+    term = np.zeros((n, len(sources)))
+    term[sources, np.arange(len(sources))] = alpha
     total = term.copy()
     walk_t = walk.T.tocsr()
     mass = alpha
     while mass > tol:
-        term = (walk_t @ term.T).T * (1.0 - alpha)
+        term = walk_t @ term
+        term *= 1.0 - alpha
         total += term
         mass *= 1.0 - alpha
-    return total
+    return np.ascontiguousarray(total.T)
 
 
 def heuristic_ranks(scores: np.ndarray) -> np.ndarray:

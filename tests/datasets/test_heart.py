@@ -153,3 +153,19 @@ def test_bad_input():
     split.graph = Data(num_nodes=split.num_nodes)
     with pytest.raises(ValueError, match="the graph has no node features"):
         heart_split(split, 10)
+    graph = _graph()
+    scorer = HeuristicScores(sp.csr_matrix((graph.num_nodes, graph.num_nodes)),
+                             graph.x.double().numpy())
+    with pytest.raises(ValueError, match=r"^unknown heuristic 'katz'; known: ra, ppr, cos$"):
+        scorer.score("katz", np.arange(3))
+
+
+def test_each_heuristic_alone_is_its_column_of_the_three():
+    graph = _graph()
+    n = graph.num_nodes
+    u, v = graph.edge_index.numpy()
+    scorer = HeuristicScores(sp.csr_matrix((np.ones(u.size), (u, v)), shape=(n, n)),
+                             graph.x.double().numpy())
+    sources = np.array([3, 0, 41])
+    for name, together in zip(("ra", "ppr", "cos"), scorer(sources), strict=True):
+        np.testing.assert_array_equal(scorer.score(name, sources), together)
