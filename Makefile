@@ -12,6 +12,9 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 TORCH_PIP_ARGS ?=
 STAMP := $(VENV)/.graphpe-installed
+# pytest processes of `make test` (pytest-xdist; each test runs whole in one of them, idle ones
+# take tests from busy ones): CI's machine has 2 cores
+TEST_WORKERS ?= 2
 
 .PHONY: demo test test-slow bench lint docs docs-serve clean
 
@@ -37,7 +40,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check graphpe tests benchmarks examples docs/_build
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
