@@ -172,6 +172,22 @@ def test_config_gallery_files_are_valid():
         assert values["pe"] == "none" or resolve_pe(parse_pe(values["pe"])), path.name
 
 
+def test_a_toml_config_reads_through_tomli_where_tomllib_is_missing(tmp_path, monkeypatch):
+    """Python 3.10 has no tomllib: load_config then imports the tomli package (a dependency
+    there), the same parser; here the standard module stands in for it."""
+    import sys
+
+    import tomllib
+
+    from graphpe.cli import load_config
+
+    path = tmp_path / "run.toml"
+    path.write_text('model = "gps"\nbatch-size = 32\n')
+    monkeypatch.setitem(sys.modules, "tomllib", None)  # import tomllib now fails
+    monkeypatch.setitem(sys.modules, "tomli", tomllib)
+    assert load_config(str(path)) == {"model": "gps", "batch_size": 32}
+
+
 def test_datasets_graphpe_does_not_list_train_from_the_cli(tmp_path, capsys):
     """A TU set and an OGB molecule set outside graphpe's lists (PTC_MR, ogbg-mollipo) take
     the generic loaders. Offline, their files are stand-ins copied from MUTAG and

@@ -50,7 +50,10 @@ def load_config(path: str) -> dict:
     if path.endswith(".json"):
         values = json.loads(text)
     else:
-        import tomllib
+        try:
+            import tomllib
+        except ModuleNotFoundError:  # Python 3.10: the same parser as the tomli package
+            import tomli as tomllib
 
         values = tomllib.loads(text)
     if not isinstance(values, dict):
