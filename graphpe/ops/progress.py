@@ -2,6 +2,8 @@
 
 - :func:`progress_bar`: a tqdm bar that appears only once a call has run
   :data:`PROGRESS_DELAY_SECONDS` (short calls print nothing).
+- :class:`DelayedBar`: a counter with :func:`progress_bar`'s methods that makes its bar only
+  once the delay has passed (no tqdm object for the many short calls).
 - :func:`elapsed_bar`: the same for a block that reports no progress of its own: past the
   delay, a bar of the seconds it has run (against a prediction where there is one).
 - :func:`run_interruptible`: a native call that releases the GIL (a numba ``nogil`` kernel,
@@ -59,6 +61,47 @@ def progress_bar(desc: str, total: float | None = None, unit: str = "it",
     return tqdm(total=total, desc=desc, unit=unit,
                 delay=PROGRESS_DELAY_SECONDS if delay is None else delay, disable=disable,
                 leave=False, dynamic_ncols=True, mininterval=refresh_seconds())
+
+
+class DelayedBar:
+    """A progress counter (``update``, ``n``, ``set_postfix``, ``close``; a context manager)
+    that makes its :func:`progress_bar` only once :data:`PROGRESS_DELAY_SECONDS` have passed
+    since it was made, at an ``update`` or ``set_postfix``. A short call makes no tqdm object:
+    the first in a process costs a millisecond or more (tqdm starts its monitor thread), a
+    sizeable share of a LapPE call on a graph of a few thousand nodes."""
+
+    def __init__(self, desc: str, total: float | None = None, unit: str = "it") -> None:
+        self.desc, self.total, self.unit = desc, total, unit
+        self.n = 0
+        self.postfix: dict[str, Any] = {}
+        self.bar: tqdm | None = None
+        self.start = time.perf_counter()
+
+    def update(self, count: float = 1) -> None:
+        self.n += count
+        self._show()
+
+    def set_postfix(self, refresh: bool = False, **values: Any) -> None:
+        self.postfix = values
+        self._show()
+
+    def _show(self) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.start < PROGRESS_DELAY_SECONDS:
+                return
+            self.bar = progress_bar(self.desc, total=self.total, unit=self.unit, delay=0.0)
+        self.bar.set_postfix(self.postfix, refresh=False)
+        self.bar.update(self.n - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def __enter__(self) -> DelayedBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @contextlib.contextmanager

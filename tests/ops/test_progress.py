@@ -121,3 +121,20 @@ def test_every_encoding_on_a_large_graph_shows_that_it_runs(name, monkeypatch, c
     transform(graph)
     err = capsys.readouterr().err
     assert f"{type(transform).__name__}(" in err and f"on {graph.num_nodes:,} nodes" in err
+
+
+def test_a_delayed_bar_makes_no_bar_before_its_delay_and_one_after(monkeypatch, capsys):
+    monkeypatch.setattr(progress, "PROGRESS_DELAY_SECONDS", 3600.0)
+    with progress.DelayedBar("short", total=5, unit="solve") as bar:
+        bar.update(2)
+        bar.update(3)
+        bar.set_postfix(products=7)
+        assert bar.n == 5 and bar.bar is None
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(progress, "PROGRESS_DELAY_SECONDS", 0.0)
+    with progress.DelayedBar("long", total=5, unit="solve") as bar:
+        bar.update(2)
+        bar.n = 4  # a caller may set the count, as Lanczos sets its converged pairs
+        bar.set_postfix(products=7)
+        assert bar.bar is not None and bar.bar.n == 4 and bar.bar.postfix == "products=7"
+    assert "long" in capsys.readouterr().err

@@ -64,7 +64,7 @@ from graphpe.ops.checks import check_positive_int
 from graphpe.ops.eigen.lanczos import SPARSE_TOL, default_ncv, thick_restart_lanczos
 from graphpe.ops.eigen.ordering import SymbolicFactor, symbolic_cholesky
 from graphpe.ops.eigen.sparse import ComponentBasis, SparseEigenpairs
-from graphpe.ops.progress import progress_bar, run_interruptible
+from graphpe.ops.progress import DelayedBar, run_interruptible
 
 # scipy.sparse is imported where it is used: importing it takes ~0.1 s, which a process that
 # never meets a large graph need not pay
@@ -264,12 +264,11 @@ def lanczos_eigenpairs(
     order = degree_order(operator)
     csr = permuted(operator, order)
     null = _null_columns(deflate)
-    with progress_bar(f"lanczos ({n:,} nodes)", total=k, unit="pair") as bar:
+    with DelayedBar(f"lanczos ({n:,} nodes)", total=k, unit="pair") as bar:
 
         def on_restart(products: int, converged: int) -> None:
             bar.n = converged
-            bar.set_postfix(products=products, refresh=False)
-            bar.update(0)
+            bar.set_postfix(products=products)
 
         solved = thick_restart_lanczos(
             csr, n, k, null=None if null is None else null[order], tol=tol,
@@ -347,8 +346,8 @@ def shift_invert_eigenpairs(
     null = None if null is None else np.ascontiguousarray(null[perm])
     ncv = min(n, ncv if ncv is not None else max(2 * k + 1, 20))
     # the bar's total is the usual count (its estimate); ARPACK may need more
-    with progress_bar(f"shift-invert ({n:,} nodes)", total=SOLVES_PER_PAIR * k,
-                      unit="solve") as bar:
+    with DelayedBar(f"shift-invert ({n:,} nodes)", total=SOLVES_PER_PAIR * k,
+                    unit="solve") as bar:
 
         def matvec(x: np.ndarray) -> np.ndarray:
             # projected on both sides: the inverse keeps the null space invariant, but ARPACK's
